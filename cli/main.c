@@ -1,0 +1,36 @@
+/* dlbrain: one binary, several subcommands, like git. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+
+static const dlb_cmd_t cmds[] = {
+    {NULL, NULL, NULL},
+};
+
+static void usage(FILE *fp)
+{
+    fprintf(fp, "usage: dlbrain <command> [options]\n\ncommands:\n");
+    for (const dlb_cmd_t *c = cmds; c->name; c++)
+        fprintf(fp, "  %-12s %s\n", c->name, c->summary);
+    fprintf(fp, "\nRun 'dlbrain <command> --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+        !strcmp(argv[1], "help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("dlbrain %s\n", DLB_VERSION);
+        return 0;
+    }
+    for (const dlb_cmd_t *c = cmds; c->name; c++)
+        if (!strcmp(argv[1], c->name))
+            return c->main(argc - 1, argv + 1);
+    fprintf(stderr, "dlbrain: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,21 @@
+# Writes a C file embedding files as NUL-terminated byte arrays:
+#   const dlb_embedded_t <VAR>[] = {{"name", data, len}, ..., {NULL, NULL, 0}};
+# Run as a script: cmake -DOUT=... -DVAR=... -DFILES="a|b" -P embed.cmake
+string(REPLACE "|" ";" FILES "${FILES}")
+set(body "#include <stddef.h>\n#include \"embedded.h\"\n")
+set(table "const dlb_embedded_t ${VAR}[] = {\n")
+set(i 0)
+foreach(f IN LISTS FILES)
+  get_filename_component(name "${f}" NAME)
+  file(READ "${f}" hex HEX)
+  string(LENGTH "${hex}" hexlen)
+  math(EXPR len "${hexlen} / 2")
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+  string(APPEND body "static const char ${VAR}_${i}[] = {${bytes}0x00};\n")
+  string(APPEND table "    {\"${name}\", ${VAR}_${i}, ${len}},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND table "    {NULL, NULL, 0}};\n")
+file(WRITE "${OUT}.tmp" "${body}${table}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT}.tmp" "${OUT}")
+file(REMOVE "${OUT}.tmp")

@@ -1,0 +1,49 @@
+/* Optimizers: pure functions from (request, job state, history, settings) to a plan.
+ *
+ * No I/O in here: the consumer loads the inputs, calls dlb_router_plan(), and
+ * writes the result. Same inputs, same plan, byte for byte (no clocks, no
+ * randomness: "now" is the request's event time). */
+#ifndef DLB_OPTIMIZER_H
+#define DLB_OPTIMIZER_H
+
+#include <stddef.h>
+
+#include "conf.h"
+#include "event.h"
+#include "state.h"
+
+typedef struct dlb_opt_input {
+    const dlb_plan_request_t *req;
+    const dlb_job_state_t *job;      /* never NULL; may be empty */
+    const dlb_history_t *history;    /* similar jobs, never NULL; may be empty */
+    const dlb_limits_t *limits;      /* master-side clamp, applied last */
+    const char *optimizer_set;       /* "dlrover" or "dlbrain" */
+} dlb_opt_input_t;
+
+/** @brief Pick the optimizer(s) for the request's stage and the job's state, run
+ *         them, clamp to limits, and fill plan: plan_id / event_id =
+ *         dlb_plan_id(req), event_time_ms = req->event_time_ms, job_uid, stage,
+ *         trigger_event_id, optimizer, reason, groups, pods.
+ *         A stage with nothing to change yields a plan with no groups and no
+ *         pods and a reason saying why, so a master always gets an answer.
+ *  @returns 0, DLB_ERR_INVALID (unknown stage or optimizer set), DLB_ERR_NOMEM. */
+int dlb_router_plan(const dlb_opt_input_t *in, dlb_plan_t *plan, char *errstr, size_t errstr_size);
+
+/** @brief Deterministic plan id of a request: "plan-" + the request's event id. */
+void dlb_plan_id(const dlb_plan_request_t *req, char *buf, size_t size);
+
+/** @brief Clamp every group and pod resource of a plan to the limits
+ *         (0 = "keep" stays 0). Appends what was clamped to the reason. */
+void dlb_limits_apply(const dlb_limits_t *limits, dlb_plan_t *plan);
+
+/* The individual optimizers, exposed for table-driven tests. Each appends its
+ * groups/pods to plan and a sentence to plan->reason; returns 0 or an error. */
+
+/** DLRover PS create from similar history; cold start 4 PS x 12 CPU x 16 GiB. */
+int dlb_opt_ps_create(const dlb_opt_input_t *in, dlb_plan_t *plan);
+/** DLRover worker create from completed history jobs. */
+int dlb_opt_worker_create(const dlb_opt_input_t *in, dlb_plan_t *plan);
+/** OOM memory plan for the pod named by the request (or the job's newest OOM pod). */
+int dlb_opt_oom(const dlb_opt_input_t *in, dlb_plan_t *plan);
+
+#endif

@@ -1,0 +1,45 @@
+/* Redis cache of hot per-job state, so any consumer instance can serve any job.
+ *
+ * Keys (prefix = conf.env):
+ *   <prefix>:job:<uid>         HASH  event -> framed merged JobEvent, created_ms
+ *   <prefix>:job:<uid>:rt      ZSET  framed RuntimeSample scored by event time,
+ *                                    trimmed to the newest window_size
+ *   <prefix>:job:<uid>:pods    HASH  pod name -> JSON of dlb_pod_status_t
+ *   <prefix>:job:<uid>:seen    SET   event ids already folded in (idempotency)
+ * Every key of a job expires after conf ttl (7 days) of silence.
+ * The cache is never the source of truth: a miss is rebuilt from PostgreSQL. */
+#ifndef DLB_CACHE_REDIS_H
+#define DLB_CACHE_REDIS_H
+
+#include <stddef.h>
+
+#include "catalog.h"
+#include "conf.h"
+#include "state.h"
+
+typedef struct dlb_redis dlb_redis_t;
+
+/** @returns 0 or DLB_ERR_TRANSIENT (cannot connect / AUTH failed). */
+int dlb_redis_connect(dlb_redis_t **out, const dlb_conf_t *conf, const dlb_catalog_t *cat,
+                      char *errstr, size_t errstr_size);
+void dlb_redis_destroy(dlb_redis_t *r);
+
+/** @brief Load a job's cached state.
+ *  @returns 0 with *found = 1 on a hit, 0 with *found = 0 on a miss,
+ *           DLB_ERR_TRANSIENT when Redis is unreachable (reconnects next call). */
+int dlb_redis_load_job(dlb_redis_t *r, const char *job_uid, dlb_job_state_t *out, int *found,
+                       char *errstr, size_t errstr_size);
+
+/** @brief Store a whole job state (after applying events, or after a rebuild). */
+int dlb_redis_store_job(dlb_redis_t *r, const dlb_job_state_t *st, char *errstr,
+                        size_t errstr_size);
+
+/** @brief Apply one event to the cached state of its job, idempotently by event
+ *         id (the read-modify-write is safe because one job lives on one
+ *         partition, served by one consumer at a time). Loads from cache, folds
+ *         with dlb_job_state_apply(), stores. On a miss the caller should seed
+ *         the cache with dlb_redis_store_job() from PostgreSQL first. */
+int dlb_redis_apply_event(dlb_redis_t *r, const dlb_event_t *ev, char *errstr,
+                          size_t errstr_size);
+
+#endif

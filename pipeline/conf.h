@@ -1,0 +1,100 @@
+/* Configuration: one struct filled from defaults, then a config file, then
+ * environment variables, then -X key=value, in that order (kcat style).
+ *
+ * Keys are dotted lower-case ("redis.port"). The environment variable of a key
+ * is DLBRAIN_ + the key upper-cased with '.' and '-' as '_' ("DLBRAIN_REDIS_PORT").
+ * A key dlbrain does not know is a librdkafka property and goes to librdkafka
+ * untouched, so TLS/SASL settings pass through ("-X security.protocol=SASL_SSL").
+ *
+ * Secrets never need argv: libpq reads PGPASSWORD / PGPASSFILE itself, and
+ * redis.password can come from DLBRAIN_REDIS_PASSWORD or redis.password.file. */
+#ifndef DLB_CONF_H
+#define DLB_CONF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Master-side clamp applied to every plan last (DLRover NodeResourceLimit). */
+typedef struct dlb_limits {
+    double cpu_min;     /* cores, default 4 */
+    double cpu_max;     /* cores, default 32 */
+    int64_t memory_min; /* bytes, default 6144 MiB */
+    int64_t memory_max; /* bytes, default 65536 MiB */
+    int max_workers;    /* default 60 */
+    int max_ps;         /* default 15 */
+} dlb_limits_t;
+
+typedef struct dlb_kv {
+    char *key;
+    char *value;
+} dlb_kv_t;
+
+typedef struct dlb_conf {
+    char env[64];          /* env: topic / group / schema / key prefix, default "dlbrain" */
+    char brokers[1024];    /* brokers (= bootstrap.servers), default "localhost:9092" */
+    char group_id[256];    /* group.id of the optimizer; default "<env>.optimizer" */
+    char pg_dsn[1024];     /* pg.dsn, libpq conninfo; default "" = libpq environment */
+    char pg_schema[64];    /* pg.schema; default = env */
+    char redis_host[256];  /* redis.host, default 127.0.0.1 */
+    int redis_port;        /* redis.port, default 6379 */
+    char redis_password[256]; /* redis.password (from env/file only in practice) */
+    int redis_db;          /* redis.db, default 0 */
+    int redis_timeout_ms;  /* redis.timeout.ms, default 2000 */
+    int partitions;        /* topic.partitions for topic creation, default 12 */
+    int replication;       /* topic.replication, default 1 */
+    int window_size;       /* state.window.size: runtime samples kept per job, default 60 */
+    int history_hours;     /* history.hours: similar-job look-back, default 168 */
+    int history_max_jobs;  /* history.max.jobs: newest similar jobs used, default 100 */
+    int batch_size;        /* consumer.batch.size: messages per batch, default 500 */
+    int poll_ms;           /* consumer.poll.ms: batch fill time, default 200 */
+    int retry_backoff_ms;  /* consumer.retry.backoff.ms: pause after a dependency error, default 1000 */
+    int64_t max_message_bytes; /* message.max.bytes accepted by decoders, default 1 MiB */
+    char optimizer_set[32];    /* optimizer.set: "dlrover" or "dlbrain", default "dlbrain" */
+    dlb_limits_t limits;   /* limits.cpu.min, limits.cpu.max, limits.memory.min.mib,
+                              limits.memory.max.mib, limits.workers.max, limits.ps.max */
+    int log_level;         /* log.level: error|warn|info|debug, default info */
+    int log_json;          /* log.format: text|json, default text */
+    dlb_kv_t *kafka;       /* pass-through librdkafka properties, in order of setting */
+    size_t kafka_cnt;
+} dlb_conf_t;
+
+/** @brief Fill with embedded defaults. Never fails. */
+void dlb_conf_init(dlb_conf_t *conf);
+
+/** @brief Set one key. Unknown keys are stored as librdkafka properties.
+ *  @returns 0, or DLB_ERR_CONF when a known key gets a bad value. */
+int dlb_conf_set(dlb_conf_t *conf, const char *key, const char *value, char *errstr,
+                 size_t errstr_size);
+
+/** @brief Read "key=value" lines ('#' comments, blank lines ignored).
+ *  @returns 0, DLB_ERR_CONF naming file:line. */
+int dlb_conf_load_file(dlb_conf_t *conf, const char *path, char *errstr, size_t errstr_size);
+
+/** @brief Apply DLBRAIN_* environment variables for every known key, plus the
+ *         *.file indirections (DLBRAIN_REDIS_PASSWORD_FILE). */
+int dlb_conf_load_env(dlb_conf_t *conf, char *errstr, size_t errstr_size);
+
+/** @brief Parse "key=value" from a -X argument. */
+int dlb_conf_set_kv(dlb_conf_t *conf, const char *kv, char *errstr, size_t errstr_size);
+
+/** @brief Topic name "<env>.<name>", e.g. dlb_conf_topic(c, "plans", buf, sizeof buf). */
+const char *dlb_conf_topic(const dlb_conf_t *conf, const char *name, char *buf, size_t size);
+
+/** @brief Print every setting and its value; secrets are masked. */
+void dlb_conf_dump(const dlb_conf_t *conf, void *fp);
+
+void dlb_conf_destroy(dlb_conf_t *conf);
+
+/* Topic short names, joined to the env prefix by dlb_conf_topic(). */
+#define DLB_TOPIC_JOB_EVENTS "job-events"
+#define DLB_TOPIC_METRICS "metrics"
+#define DLB_TOPIC_K8S_EVENTS "k8s-events"
+#define DLB_TOPIC_PLAN_REQUESTS "plan-requests"
+#define DLB_TOPIC_PLANS "plans"
+#define DLB_TOPIC_CONFIGS "configs"
+#define DLB_TOPIC_DLQ "dlq"
+
+#define DLB_MIB ((int64_t)1024 * 1024)
+#define DLB_GIB ((int64_t)1024 * 1024 * 1024)
+
+#endif

@@ -1,0 +1,250 @@
+/* The events of the pipeline as plain C structs.
+ *
+ * These mirror schemas/*.avsc one to one. Decoders fill them, optimizers read
+ * them, encoders write them; nothing else in dlbrain touches Avro values.
+ * Identifiers are fixed-size and NUL-terminated (a longer value is rejected as
+ * invalid, never truncated); variable-length lists are heap arrays released by
+ * dlb_event_clear(). Memory is int64_t bytes, CPU is double cores. */
+#ifndef DLB_EVENT_H
+#define DLB_EVENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DLB_ID_MAX 128     /* event ids, job uids, pod names, node names */
+#define DLB_NAME_MAX 256   /* job meta strings, reasons of node events */
+#define DLB_REASON_MAX 1024 /* plan reasons, node event messages */
+
+typedef enum dlb_event_type {
+    DLB_EV_NONE = 0,
+    DLB_EV_JOB = 1,          /* job_event */
+    DLB_EV_RUNTIME = 2,      /* runtime_sample */
+    DLB_EV_NODE = 3,         /* node_event */
+    DLB_EV_PLAN_REQUEST = 4, /* plan_request */
+    DLB_EV_PLAN = 5,         /* plan */
+    DLB_EV_CONFIG_MATCH = 6, /* config_match */
+    DLB_EV__CNT
+} dlb_event_type_t;
+
+/** @returns "job_event", "runtime_sample", ... (the catalog's type names). */
+const char *dlb_event_type_name(dlb_event_type_t type);
+/** @returns the type for a catalog type name, or DLB_EV_NONE. */
+dlb_event_type_t dlb_event_type_parse(const char *name);
+/** @returns the topic short name (DLB_TOPIC_*) events of this type go to. */
+const char *dlb_event_type_topic(dlb_event_type_t type);
+
+/* ---- job_event ---------------------------------------------------------- */
+typedef struct dlb_job_meta {
+    char name[DLB_NAME_MAX];
+    char user[DLB_NAME_MAX];
+    char group[DLB_NAME_MAX];
+    char app[DLB_NAME_MAX];
+    char cluster[DLB_NAME_MAX];
+    char ns[DLB_NAME_MAX]; /* "namespace" in the schema */
+    char scenario[DLB_NAME_MAX];
+    char framework[DLB_NAME_MAX];
+} dlb_job_meta_t;
+
+typedef struct dlb_hyper_params {
+    int64_t batch_size;
+    int64_t epoch;
+    int64_t max_steps;
+} dlb_hyper_params_t;
+
+typedef struct dlb_dataset {
+    char name[DLB_NAME_MAX];
+    int64_t size; /* samples */
+    char storage[DLB_NAME_MAX];
+} dlb_dataset_t;
+
+typedef struct dlb_model {
+    int64_t variable_count;
+    int64_t op_count;
+    int64_t total_variable_size; /* bytes */
+    int64_t recv_op_count;
+    int64_t flops;
+    int64_t embedding_dimension;
+} dlb_model_t;
+
+/* Sections are optional (a union with null in Avro): has_* says whether this
+ * event carried it. A merged job state sets has_* for every section ever seen. */
+typedef struct dlb_job_event {
+    char event_id[DLB_ID_MAX];
+    int64_t event_time_ms;
+    char job_uid[DLB_ID_MAX];
+    int has_meta;
+    dlb_job_meta_t meta;
+    int has_state;
+    char state[32]; /* created pending running succeeded failed stopped */
+    int has_hyper_params;
+    dlb_hyper_params_t hyper_params;
+    int has_dataset;
+    dlb_dataset_t dataset;
+    int has_model;
+    dlb_model_t model;
+    int has_exit_reason;
+    char exit_reason[32];
+} dlb_job_event_t;
+
+/* ---- runtime_sample ----------------------------------------------------- */
+typedef struct dlb_pod_usage {
+    char name[DLB_ID_MAX];
+    char type[16]; /* ps worker chief evaluator */
+    int32_t index;
+    double cpu_used;      /* cores */
+    double cpu_requested; /* cores */
+    int64_t memory_used;      /* bytes */
+    int64_t memory_requested; /* bytes */
+} dlb_pod_usage_t;
+
+typedef struct dlb_runtime_sample {
+    char event_id[DLB_ID_MAX];
+    int64_t event_time_ms;
+    char job_uid[DLB_ID_MAX];
+    int64_t global_step;
+    double speed; /* steps/s */
+    dlb_pod_usage_t *pods;
+    size_t pods_cnt;
+} dlb_runtime_sample_t;
+
+/* ---- node_event --------------------------------------------------------- */
+typedef struct dlb_node_event {
+    char event_id[DLB_ID_MAX];
+    int64_t event_time_ms;
+    char job_uid[DLB_ID_MAX];
+    char kind[32]; /* pod_phase node_phase oom_killed evicted node_not_ready preempted deleted
+                      error hardware_error no_heartbeat */
+    char pod_name[DLB_ID_MAX];
+    char pod_type[16];
+    int32_t pod_index;
+    char node_name[DLB_ID_MAX];
+    int has_phase;
+    char phase[32];
+    char reason[DLB_NAME_MAX];
+    char message[DLB_REASON_MAX];
+    int has_memory_requested;
+    int64_t memory_requested; /* bytes */
+    int has_cpu_requested;
+    double cpu_requested; /* cores */
+} dlb_node_event_t;
+
+/* ---- plan_request ------------------------------------------------------- */
+typedef struct dlb_plan_request {
+    char event_id[DLB_ID_MAX];
+    int64_t event_time_ms;
+    char job_uid[DLB_ID_MAX];
+    char stage[64];
+    int has_oom_pod;
+    char oom_pod[DLB_ID_MAX];
+} dlb_plan_request_t;
+
+/* ---- plan --------------------------------------------------------------- */
+/* 0 in any field means "keep the current value". */
+typedef struct dlb_resource {
+    double cpu;     /* cores */
+    int64_t memory; /* bytes */
+    int32_t gpu;
+    char gpu_type[64];
+    char priority[32];
+} dlb_resource_t;
+
+typedef struct dlb_group_resource {
+    char group[16]; /* ps worker chief evaluator */
+    int32_t count;  /* 0 = keep the current count */
+    dlb_resource_t resource;
+} dlb_group_resource_t;
+
+typedef struct dlb_pod_resource {
+    char name[DLB_ID_MAX];
+    dlb_resource_t resource;
+} dlb_pod_resource_t;
+
+typedef struct dlb_plan {
+    char event_id[DLB_ID_MAX]; /* = plan_id */
+    int64_t event_time_ms;     /* = the trigger's event time */
+    char plan_id[DLB_ID_MAX];
+    char job_uid[DLB_ID_MAX];
+    char stage[64];
+    dlb_group_resource_t *groups;
+    size_t groups_cnt;
+    dlb_pod_resource_t *pods;
+    size_t pods_cnt;
+    char optimizer[64];
+    char reason[DLB_REASON_MAX];
+    char trigger_event_id[DLB_ID_MAX];
+} dlb_plan_t;
+
+/* ---- config_match ------------------------------------------------------- */
+typedef struct dlb_config_value {
+    char *key;
+    char *json; /* the value as JSON text */
+} dlb_config_value_t;
+
+typedef struct dlb_config_match {
+    char event_id[DLB_ID_MAX];
+    int64_t event_time_ms;
+    char job_uid[DLB_ID_MAX];
+    int64_t rules_version;
+    char **rule_ids;
+    size_t rule_ids_cnt;
+    dlb_config_value_t *values;
+    size_t values_cnt;
+    char trigger_event_id[DLB_ID_MAX];
+} dlb_config_match_t;
+
+/* ---- the tagged union every codec function takes ------------------------ */
+typedef struct dlb_event {
+    dlb_event_type_t type;
+    union {
+        dlb_job_event_t job;
+        dlb_runtime_sample_t rt;
+        dlb_node_event_t node;
+        dlb_plan_request_t req;
+        dlb_plan_t plan;
+        dlb_config_match_t cm;
+    } u;
+} dlb_event_t;
+
+/** @brief Common header fields of any event. */
+const char *dlb_event_id(const dlb_event_t *ev);
+const char *dlb_event_job_uid(const dlb_event_t *ev);
+int64_t dlb_event_time_ms(const dlb_event_t *ev);
+
+/** @brief Release heap arrays and zero the event. Safe on a zeroed event. */
+void dlb_event_clear(dlb_event_t *ev);
+
+/** @brief Semantic checks after decoding: non-empty ids, known stage / state /
+ *         kind / pod type / exit reason, finite non-negative CPU and speed,
+ *         non-negative memory and times.
+ *  @returns 0 or DLB_ERR_INVALID with errstr naming the field, e.g.
+ *           "pods[2].memory_used: negative (-5)". */
+int dlb_event_validate(const dlb_event_t *ev, char *errstr, size_t errstr_size);
+
+/** @brief Plan helpers used by optimizers: append a group / pod entry.
+ *  @returns a pointer to the zeroed new entry, or NULL when out of memory. */
+dlb_group_resource_t *dlb_plan_add_group(dlb_plan_t *plan, const char *group);
+dlb_pod_resource_t *dlb_plan_add_pod(dlb_plan_t *plan, const char *name);
+/** @returns the group entry or NULL. */
+dlb_group_resource_t *dlb_plan_group(dlb_plan_t *plan, const char *group);
+
+/** @brief Deep copy (heap arrays duplicated). @returns 0 or DLB_ERR_NOMEM. */
+int dlb_event_copy(dlb_event_t *dst, const dlb_event_t *src);
+
+/* Known values, NULL-terminated, used by validation and documented in the README. */
+extern const char *const dlb_stages[];
+extern const char *const dlb_job_states[];
+extern const char *const dlb_exit_reasons[];
+extern const char *const dlb_node_kinds[];
+extern const char *const dlb_pod_types[];
+/** @returns 1 if s is in the NULL-terminated list. */
+int dlb_in_list(const char *const *list, const char *s);
+
+/* Stage names (DLRover's request types). */
+#define DLB_STAGE_CREATE "job_stage_create"
+#define DLB_STAGE_PS_INITIAL "job_stage_ps_initial"
+#define DLB_STAGE_WORKER_INITIAL "job_stage_worker_initial"
+#define DLB_STAGE_RUNNING "job_stage_running"
+#define DLB_STAGE_PS_RUNNING "job_stage_ps_running"
+#define DLB_STAGE_WORKER_RUNNING "job_stage_worker_running"
+
+#endif

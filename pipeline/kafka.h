@@ -1,0 +1,54 @@
+/* Kafka plumbing over librdkafka: client creation from dlb_conf_t, topic
+ * creation, the dead-letter topic, and the embedded mock cluster. */
+#ifndef DLB_KAFKA_H
+#define DLB_KAFKA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "conf.h"
+
+/** @brief A producer with idempotence on and every -X pass-through applied.
+ *  @param extra NULL-terminated key,value pairs applied after conf (may be NULL). */
+int dlb_kafka_producer_new(const dlb_conf_t *conf, const char *const *extra, rd_kafka_t **out,
+                           char *errstr, size_t errstr_size);
+
+/** @brief A consumer-group member: auto-commit off (offsets are committed by the
+ *         caller after the writes they cover), auto.offset.reset=earliest. */
+int dlb_kafka_consumer_new(const dlb_conf_t *conf, const char *group_id,
+                           const char *const *extra, rd_kafka_t **out, char *errstr,
+                           size_t errstr_size);
+
+/** @brief Create the pipeline's topics ("<env>.job-events" ... "<env>.dlq") with
+ *         conf.partitions and conf.replication through the Admin API; topics that
+ *         exist already are fine. */
+int dlb_kafka_create_topics(rd_kafka_t *rk, const dlb_conf_t *conf, int timeout_ms, char *errstr,
+                            size_t errstr_size);
+
+/** @brief Send a bad message to "<env>.dlq", same key and value, with headers
+ *         dlb.source.topic, dlb.source.partition, dlb.source.offset, dlb.stage
+ *         (where it failed: decode, validate, process), dlb.error.class
+ *         (dlb_err_name()), dlb.error.message. Asynchronous like any produce. */
+int dlb_kafka_dlq_send(rd_kafka_t *producer, const dlb_conf_t *conf, const rd_kafka_message_t *src,
+                       const char *stage, int err, const char *message, char *errstr,
+                       size_t errstr_size);
+
+/** @brief Wait until every produced message is delivered or failed.
+ *  @returns 0, or DLB_ERR_TRANSIENT if something was not delivered in time
+ *           (the producer's delivery callback counts failures). */
+int dlb_kafka_flush(rd_kafka_t *producer, int timeout_ms, char *errstr, size_t errstr_size);
+
+/* ---- embedded mock cluster (librdkafka 2.0.2) ---------------------------
+ * In memory only, gone when the process ends; keeps about 5 MiB per partition;
+ * accepts but does not implement transactions. For fast tests and the demo. */
+typedef struct dlb_mock dlb_mock_t;
+
+int dlb_mock_start(dlb_mock_t **out, int brokers, const dlb_conf_t *conf, char *errstr,
+                   size_t errstr_size);
+/** @returns the bootstrap servers, "127.0.0.1:port,..." */
+const char *dlb_mock_bootstraps(const dlb_mock_t *mock);
+void dlb_mock_stop(dlb_mock_t *mock);
+
+#endif

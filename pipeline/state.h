@@ -1,0 +1,70 @@
+/* What the optimizers read: the current job's state and similar jobs' history.
+ *
+ * Filled by the Redis cache (current job) or PostgreSQL (history, and the
+ * current job when Redis lost it), consumed by pure optimizer functions. */
+#ifndef DLB_STATE_H
+#define DLB_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "event.h"
+
+/* Latest known status of one pod of a job, folded from node events. */
+typedef struct dlb_pod_status {
+    char name[DLB_ID_MAX];
+    char type[16];
+    int32_t index;
+    char node_name[DLB_ID_MAX];
+    char last_kind[32];        /* kind of the newest node event */
+    char phase[32];            /* newest phase seen, "" if none */
+    int64_t last_event_time_ms;
+    int oom_count;             /* OOMKilled events seen for this pod */
+    char last_oom_event_id[DLB_ID_MAX]; /* "" if never OOM */
+    int64_t memory_requested;  /* bytes at the newest event that said, 0 if unknown */
+} dlb_pod_status_t;
+
+typedef struct dlb_job_state {
+    /* Merged job event: every section ever reported, newest value wins.
+     * job.event_id / event_time_ms are those of the newest job event. */
+    dlb_job_event_t job;
+    int64_t created_ms;        /* event time of the first job event, 0 if none */
+    /* Runtime window, oldest first, at most conf.window_size samples. */
+    dlb_runtime_sample_t *window;
+    size_t window_cnt;
+    dlb_pod_status_t *pods;
+    size_t pods_cnt;
+} dlb_job_state_t;
+
+/* One finished or running job of the same scenario, from PostgreSQL. */
+typedef struct dlb_hist_job {
+    char job_uid[DLB_ID_MAX];
+    int64_t created_ms;
+    char state[32];
+    char exit_reason[32];
+    int completed;             /* state succeeded or exit reason Completed */
+    dlb_runtime_sample_t *samples; /* oldest first */
+    size_t samples_cnt;
+    char (*oom_pods)[DLB_ID_MAX]; /* pods that were ever OOMKilled */
+    size_t oom_pods_cnt;
+} dlb_hist_job_t;
+
+typedef struct dlb_history {
+    dlb_hist_job_t *jobs;      /* newest job first */
+    size_t jobs_cnt;
+} dlb_history_t;
+
+void dlb_job_state_clear(dlb_job_state_t *st);
+void dlb_history_clear(dlb_history_t *h);
+
+/** @brief Fold one event into a job state, exactly what the cache does, so the
+ *         PostgreSQL rebuild and the Redis path agree. Samples are appended in
+ *         event-time order and trimmed to window_size; a sample or node event
+ *         whose event_id is already present changes nothing.
+ *  @returns 0 or DLB_ERR_NOMEM. */
+int dlb_job_state_apply(dlb_job_state_t *st, const dlb_event_t *ev, int window_size);
+
+/** @returns the pod status by name, or NULL. */
+const dlb_pod_status_t *dlb_job_state_pod(const dlb_job_state_t *st, const char *name);
+
+#endif

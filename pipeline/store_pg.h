@@ -1,0 +1,66 @@
+/* PostgreSQL store: history, plans and the consumer state.
+ *
+ * Every statement is parameterised (PQexecParams). Each connection works in
+ * its own schema (conf.pg_schema, one per environment), created and migrated
+ * by dlb_pg_migrate() from the embedded pipeline/sql/NNN_*.sql files; applied
+ * versions are recorded in <schema>.schema_migrations. */
+#ifndef DLB_STORE_PG_H
+#define DLB_STORE_PG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "event.h"
+#include "state.h"
+
+typedef struct dlb_pg dlb_pg_t;
+
+/** @brief Connect with a libpq conninfo string (empty = libpq's PG* environment)
+ *         and set search_path to schema.
+ *  @returns 0 or DLB_ERR_TRANSIENT (server unreachable; errstr has libpq's reason). */
+int dlb_pg_connect(dlb_pg_t **out, const char *dsn, const char *schema, char *errstr,
+                   size_t errstr_size);
+void dlb_pg_destroy(dlb_pg_t *pg);
+
+/** @brief Re-establish a broken connection. @returns 0 or DLB_ERR_TRANSIENT. */
+int dlb_pg_reconnect(dlb_pg_t *pg, char *errstr, size_t errstr_size);
+
+/** @brief Create the schema if needed and apply every migration not yet applied,
+ *         each in its own transaction, serialised across processes by an advisory lock. */
+int dlb_pg_migrate(dlb_pg_t *pg, char *errstr, size_t errstr_size);
+
+int dlb_pg_begin(dlb_pg_t *pg, char *errstr, size_t errstr_size);
+int dlb_pg_commit(dlb_pg_t *pg, char *errstr, size_t errstr_size);
+/** @brief Roll back; never fails (a broken connection has nothing to roll back). */
+void dlb_pg_rollback(dlb_pg_t *pg);
+
+/** @brief Persist one accepted input event (job, runtime, node, plan request):
+ *         normalised columns plus the raw framed bytes. Idempotent: a second
+ *         insert of the same event_id changes nothing. A job event also upserts
+ *         the jobs row (merging sections like dlb_job_state_apply()).
+ *  @returns 0, DLB_ERR_TRANSIENT (connection lost), DLB_ERR_GENERIC. */
+int dlb_pg_put_event(dlb_pg_t *pg, const dlb_event_t *ev, const void *raw, size_t raw_len,
+                     char *errstr, size_t errstr_size);
+
+/** @brief Persist a plan (idempotent by plan_id). */
+int dlb_pg_put_plan(dlb_pg_t *pg, const dlb_plan_t *plan, const void *raw, size_t raw_len,
+                    char *errstr, size_t errstr_size);
+
+/** @brief Similar jobs for create-stage optimizers: jobs of this scenario created in
+ *         [until_ms - hours*3600000, until_ms), other than exclude_uid, newest first,
+ *         at most max_jobs, each with its runtime samples (oldest first, at most
+ *         max_samples, the newest ones) and its OOM-killed pods. */
+int dlb_pg_load_history(dlb_pg_t *pg, const char *scenario, const char *exclude_uid,
+                        int64_t until_ms, int hours, int max_jobs, int max_samples,
+                        dlb_history_t *out, char *errstr, size_t errstr_size);
+
+/** @brief Rebuild one job's state from its persisted events (when Redis lost it).
+ *  @returns 0 (an unknown job yields an empty state) or an error. */
+int dlb_pg_load_job_state(dlb_pg_t *pg, const char *job_uid, int window_size,
+                          dlb_job_state_t *out, char *errstr, size_t errstr_size);
+
+/** @brief Row count of a table of this schema (for the demo and tests). */
+int dlb_pg_count(dlb_pg_t *pg, const char *table, int64_t *count, char *errstr,
+                 size_t errstr_size);
+
+#endif
