@@ -5,6 +5,7 @@
 #include "cmd.h"
 
 static const dlb_cmd_t cmds[] = {
+    {"mock-kafka", cmd_mock_kafka_main, "run an embedded mock Kafka cluster (tests, demo)"},
     {NULL, NULL, NULL},
 };
 

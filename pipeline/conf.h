@@ -83,6 +83,13 @@ const char *dlb_conf_topic(const dlb_conf_t *conf, const char *name, char *buf, 
 /** @brief Print every setting and its value; secrets are masked. */
 void dlb_conf_dump(const dlb_conf_t *conf, void *fp);
 
+/** @brief Print the configuration reference (markdown table) of every known key. */
+void dlb_conf_reference(void *fp);
+
+/** @brief Derived names: group.id defaults to "<env>.optimizer" and pg.schema to
+ *         the env with '-' and '.' as '_'. Call after loading. */
+void dlb_conf_finish(dlb_conf_t *conf);
+
 void dlb_conf_destroy(dlb_conf_t *conf);
 
 /* Topic short names, joined to the env prefix by dlb_conf_topic(). */

@@ -1,6 +1,6 @@
 /* The events of the pipeline as plain C structs.
  *
- * These mirror schemas/*.avsc one to one. Decoders fill them, optimizers read
+ * These mirror the schemas/ .avsc files one to one. Decoders fill them, optimizers read
  * them, encoders write them; nothing else in dlbrain touches Avro values.
  * Identifiers are fixed-size and NUL-terminated (a longer value is rejected as
  * invalid, never truncated); variable-length lists are heap arrays released by

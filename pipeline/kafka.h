@@ -35,10 +35,21 @@ int dlb_kafka_dlq_send(rd_kafka_t *producer, const dlb_conf_t *conf, const rd_ka
                        const char *stage, int err, const char *message, char *errstr,
                        size_t errstr_size);
 
+/** @brief Destroy a producer made by dlb_kafka_producer_new (flushes up to 10 s). */
+void dlb_kafka_producer_destroy(rd_kafka_t *producer);
+
+/** @returns messages of this producer that failed delivery since the last call,
+ *           and resets the count. */
+int64_t dlb_kafka_delivery_failures(rd_kafka_t *producer);
+
 /** @brief Wait until every produced message is delivered or failed.
  *  @returns 0, or DLB_ERR_TRANSIENT if something was not delivered in time
  *           (the producer's delivery callback counts failures). */
 int dlb_kafka_flush(rd_kafka_t *producer, int timeout_ms, char *errstr, size_t errstr_size);
+
+/** @brief Produce a copy of value to topic with key (partitioned by key). */
+int dlb_kafka_produce(rd_kafka_t *producer, const char *topic, const char *key, const void *value,
+                      size_t len, char *errstr, size_t errstr_size);
 
 /* ---- embedded mock cluster (librdkafka 2.0.2) ---------------------------
  * In memory only, gone when the process ends; keeps about 5 MiB per partition;

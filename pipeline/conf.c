@@ -1,0 +1,392 @@
+#include "conf.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+
+typedef enum { K_STR, K_INT, K_I64, K_DBL, K_MIB, K_LEVEL, K_FORMAT } kind_t;
+
+/* One row per known key: where it lives in dlb_conf_t and its default.
+ * Defaults of limits are DLRover's NodeResourceLimit (reference section 2). */
+typedef struct key_def {
+    const char *key;
+    kind_t kind;
+    size_t off;
+    size_t size; /* for K_STR */
+    const char *def;
+    int secret;
+    const char *doc;
+} key_def_t;
+
+#define F(m) offsetof(dlb_conf_t, m), sizeof(((dlb_conf_t *)0)->m)
+#define N(m) offsetof(dlb_conf_t, m), 0
+
+static const key_def_t keys[] = {
+    {"env", K_STR, F(env), "dlbrain", 0,
+     "Environment name: prefix of topics, consumer groups, PostgreSQL schema, Redis keys."},
+    {"brokers", K_STR, F(brokers), "localhost:9092", 0, "Kafka bootstrap servers."},
+    {"group.id", K_STR, F(group_id), "", 0, "Consumer group of the optimizer (default <env>.optimizer)."},
+    {"pg.dsn", K_STR, F(pg_dsn), "", 1,
+     "libpq conninfo; empty uses libpq's PG* environment. Keep passwords in PGPASSWORD/PGPASSFILE."},
+    {"pg.schema", K_STR, F(pg_schema), "", 0, "PostgreSQL schema (default: env)."},
+    {"redis.host", K_STR, F(redis_host), "127.0.0.1", 0, "Redis host."},
+    {"redis.port", K_INT, N(redis_port), "6379", 0, "Redis port."},
+    {"redis.password", K_STR, F(redis_password), "", 1,
+     "Redis AUTH password; set it through DLBRAIN_REDIS_PASSWORD or redis.password.file."},
+    {"redis.db", K_INT, N(redis_db), "0", 0, "Redis database number."},
+    {"redis.timeout.ms", K_INT, N(redis_timeout_ms), "2000", 0, "Redis connect/command timeout."},
+    {"topic.partitions", K_INT, N(partitions), "12", 0, "Partitions of topics dlbrain creates."},
+    {"topic.replication", K_INT, N(replication), "1", 0, "Replication factor of topics dlbrain creates."},
+    {"state.window.size", K_INT, N(window_size), "60", 0,
+     "Runtime samples kept per job (DLRover keeps 60)."},
+    {"history.hours", K_INT, N(history_hours), "168", 0, "Look-back for similar jobs (DLRover: 7 days)."},
+    {"history.max.jobs", K_INT, N(history_max_jobs), "100", 0, "Newest similar jobs used."},
+    {"consumer.batch.size", K_INT, N(batch_size), "500", 0, "Messages per processing batch."},
+    {"consumer.poll.ms", K_INT, N(poll_ms), "200", 0, "Longest wait to fill a batch."},
+    {"consumer.retry.backoff.ms", K_INT, N(retry_backoff_ms), "1000", 0,
+     "Pause before retrying after PostgreSQL/Redis/Kafka failed."},
+    {"message.max.bytes", K_I64, N(max_message_bytes), "1048576", 0,
+     "Largest message a consumer decodes; larger ones go to the DLQ."},
+    {"optimizer.set", K_STR, F(optimizer_set), "dlbrain", 0, "Optimizer set: dlrover or dlbrain."},
+    {"limits.cpu.min", K_DBL, N(limits.cpu_min), "4", 0, "Lowest CPU (cores) a plan may ask."},
+    {"limits.cpu.max", K_DBL, N(limits.cpu_max), "32", 0, "Highest CPU (cores) a plan may ask."},
+    {"limits.memory.min.mib", K_MIB, N(limits.memory_min), "6144", 0, "Lowest memory (MiB)."},
+    {"limits.memory.max.mib", K_MIB, N(limits.memory_max), "65536", 0, "Highest memory (MiB)."},
+    {"limits.workers.max", K_INT, N(limits.max_workers), "60", 0, "Most workers a plan may ask."},
+    {"limits.ps.max", K_INT, N(limits.max_ps), "15", 0, "Most parameter servers a plan may ask."},
+    {"log.level", K_LEVEL, N(log_level), "info", 0, "error, warn, info or debug."},
+    {"log.format", K_FORMAT, N(log_json), "text", 0, "text or json."},
+    {NULL, 0, 0, 0, NULL, 0, NULL},
+};
+
+static const key_def_t *find_key(const char *key)
+{
+    for (const key_def_t *k = keys; k->key; k++)
+        if (!strcmp(k->key, key))
+            return k;
+    return NULL;
+}
+
+static int parse_long(const char *key, const char *value, long long lo, long long hi,
+                      long long *out, char *errstr, size_t size)
+{
+    char *end;
+    long long v;
+
+    errno = 0;
+    v = strtoll(value, &end, 10);
+    if (errno || end == value || *end || v < lo || v > hi)
+        return dlb_seterr(errstr, size, DLB_ERR_CONF,
+                          "%s: \"%s\" is not an integer in [%lld, %lld]", key, value, lo, hi);
+    *out = v;
+    return 0;
+}
+
+static int set_known(dlb_conf_t *conf, const key_def_t *k, const char *value, char *errstr,
+                     size_t size)
+{
+    char *base = (char *)conf + k->off;
+    long long ll;
+    double d;
+    char *end;
+    int err;
+
+    switch (k->kind) {
+    case K_STR:
+        if (strlen(value) >= k->size)
+            return dlb_seterr(errstr, size, DLB_ERR_CONF, "%s: longer than %zu bytes", k->key,
+                              k->size - 1);
+        memcpy(base, value, strlen(value) + 1);
+        return 0;
+    case K_INT:
+        if ((err = parse_long(k->key, value, 0, INT_MAX, &ll, errstr, size)))
+            return err;
+        *(int *)base = (int)ll;
+        return 0;
+    case K_I64:
+        if ((err = parse_long(k->key, value, 0, LLONG_MAX, &ll, errstr, size)))
+            return err;
+        *(int64_t *)base = ll;
+        return 0;
+    case K_MIB:
+        if ((err = parse_long(k->key, value, 0, LLONG_MAX / DLB_MIB, &ll, errstr, size)))
+            return err;
+        *(int64_t *)base = ll * DLB_MIB;
+        return 0;
+    case K_DBL:
+        errno = 0;
+        d = strtod(value, &end);
+        if (errno || end == value || *end || !(d >= 0))
+            return dlb_seterr(errstr, size, DLB_ERR_CONF,
+                              "%s: \"%s\" is not a non-negative number", k->key, value);
+        *(double *)base = d;
+        return 0;
+    case K_LEVEL:
+        if ((ll = dlb_log_level_parse(value)) < 0)
+            return dlb_seterr(errstr, size, DLB_ERR_CONF,
+                              "%s: \"%s\" is not one of error, warn, info, debug", k->key, value);
+        *(int *)base = (int)ll;
+        return 0;
+    case K_FORMAT:
+        if (strcmp(value, "text") && strcmp(value, "json"))
+            return dlb_seterr(errstr, size, DLB_ERR_CONF, "%s: \"%s\" is not text or json",
+                              k->key, value);
+        *(int *)base = !strcmp(value, "json");
+        return 0;
+    }
+    return DLB_ERR_GENERIC;
+}
+
+void dlb_conf_init(dlb_conf_t *conf)
+{
+    memset(conf, 0, sizeof(*conf));
+    for (const key_def_t *k = keys; k->key; k++) {
+        int err = set_known(conf, k, k->def, NULL, 0);
+        (void)err; /* embedded defaults are valid by construction (tested) */
+    }
+}
+
+static int kafka_set(dlb_conf_t *conf, const char *key, const char *value, char *errstr,
+                     size_t size)
+{
+    dlb_kv_t *kv;
+    char *k, *v;
+
+    for (size_t i = 0; i < conf->kafka_cnt; i++) {
+        if (!strcmp(conf->kafka[i].key, key)) {
+            if (!(v = strdup(value)))
+                return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+            free(conf->kafka[i].value);
+            conf->kafka[i].value = v;
+            return 0;
+        }
+    }
+    kv = realloc(conf->kafka, (conf->kafka_cnt + 1) * sizeof(*kv));
+    if (!kv)
+        return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+    conf->kafka = kv;
+    k = strdup(key);
+    v = strdup(value);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+    }
+    conf->kafka[conf->kafka_cnt].key = k;
+    conf->kafka[conf->kafka_cnt].value = v;
+    conf->kafka_cnt++;
+    return 0;
+}
+
+/* Reads a secret from a file: the whole content minus trailing newlines. */
+static int read_secret(const char *key, const char *path, char *out, size_t out_size,
+                       char *errstr, size_t size)
+{
+    FILE *fp = fopen(path, "r");
+    size_t n;
+
+    if (!fp)
+        return dlb_seterr(errstr, size, DLB_ERR_CONF, "%s: cannot open %s: %s", key, path,
+                          strerror(errno));
+    n = fread(out, 1, out_size - 1, fp);
+    fclose(fp);
+    out[n] = '\0';
+    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+        out[--n] = '\0';
+    return 0;
+}
+
+int dlb_conf_set(dlb_conf_t *conf, const char *key, const char *value, char *errstr,
+                 size_t errstr_size)
+{
+    const key_def_t *k;
+
+    if (!strcmp(key, "bootstrap.servers"))
+        key = "brokers";
+    if (!strcmp(key, "redis.password.file"))
+        return read_secret(key, value, conf->redis_password, sizeof(conf->redis_password), errstr,
+                           errstr_size);
+    if (!strcmp(key, "pg.dsn.file"))
+        return read_secret(key, value, conf->pg_dsn, sizeof(conf->pg_dsn), errstr, errstr_size);
+    if ((k = find_key(key)))
+        return set_known(conf, k, value, errstr, errstr_size);
+    if (!key[0])
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "empty configuration key");
+    return kafka_set(conf, key, value, errstr, errstr_size);
+}
+
+int dlb_conf_set_kv(dlb_conf_t *conf, const char *kv, char *errstr, size_t errstr_size)
+{
+    const char *eq = strchr(kv, '=');
+    char key[256];
+
+    if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof(key))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "expected key=value, got \"%s\"", kv);
+    memcpy(key, kv, (size_t)(eq - kv));
+    key[eq - kv] = '\0';
+    return dlb_conf_set(conf, key, eq + 1, errstr, errstr_size);
+}
+
+static char *trim(char *s)
+{
+    char *e;
+
+    while (isspace((unsigned char)*s))
+        s++;
+    e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = '\0';
+    return s;
+}
+
+int dlb_conf_load_file(dlb_conf_t *conf, const char *path, char *errstr, size_t errstr_size)
+{
+    char line[4096], sub[512];
+    FILE *fp;
+    int lineno = 0, err = 0;
+
+    if (!(fp = fopen(path, "r")))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "%s: cannot open: %s", path,
+                          strerror(errno));
+    while (fgets(line, sizeof(line), fp)) {
+        char *s = trim(line), *eq;
+        lineno++;
+        if (!*s || *s == '#')
+            continue;
+        if (!(eq = strchr(s, '='))) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "%s:%d: expected key=value", path,
+                             lineno);
+            break;
+        }
+        *eq = '\0';
+        if ((err = dlb_conf_set(conf, trim(s), trim(eq + 1), sub, sizeof(sub)))) {
+            dlb_seterr(errstr, errstr_size, err, "%s:%d: %s", path, lineno, sub);
+            break;
+        }
+    }
+    fclose(fp);
+    return err;
+}
+
+static void env_name(const char *key, char *buf, size_t size)
+{
+    size_t n = (size_t)snprintf(buf, size, "DLBRAIN_");
+    for (; *key && n + 1 < size; key++)
+        buf[n++] = (*key == '.' || *key == '-') ? '_' : (char)toupper((unsigned char)*key);
+    buf[n] = '\0';
+}
+
+int dlb_conf_load_env(dlb_conf_t *conf, char *errstr, size_t errstr_size)
+{
+    static const char *const extra[] = {"redis.password.file", "pg.dsn.file", NULL};
+    char name[128], sub[512];
+    const char *v;
+    int err;
+
+    for (const key_def_t *k = keys; k->key; k++) {
+        env_name(k->key, name, sizeof(name));
+        if ((v = getenv(name)) && (err = dlb_conf_set(conf, k->key, v, sub, sizeof(sub))))
+            return dlb_seterr(errstr, errstr_size, err, "environment %s: %s", name, sub);
+    }
+    for (const char *const *e = extra; *e; e++) {
+        env_name(*e, name, sizeof(name));
+        if ((v = getenv(name)) && (err = dlb_conf_set(conf, *e, v, sub, sizeof(sub))))
+            return dlb_seterr(errstr, errstr_size, err, "environment %s: %s", name, sub);
+    }
+    return 0;
+}
+
+const char *dlb_conf_topic(const dlb_conf_t *conf, const char *name, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s.%s", conf->env, name);
+    return buf;
+}
+
+static void dump_value(const dlb_conf_t *conf, const key_def_t *k, FILE *fp)
+{
+    const char *base = (const char *)conf + k->off;
+
+    switch (k->kind) {
+    case K_STR:
+        fputs(k->secret && *base ? "***" : base, fp);
+        break;
+    case K_INT:
+        fprintf(fp, "%d", *(const int *)base);
+        break;
+    case K_I64:
+        fprintf(fp, "%lld", (long long)*(const int64_t *)base);
+        break;
+    case K_MIB:
+        fprintf(fp, "%lld", (long long)(*(const int64_t *)base / DLB_MIB));
+        break;
+    case K_DBL:
+        fprintf(fp, "%g", *(const double *)base);
+        break;
+    case K_LEVEL: {
+        static const char *const lv[] = {"error", "warn", "info", "debug"};
+        fputs(lv[*(const int *)base], fp);
+        break;
+    }
+    case K_FORMAT:
+        fputs(*(const int *)base ? "json" : "text", fp);
+        break;
+    }
+}
+
+void dlb_conf_dump(const dlb_conf_t *conf, void *out)
+{
+    FILE *fp = out;
+
+    for (const key_def_t *k = keys; k->key; k++) {
+        fprintf(fp, "%s=", k->key);
+        dump_value(conf, k, fp);
+        fputc('\n', fp);
+    }
+    for (size_t i = 0; i < conf->kafka_cnt; i++) {
+        /* librdkafka secrets: sasl.password, ssl.key.password, ... */
+        int secret = strstr(conf->kafka[i].key, "password") || strstr(conf->kafka[i].key, "secret");
+        fprintf(fp, "%s=%s\n", conf->kafka[i].key, secret ? "***" : conf->kafka[i].value);
+    }
+}
+
+void dlb_conf_reference(void *out)
+{
+    FILE *fp = out;
+
+    fprintf(fp, "| key | default | environment | meaning |\n|---|---|---|---|\n");
+    for (const key_def_t *k = keys; k->key; k++) {
+        char name[128];
+        env_name(k->key, name, sizeof(name));
+        fprintf(fp, "| `%s` | `%s` | `%s` | %s |\n", k->key, k->def[0] ? k->def : "\"\"", name,
+                k->doc);
+    }
+}
+
+void dlb_conf_destroy(dlb_conf_t *conf)
+{
+    for (size_t i = 0; i < conf->kafka_cnt; i++) {
+        free(conf->kafka[i].key);
+        free(conf->kafka[i].value);
+    }
+    free(conf->kafka);
+    conf->kafka = NULL;
+    conf->kafka_cnt = 0;
+}
+
+void dlb_conf_finish(dlb_conf_t *conf)
+{
+    if (!conf->group_id[0])
+        snprintf(conf->group_id, sizeof(conf->group_id), "%s.optimizer", conf->env);
+    if (!conf->pg_schema[0]) {
+        snprintf(conf->pg_schema, sizeof(conf->pg_schema), "%s", conf->env);
+        for (char *p = conf->pg_schema; *p; p++)
+            if (*p == '-' || *p == '.')
+                *p = '_';
+    }
+}

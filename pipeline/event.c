@@ -1,0 +1,470 @@
+#include "event.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf.h"
+#include "err.h"
+
+/* Sources: DLRover's request types (brain/pkg/optimizer), job states of its
+ * master, exit reasons of its job reporter, and the Kubernetes pod/node events
+ * the monitor maps (reference section 5). */
+const char *const dlb_stages[] = {DLB_STAGE_CREATE,     DLB_STAGE_PS_INITIAL,
+                                  DLB_STAGE_WORKER_INITIAL, DLB_STAGE_RUNNING,
+                                  DLB_STAGE_PS_RUNNING, DLB_STAGE_WORKER_RUNNING,
+                                  NULL};
+const char *const dlb_job_states[] = {"created",   "pending", "running", "succeeded",
+                                      "failed",    "stopped", NULL};
+const char *const dlb_exit_reasons[] = {"Completed",   "CodeError",   "WorkerOOM",
+                                        "WorkerError", "PSOOM",       "PSError",
+                                        "HangError",   "RdzvTimeout", "PendingTimeout",
+                                        NULL};
+const char *const dlb_node_kinds[] = {"pod_phase", "node_phase", "oom_killed",     "evicted",
+                                      "node_not_ready", "preempted", "deleted", "error",
+                                      "hardware_error", "no_heartbeat", NULL};
+const char *const dlb_pod_types[] = {"ps", "worker", "chief", "evaluator", NULL};
+
+static const char *const type_names[DLB_EV__CNT] = {
+    [DLB_EV_NONE] = "none",
+    [DLB_EV_JOB] = "job_event",
+    [DLB_EV_RUNTIME] = "runtime_sample",
+    [DLB_EV_NODE] = "node_event",
+    [DLB_EV_PLAN_REQUEST] = "plan_request",
+    [DLB_EV_PLAN] = "plan",
+    [DLB_EV_CONFIG_MATCH] = "config_match",
+};
+
+static const char *const type_topics[DLB_EV__CNT] = {
+    [DLB_EV_NONE] = NULL,
+    [DLB_EV_JOB] = DLB_TOPIC_JOB_EVENTS,
+    [DLB_EV_RUNTIME] = DLB_TOPIC_METRICS,
+    [DLB_EV_NODE] = DLB_TOPIC_K8S_EVENTS,
+    [DLB_EV_PLAN_REQUEST] = DLB_TOPIC_PLAN_REQUESTS,
+    [DLB_EV_PLAN] = DLB_TOPIC_PLANS,
+    [DLB_EV_CONFIG_MATCH] = DLB_TOPIC_CONFIGS,
+};
+
+const char *dlb_event_type_name(dlb_event_type_t type)
+{
+    if (type <= DLB_EV_NONE || type >= DLB_EV__CNT)
+        return "none";
+    return type_names[type];
+}
+
+dlb_event_type_t dlb_event_type_parse(const char *name)
+{
+    for (int t = DLB_EV_NONE + 1; t < DLB_EV__CNT; t++)
+        if (!strcmp(type_names[t], name))
+            return (dlb_event_type_t)t;
+    return DLB_EV_NONE;
+}
+
+const char *dlb_event_type_topic(dlb_event_type_t type)
+{
+    if (type <= DLB_EV_NONE || type >= DLB_EV__CNT)
+        return NULL;
+    return type_topics[type];
+}
+
+int dlb_in_list(const char *const *list, const char *s)
+{
+    for (; *list; list++)
+        if (!strcmp(*list, s))
+            return 1;
+    return 0;
+}
+
+/* The header fields sit at the same place in every struct, but a switch keeps
+ * that an implementation detail. */
+const char *dlb_event_id(const dlb_event_t *ev)
+{
+    switch (ev->type) {
+    case DLB_EV_JOB:
+        return ev->u.job.event_id;
+    case DLB_EV_RUNTIME:
+        return ev->u.rt.event_id;
+    case DLB_EV_NODE:
+        return ev->u.node.event_id;
+    case DLB_EV_PLAN_REQUEST:
+        return ev->u.req.event_id;
+    case DLB_EV_PLAN:
+        return ev->u.plan.event_id;
+    case DLB_EV_CONFIG_MATCH:
+        return ev->u.cm.event_id;
+    default:
+        return "";
+    }
+}
+
+const char *dlb_event_job_uid(const dlb_event_t *ev)
+{
+    switch (ev->type) {
+    case DLB_EV_JOB:
+        return ev->u.job.job_uid;
+    case DLB_EV_RUNTIME:
+        return ev->u.rt.job_uid;
+    case DLB_EV_NODE:
+        return ev->u.node.job_uid;
+    case DLB_EV_PLAN_REQUEST:
+        return ev->u.req.job_uid;
+    case DLB_EV_PLAN:
+        return ev->u.plan.job_uid;
+    case DLB_EV_CONFIG_MATCH:
+        return ev->u.cm.job_uid;
+    default:
+        return "";
+    }
+}
+
+int64_t dlb_event_time_ms(const dlb_event_t *ev)
+{
+    switch (ev->type) {
+    case DLB_EV_JOB:
+        return ev->u.job.event_time_ms;
+    case DLB_EV_RUNTIME:
+        return ev->u.rt.event_time_ms;
+    case DLB_EV_NODE:
+        return ev->u.node.event_time_ms;
+    case DLB_EV_PLAN_REQUEST:
+        return ev->u.req.event_time_ms;
+    case DLB_EV_PLAN:
+        return ev->u.plan.event_time_ms;
+    case DLB_EV_CONFIG_MATCH:
+        return ev->u.cm.event_time_ms;
+    default:
+        return 0;
+    }
+}
+
+void dlb_event_clear(dlb_event_t *ev)
+{
+    switch (ev->type) {
+    case DLB_EV_RUNTIME:
+        free(ev->u.rt.pods);
+        break;
+    case DLB_EV_PLAN:
+        free(ev->u.plan.groups);
+        free(ev->u.plan.pods);
+        break;
+    case DLB_EV_CONFIG_MATCH:
+        for (size_t i = 0; i < ev->u.cm.rule_ids_cnt; i++)
+            free(ev->u.cm.rule_ids[i]);
+        free(ev->u.cm.rule_ids);
+        for (size_t i = 0; i < ev->u.cm.values_cnt; i++) {
+            free(ev->u.cm.values[i].key);
+            free(ev->u.cm.values[i].json);
+        }
+        free(ev->u.cm.values);
+        break;
+    default:
+        break;
+    }
+    memset(ev, 0, sizeof(*ev));
+}
+
+static void *dup_array(const void *src, size_t cnt, size_t size, int *fail)
+{
+    void *p;
+
+    if (!cnt || !src)
+        return NULL;
+    p = malloc(cnt * size);
+    if (!p) {
+        *fail = 1;
+        return NULL;
+    }
+    memcpy(p, src, cnt * size);
+    return p;
+}
+
+int dlb_event_copy(dlb_event_t *dst, const dlb_event_t *src)
+{
+    int fail = 0;
+
+    *dst = *src;
+    switch (src->type) {
+    case DLB_EV_RUNTIME:
+        dst->u.rt.pods =
+            dup_array(src->u.rt.pods, src->u.rt.pods_cnt, sizeof(*src->u.rt.pods), &fail);
+        break;
+    case DLB_EV_PLAN:
+        dst->u.plan.groups = dup_array(src->u.plan.groups, src->u.plan.groups_cnt,
+                                       sizeof(*src->u.plan.groups), &fail);
+        dst->u.plan.pods =
+            dup_array(src->u.plan.pods, src->u.plan.pods_cnt, sizeof(*src->u.plan.pods), &fail);
+        break;
+    case DLB_EV_CONFIG_MATCH: {
+        const dlb_config_match_t *s = &src->u.cm;
+        dlb_config_match_t *d = &dst->u.cm;
+        d->rule_ids = NULL;
+        d->values = NULL;
+        d->rule_ids_cnt = 0;
+        d->values_cnt = 0;
+        if (s->rule_ids_cnt) {
+            d->rule_ids = calloc(s->rule_ids_cnt, sizeof(*d->rule_ids));
+            if (!d->rule_ids)
+                fail = 1;
+            for (size_t i = 0; !fail && i < s->rule_ids_cnt; i++) {
+                d->rule_ids[i] = strdup(s->rule_ids[i]);
+                d->rule_ids_cnt++;
+                if (!d->rule_ids[i])
+                    fail = 1;
+            }
+        }
+        if (!fail && s->values_cnt) {
+            d->values = calloc(s->values_cnt, sizeof(*d->values));
+            if (!d->values)
+                fail = 1;
+            for (size_t i = 0; !fail && i < s->values_cnt; i++) {
+                d->values[i].key = strdup(s->values[i].key);
+                d->values[i].json = strdup(s->values[i].json);
+                d->values_cnt++;
+                if (!d->values[i].key || !d->values[i].json)
+                    fail = 1;
+            }
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    if (fail) {
+        dlb_event_clear(dst);
+        return DLB_ERR_NOMEM;
+    }
+    return 0;
+}
+
+/* ---- validation -------------------------------------------------------- */
+
+static int need_id(const char *field, const char *v, char *errstr, size_t size)
+{
+    if (!v[0])
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s: must not be empty", field);
+    return 0;
+}
+
+static int need_time(int64_t t, char *errstr, size_t size)
+{
+    if (t < 0)
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID, "event_time_ms: negative (%lld)",
+                          (long long)t);
+    return 0;
+}
+
+static int need_listed(const char *field, const char *const *list, const char *v, char *errstr,
+                       size_t size)
+{
+    char known[512];
+    size_t off = 0;
+
+    if (dlb_in_list(list, v))
+        return 0;
+    known[0] = '\0';
+    for (; *list && off < sizeof(known); list++)
+        off += (size_t)snprintf(known + off, sizeof(known) - off, "%s%s", off ? ", " : "", *list);
+    return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s: unknown value \"%s\" (expected one of %s)",
+                      field, v, known);
+}
+
+static int need_cpu(const char *field, double v, char *errstr, size_t size)
+{
+    if (!isfinite(v) || v < 0)
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                          "%s: must be a finite non-negative number of cores (%g)", field, v);
+    return 0;
+}
+
+static int need_mem(const char *field, int64_t v, char *errstr, size_t size)
+{
+    if (v < 0)
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s: negative (%lld)", field,
+                          (long long)v);
+    return 0;
+}
+
+static int need_nonneg(const char *field, int64_t v, char *errstr, size_t size)
+{
+    return need_mem(field, v, errstr, size);
+}
+
+static int validate_resource(const char *prefix, const dlb_resource_t *r, char *errstr, size_t size)
+{
+    char f[160];
+    int err;
+
+    snprintf(f, sizeof(f), "%s.cpu", prefix);
+    if ((err = need_cpu(f, r->cpu, errstr, size)))
+        return err;
+    snprintf(f, sizeof(f), "%s.memory", prefix);
+    if ((err = need_mem(f, r->memory, errstr, size)))
+        return err;
+    if (r->gpu < 0) {
+        snprintf(f, sizeof(f), "%s.gpu", prefix);
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s: negative (%d)", f, (int)r->gpu);
+    }
+    return 0;
+}
+
+static int validate_job(const dlb_job_event_t *j, char *errstr, size_t size)
+{
+    int err;
+
+    if (j->has_state && (err = need_listed("state", dlb_job_states, j->state, errstr, size)))
+        return err;
+    if (j->has_exit_reason &&
+        (err = need_listed("exit_reason", dlb_exit_reasons, j->exit_reason, errstr, size)))
+        return err;
+    if (j->has_hyper_params) {
+        if ((err = need_nonneg("hyper_params.batch_size", j->hyper_params.batch_size, errstr,
+                               size)) ||
+            (err = need_nonneg("hyper_params.epoch", j->hyper_params.epoch, errstr, size)) ||
+            (err = need_nonneg("hyper_params.max_steps", j->hyper_params.max_steps, errstr, size)))
+            return err;
+    }
+    if (j->has_dataset && (err = need_nonneg("dataset.size", j->dataset.size, errstr, size)))
+        return err;
+    if (j->has_model) {
+        const dlb_model_t *m = &j->model;
+        if ((err = need_nonneg("model.variable_count", m->variable_count, errstr, size)) ||
+            (err = need_nonneg("model.op_count", m->op_count, errstr, size)) ||
+            (err = need_nonneg("model.total_variable_size", m->total_variable_size, errstr,
+                               size)) ||
+            (err = need_nonneg("model.recv_op_count", m->recv_op_count, errstr, size)) ||
+            (err = need_nonneg("model.flops", m->flops, errstr, size)) ||
+            (err = need_nonneg("model.embedding_dimension", m->embedding_dimension, errstr,
+                               size)))
+            return err;
+    }
+    return 0;
+}
+
+static int validate_runtime(const dlb_runtime_sample_t *rt, char *errstr, size_t size)
+{
+    char f[64];
+    int err;
+
+    if ((err = need_nonneg("global_step", rt->global_step, errstr, size)))
+        return err;
+    if (!isfinite(rt->speed) || rt->speed < 0)
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                          "speed: must be a finite non-negative number of steps/s (%g)", rt->speed);
+    for (size_t i = 0; i < rt->pods_cnt; i++) {
+        const dlb_pod_usage_t *p = &rt->pods[i];
+        snprintf(f, sizeof(f), "pods[%zu].name", i);
+        if ((err = need_id(f, p->name, errstr, size)))
+            return err;
+        snprintf(f, sizeof(f), "pods[%zu].type", i);
+        if ((err = need_listed(f, dlb_pod_types, p->type, errstr, size)))
+            return err;
+        if (p->index < 0) {
+            snprintf(f, sizeof(f), "pods[%zu].index", i);
+            return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s: negative (%d)", f, (int)p->index);
+        }
+        snprintf(f, sizeof(f), "pods[%zu].cpu_used", i);
+        if ((err = need_cpu(f, p->cpu_used, errstr, size)))
+            return err;
+        snprintf(f, sizeof(f), "pods[%zu].cpu_requested", i);
+        if ((err = need_cpu(f, p->cpu_requested, errstr, size)))
+            return err;
+        snprintf(f, sizeof(f), "pods[%zu].memory_used", i);
+        if ((err = need_mem(f, p->memory_used, errstr, size)))
+            return err;
+        snprintf(f, sizeof(f), "pods[%zu].memory_requested", i);
+        if ((err = need_mem(f, p->memory_requested, errstr, size)))
+            return err;
+    }
+    return 0;
+}
+
+static int validate_node(const dlb_node_event_t *n, char *errstr, size_t size)
+{
+    int err;
+
+    if ((err = need_listed("kind", dlb_node_kinds, n->kind, errstr, size)))
+        return err;
+    if (n->pod_type[0] && (err = need_listed("pod_type", dlb_pod_types, n->pod_type, errstr, size)))
+        return err;
+    /* Everything but a node-level event is about a pod. */
+    if (strcmp(n->kind, "node_phase") && strcmp(n->kind, "node_not_ready") &&
+        (err = need_id("pod_name", n->pod_name, errstr, size)))
+        return err;
+    if (n->pod_index < 0)
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID, "pod_index: negative (%d)",
+                          (int)n->pod_index);
+    if (n->has_memory_requested &&
+        (err = need_mem("memory_requested", n->memory_requested, errstr, size)))
+        return err;
+    if (n->has_cpu_requested && (err = need_cpu("cpu_requested", n->cpu_requested, errstr, size)))
+        return err;
+    return 0;
+}
+
+static int validate_plan(const dlb_plan_t *p, char *errstr, size_t size)
+{
+    char f[160];
+    int err;
+
+    if ((err = need_id("plan_id", p->plan_id, errstr, size)) ||
+        (err = need_listed("stage", dlb_stages, p->stage, errstr, size)) ||
+        (err = need_id("optimizer", p->optimizer, errstr, size)))
+        return err;
+    for (size_t i = 0; i < p->groups_cnt; i++) {
+        snprintf(f, sizeof(f), "groups[%zu].group", i);
+        if ((err = need_listed(f, dlb_pod_types, p->groups[i].group, errstr, size)))
+            return err;
+        if (p->groups[i].count < 0)
+            return dlb_seterr(errstr, size, DLB_ERR_INVALID, "groups[%zu].count: negative (%d)",
+                              i, (int)p->groups[i].count);
+        snprintf(f, sizeof(f), "groups[%zu].resource", i);
+        if ((err = validate_resource(f, &p->groups[i].resource, errstr, size)))
+            return err;
+    }
+    for (size_t i = 0; i < p->pods_cnt; i++) {
+        snprintf(f, sizeof(f), "pods[%zu].name", i);
+        if ((err = need_id(f, p->pods[i].name, errstr, size)))
+            return err;
+        snprintf(f, sizeof(f), "pods[%zu].resource", i);
+        if ((err = validate_resource(f, &p->pods[i].resource, errstr, size)))
+            return err;
+    }
+    return 0;
+}
+
+int dlb_event_validate(const dlb_event_t *ev, char *errstr, size_t errstr_size)
+{
+    int err;
+
+    if (ev->type <= DLB_EV_NONE || ev->type >= DLB_EV__CNT)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "type: unknown event type %d",
+                          (int)ev->type);
+    if ((err = need_id("event_id", dlb_event_id(ev), errstr, errstr_size)) ||
+        (err = need_id("job_uid", dlb_event_job_uid(ev), errstr, errstr_size)) ||
+        (err = need_time(dlb_event_time_ms(ev), errstr, errstr_size)))
+        return err;
+    switch (ev->type) {
+    case DLB_EV_JOB:
+        return validate_job(&ev->u.job, errstr, errstr_size);
+    case DLB_EV_RUNTIME:
+        return validate_runtime(&ev->u.rt, errstr, errstr_size);
+    case DLB_EV_NODE:
+        return validate_node(&ev->u.node, errstr, errstr_size);
+    case DLB_EV_PLAN_REQUEST:
+        if ((err = need_listed("stage", dlb_stages, ev->u.req.stage, errstr, errstr_size)))
+            return err;
+        if (ev->u.req.has_oom_pod)
+            return need_id("oom_pod", ev->u.req.oom_pod, errstr, errstr_size);
+        return 0;
+    case DLB_EV_PLAN:
+        return validate_plan(&ev->u.plan, errstr, errstr_size);
+    case DLB_EV_CONFIG_MATCH:
+        if (ev->u.cm.rules_version < 0)
+            return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                              "rules_version: negative (%lld)", (long long)ev->u.cm.rules_version);
+        return 0;
+    default:
+        return 0;
+    }
+}
