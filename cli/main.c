@@ -6,6 +6,9 @@
 
 static const dlb_cmd_t cmds[] = {
     {"mock-kafka", cmd_mock_kafka_main, "run an embedded mock Kafka cluster (tests, demo)"},
+    {"emit", cmd_emit_main, "publish JSON-lines events to the pipeline"},
+    {"optimizer", cmd_optimizer_main, "run the plan-making consumer"},
+    {"plans", cmd_plans_main, "subscribe to plans as a job master would"},
     {NULL, NULL, NULL},
 };
 
