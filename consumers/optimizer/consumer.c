@@ -252,6 +252,10 @@ static int plan_request(ctx_t *c, item_t *it, char *errstr, size_t size)
     in.limits = &c->conf->limits;
     in.optimizer_set = c->conf->optimizer_set;
     if ((err = dlb_router_plan(&in, &pe.u.plan, sub, sizeof(sub)))) {
+        if (err != DLB_ERR_INVALID) {
+            dlb_seterr(errstr, size, err, "planning %s: %s", req->event_id, sub);
+            goto out;
+        }
         /* A request the router cannot serve is bad input, not a failure. */
         to_dlq(c, it, "process", err, sub);
         err = 0;

@@ -1,1 +1,162 @@
-/* filled by the optimizer work */
+/* The router: request stage + job state -> which optimizers run (reference
+ * section 1), then the master-side clamp. One table per optimizer set, so a
+ * new stage or a new set is a new row, not new control flow. */
+#include "optimizer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "opt_util.h"
+
+typedef int (*dlb_opt_fn)(const dlb_opt_input_t *in, dlb_plan_t *plan);
+
+typedef struct dlb_route {
+    const char *stage;
+    const char *optimizer; /* plan.optimizer */
+    dlb_opt_fn run;
+} dlb_route_t;
+
+typedef struct dlb_opt_set {
+    const char *name;
+    const char *oom_optimizer;
+    dlb_opt_fn oom; /* runs, whatever the stage, when a pod OOM needs a plan */
+    const dlb_route_t *routes;
+} dlb_opt_set_t;
+
+/* DLRover runs worker create and PS create and merges their plans. */
+static int opt_create(const dlb_opt_input_t *in, dlb_plan_t *plan)
+{
+    int err;
+
+    if ((err = dlb_opt_worker_create(in, plan)))
+        return err;
+    return dlb_opt_ps_create(in, plan);
+}
+
+static const dlb_route_t dlrover_routes[] = {
+    {DLB_STAGE_CREATE, "dlrover.create", opt_create},
+    {NULL, NULL, NULL},
+};
+
+/* "dlbrain" starts as DLRover's formulas (the baseline to reproduce first);
+ * its own optimizers replace rows here as they land. */
+static const dlb_opt_set_t dlb_opt_sets[] = {
+    {"dlrover", "dlrover.oom", dlb_opt_oom, dlrover_routes},
+    {"dlbrain", "dlrover.oom", dlb_opt_oom, dlrover_routes},
+    {NULL, NULL, NULL, NULL},
+};
+
+void dlb_plan_id(const dlb_plan_request_t *req, char *buf, size_t size)
+{
+    static const char prefix[] = "plan-";
+    size_t pre, id;
+
+    if (!buf || size == 0)
+        return;
+    /* Copied by hand: ids fit (event ids are < DLB_ID_MAX - 5 in practice),
+     * but a too-long one is cut at the buffer, never written past it. */
+    pre = strlen(prefix) < size - 1 ? strlen(prefix) : size - 1;
+    memcpy(buf, prefix, pre);
+    id = strnlen(req->event_id, sizeof(req->event_id));
+    if (id > size - 1 - pre)
+        id = size - 1 - pre;
+    memcpy(buf + pre, req->event_id, id);
+    buf[pre + id] = '\0';
+}
+
+static const dlb_opt_set_t *find_set(const char *name)
+{
+    const dlb_opt_set_t *s;
+
+    for (s = dlb_opt_sets; name && s->name; s++)
+        if (!strcmp(s->name, name))
+            return s;
+    return NULL;
+}
+
+static const dlb_route_t *find_route(const dlb_opt_set_t *set, const char *stage)
+{
+    const dlb_route_t *r;
+
+    for (r = set->routes; r->stage; r++)
+        if (!strcmp(r->stage, stage))
+            return r;
+    return NULL;
+}
+
+/* An OOM needs a plan when the request names the pod, or (outside create,
+ * where the job has no pods yet to speak of) when node events show a pod was
+ * OOMKilled. The job state does not record which OOMs were already planned
+ * for, so a pod once OOMKilled keeps routing here; the worker OOM plan starts
+ * from the request at the OOM, so asking again gives the same memory rather
+ * than a second bump. */
+static int needs_oom_plan(const dlb_opt_input_t *in)
+{
+    size_t i;
+
+    if (in->req->has_oom_pod && in->req->oom_pod[0])
+        return 1;
+    if (!strcmp(in->req->stage, DLB_STAGE_CREATE))
+        return 0;
+    for (i = 0; i < in->job->pods_cnt; i++)
+        if (in->job->pods[i].oom_count > 0)
+            return 1;
+    return 0;
+}
+
+static void plan_release(dlb_plan_t *plan)
+{
+    free(plan->groups);
+    free(plan->pods);
+    memset(plan, 0, sizeof(*plan));
+}
+
+int dlb_router_plan(const dlb_opt_input_t *in, dlb_plan_t *plan, char *errstr, size_t errstr_size)
+{
+    const dlb_plan_request_t *req;
+    const dlb_opt_set_t *set;
+    const dlb_route_t *route;
+    int err;
+
+    memset(plan, 0, sizeof(*plan));
+    if (!in || !in->req || !in->job || !in->history)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "router: missing input");
+    req = in->req;
+    if (!(set = find_set(in->optimizer_set)))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "optimizer set \"%s\": unknown (dlrover or dlbrain)",
+                          in->optimizer_set ? in->optimizer_set : "(null)");
+    if (!dlb_in_list(dlb_stages, req->stage))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "stage \"%s\": unknown",
+                          req->stage);
+
+    dlb_plan_id(req, plan->plan_id, sizeof(plan->plan_id));
+    memcpy(plan->event_id, plan->plan_id, sizeof(plan->event_id));
+    plan->event_time_ms = req->event_time_ms;
+    memcpy(plan->job_uid, req->job_uid, sizeof(plan->job_uid));
+    memcpy(plan->stage, req->stage, sizeof(plan->stage));
+    memcpy(plan->trigger_event_id, req->event_id, sizeof(plan->trigger_event_id));
+
+    if (needs_oom_plan(in)) {
+        snprintf(plan->optimizer, sizeof(plan->optimizer), "%s", set->oom_optimizer);
+        err = set->oom(in, plan);
+    } else if ((route = find_route(set, req->stage))) {
+        snprintf(plan->optimizer, sizeof(plan->optimizer), "%s", route->optimizer);
+        err = route->run(in, plan);
+    } else {
+        snprintf(plan->optimizer, sizeof(plan->optimizer), "none");
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           "no optimizer for stage %s in set %s yet, nothing to change.",
+                           req->stage, set->name);
+        err = 0;
+    }
+    if (err) {
+        plan_release(plan);
+        return dlb_seterr(errstr, errstr_size, err, "optimizer for stage %s: %s", req->stage,
+                          dlb_err_name(err));
+    }
+    dlb_limits_apply(in->limits, plan);
+    return 0;
+}

@@ -1,0 +1,338 @@
+/* The OOM memory plan: DLRover's worker-create OOM variant for workers (and
+ * chief / evaluator, which are workers with a role), and its PS init-adjust
+ * OOM variant for parameter servers (reference section 3). */
+#include "optimizer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "opt_util.h"
+
+#define OOM_WORKER_STEP    ((int64_t)4000000000) /* DLRover adds 4e9 bytes, not 4 GiB */
+#define OOM_HIST_NUM       6                     /* an OOM'd history pod needed >= used * 1.2 */
+#define OOM_HIST_DEN       5
+#define OOM_PS_BIG_MEMORY  (64 * DLB_GIB) /* above this, more PS rather than bigger PS */
+#define OOM_PS_UNBALANCED  0.2            /* (max - avg) / max of PS memory_used */
+#define OOM_ASSUMED_MEMORY (16 * DLB_GIB) /* what create gives a job without history */
+
+static const dlb_pod_status_t *pod_status(const dlb_job_state_t *st, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < st->pods_cnt; i++)
+        if (!strcmp(st->pods[i].name, name))
+            return &st->pods[i];
+    return NULL;
+}
+
+/* The pod status only keeps the time of the pod's newest node event, not of
+ * its newest OOM; for a pod whose last event is the OOM the two agree, which is
+ * the case that matters (an OOM'd pod is usually not heard of again). Ties go
+ * to the smaller name so the pick never depends on the array order. */
+static const dlb_pod_status_t *newest_oom_pod(const dlb_job_state_t *st)
+{
+    const dlb_pod_status_t *best = NULL;
+    size_t i;
+
+    for (i = 0; i < st->pods_cnt; i++) {
+        const dlb_pod_status_t *p = &st->pods[i];
+
+        if (p->oom_count <= 0)
+            continue;
+        if (!best || p->last_event_time_ms > best->last_event_time_ms ||
+            (p->last_event_time_ms == best->last_event_time_ms && strcmp(p->name, best->name) < 0))
+            best = p;
+    }
+    return best;
+}
+
+/* The pod in the newest window sample that has it. */
+static const dlb_pod_usage_t *window_pod(const dlb_job_state_t *st, const char *name)
+{
+    size_t i, k;
+
+    for (i = st->window_cnt; i-- > 0;) {
+        const dlb_runtime_sample_t *s = &st->window[i];
+
+        for (k = 0; k < s->pods_cnt; k++)
+            if (!strcmp(s->pods[k].name, name))
+                return &s->pods[k];
+    }
+    return NULL;
+}
+
+/* "<job>-worker-3" -> "worker": the token before a trailing all-digit token,
+ * when it is a known pod type. DLRover and the training operators name pods
+ * this way; it is only a fallback when neither node events nor samples said. */
+static int type_from_name(const char *name, char *type, size_t size)
+{
+    const char *dash, *start, *p;
+    size_t len;
+
+    if (!(dash = strrchr(name, '-')) || !dash[1])
+        return 0;
+    for (p = dash + 1; *p; p++)
+        if (*p < '0' || *p > '9')
+            return 0;
+    for (start = dash; start > name && start[-1] != '-'; start--)
+        ;
+    len = (size_t)(dash - start);
+    if (len == 0 || len >= size)
+        return 0;
+    memcpy(type, start, len);
+    type[len] = '\0';
+    return dlb_in_list(dlb_pod_types, type);
+}
+
+static int set_memory(dlb_plan_t *plan, const char *group, const char *pod, int64_t memory)
+{
+    dlb_group_resource_t *g;
+    dlb_pod_resource_t *p;
+
+    if (!(g = dlb_plan_group_get(plan, group)))
+        return DLB_ERR_NOMEM;
+    g->resource.memory = memory;
+    if (!(p = dlb_plan_add_pod(plan, pod)))
+        return DLB_ERR_NOMEM;
+    p->resource.memory = memory;
+    return 0;
+}
+
+static int is_oom_pod(const dlb_hist_job_t *job, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < job->oom_pods_cnt; i++)
+        if (!strcmp(job->oom_pods[i], name))
+            return 1;
+    return 0;
+}
+
+/* Max over history pods of type of their last memory_used, x 1.2 for pods that
+ * were OOMKilled in that job (their usage stopped at the limit). */
+static int history_last_memory(const dlb_history_t *h, const char *type, int64_t *max_mem,
+                               size_t *pods)
+{
+    const char **seen = NULL;
+    size_t seen_cnt, seen_cap = 0, i, j, k, n;
+    int err = 0;
+
+    *max_mem = 0;
+    *pods = 0;
+    for (i = 0; i < h->jobs_cnt; i++) {
+        const dlb_hist_job_t *job = &h->jobs[i];
+
+        seen_cnt = 0;
+        for (j = job->samples_cnt; j-- > 0;) {
+            const dlb_runtime_sample_t *s = &job->samples[j];
+
+            for (k = 0; k < s->pods_cnt; k++) {
+                const dlb_pod_usage_t *pod = &s->pods[k];
+                int64_t m;
+
+                if (strcmp(pod->type, type))
+                    continue;
+                for (n = 0; n < seen_cnt; n++)
+                    if (!strcmp(seen[n], pod->name))
+                        break;
+                if (n < seen_cnt)
+                    continue;
+                if (seen_cnt == seen_cap) {
+                    size_t ncap = seen_cap ? seen_cap * 2 : 16;
+                    const char **ns = realloc(seen, ncap * sizeof(*ns));
+
+                    if (!ns) {
+                        err = DLB_ERR_NOMEM;
+                        goto out;
+                    }
+                    seen = ns;
+                    seen_cap = ncap;
+                }
+                seen[seen_cnt++] = pod->name;
+                (*pods)++;
+                m = pod->memory_used;
+                if (is_oom_pod(job, pod->name))
+                    m = dlb_mem_scale(m, OOM_HIST_NUM, OOM_HIST_DEN);
+                if (m > *max_mem)
+                    *max_mem = m;
+            }
+        }
+    }
+out:
+    free(seen);
+    return err;
+}
+
+static int worker_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const char *name,
+                      const char *type, const dlb_pod_status_t *st_pod, const char *oom_event)
+{
+    const dlb_pod_usage_t *wp = window_pod(in->job, name);
+    int64_t hist_mem, cur, bumped, memory;
+    const char *cur_src;
+    size_t hist_pods;
+    int err;
+
+    if ((err = history_last_memory(in->history, type, &hist_mem, &hist_pods)))
+        return err;
+    /* The request at the OOM (node events carry it) first: it is fixed per OOM
+     * event, so asking again for the same OOM gives the same memory instead of
+     * bumping an already bumped pod once more (DLRover issue #302). */
+    if (st_pod && st_pod->memory_requested > 0) {
+        cur = st_pod->memory_requested;
+        cur_src = "requested at its node events";
+    } else if (wp && wp->memory_requested > 0) {
+        cur = wp->memory_requested;
+        cur_src = "requested in its newest runtime sample";
+    } else if (wp && wp->memory_used > 0) {
+        cur = wp->memory_used;
+        cur_src = "used in its newest runtime sample";
+    } else {
+        cur = OOM_ASSUMED_MEMORY;
+        cur_src = "unknown, assumed the cold-start size";
+    }
+    bumped = dlb_mem_add(cur, OOM_WORKER_STEP);
+    memory = hist_mem > bumped ? hist_mem : bumped;
+    if ((err = set_memory(plan, type, name, memory)))
+        return err;
+    dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                       "%s%s %s OOMKilled (event %s): current memory %.2fGiB (%s); history: %zu "
+                       "%s pods of %zu jobs, max last memory %.2fGiB (x1.2 if OOMKilled); "
+                       "memory=max(history, current+4e9 bytes)=%.2fGiB for the %s group and pod.",
+                       dlb_reason_sep(plan->reason), type, name, oom_event, DLB_GIB_F(cur), cur_src,
+                       hist_pods, type, in->history->jobs_cnt, DLB_GIB_F(hist_mem),
+                       DLB_GIB_F(memory), type);
+    return 0;
+}
+
+static int ps_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const char *name,
+                  const dlb_pod_status_t *st_pod, const char *oom_event)
+{
+    const dlb_job_state_t *st = in->job;
+    const dlb_runtime_sample_t *s = NULL;
+    dlb_group_resource_t *g;
+    int64_t max_used = 0, sum_used = 0, cur;
+    size_t i, k, n = 0;
+    double avg;
+
+    for (i = st->window_cnt; i-- > 0 && !n;) {
+        s = &st->window[i];
+        for (k = 0; k < s->pods_cnt; k++) {
+            if (!dlb_is_ps(s->pods[k].type))
+                continue;
+            n++;
+            sum_used = dlb_mem_add(sum_used, s->pods[k].memory_used);
+            if (s->pods[k].memory_used > max_used)
+                max_used = s->pods[k].memory_used;
+        }
+    }
+
+    if (n == 0) {
+        /* No runtime data: count the PS the node events told of (at least the
+         * OOM'd one) and take the OOM'd PS's request as the PS size. */
+        const char *cur_src = "requested at its node events";
+
+        for (i = 0; i < st->pods_cnt; i++)
+            if (dlb_is_ps(st->pods[i].type))
+                n++;
+        if (n == 0)
+            n = 1;
+        cur = st_pod ? st_pod->memory_requested : 0;
+        for (i = 0; cur == 0 && i < st->pods_cnt; i++)
+            if (dlb_is_ps(st->pods[i].type) && st->pods[i].memory_requested > cur)
+                cur = st->pods[i].memory_requested;
+        if (cur == 0) {
+            cur = OOM_ASSUMED_MEMORY;
+            cur_src = "unknown, assumed the cold-start size";
+        } else if (!st_pod || st_pod->memory_requested == 0) {
+            cur_src = "largest PS request at node events";
+        }
+        if (cur >= OOM_PS_BIG_MEMORY) {
+            if (!(g = dlb_plan_group_get(plan, "ps")))
+                return DLB_ERR_NOMEM;
+            g->count = (int32_t)(2 * n);
+            dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                               "%sps %s OOMKilled (event %s), no runtime samples: PS memory "
+                               "%.2fGiB (%s) >= 64GiB, so double the PS count %zu -> %d.",
+                               dlb_reason_sep(plan->reason), name, oom_event, DLB_GIB_F(cur),
+                               cur_src, n, g->count);
+            return 0;
+        }
+        if (set_memory(plan, "ps", name, dlb_mem_scale(cur, 2, 1)))
+            return DLB_ERR_NOMEM;
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           "%sps %s OOMKilled (event %s), no runtime samples: PS memory %.2fGiB "
+                           "(%s) < 64GiB, so double it -> %.2fGiB.",
+                           dlb_reason_sep(plan->reason), name, oom_event, DLB_GIB_F(cur), cur_src,
+                           DLB_GIB_F(dlb_mem_scale(cur, 2, 1)));
+        return 0;
+    }
+
+    avg = (double)sum_used / (double)n;
+    if (max_used > 0 && ((double)max_used - avg) / (double)max_used > OOM_PS_UNBALANCED) {
+        /* One PS holds more of the model than the others: more PS would not
+         * move its hot shard, a bigger PS does. */
+        int64_t memory = dlb_mem_scale(max_used, 2, 1);
+
+        if (set_memory(plan, "ps", name, memory))
+            return DLB_ERR_NOMEM;
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           "%sps %s OOMKilled (event %s): sample %s shows %zu PS with memory used "
+                           "max %.2fGiB avg %.2fGiB, (max-avg)/max=%.2f > 0.2 (unbalanced), so "
+                           "memory=2*max=%.2fGiB.",
+                           dlb_reason_sep(plan->reason), name, oom_event, s->event_id, n,
+                           DLB_GIB_F(max_used), avg / (double)DLB_GIB,
+                           ((double)max_used - avg) / (double)max_used, DLB_GIB_F(memory));
+        return 0;
+    }
+    if (!(g = dlb_plan_group_get(plan, "ps")))
+        return DLB_ERR_NOMEM;
+    g->count = (int32_t)(2 * n);
+    dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                       "%sps %s OOMKilled (event %s): sample %s shows %zu PS with memory used max "
+                       "%.2fGiB avg %.2fGiB, balanced, so double the PS count %zu -> %d.",
+                       dlb_reason_sep(plan->reason), name, oom_event, s->event_id, n,
+                       DLB_GIB_F(max_used), avg / (double)DLB_GIB, n, g->count);
+    return 0;
+}
+
+int dlb_opt_oom(const dlb_opt_input_t *in, dlb_plan_t *plan)
+{
+    const dlb_plan_request_t *req = in->req;
+    const dlb_pod_status_t *st_pod = NULL;
+    const dlb_pod_usage_t *wp;
+    const char *name = NULL, *oom_event;
+    char type[16] = "";
+
+    if (req->has_oom_pod && req->oom_pod[0]) {
+        name = req->oom_pod;
+        st_pod = pod_status(in->job, name);
+    } else if ((st_pod = newest_oom_pod(in->job))) {
+        name = st_pod->name;
+    } else {
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           "%sOOM: no OOM pod in the request or the job state, nothing to change.",
+                           dlb_reason_sep(plan->reason));
+        return 0;
+    }
+
+    /* Type: node events name it; else a runtime sample; else the pod name. */
+    if (st_pod && st_pod->type[0])
+        strcpy(type, st_pod->type);
+    else if ((wp = window_pod(in->job, name)) && wp->type[0])
+        strcpy(type, wp->type);
+    else if (!type_from_name(name, type, sizeof(type)))
+        type[0] = '\0';
+    if (!type[0]) {
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           "%sOOM of pod %s: its type is unknown (no node event, no runtime "
+                           "sample, name not <job>-<type>-<index>), nothing to change.",
+                           dlb_reason_sep(plan->reason), name);
+        return 0;
+    }
+
+    oom_event = st_pod && st_pod->last_oom_event_id[0] ? st_pod->last_oom_event_id : "unknown";
+    if (dlb_is_ps(type))
+        return ps_oom(in, plan, name, st_pod, oom_event);
+    return worker_oom(in, plan, name, type, st_pod, oom_event);
+}

@@ -1,0 +1,109 @@
+#include "opt_util.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void dlb_reason_appendf(char *reason, size_t size, const char *fmt, ...)
+{
+    size_t len;
+    va_list ap;
+    int n;
+
+    if (!reason || size == 0)
+        return;
+    len = strnlen(reason, size);
+    if (len >= size) { /* not terminated: repair rather than run off the end */
+        reason[size - 1] = '\0';
+        return;
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(reason + len, size - len, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < size - len)
+        return;
+    /* Cut: mark it, where there is room for the mark. */
+    if (size >= 4)
+        memcpy(reason + size - 4, "...", 4);
+}
+
+const char *dlb_reason_sep(const char *reason)
+{
+    return reason[0] ? " " : "";
+}
+
+dlb_group_resource_t *dlb_plan_group_get(dlb_plan_t *plan, const char *group)
+{
+    dlb_group_resource_t *g = dlb_plan_group(plan, group);
+
+    return g ? g : dlb_plan_add_group(plan, group);
+}
+
+int64_t dlb_mem_scale(int64_t mem, int64_t num, int64_t den)
+{
+    if (mem <= 0 || num <= 0 || den <= 0)
+        return 0;
+    if (mem > (INT64_MAX - (den - 1)) / num)
+        return INT64_MAX;
+    return (mem * num + den - 1) / den;
+}
+
+int64_t dlb_mem_add(int64_t a, int64_t b)
+{
+    if (a > INT64_MAX - b)
+        return INT64_MAX;
+    return a + b;
+}
+
+double dlb_ceil_cores(double x)
+{
+    /* 1e-9 cores is far below any CPU quota Kubernetes can express (1m). */
+    return ceil(x - 1e-9);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* The major cluster, as DLRover's PS create uses it to ignore spikes and idle
+ * records: sort the n values ascending; start a window [lo, hi] at the lower
+ * median m = (n - 1) / 2; while the window holds no more than half of the
+ * values (hi - lo + 1 <= n / 2), extend it by one value, on the side whose next
+ * value is closer to the median value v[m] (on a tie, the lower side); the
+ * mean of the window is the result. The window ends with n / 2 + 1 values, the
+ * smallest count that is more than 50%. Everything is decided by value order,
+ * so the same multiset always gives the same result. */
+double dlb_major_cluster_mean(double *v, size_t n)
+{
+    size_t lo, hi, m, i;
+    double sum = 0;
+
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof(*v), cmp_double);
+    m = (n - 1) / 2;
+    lo = hi = m;
+    while (hi - lo + 1 <= n / 2) {
+        if (lo == 0)
+            hi++;
+        else if (hi == n - 1)
+            lo--;
+        else if (v[m] - v[lo - 1] <= v[hi + 1] - v[m])
+            lo--;
+        else
+            hi++;
+    }
+    for (i = lo; i <= hi; i++)
+        sum += v[i];
+    return sum / (double)(hi - lo + 1);
+}
+
+int dlb_is_ps(const char *type)
+{
+    return type && !strcmp(type, "ps");
+}

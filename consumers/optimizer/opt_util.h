@@ -1,0 +1,47 @@
+/* Helpers private to the optimizers: reason text, integer memory arithmetic,
+ * and the "major cluster" statistic of DLRover's PS create optimizer. */
+#ifndef DLB_OPT_UTIL_H
+#define DLB_OPT_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf.h"
+#include "event.h"
+
+/* Reasons print memory in GiB; the exact bytes are in the plan itself. */
+#define DLB_GIB_F(bytes) ((double)(bytes) / (double)DLB_GIB)
+
+/** @brief printf-append to a NUL-terminated reason buffer of size bytes,
+ *         never overflowing: text that does not fit is cut and the buffer
+ *         ends in "..." so a reader knows. A no-op once the buffer is full. */
+void dlb_reason_appendf(char *reason, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/** @returns "" for an empty reason, else the " " that starts the next sentence. */
+const char *dlb_reason_sep(const char *reason);
+
+/** @brief The plan's entry for group, appended (zeroed) when absent.
+ *  @returns NULL when out of memory. */
+dlb_group_resource_t *dlb_plan_group_get(dlb_plan_t *plan, const char *group);
+
+/** @brief ceil(mem * num / den) in integers (den > 0, num >= 0), saturating at
+ *         INT64_MAX. Integer maths keeps "x 1.2" exact: 10 GiB * 1.2 in double
+ *         is 12884901888.000002, whose ceil would be one byte too many. */
+int64_t dlb_mem_scale(int64_t mem, int64_t num, int64_t den);
+
+/** @brief a + b for non-negative byte counts, saturating at INT64_MAX. */
+int64_t dlb_mem_add(int64_t a, int64_t b);
+
+/** @brief ceil() of a core count that tolerates floating-point noise:
+ *         15.000000000001 cores are 15 cores, not 16. */
+double dlb_ceil_cores(double x);
+
+/** @brief Mean of the "major cluster" of v (sorted in place). See opt_util.c
+ *         for the exact procedure. @returns 0 when n == 0. */
+double dlb_major_cluster_mean(double *v, size_t n);
+
+/** @brief 1 when pod type t is "ps". */
+int dlb_is_ps(const char *type);
+
+#endif

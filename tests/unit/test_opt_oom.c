@@ -1,0 +1,328 @@
+/* OOM memory plans: DLRover's worker-create OOM variant and PS OOM variant,
+ * each case worked out by hand (reference section 3). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "optimizer.h"
+
+#define GIB  DLB_GIB
+#define STEP ((int64_t)4000000000) /* DLRover's OOM step: 4e9 bytes */
+
+#define COUNT_OF(type, ...) (sizeof((type[]){__VA_ARGS__}) / sizeof(type))
+/* A runtime sample's pod: name, type, memory used, memory requested. */
+#define POD(n, t, used, req)                                                                       \
+    {                                                                                              \
+        .name = n, .type = t, .memory_used = used, .memory_requested = req                         \
+    }
+#define SAMPLE(id, ...)                                                                            \
+    {                                                                                              \
+        .event_id = id, .pods = (dlb_pod_usage_t[]){__VA_ARGS__},                                  \
+        .pods_cnt = COUNT_OF(dlb_pod_usage_t, __VA_ARGS__)                                         \
+    }
+#define SAMPLES(...)                                                                               \
+    .samples = (dlb_runtime_sample_t[]){__VA_ARGS__},                                              \
+    .samples_cnt = COUNT_OF(dlb_runtime_sample_t, __VA_ARGS__)
+#define WINDOW(...)                                                                                \
+    .window = (dlb_runtime_sample_t[]){__VA_ARGS__},                                               \
+    .window_cnt = COUNT_OF(dlb_runtime_sample_t, __VA_ARGS__)
+#define OOMS(...)                                                                                  \
+    .oom_pods = (char[][DLB_ID_MAX]){__VA_ARGS__},                                                 \
+    .oom_pods_cnt = sizeof((char[][DLB_ID_MAX]){__VA_ARGS__}) / DLB_ID_MAX
+#define HISTORY(...)                                                                               \
+    {                                                                                              \
+        .jobs = (dlb_hist_job_t[]){__VA_ARGS__}, .jobs_cnt = COUNT_OF(dlb_hist_job_t, __VA_ARGS__) \
+    }
+/* A pod status: name, type, time, OOM count, OOM event, memory requested. */
+#define STATUS(n, t, time, ooms, ev, req)                                                          \
+    {                                                                                              \
+        .name = n, .type = t, .last_event_time_ms = time, .oom_count = ooms,                       \
+        .last_oom_event_id = ev, .last_kind = "oom_killed", .memory_requested = req                \
+    }
+#define STATUSES(...)                                                                              \
+    .pods = (dlb_pod_status_t[]){__VA_ARGS__}, .pods_cnt = COUNT_OF(dlb_pod_status_t, __VA_ARGS__)
+
+#define NOJOB                                                                                      \
+    {                                                                                              \
+        .pods_cnt = 0                                                                              \
+    }
+#define NOHIST                                                                                     \
+    {                                                                                              \
+        .jobs_cnt = 0                                                                              \
+    }
+
+typedef struct oom_case {
+    const char *name;
+    const char *oom_pod; /* request's oom_pod, NULL = none */
+    dlb_job_state_t job;
+    dlb_history_t history;
+    /* expected: group entry (NULL = no groups) and pod entry */
+    const char *group;
+    int32_t count;
+    int64_t memory;     /* group and pod memory; 0 = no pod entry */
+    const char *reason; /* expected substring */
+} oom_case_t;
+
+/* History shared by the worker cases.
+ * h1: w0 last memory_used 11G (its earlier 30G is not "last"), w1 last 12G;
+ * h2: w0 was OOMKilled, last 20G -> 20G*1.2 = 24G = 25769803776 (exact);
+ * the PS in h1 (90G) is not a worker. Max = 24G. */
+#define HIST_WITH_OOM                                                                              \
+    HISTORY({.job_uid = "h1",                                                                      \
+             SAMPLES(SAMPLE("h1-r1", POD("h1-worker-0", "worker", 30 * GIB, 0),                    \
+                            POD("h1-worker-1", "worker", 12 * GIB, 0),                             \
+                            POD("h1-ps-0", "ps", 90 * GIB, 0)),                                    \
+                     SAMPLE("h1-r2", POD("h1-worker-0", "worker", 11 * GIB, 0)))},                 \
+            {.job_uid = "h2",                                                                      \
+             SAMPLES(SAMPLE("h2-r1", POD("h2-worker-0", "worker", 20 * GIB, 0))),                  \
+             OOMS("h2-worker-0")})
+/* The same without the OOM: h2's 20G counts as is, h1's 12G < 20G -> max 20G. */
+#define HIST_NO_OOM                                                                                \
+    HISTORY(                                                                                       \
+        {.job_uid = "h1",                                                                          \
+         SAMPLES(SAMPLE("h1-r1", POD("h1-worker-0", "worker", 30 * GIB, 0),                        \
+                        POD("h1-worker-1", "worker", 12 * GIB, 0)),                                \
+                 SAMPLE("h1-r2", POD("h1-worker-0", "worker", 11 * GIB, 0)))},                     \
+        {.job_uid = "h2", SAMPLES(SAMPLE("h2-r1", POD("h2-worker-0", "worker", 20 * GIB, 0)))})
+
+static const oom_case_t oom_cases[] = {
+    /* ---- worker ---- */
+    /* no history: memory = 16G + 4e9 = 17179869184 + 4000000000 */
+    {"worker, no history",
+     "j-worker-1",
+     {STATUSES(STATUS("j-worker-1", "worker", 100, 1, "ne-7", 16 * GIB))},
+     NOHIST,
+     "worker",
+     0,
+     16 * GIB + STEP,
+     "worker j-worker-1 OOMKilled (event ne-7): current memory 16.00GiB (requested at its node "
+     "events)"},
+    /* history max 24G (OOM'd h2 pod x1.2) > 16G + 4e9 = 21179869184 -> 25769803776 */
+    {"worker, history with an OOMKilled pod (x1.2) wins",
+     "j-worker-1",
+     {STATUSES(STATUS("j-worker-1", "worker", 100, 1, "ne-7", 16 * GIB))},
+     HIST_WITH_OOM,
+     "worker",
+     0,
+     25769803776,
+     "history: 3 worker pods of 2 jobs, max last memory 24.00GiB"},
+    /* history max 20G = 21474836480 > 21179869184 -> 20G */
+    {"worker, history without OOM, last not peak",
+     "j-worker-1",
+     {STATUSES(STATUS("j-worker-1", "worker", 100, 1, "ne-7", 16 * GIB))},
+     HIST_NO_OOM,
+     "worker",
+     0,
+     20 * GIB,
+     "max last memory 20.00GiB"},
+    /* current 24G + 4e9 = 25769803776 + 4000000000 = 29769803776 > history 24G */
+    {"worker, current + 4e9 beats history",
+     "j-worker-1",
+     {STATUSES(STATUS("j-worker-1", "worker", 100, 1, "ne-7", 24 * GIB))},
+     HIST_WITH_OOM,
+     "worker",
+     0,
+     24 * GIB + STEP,
+     "memory=max(history, current+4e9 bytes)=27.73GiB"},
+    /* no node event for the pod: type and memory from the newest window sample
+     * holding it (w-r2: requested 8G; w-r3 does not have it): 8G + 4e9 */
+    {"worker, current from the runtime window",
+     "j-worker-2",
+     {WINDOW(SAMPLE("w-r1", POD("j-worker-2", "worker", GIB, 2 * GIB)),
+             SAMPLE("w-r2", POD("j-worker-2", "worker", 7 * GIB, 8 * GIB)),
+             SAMPLE("w-r3", POD("j-ps-0", "ps", GIB, 2 * GIB)))},
+     NOHIST,
+     "worker",
+     0,
+     8 * GIB + STEP,
+     "worker j-worker-2 OOMKilled (event unknown): current memory 8.00GiB (requested in its "
+     "newest runtime sample)"},
+    /* window has no request, only usage: 6G + 4e9 */
+    {"worker, current from memory_used",
+     "j-worker-2",
+     {WINDOW(SAMPLE("w-r1", POD("j-worker-2", "worker", 6 * GIB, 0)))},
+     NOHIST,
+     "worker",
+     0,
+     6 * GIB + STEP,
+     "(used in its newest runtime sample)"},
+    /* nothing known: type from the name, memory assumed 16G: 16G + 4e9 */
+    {"worker, type from the pod name", "train-job-worker-3", NOJOB, NOHIST, "worker", 0,
+     16 * GIB + STEP,
+     "worker train-job-worker-3 OOMKilled (event unknown): current memory 16.00GiB (unknown, "
+     "assumed the cold-start size)"},
+    /* OOM pod from the state: newest OOM (time 200) is the chief; history has
+     * no chief -> 10G + 4e9 = 14737418240 for the chief group */
+    {"chief, newest OOM pod from the state",
+     NULL,
+     {STATUSES(STATUS("j-worker-0", "worker", 100, 2, "ne-1", 16 * GIB),
+               STATUS("j-chief-0", "chief", 200, 1, "ne-2", 10 * GIB),
+               STATUS("j-worker-1", "worker", 300, 0, "", 16 * GIB))},
+     HIST_WITH_OOM,
+     "chief",
+     0,
+     10 * GIB + STEP,
+     "chief j-chief-0 OOMKilled (event ne-2)"},
+    /* same event time: the smaller name wins (j-worker-0 < j-worker-5): 12G + 4e9 */
+    {"worker, OOM pods tie on time",
+     NULL,
+     {STATUSES(STATUS("j-worker-5", "worker", 100, 1, "ne-5", 30 * GIB),
+               STATUS("j-worker-0", "worker", 100, 1, "ne-0", 12 * GIB))},
+     NOHIST,
+     "worker",
+     0,
+     12 * GIB + STEP,
+     "j-worker-0 OOMKilled (event ne-0)"},
+    {"unknown type: nothing to change", "mystery", NOJOB, NOHIST, NULL, 0, 0,
+     "its type is unknown"},
+    {"no OOM pod: nothing to change",
+     NULL,
+     {STATUSES(STATUS("j-worker-0", "worker", 100, 0, "", 16 * GIB))},
+     NOHIST,
+     NULL,
+     0,
+     0,
+     "no OOM pod in the request or the job state"},
+
+    /* ---- PS ---- */
+    /* no samples; 32G < 64G -> memory = 64G for the group and the pod */
+    {"ps, no data, double memory",
+     "j-ps-1",
+     {STATUSES(STATUS("j-ps-0", "ps", 50, 0, "", 32 * GIB),
+               STATUS("j-ps-1", "ps", 100, 1, "ne-9", 32 * GIB))},
+     NOHIST,
+     "ps",
+     0,
+     64 * GIB,
+     "ps j-ps-1 OOMKilled (event ne-9), no runtime samples: PS memory 32.00GiB (requested at its "
+     "node events) < 64GiB, so double it -> 64.00GiB."},
+    /* no samples; 64G >= 64G -> count = 2 * 3 PS statuses = 6, memory kept */
+    {"ps, no data, big PS: double count",
+     "j-ps-1",
+     {STATUSES(STATUS("j-ps-0", "ps", 50, 0, "", 64 * GIB),
+               STATUS("j-ps-1", "ps", 100, 1, "ne-9", 64 * GIB),
+               STATUS("j-ps-2", "ps", 50, 0, "", 64 * GIB),
+               STATUS("j-worker-0", "worker", 50, 0, "", 8 * GIB))},
+     NOHIST,
+     "ps",
+     6,
+     0,
+     "PS memory 64.00GiB (requested at its node events) >= 64GiB, so double the PS count 3 -> 6."},
+    /* newest sample r3 has no PS, r2 has: used 10G 6G 5G, avg 7G, (10-7)/10 = 0.3 > 0.2 ->
+     * memory = 2 * 10G = 20G */
+    {"ps, unbalanced: 2 x max used",
+     "j-ps-0",
+     {WINDOW(SAMPLE("r1", POD("j-ps-0", "ps", 1 * GIB, 0), POD("j-ps-1", "ps", GIB, 0)),
+             SAMPLE("r2", POD("j-ps-0", "ps", 10 * GIB, 12 * GIB),
+                    POD("j-ps-1", "ps", 6 * GIB, 12 * GIB), POD("j-ps-2", "ps", 5 * GIB, 12 * GIB),
+                    POD("j-worker-0", "worker", 30 * GIB, 32 * GIB)),
+             SAMPLE("r3", POD("j-worker-0", "worker", 30 * GIB, 32 * GIB))),
+      STATUSES(STATUS("j-ps-0", "ps", 100, 1, "ne-3", 12 * GIB))},
+     NOHIST,
+     "ps",
+     0,
+     20 * GIB,
+     "sample r2 shows 3 PS with memory used max 10.00GiB avg 7.00GiB, (max-avg)/max=0.30 > 0.2 "
+     "(unbalanced), so memory=2*max=20.00GiB."},
+    /* used 10G 6G 8G: avg 8G, (10-8)/10 = 0.2 exactly, not > 0.2 -> count 2*3 = 6 */
+    {"ps, balanced at the 0.2 edge: double count",
+     "j-ps-2",
+     {WINDOW(SAMPLE("r1", POD("j-ps-0", "ps", 10 * GIB, 12 * GIB),
+                    POD("j-ps-1", "ps", 6 * GIB, 12 * GIB),
+                    POD("j-ps-2", "ps", 8 * GIB, 12 * GIB)))},
+     NOHIST,
+     "ps",
+     6,
+     0,
+     "ps j-ps-2 OOMKilled (event unknown): sample r1 shows 3 PS with memory used max 10.00GiB avg "
+     "8.00GiB, balanced, so double the PS count 3 -> 6."},
+};
+
+static void plan_free(dlb_plan_t *plan)
+{
+    free(plan->groups);
+    free(plan->pods);
+    memset(plan, 0, sizeof(*plan));
+}
+
+static void test_oom_table(void **state)
+{
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(oom_cases) / sizeof(oom_cases[0]); i++) {
+        const oom_case_t *c = &oom_cases[i];
+        dlb_plan_request_t req = {
+            .event_id = "req-9", .job_uid = "j", .stage = "job_stage_running"};
+        dlb_opt_input_t in = {.req = &req, .job = &c->job, .history = &c->history};
+        dlb_plan_t plan = {0};
+
+        print_message("case %s\n", c->name);
+        if (c->oom_pod) {
+            req.has_oom_pod = 1;
+            snprintf(req.oom_pod, sizeof(req.oom_pod), "%s", c->oom_pod);
+        }
+        assert_int_equal(dlb_opt_oom(&in, &plan), 0);
+        if (!strstr(plan.reason, c->reason)) {
+            print_error("reason \"%s\" lacks \"%s\"\n", plan.reason, c->reason);
+            fail();
+        }
+        if (!c->group) {
+            assert_int_equal(plan.groups_cnt, 0);
+            assert_int_equal(plan.pods_cnt, 0);
+            plan_free(&plan);
+            continue;
+        }
+        assert_int_equal(plan.groups_cnt, 1);
+        assert_string_equal(plan.groups[0].group, c->group);
+        assert_int_equal(plan.groups[0].count, c->count);
+        assert_true(plan.groups[0].resource.cpu == 0); /* keep */
+        assert_int_equal(plan.groups[0].resource.memory, c->memory);
+        if (c->memory) {
+            /* the OOM pod itself gets the same memory */
+            assert_int_equal(plan.pods_cnt, 1);
+            assert_string_equal(plan.pods[0].name, c->oom_pod ? c->oom_pod : plan.pods[0].name);
+            assert_non_null(strstr(plan.reason, plan.pods[0].name));
+            assert_true(plan.pods[0].resource.cpu == 0);
+            assert_int_equal(plan.pods[0].resource.memory, c->memory);
+        } else {
+            assert_int_equal(plan.pods_cnt, 0);
+        }
+        plan_free(&plan);
+    }
+}
+
+/* Asking again for the same OOM after the pod was relaunched bigger (newer
+ * sample requests 21179869184) gives the same memory: the base is the request
+ * at the OOM node event, not the newest sample (DLRover issue #302). */
+static void test_oom_idempotent(void **state)
+{
+    dlb_job_state_t job = {
+        STATUSES(STATUS("j-worker-1", "worker", 100, 1, "ne-7", 16 * GIB)),
+        WINDOW(SAMPLE("w-r9", POD("j-worker-1", "worker", 3 * GIB, 16 * GIB + STEP)))};
+    static const dlb_history_t none = {0};
+    dlb_plan_request_t req = {.event_id = "req-10", .stage = "job_stage_running"};
+    dlb_opt_input_t in = {.req = &req, .job = &job, .history = &none};
+    dlb_plan_t plan = {0};
+
+    (void)state;
+    assert_int_equal(dlb_opt_oom(&in, &plan), 0);
+    assert_int_equal(plan.groups[0].resource.memory, 16 * GIB + STEP);
+    plan_free(&plan);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_oom_table),
+        cmocka_unit_test(test_oom_idempotent),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
