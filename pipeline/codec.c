@@ -1,0 +1,926 @@
+/* Confluent-framed Avro <-> C structs.
+ *
+ * Each call builds its own avro-c values from the catalog's (read-only)
+ * classes, so one catalog may serve several threads at once. A decode is:
+ * framing -> a bounds check of the Avro bytes against the writer schema ->
+ * avro-c read (through the resolver for an older writer) -> the field tables
+ * below, which are the one mapping between Avro records and event.h structs. */
+#include "codec.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec_internal.h"
+#include "err.h"
+
+#define NESTING_MAX 64
+/* Zero-byte array items (nulls, empty records) cost nothing on the wire, so a
+ * forged count could make avro-c loop for ages; no dlbrain schema has them. */
+#define EMPTY_ITEMS_MAX (1 << 20)
+
+/* ---- error paths --------------------------------------------------------- */
+
+/* Puts a path segment in front of errstr, e.g. "pods[1]." + "name: too long". */
+static void err_prepend(char *errstr, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void err_prepend(char *errstr, size_t size, const char *fmt, ...)
+{
+    char pre[192];
+    size_t pl, el;
+    va_list ap;
+
+    if (!errstr || !size)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof(pre), fmt, ap);
+    va_end(ap);
+    pl = strlen(pre);
+    el = strnlen(errstr, size - 1);
+    if (pl > size - 1)
+        pl = size - 1;
+    if (pl + el > size - 1)
+        el = size - 1 - pl;
+    memmove(errstr + pl, errstr, el);
+    memcpy(errstr, pre, pl);
+    errstr[pl + el] = '\0';
+}
+
+/* ---- the field tables: Avro record <-> struct ---------------------------- */
+
+typedef enum fkind {
+    F_STR,     /* char[size] */
+    F_LONG,    /* int64_t */
+    F_INT,     /* int32_t */
+    F_DOUBLE,  /* double */
+    F_REC,     /* embedded struct described by sub */
+    F_ARR_REC, /* heap array of size-byte structs (sub) + size_t count */
+    F_ARR_STR, /* char ** + size_t count */
+    F_MAP_STR, /* dlb_config_value_t * + size_t count */
+} fkind_t;
+
+typedef struct fdesc {
+    const char *name; /* Avro field name */
+    fkind_t kind;
+    size_t off;
+    size_t size;
+    int opt; /* a union with null; the int at has_off says present */
+    size_t has_off;
+    size_t cnt_off;
+    const struct fdesc *sub;
+} fdesc_t;
+
+#define MSIZE(T, m) sizeof(((T *)0)->m)
+/* clang-format off */
+#define FS(T, m) {#m, F_STR, offsetof(T, m), MSIZE(T, m), 0, 0, 0, NULL}
+#define FL(T, m) {#m, F_LONG, offsetof(T, m), 0, 0, 0, 0, NULL}
+#define FI(T, m) {#m, F_INT, offsetof(T, m), 0, 0, 0, 0, NULL}
+#define FD(T, m) {#m, F_DOUBLE, offsetof(T, m), 0, 0, 0, 0, NULL}
+#define FR(T, m, sub) {#m, F_REC, offsetof(T, m), 0, 0, 0, 0, sub}
+#define FOS(T, m, has) {#m, F_STR, offsetof(T, m), MSIZE(T, m), 1, offsetof(T, has), 0, NULL}
+#define FOL(T, m, has) {#m, F_LONG, offsetof(T, m), 0, 1, offsetof(T, has), 0, NULL}
+#define FOD(T, m, has) {#m, F_DOUBLE, offsetof(T, m), 0, 1, offsetof(T, has), 0, NULL}
+#define FOR(T, m, has, sub) {#m, F_REC, offsetof(T, m), 0, 1, offsetof(T, has), 0, sub}
+#define FAR(T, m, cnt, ET, sub) \
+    {#m, F_ARR_REC, offsetof(T, m), sizeof(ET), 0, 0, offsetof(T, cnt), sub}
+#define FEND {NULL, F_STR, 0, 0, 0, 0, 0, NULL}
+/* clang-format on */
+
+static const fdesc_t meta_fields[] = {
+    FS(dlb_job_meta_t, name),
+    FS(dlb_job_meta_t, user),
+    FS(dlb_job_meta_t, group),
+    FS(dlb_job_meta_t, app),
+    FS(dlb_job_meta_t, cluster),
+    {"namespace", F_STR, offsetof(dlb_job_meta_t, ns), MSIZE(dlb_job_meta_t, ns), 0, 0, 0, NULL},
+    FS(dlb_job_meta_t, scenario),
+    FS(dlb_job_meta_t, framework),
+    FEND};
+static const fdesc_t hyper_fields[] = {FL(dlb_hyper_params_t, batch_size),
+                                       FL(dlb_hyper_params_t, epoch),
+                                       FL(dlb_hyper_params_t, max_steps), FEND};
+static const fdesc_t dataset_fields[] = {FS(dlb_dataset_t, name), FL(dlb_dataset_t, size),
+                                         FS(dlb_dataset_t, storage), FEND};
+static const fdesc_t model_fields[] = {FL(dlb_model_t, variable_count),
+                                       FL(dlb_model_t, op_count),
+                                       FL(dlb_model_t, total_variable_size),
+                                       FL(dlb_model_t, recv_op_count),
+                                       FL(dlb_model_t, flops),
+                                       FL(dlb_model_t, embedding_dimension),
+                                       FEND};
+static const fdesc_t job_fields[] = {
+    FS(dlb_job_event_t, event_id),
+    FL(dlb_job_event_t, event_time_ms),
+    FS(dlb_job_event_t, job_uid),
+    FOR(dlb_job_event_t, meta, has_meta, meta_fields),
+    FOS(dlb_job_event_t, state, has_state),
+    FOR(dlb_job_event_t, hyper_params, has_hyper_params, hyper_fields),
+    FOR(dlb_job_event_t, dataset, has_dataset, dataset_fields),
+    FOR(dlb_job_event_t, model, has_model, model_fields),
+    FOS(dlb_job_event_t, exit_reason, has_exit_reason),
+    FEND};
+
+static const fdesc_t pod_usage_fields[] = {FS(dlb_pod_usage_t, name),
+                                           FS(dlb_pod_usage_t, type),
+                                           FI(dlb_pod_usage_t, index),
+                                           FD(dlb_pod_usage_t, cpu_used),
+                                           FD(dlb_pod_usage_t, cpu_requested),
+                                           FL(dlb_pod_usage_t, memory_used),
+                                           FL(dlb_pod_usage_t, memory_requested),
+                                           FEND};
+static const fdesc_t runtime_fields[] = {
+    FS(dlb_runtime_sample_t, event_id),
+    FL(dlb_runtime_sample_t, event_time_ms),
+    FS(dlb_runtime_sample_t, job_uid),
+    FL(dlb_runtime_sample_t, global_step),
+    FD(dlb_runtime_sample_t, speed),
+    FAR(dlb_runtime_sample_t, pods, pods_cnt, dlb_pod_usage_t, pod_usage_fields),
+    FEND};
+
+static const fdesc_t node_fields[] = {FS(dlb_node_event_t, event_id),
+                                      FL(dlb_node_event_t, event_time_ms),
+                                      FS(dlb_node_event_t, job_uid),
+                                      FS(dlb_node_event_t, kind),
+                                      FS(dlb_node_event_t, pod_name),
+                                      FS(dlb_node_event_t, pod_type),
+                                      FI(dlb_node_event_t, pod_index),
+                                      FS(dlb_node_event_t, node_name),
+                                      FOS(dlb_node_event_t, phase, has_phase),
+                                      FS(dlb_node_event_t, reason),
+                                      FS(dlb_node_event_t, message),
+                                      FOL(dlb_node_event_t, memory_requested, has_memory_requested),
+                                      FOD(dlb_node_event_t, cpu_requested, has_cpu_requested),
+                                      FEND};
+
+static const fdesc_t request_fields[] = {FS(dlb_plan_request_t, event_id),
+                                         FL(dlb_plan_request_t, event_time_ms),
+                                         FS(dlb_plan_request_t, job_uid),
+                                         FS(dlb_plan_request_t, stage),
+                                         FOS(dlb_plan_request_t, oom_pod, has_oom_pod),
+                                         FEND};
+
+static const fdesc_t resource_fields[] = {
+    FD(dlb_resource_t, cpu),      FL(dlb_resource_t, memory),   FI(dlb_resource_t, gpu),
+    FS(dlb_resource_t, gpu_type), FS(dlb_resource_t, priority), FEND};
+static const fdesc_t group_fields[] = {FS(dlb_group_resource_t, group),
+                                       FI(dlb_group_resource_t, count),
+                                       FR(dlb_group_resource_t, resource, resource_fields), FEND};
+static const fdesc_t pod_res_fields[] = {FS(dlb_pod_resource_t, name),
+                                         FR(dlb_pod_resource_t, resource, resource_fields), FEND};
+static const fdesc_t plan_fields[] = {
+    FS(dlb_plan_t, event_id),
+    FL(dlb_plan_t, event_time_ms),
+    FS(dlb_plan_t, plan_id),
+    FS(dlb_plan_t, job_uid),
+    FS(dlb_plan_t, stage),
+    FAR(dlb_plan_t, groups, groups_cnt, dlb_group_resource_t, group_fields),
+    FAR(dlb_plan_t, pods, pods_cnt, dlb_pod_resource_t, pod_res_fields),
+    FS(dlb_plan_t, optimizer),
+    FS(dlb_plan_t, reason),
+    FS(dlb_plan_t, trigger_event_id),
+    FEND};
+
+static const fdesc_t config_match_fields[] = {
+    FS(dlb_config_match_t, event_id),
+    FL(dlb_config_match_t, event_time_ms),
+    FS(dlb_config_match_t, job_uid),
+    FL(dlb_config_match_t, rules_version),
+    {"rule_ids", F_ARR_STR, offsetof(dlb_config_match_t, rule_ids), 0, 0, 0,
+     offsetof(dlb_config_match_t, rule_ids_cnt), NULL},
+    {"values", F_MAP_STR, offsetof(dlb_config_match_t, values), 0, 0, 0,
+     offsetof(dlb_config_match_t, values_cnt), NULL},
+    FS(dlb_config_match_t, trigger_event_id),
+    FEND};
+
+static const fdesc_t *const type_fields[DLB_EV__CNT] = {
+    [DLB_EV_JOB] = job_fields,   [DLB_EV_RUNTIME] = runtime_fields,
+    [DLB_EV_NODE] = node_fields, [DLB_EV_PLAN_REQUEST] = request_fields,
+    [DLB_EV_PLAN] = plan_fields, [DLB_EV_CONFIG_MATCH] = config_match_fields,
+};
+
+static int avro_fail(char *errstr, size_t size, const char *field, const char *what)
+{
+    return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "%s: %s: %s", field, what, avro_strerror());
+}
+
+/* ---- Avro -> struct -------------------------------------------------------- */
+
+static int copy_str(const char *field, const char *s, size_t sz, char *dst, size_t cap,
+                    char *errstr, size_t size)
+{
+    /* avro-c sizes include the NUL terminator. */
+    size_t len = (s && sz) ? sz - 1 : 0;
+
+    if (len && memchr(s, '\0', len))
+        return dlb_seterr(errstr, size, DLB_ERR_DECODE, "%s: contains a NUL byte", field);
+    if (len >= cap)
+        return dlb_seterr(errstr, size, DLB_ERR_DECODE,
+                          "%s: %zu bytes long, more than the limit of %zu", field, len, cap - 1);
+    if (len)
+        memcpy(dst, s, len);
+    dst[len] = '\0';
+    return 0;
+}
+
+static int dup_str(const char *field, avro_value_t *v, char **out, char *errstr, size_t size)
+{
+    const char *s = NULL;
+    size_t sz = 0, len;
+
+    if (avro_value_get_string(v, &s, &sz))
+        return avro_fail(errstr, size, field, "not a string");
+    len = (s && sz) ? sz - 1 : 0;
+    if (len && memchr(s, '\0', len))
+        return dlb_seterr(errstr, size, DLB_ERR_DECODE, "%s: contains a NUL byte", field);
+    if (!(*out = malloc(len + 1)))
+        return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+    if (len)
+        memcpy(*out, s, len);
+    (*out)[len] = '\0';
+    return 0;
+}
+
+static int rd_record(const fdesc_t *t, avro_value_t *rec, char *base, char *errstr, size_t size);
+
+static int rd_value(const fdesc_t *t, avro_value_t *f, char *base, char *errstr, size_t size)
+{
+    char *p = base + t->off;
+    avro_value_t el;
+    size_t n = 0;
+    int err;
+
+    switch (t->kind) {
+    case F_STR: {
+        const char *s = NULL;
+        size_t sz = 0;
+        if (avro_value_get_string(f, &s, &sz))
+            return avro_fail(errstr, size, t->name, "not a string");
+        return copy_str(t->name, s, sz, p, t->size, errstr, size);
+    }
+    case F_LONG:
+        if (avro_value_get_long(f, (int64_t *)(void *)p))
+            return avro_fail(errstr, size, t->name, "not a long");
+        return 0;
+    case F_INT:
+        if (avro_value_get_int(f, (int32_t *)(void *)p))
+            return avro_fail(errstr, size, t->name, "not an int");
+        return 0;
+    case F_DOUBLE:
+        if (avro_value_get_double(f, (double *)(void *)p))
+            return avro_fail(errstr, size, t->name, "not a double");
+        return 0;
+    case F_REC:
+        if ((err = rd_record(t->sub, f, p, errstr, size)))
+            err_prepend(errstr, size, "%s.", t->name);
+        return err;
+    default:
+        break;
+    }
+
+    /* Lists: the pointer and count are set before the items are filled, so
+     * dlb_event_clear() releases a half-filled list. */
+    if (avro_value_get_size(f, &n))
+        return avro_fail(errstr, size, t->name, "not a list");
+    if (!n)
+        return 0;
+    switch (t->kind) {
+    case F_ARR_REC: {
+        char *arr = calloc(n, t->size);
+        if (!arr)
+            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+        *(void **)(void *)p = arr;
+        *(size_t *)(void *)(base + t->cnt_off) = n;
+        for (size_t i = 0; i < n; i++) {
+            if (avro_value_get_by_index(f, i, &el, NULL))
+                return avro_fail(errstr, size, t->name, "item");
+            if ((err = rd_record(t->sub, &el, arr + i * t->size, errstr, size))) {
+                err_prepend(errstr, size, "%s[%zu].", t->name, i);
+                return err;
+            }
+        }
+        return 0;
+    }
+    case F_ARR_STR: {
+        char **arr = calloc(n, sizeof(*arr));
+        size_t *cnt = (size_t *)(void *)(base + t->cnt_off);
+        if (!arr)
+            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+        *(char ***)(void *)p = arr;
+        for (size_t i = 0; i < n; i++) {
+            if (avro_value_get_by_index(f, i, &el, NULL))
+                return avro_fail(errstr, size, t->name, "item");
+            if ((err = dup_str(t->name, &el, &arr[i], errstr, size))) {
+                err_prepend(errstr, size, "%s[%zu]", t->name, i);
+                return err;
+            }
+            (*cnt)++;
+        }
+        return 0;
+    }
+    case F_MAP_STR: {
+        dlb_config_value_t *arr = calloc(n, sizeof(*arr));
+        size_t *cnt = (size_t *)(void *)(base + t->cnt_off);
+        if (!arr)
+            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+        *(dlb_config_value_t **)(void *)p = arr;
+        for (size_t i = 0; i < n; i++) {
+            const char *key = NULL;
+            if (avro_value_get_by_index(f, i, &el, &key))
+                return avro_fail(errstr, size, t->name, "entry");
+            (*cnt)++;
+            if (!(arr[i].key = strdup(key ? key : "")))
+                return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+            if ((err = dup_str(t->name, &el, &arr[i].json, errstr, size)))
+                return err;
+        }
+        return 0;
+    }
+    default:
+        return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "%s: bad field kind", t->name);
+    }
+}
+
+static int rd_record(const fdesc_t *t, avro_value_t *rec, char *base, char *errstr, size_t size)
+{
+    for (; t->name; t++) {
+        avro_value_t f, b;
+        int err;
+
+        if (avro_value_get_by_name(rec, t->name, &f, NULL))
+            return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "%s: not in the schema", t->name);
+        if (t->opt) {
+            if (avro_value_get_current_branch(&f, &b))
+                return avro_fail(errstr, size, t->name, "not a union");
+            if (avro_value_get_type(&b) == AVRO_NULL) {
+                *(int *)(void *)(base + t->has_off) = 0;
+                continue;
+            }
+            *(int *)(void *)(base + t->has_off) = 1;
+            f = b;
+        }
+        if ((err = rd_value(t, &f, base, errstr, size)))
+            return err;
+    }
+    return 0;
+}
+
+int dlb_codec_from_avro(dlb_event_type_t type, avro_value_t *rec, dlb_event_t *ev, char *errstr,
+                        size_t errstr_size)
+{
+    memset(ev, 0, sizeof(*ev));
+    if (type <= DLB_EV_NONE || type >= DLB_EV__CNT)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "unknown event type %d", (int)type);
+    ev->type = type;
+    return rd_record(type_fields[type], rec, (char *)&ev->u, errstr, errstr_size);
+}
+
+/* ---- struct -> Avro -------------------------------------------------------- */
+
+/* Selects the null branch (present = 0) or the first other branch. */
+static int set_optional(avro_value_t *u, int present, avro_value_t *branch, const char *field,
+                        char *errstr, size_t size)
+{
+    avro_schema_t us = dlb_avro_deref(avro_value_get_schema(u));
+
+    if (is_avro_union(us))
+        for (size_t i = 0; i < avro_schema_union_size(us); i++) {
+            avro_schema_t b = dlb_avro_deref(avro_schema_union_branch(us, (int)i));
+            if (is_avro_null(b) != present) {
+                if (avro_value_set_branch(u, (int)i, branch))
+                    return avro_fail(errstr, size, field, "union");
+                return 0;
+            }
+        }
+    return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "%s: not an optional union", field);
+}
+
+static int wr_record(const fdesc_t *t, avro_value_t *rec, const char *base, char *errstr,
+                     size_t size);
+
+static int wr_value(const fdesc_t *t, avro_value_t *f, const char *base, char *errstr, size_t size)
+{
+    const char *p = base + t->off;
+    avro_value_t el;
+    int err;
+
+    switch (t->kind) {
+    case F_STR:
+        if (strnlen(p, t->size) == t->size)
+            return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                              "%s: not NUL-terminated within its %zu bytes", t->name, t->size);
+        if (avro_value_set_string(f, p))
+            return avro_fail(errstr, size, t->name, "set string");
+        return 0;
+    case F_LONG:
+        if (avro_value_set_long(f, *(const int64_t *)(const void *)p))
+            return avro_fail(errstr, size, t->name, "set long");
+        return 0;
+    case F_INT:
+        if (avro_value_set_int(f, *(const int32_t *)(const void *)p))
+            return avro_fail(errstr, size, t->name, "set int");
+        return 0;
+    case F_DOUBLE:
+        if (avro_value_set_double(f, *(const double *)(const void *)p))
+            return avro_fail(errstr, size, t->name, "set double");
+        return 0;
+    case F_REC:
+        if ((err = wr_record(t->sub, f, p, errstr, size)))
+            err_prepend(errstr, size, "%s.", t->name);
+        return err;
+    case F_ARR_REC: {
+        const char *arr = *(char *const *)(const void *)p;
+        size_t n = *(const size_t *)(const void *)(base + t->cnt_off);
+        if (n && !arr)
+            return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s: %zu items but no array", t->name,
+                              n);
+        for (size_t i = 0; i < n; i++) {
+            if (avro_value_append(f, &el, NULL))
+                return avro_fail(errstr, size, t->name, "append");
+            if ((err = wr_record(t->sub, &el, arr + i * t->size, errstr, size))) {
+                err_prepend(errstr, size, "%s[%zu].", t->name, i);
+                return err;
+            }
+        }
+        return 0;
+    }
+    case F_ARR_STR: {
+        char *const *arr = *(char *const *const *)(const void *)p;
+        size_t n = *(const size_t *)(const void *)(base + t->cnt_off);
+        for (size_t i = 0; i < n; i++) {
+            if (!arr || !arr[i])
+                return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s[%zu]: NULL string", t->name,
+                                  i);
+            if (avro_value_append(f, &el, NULL) || avro_value_set_string(&el, arr[i]))
+                return avro_fail(errstr, size, t->name, "append");
+        }
+        return 0;
+    }
+    case F_MAP_STR: {
+        const dlb_config_value_t *arr = *(dlb_config_value_t *const *)(const void *)p;
+        size_t n = *(const size_t *)(const void *)(base + t->cnt_off);
+        for (size_t i = 0; i < n; i++) {
+            if (!arr || !arr[i].key || !arr[i].json)
+                return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s[%zu]: NULL key or value",
+                                  t->name, i);
+            if (avro_value_add(f, arr[i].key, &el, NULL, NULL) ||
+                avro_value_set_string(&el, arr[i].json))
+                return avro_fail(errstr, size, t->name, "add");
+        }
+        return 0;
+    }
+    }
+    return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "%s: bad field kind", t->name);
+}
+
+static int wr_record(const fdesc_t *t, avro_value_t *rec, const char *base, char *errstr,
+                     size_t size)
+{
+    for (; t->name; t++) {
+        avro_value_t f, b;
+        int err;
+
+        if (avro_value_get_by_name(rec, t->name, &f, NULL))
+            return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "%s: not in the schema", t->name);
+        if (t->opt) {
+            int present = *(const int *)(const void *)(base + t->has_off) != 0;
+            if ((err = set_optional(&f, present, &b, t->name, errstr, size)))
+                return err;
+            if (!present)
+                continue;
+            f = b;
+        }
+        if ((err = wr_value(t, &f, base, errstr, size)))
+            return err;
+    }
+    return 0;
+}
+
+int dlb_codec_to_avro(const dlb_event_t *ev, avro_value_t *rec, char *errstr, size_t errstr_size)
+{
+    if (ev->type <= DLB_EV_NONE || ev->type >= DLB_EV__CNT)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "type: unknown event type %d",
+                          (int)ev->type);
+    return wr_record(type_fields[ev->type], rec, (const char *)&ev->u, errstr, errstr_size);
+}
+
+/* ---- bounds check of Avro binary against the writer schema --------------- */
+
+/* avro-c 1.11 allocates a string's declared length before reading it, so a
+ * corrupt length would ask for exabytes. Walking the bytes first (no
+ * allocation) also names the field where a message is truncated. */
+typedef struct scan {
+    const uint8_t *p, *end, *start;
+    size_t empty_items;
+    int has_path; /* errstr already starts with a field path */
+    char *errstr;
+    size_t size;
+} scan_t;
+
+static int scan_error(scan_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int scan_error(scan_t *s, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (s->errstr && s->size) {
+        va_start(ap, fmt);
+        vsnprintf(s->errstr, s->size, fmt, ap);
+        va_end(ap);
+    }
+    s->has_path = 0;
+    return DLB_ERR_DECODE;
+}
+
+static size_t scan_offset(const scan_t *s)
+{
+    return (size_t)(s->p - s->start) + DLB_FRAME_HEADER;
+}
+
+static int scan_truncated(scan_t *s, uint64_t need)
+{
+    return scan_error(s, "truncated Avro data: %llu more bytes needed at offset %zu, %zu left",
+                      (unsigned long long)need, scan_offset(s), (size_t)(s->end - s->p));
+}
+
+/* Adds a record field name or an [index] to the path of the current error. */
+static void scan_path(scan_t *s, const char *name, long long index)
+{
+    int next_is_index = s->errstr && s->errstr[0] == '[';
+    const char *sep = !s->has_path ? ": " : next_is_index ? "" : ".";
+
+    if (name)
+        err_prepend(s->errstr, s->size, "%s%s", name, sep);
+    else
+        err_prepend(s->errstr, s->size, "[%lld]%s", index, sep);
+    s->has_path = 1;
+}
+
+static int scan_long(scan_t *s, int64_t *out)
+{
+    uint64_t v = 0;
+
+    for (int i = 0;; i++) {
+        uint8_t b;
+        if (i == 10)
+            return scan_error(s, "varint longer than 10 bytes at offset %zu", scan_offset(s));
+        if (s->p >= s->end)
+            return scan_truncated(s, 1);
+        b = *s->p++;
+        v |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (!(b & 0x80))
+            break;
+    }
+    *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1)); /* zigzag */
+    return 0;
+}
+
+static int scan_skip(scan_t *s, uint64_t n)
+{
+    if (n > (uint64_t)(s->end - s->p))
+        return scan_truncated(s, n);
+    s->p += n;
+    return 0;
+}
+
+static int scan_value(scan_t *s, avro_schema_t sch, int depth);
+
+static int scan_items(scan_t *s, avro_schema_t items, int is_map, int depth)
+{
+    long long index = 0;
+    int64_t count, bytes;
+    int err;
+
+    for (;;) {
+        if ((err = scan_long(s, &count)))
+            return err;
+        if (!count)
+            return 0;
+        if (count < 0) {
+            /* A negative count is followed by the block's size in bytes. */
+            if (count == INT64_MIN)
+                return scan_error(s, "bad block count at offset %zu", scan_offset(s));
+            count = -count;
+            if ((err = scan_long(s, &bytes)))
+                return err;
+        }
+        for (int64_t i = 0; i < count; i++, index++) {
+            const uint8_t *before = s->p;
+            if (is_map) {
+                int64_t klen;
+                if ((err = scan_long(s, &klen)))
+                    return err;
+                if (klen < 0)
+                    return scan_error(s, "negative length at offset %zu", scan_offset(s));
+                if ((err = scan_skip(s, (uint64_t)klen)))
+                    return err;
+            }
+            if ((err = scan_value(s, items, depth + 1))) {
+                scan_path(s, NULL, index);
+                return err;
+            }
+            if (s->p == before && ++s->empty_items > EMPTY_ITEMS_MAX)
+                return scan_error(s, "more than %d empty items", EMPTY_ITEMS_MAX);
+        }
+    }
+}
+
+static int scan_value(scan_t *s, avro_schema_t sch, int depth)
+{
+    int64_t v;
+    int err;
+
+    sch = dlb_avro_deref(sch);
+    if (depth > NESTING_MAX)
+        return scan_error(s, "nested deeper than %d", NESTING_MAX);
+    switch (avro_typeof(sch)) {
+    case AVRO_STRING:
+    case AVRO_BYTES:
+        if ((err = scan_long(s, &v)))
+            return err;
+        if (v < 0)
+            return scan_error(s, "negative length %lld at offset %zu", (long long)v,
+                              scan_offset(s));
+        return scan_skip(s, (uint64_t)v);
+    case AVRO_INT32:
+        if ((err = scan_long(s, &v)))
+            return err;
+        if (v < INT32_MIN || v > INT32_MAX)
+            return scan_error(s, "int %lld out of range", (long long)v);
+        return 0;
+    case AVRO_INT64:
+        return scan_long(s, &v);
+    case AVRO_FLOAT:
+        return scan_skip(s, 4);
+    case AVRO_DOUBLE:
+        return scan_skip(s, 8);
+    case AVRO_BOOLEAN:
+        return scan_skip(s, 1);
+    case AVRO_NULL:
+        return 0;
+    case AVRO_FIXED:
+        return scan_skip(s, (uint64_t)avro_schema_fixed_size(sch));
+    case AVRO_ENUM:
+        if ((err = scan_long(s, &v)))
+            return err;
+        if (v < 0 || v >= avro_schema_enum_number_of_symbols(sch))
+            return scan_error(s, "enum index %lld out of range", (long long)v);
+        return 0;
+    case AVRO_RECORD:
+        for (size_t i = 0; i < avro_schema_record_size(sch); i++)
+            if ((err = scan_value(s, avro_schema_record_field_get_by_index(sch, (int)i),
+                                  depth + 1))) {
+                scan_path(s, avro_schema_record_field_name(sch, (int)i), 0);
+                return err;
+            }
+        return 0;
+    case AVRO_ARRAY:
+        return scan_items(s, avro_schema_array_items(sch), 0, depth);
+    case AVRO_MAP:
+        return scan_items(s, avro_schema_map_values(sch), 1, depth);
+    case AVRO_UNION:
+        if ((err = scan_long(s, &v)))
+            return err;
+        if (v < 0 || (uint64_t)v >= avro_schema_union_size(sch))
+            return scan_error(s, "union branch %lld out of range at offset %zu", (long long)v,
+                              scan_offset(s) - 1);
+        return scan_value(s, avro_schema_union_branch(sch, (int)v), depth + 1);
+    default:
+        return scan_error(s, "unsupported Avro type %s", avro_schema_type_name(sch));
+    }
+}
+
+static int scan_message(avro_schema_t writer, const uint8_t *p, size_t len, char *errstr,
+                        size_t size)
+{
+    scan_t s = {p, p + len, p, 0, 0, errstr, size};
+    int err;
+
+    if ((err = scan_value(&s, writer, 0)))
+        return err;
+    if (s.p != s.end)
+        return dlb_seterr(errstr, size, DLB_ERR_DECODE,
+                          "%zu trailing bytes after the record (offset %zu of %zu)",
+                          (size_t)(s.end - s.p), scan_offset(&s), len + DLB_FRAME_HEADER);
+    return 0;
+}
+
+/* ---- older writer: projection -> newest schema ----------------------------- */
+
+static int upgrade(const dlb_catalog_t *cat, const dlb_schema_entry_t *newest, avro_value_t *src,
+                   avro_value_t *dst, char *errstr, size_t size, int depth)
+{
+    avro_value_t s, d;
+    size_t n = 0;
+    int err;
+
+    if (depth > NESTING_MAX)
+        return dlb_seterr(errstr, size, DLB_ERR_DECODE, "nested deeper than %d", NESTING_MAX);
+    switch (avro_value_get_type(dst)) {
+    case AVRO_RECORD: {
+        avro_schema_t rs = dlb_avro_deref(avro_value_get_schema(dst));
+        if (avro_value_get_size(dst, &n))
+            break;
+        for (size_t i = 0; i < n; i++) {
+            const char *name = NULL;
+            if (avro_value_get_by_index(dst, i, &d, &name))
+                goto fail;
+            if (!avro_value_get_by_name(src, name, &s, NULL)) {
+                err = upgrade(cat, newest, &s, &d, errstr, size, depth + 1);
+            } else {
+                const cJSON *def =
+                    dlb_catalog_field_default(cat, newest, avro_schema_name(rs), name);
+                if (!def)
+                    return dlb_seterr(errstr, size, DLB_ERR_DECODE,
+                                      "%s: not written and without a default", name);
+                err = dlb_json_to_avro(cat, newest, def, &d, name, errstr, size);
+                if (err)
+                    return err; /* the path is already in the message */
+            }
+            if (err) {
+                err_prepend(errstr, size, "%s.", name);
+                return err;
+            }
+        }
+        return 0;
+    }
+    case AVRO_ARRAY:
+        if (avro_value_get_size(src, &n))
+            break;
+        for (size_t i = 0; i < n; i++) {
+            if (avro_value_get_by_index(src, i, &s, NULL) || avro_value_append(dst, &d, NULL))
+                goto fail;
+            if ((err = upgrade(cat, newest, &s, &d, errstr, size, depth + 1)))
+                return err;
+        }
+        return 0;
+    case AVRO_MAP:
+        if (avro_value_get_size(src, &n))
+            break;
+        for (size_t i = 0; i < n; i++) {
+            const char *key = NULL;
+            if (avro_value_get_by_index(src, i, &s, &key) ||
+                avro_value_add(dst, key, &d, NULL, NULL))
+                goto fail;
+            if ((err = upgrade(cat, newest, &s, &d, errstr, size, depth + 1)))
+                return err;
+        }
+        return 0;
+    case AVRO_UNION: {
+        int disc = -1;
+        if (avro_value_get_discriminant(src, &disc) || avro_value_get_current_branch(src, &s) ||
+            avro_value_set_branch(dst, disc, &d))
+            goto fail;
+        return upgrade(cat, newest, &s, &d, errstr, size, depth + 1);
+    }
+    default:
+        if (avro_value_copy_fast(dst, src))
+            goto fail;
+        return 0;
+    }
+fail:
+    return dlb_seterr(errstr, size, DLB_ERR_DECODE, "schema resolution: %s", avro_strerror());
+}
+
+/* ---- framing, encode, decode ---------------------------------------------- */
+
+int dlb_codec_peek(const void *buf, size_t len, int32_t *schema_id, char *errstr,
+                   size_t errstr_size)
+{
+    const uint8_t *b = buf;
+
+    if (len < DLB_FRAME_HEADER)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_FRAMING,
+                          "message of %zu bytes is shorter than the %d-byte Confluent header", len,
+                          DLB_FRAME_HEADER);
+    if (b[0] != DLB_FRAME_MAGIC)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_FRAMING,
+                          "magic byte is 0x%02x, not 0: not Confluent-framed Avro%s", b[0],
+                          b[0] == '{' ? " (it looks like JSON)" : "");
+    *schema_id = (int32_t)(((uint32_t)b[1] << 24) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 8) |
+                           (uint32_t)b[4]);
+    return 0;
+}
+
+int dlb_codec_encode(const dlb_catalog_t *cat, const dlb_event_t *ev, void **out, size_t *out_len,
+                     char *errstr, size_t errstr_size)
+{
+    const dlb_schema_entry_t *e = dlb_catalog_latest(cat, ev->type);
+    avro_value_t v;
+    avro_writer_t w = NULL;
+    uint8_t *buf = NULL;
+    size_t sz = 0;
+    int err;
+
+    *out = NULL;
+    *out_len = 0;
+    if (!e)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "no schema for event type %d in the catalog", (int)ev->type);
+    if (avro_generic_value_new(e->iface, &v))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s", avro_strerror());
+    if ((err = dlb_codec_to_avro(ev, &v, errstr, errstr_size)))
+        goto out;
+    if (avro_value_sizeof(&v, &sz)) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "sizing: %s", avro_strerror());
+        goto out;
+    }
+    if (!(buf = malloc(DLB_FRAME_HEADER + sz))) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    buf[0] = DLB_FRAME_MAGIC;
+    buf[1] = (uint8_t)((uint32_t)e->id >> 24);
+    buf[2] = (uint8_t)((uint32_t)e->id >> 16);
+    buf[3] = (uint8_t)((uint32_t)e->id >> 8);
+    buf[4] = (uint8_t)e->id;
+    if (!(w = avro_writer_memory((const char *)buf + DLB_FRAME_HEADER, (int64_t)sz))) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if (avro_value_write(w, &v)) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "writing: %s", avro_strerror());
+        goto out;
+    }
+    *out = buf;
+    *out_len = DLB_FRAME_HEADER + sz;
+    buf = NULL;
+out:
+    if (w)
+        avro_writer_free(w);
+    free(buf);
+    avro_value_decref(&v);
+    return err;
+}
+
+int dlb_codec_decode(const dlb_catalog_t *cat, const void *buf, size_t len, dlb_event_t *ev,
+                     char *errstr, size_t errstr_size)
+{
+    const dlb_schema_entry_t *e, *newest;
+    const char *body = (const char *)buf + DLB_FRAME_HEADER;
+    avro_value_t val, proj, resolved;
+    int have_val = 0, have_proj = 0, have_resolved = 0;
+    avro_reader_t r = NULL;
+    int32_t id;
+    int err;
+
+    memset(ev, 0, sizeof(*ev));
+    if ((err = dlb_codec_peek(buf, len, &id, errstr, errstr_size)))
+        return err;
+    if (!(e = dlb_catalog_by_id(cat, id)))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_SCHEMA_ID,
+                          "schema id %d is not in the catalog (known: %s)", (int)id,
+                          dlb_catalog_known_ids(cat));
+    if ((err = scan_message(e->schema, (const uint8_t *)body, len - DLB_FRAME_HEADER, errstr,
+                            errstr_size)))
+        return err;
+
+    newest = dlb_catalog_latest(cat, e->type);
+    if (avro_generic_value_new(newest->iface, &val)) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s", avro_strerror());
+        goto out;
+    }
+    have_val = 1;
+    if (!(r = avro_reader_memory(body, (int64_t)(len - DLB_FRAME_HEADER)))) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if (!e->resolver) {
+        if (avro_value_read(r, &val)) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_DECODE, "Avro data (schema id %d): %s",
+                             (int)id, avro_strerror());
+            goto out;
+        }
+    } else {
+        if (avro_generic_value_new(dlb_catalog_projection(cat, e), &proj)) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s", avro_strerror());
+            goto out;
+        }
+        have_proj = 1;
+        if (avro_resolved_writer_new_value(e->resolver, &resolved)) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s", avro_strerror());
+            goto out;
+        }
+        have_resolved = 1;
+        avro_resolved_writer_set_dest(&resolved, &proj);
+        if (avro_value_read(r, &resolved)) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_DECODE, "Avro data (schema id %d): %s",
+                             (int)id, avro_strerror());
+            goto out;
+        }
+        if ((err = upgrade(cat, newest, &proj, &val, errstr, errstr_size, 0)))
+            goto out;
+    }
+    err = dlb_codec_from_avro(e->type, &val, ev, errstr, errstr_size);
+out:
+    if (err)
+        dlb_event_clear(ev);
+    if (r)
+        avro_reader_free(r);
+    if (have_resolved)
+        avro_value_decref(&resolved);
+    if (have_proj)
+        avro_value_decref(&proj);
+    if (have_val)
+        avro_value_decref(&val);
+    return err;
+}

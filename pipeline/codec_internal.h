@@ -1,0 +1,56 @@
+/* Internal glue between catalog.c, codec.c and json_event.c; not a public API.
+ *
+ * avro-c 1.11 drops field defaults when it parses a schema, and its resolved
+ * writer refuses a reader field the writer lacks ("Reader field x doesn't
+ * appear in writer"), even one with a default. So the catalog keeps each
+ * schema's JSON for defaults, resolves an older writer into a *projection* of
+ * the newest schema (the newest minus the fields that writer lacks), and the
+ * codec copies the projection into a full newest-schema value, filling the
+ * missing fields from their JSON defaults through the same JSON -> Avro walker
+ * `emit` input uses. */
+#ifndef DLB_CODEC_INTERNAL_H
+#define DLB_CODEC_INTERNAL_H
+
+#include <stddef.h>
+
+#include <avro.h>
+#include <cJSON.h>
+
+#include "catalog.h"
+#include "event.h"
+
+/** @returns the generic class of the projection the entry's resolver writes
+ *           into, or NULL when the entry is the newest of its type. */
+avro_value_iface_t *dlb_catalog_projection(const dlb_catalog_t *cat, const dlb_schema_entry_t *e);
+
+/** @returns the "default" JSON of field `field` of the record named
+ *           `record_name` (short name) in entry e's schema, or NULL if none. */
+const cJSON *dlb_catalog_field_default(const dlb_catalog_t *cat, const dlb_schema_entry_t *e,
+                                       const char *record_name, const char *field);
+
+/** @returns a short description of the ids in the catalog, e.g. "1..6". */
+const char *dlb_catalog_known_ids(const dlb_catalog_t *cat);
+
+/** @returns schema with links followed to their target. */
+avro_schema_t dlb_avro_deref(avro_schema_t schema);
+
+/** @brief Set generic value v (of schema-entry e's schema, for defaults) from
+ *         JSON j, checking types, ranges, unknown and missing fields.
+ *  @param path field path of v for messages ("" at the top).
+ *  @returns 0, DLB_ERR_DECODE with errstr "path: problem", DLB_ERR_NOMEM. */
+int dlb_json_to_avro(const dlb_catalog_t *cat, const dlb_schema_entry_t *e, const cJSON *j,
+                     avro_value_t *v, const char *path, char *errstr, size_t errstr_size);
+
+/** @brief The one Avro -> struct mapping (decode and JSON input share it).
+ *         ev is zeroed first; on error its heap parts may be half filled and
+ *         dlb_event_clear() releases them.
+ *  @returns 0, DLB_ERR_DECODE (a string longer than its field), DLB_ERR_NOMEM,
+ *           DLB_ERR_GENERIC (value does not match the struct's schema). */
+int dlb_codec_from_avro(dlb_event_type_t type, avro_value_t *rec, dlb_event_t *ev, char *errstr,
+                        size_t errstr_size);
+
+/** @brief Struct -> Avro: fill rec, a fresh generic value of the newest schema of ev's type.
+ *  @returns 0, DLB_ERR_INVALID (unterminated string, NULL list item), DLB_ERR_GENERIC. */
+int dlb_codec_to_avro(const dlb_event_t *ev, avro_value_t *rec, char *errstr, size_t errstr_size);
+
+#endif

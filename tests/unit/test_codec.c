@@ -1,0 +1,743 @@
+/* The wire codec: Confluent framing, every schema both ways, error classes,
+ * the schema catalog and reading data written with an older schema. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <avro.h>
+
+#include "catalog.h"
+#include "codec.h"
+#include "embedded.h"
+#include "err.h"
+
+#include "codec_fixtures.h"
+
+static dlb_catalog_t *cat;
+
+static int setup(void **state)
+{
+    char err[512];
+
+    (void)state;
+    if (dlb_catalog_new(&cat, err, sizeof(err))) {
+        fprintf(stderr, "catalog: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    dlb_catalog_destroy(cat);
+    return 0;
+}
+
+/* ---- helpers ----------------------------------------------------------- */
+
+typedef struct tfile {
+    const char *name;
+    const char *text; /* NULL: the embedded schema file of the same name */
+} tfile_t;
+
+static const char *embedded(const char *name)
+{
+    const dlb_embedded_t *e = dlb_embedded_find(dlb_embedded_schemas, name);
+    assert_non_null(e);
+    return e->data;
+}
+
+/* A temporary catalog directory holding `files`. */
+static void make_dir(char *dir, const tfile_t *files, size_t n)
+{
+    strcpy(dir, "/tmp/dlb-codec-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    for (size_t i = 0; i < n; i++) {
+        char path[512];
+        const char *text = files[i].text ? files[i].text : embedded(files[i].name);
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i].name);
+        assert_non_null(f = fopen(path, "w"));
+        assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
+        assert_int_equal(fclose(f), 0);
+    }
+}
+
+static void remove_dir(const char *dir, const tfile_t *files, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i].name);
+        unlink(path);
+    }
+    assert_int_equal(rmdir(dir), 0);
+}
+
+/* Returns a malloc'ed copy of s with the first `from` replaced by `to`. */
+static char *replace(const char *s, const char *from, const char *to)
+{
+    const char *at = strstr(s, from);
+    char *out;
+
+    assert_non_null(at);
+    out = malloc(strlen(s) - strlen(from) + strlen(to) + 1);
+    assert_non_null(out);
+    sprintf(out, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+    return out;
+}
+
+/* Confluent-frames an avro-c value: how a foreign or older producer writes. */
+static uint8_t *frame_value(int32_t id, avro_value_t *v, size_t *len)
+{
+    size_t sz = 0;
+    uint8_t *buf;
+    avro_writer_t w;
+
+    assert_int_equal(avro_value_sizeof(v, &sz), 0);
+    buf = malloc(DLB_FRAME_HEADER + sz);
+    assert_non_null(buf);
+    buf[0] = 0;
+    buf[1] = (uint8_t)(id >> 24);
+    buf[2] = (uint8_t)(id >> 16);
+    buf[3] = (uint8_t)(id >> 8);
+    buf[4] = (uint8_t)id;
+    w = avro_writer_memory((const char *)buf + DLB_FRAME_HEADER, (int64_t)sz);
+    assert_int_equal(avro_value_write(w, v), 0);
+    avro_writer_free(w);
+    *len = DLB_FRAME_HEADER + sz;
+    return buf;
+}
+
+static void set_str(avro_value_t *rec, const char *field, const char *s)
+{
+    avro_value_t f;
+    assert_int_equal(avro_value_get_by_name(rec, field, &f, NULL), 0);
+    assert_int_equal(avro_value_set_string(&f, s), 0);
+}
+
+static void set_long(avro_value_t *rec, const char *field, int64_t x)
+{
+    avro_value_t f;
+    assert_int_equal(avro_value_get_by_name(rec, field, &f, NULL), 0);
+    assert_int_equal(avro_value_set_long(&f, x), 0);
+}
+
+static void set_null(avro_value_t *rec, const char *field)
+{
+    avro_value_t f, b;
+    assert_int_equal(avro_value_get_by_name(rec, field, &f, NULL), 0);
+    assert_int_equal(avro_value_set_branch(&f, 0, &b), 0);
+    assert_int_equal(avro_value_set_null(&b), 0);
+}
+
+/* runtime_sample as first deployed: no speed, no pods[].memory_requested,
+ * cpu_used a float, and a field the current schema dropped. */
+static const char old_runtime_schema[] =
+    "{\"type\": \"record\", \"name\": \"RuntimeSample\", \"namespace\": \"dlbrain\", \"fields\": ["
+    " {\"name\": \"event_id\", \"type\": \"string\"},"
+    " {\"name\": \"event_time_ms\", \"type\": \"long\"},"
+    " {\"name\": \"job_uid\", \"type\": \"string\"},"
+    " {\"name\": \"host\", \"type\": \"string\"},"
+    " {\"name\": \"global_step\", \"type\": \"long\", \"default\": 0},"
+    " {\"name\": \"pods\", \"default\": [], \"type\": {\"type\": \"array\", \"items\": {"
+    "   \"type\": \"record\", \"name\": \"PodUsage\", \"fields\": ["
+    "    {\"name\": \"name\", \"type\": \"string\"},"
+    "    {\"name\": \"type\", \"type\": \"string\"},"
+    "    {\"name\": \"index\", \"type\": \"int\", \"default\": 0},"
+    "    {\"name\": \"cpu_used\", \"type\": \"float\", \"default\": 0.0},"
+    "    {\"name\": \"cpu_requested\", \"type\": \"double\", \"default\": 0.0},"
+    "    {\"name\": \"memory_used\", \"type\": \"long\", \"default\": 0}]}}}]}";
+
+/* ---- catalog ------------------------------------------------------------ */
+
+static void test_catalog_embedded(void **state)
+{
+    static const dlb_event_type_t types[] = {DLB_EV_JOB,  DLB_EV_RUNTIME,
+                                             DLB_EV_NODE, DLB_EV_PLAN_REQUEST,
+                                             DLB_EV_PLAN, DLB_EV_CONFIG_MATCH};
+    (void)state;
+    assert_int_equal(dlb_catalog_count(cat), 6);
+    for (size_t i = 0; i < 6; i++) {
+        const dlb_schema_entry_t *e = dlb_catalog_at(cat, i);
+        assert_int_equal(e->id, (int32_t)i + 1);
+        assert_int_equal(e->type, types[i]);
+        assert_ptr_equal(dlb_catalog_by_id(cat, e->id), e);
+        assert_ptr_equal(dlb_catalog_latest(cat, types[i]), e);
+        assert_non_null(e->schema);
+        assert_non_null(e->iface);
+        assert_non_null(e->json);
+        assert_null(e->resolver);
+    }
+    assert_string_equal(dlb_catalog_at(cat, 1)->file, "runtime_sample.avsc");
+    assert_null(dlb_catalog_at(cat, 6));
+    assert_null(dlb_catalog_by_id(cat, 7));
+    assert_null(dlb_catalog_by_id(cat, 0));
+    assert_null(dlb_catalog_latest(cat, DLB_EV_NONE));
+}
+
+static void check_catalog_error(const char *tsv, const tfile_t *extra, size_t n_extra,
+                                const char *want)
+{
+    tfile_t files[8] = {{"catalog.tsv", tsv}};
+    dlb_catalog_t *c = (dlb_catalog_t *)1;
+    char dir[64], err[512] = "";
+    int rc;
+
+    assert_true(n_extra < 8);
+    for (size_t i = 0; i < n_extra; i++)
+        files[i + 1] = extra[i];
+    make_dir(dir, files, n_extra + 1);
+    rc = dlb_catalog_load_dir(&c, dir, err, sizeof(err));
+    remove_dir(dir, files, n_extra + 1);
+    if (rc != DLB_ERR_CONF)
+        fail_msg("load returned %s (%s), expected conf error \"%s\"", dlb_err_name(rc), err, want);
+    assert_null(c);
+    if (!strstr(err, want))
+        fail_msg("error \"%s\" does not contain \"%s\"", err, want);
+}
+
+static void test_catalog_errors(void **state)
+{
+    const tfile_t job[] = {{"job_event.avsc", NULL}};
+    const tfile_t two[] = {{"job_event.avsc", NULL}, {"plan.avsc", NULL}};
+    const tfile_t bad[] = {{"bad.avsc", "{\"type\": \"record\", \"name\": "}};
+    const tfile_t enm[] = {{"e.avsc", "{\"type\":\"enum\",\"name\":\"E\",\"symbols\":[\"A\"]}"}};
+    char *nodefault = replace(embedded("runtime_sample.avsc"),
+                              "{\"name\": \"speed\", \"type\": \"double\", \"default\": 0.0,",
+                              "{\"name\": \"speed\", \"type\": \"double\",");
+    char *strstep =
+        replace(embedded("runtime_sample.avsc"), "{\"name\": \"global_step\", \"type\": \"long\"",
+                "{\"name\": \"global_step\", \"type\": \"boolean\"");
+    const tfile_t evo1[] = {{"old.avsc", old_runtime_schema}, {"new.avsc", nodefault}};
+    const tfile_t evo2[] = {{"old.avsc", strstep}, {"new.avsc", embedded("runtime_sample.avsc")}};
+
+    (void)state;
+    check_catalog_error("# ids\n0\tjob_event\tjob_event.avsc\n", job, 1,
+                        "catalog.tsv:2: id \"0\" is not a positive 32-bit integer");
+    check_catalog_error("-3\tjob_event\tjob_event.avsc\n", job, 1,
+                        "catalog.tsv:1: id \"-3\" is not a positive");
+    check_catalog_error("1\tjob_event\tjob_event.avsc\n1\tplan\tplan.avsc\n", two, 2,
+                        "catalog.tsv:2: id 1 is already used on line 1");
+    check_catalog_error("\n1\tjob_events\tjob_event.avsc\n", job, 1,
+                        "catalog.tsv:2: unknown event type \"job_events\"");
+    check_catalog_error("1\tjob_event\tnope.avsc\n", job, 1, "catalog.tsv:1: schema file missing");
+    check_catalog_error("1\tjob_event\t../job_event.avsc\n", job, 1,
+                        "catalog.tsv:1: \"../job_event.avsc\" is not a plain schema file name");
+    check_catalog_error("1\tjob_event\n", job, 1,
+                        "catalog.tsv:1: expected 3 tab-separated fields (id, type, file), got 2");
+    check_catalog_error("1\tjob_event\tbad.avsc\n", bad, 1, "catalog.tsv:1: bad.avsc: ");
+    check_catalog_error("1\tjob_event\te.avsc\n", enm, 1,
+                        "catalog.tsv:1: e.avsc: the top-level schema is not a record");
+    check_catalog_error("1\truntime_sample\tjob_event.avsc\n", job, 1,
+                        "catalog.tsv:1: job_event.avsc: record JobEvent is not a runtime_sample "
+                        "(expected record RuntimeSample)");
+    check_catalog_error("# c\n", NULL, 0, "catalog.tsv: no schemas listed");
+    check_catalog_error("2\truntime_sample\told.avsc\n7\truntime_sample\tnew.avsc\n", evo1, 2,
+                        "catalog.tsv:1: old.avsc (id 2) cannot be read as id 7: field "
+                        "RuntimeSample.speed of the newer schema has no default");
+    check_catalog_error("2\truntime_sample\told.avsc\n7\truntime_sample\tnew.avsc\n", evo2, 2,
+                        "catalog.tsv:1: old.avsc (id 2) cannot be read as id 7: ");
+    free(nodefault);
+    free(strstep);
+}
+
+static void test_catalog_dir_missing(void **state)
+{
+    dlb_catalog_t *c = NULL;
+    char err[512];
+
+    (void)state;
+    assert_int_equal(dlb_catalog_load_dir(&c, "/nonexistent/dlb", err, sizeof(err)), DLB_ERR_CONF);
+    assert_null(c);
+    assert_non_null(strstr(err, "/nonexistent/dlb/catalog.tsv"));
+}
+
+/* ---- round trips -------------------------------------------------------- */
+
+static void test_roundtrip_all(void **state)
+{
+    (void)state;
+    for (int i = 0; i < FX_SAMPLES; i++) {
+        dlb_event_t in, out;
+        void *buf = NULL;
+        size_t len = 0;
+        int32_t id = 0;
+        char err[512] = "";
+
+        fx_sample(&in, i);
+        assert_int_equal(dlb_codec_encode(cat, &in, &buf, &len, err, sizeof(err)), 0);
+        assert_true(len > DLB_FRAME_HEADER);
+        assert_int_equal(((uint8_t *)buf)[0], 0);
+        assert_int_equal(dlb_codec_peek(buf, len, &id, err, sizeof(err)), 0);
+        assert_int_equal(id, (int32_t)in.type); /* ids 1..6 follow the type order */
+        memset(&out, 0xab, sizeof(out));        /* decode must not trust the old contents */
+        if (dlb_codec_decode(cat, buf, len, &out, err, sizeof(err)))
+            fail_msg("sample %d: %s", i, err);
+        assert_events_equal(&in, &out);
+        assert_int_equal(dlb_event_validate(&out, err, sizeof(err)), 0);
+        free(buf);
+        dlb_event_clear(&in);
+        dlb_event_clear(&out);
+    }
+}
+
+static void test_roundtrip_values(void **state)
+{
+    dlb_event_t in, out;
+    void *buf;
+    size_t len;
+    char err[256];
+
+    (void)state;
+    fx_runtime(&in, 2);
+    assert_int_equal(dlb_codec_encode(cat, &in, &buf, &len, err, sizeof(err)), 0);
+    assert_int_equal(dlb_codec_decode(cat, buf, len, &out, err, sizeof(err)), 0);
+    assert_int_equal(out.type, DLB_EV_RUNTIME);
+    assert_string_equal(out.u.rt.event_id, "rt-ev-1");
+    assert_int_equal(out.u.rt.event_time_ms, FX_T0 + 15000);
+    assert_string_equal(out.u.rt.job_uid, "uid-42");
+    assert_int_equal(out.u.rt.global_step, 4200);
+    assert_true(out.u.rt.speed == 12.75);
+    assert_int_equal(out.u.rt.pods_cnt, 2);
+    assert_string_equal(out.u.rt.pods[1].name, "uid-42-worker-1");
+    assert_string_equal(out.u.rt.pods[1].type, "worker");
+    assert_int_equal(out.u.rt.pods[1].index, 1);
+    assert_true(out.u.rt.pods[1].cpu_used == 2.5);
+    assert_true(out.u.rt.pods[1].cpu_requested == 4.0);
+    assert_int_equal(out.u.rt.pods[1].memory_used, 2LL << 30);
+    assert_int_equal(out.u.rt.pods[1].memory_requested, 8LL << 30);
+    free(buf);
+    dlb_event_clear(&in);
+    dlb_event_clear(&out);
+}
+
+/* A string filling its field exactly (limit - 1 bytes + NUL) survives. */
+static void test_roundtrip_max_length(void **state)
+{
+    dlb_event_t in, out;
+    void *buf;
+    size_t len;
+    char err[256];
+
+    (void)state;
+    fx_request(&in, 1);
+    memset(in.u.req.job_uid, 'u', DLB_ID_MAX - 1);
+    memset(in.u.req.oom_pod, 'p', DLB_ID_MAX - 1);
+    assert_int_equal(dlb_codec_encode(cat, &in, &buf, &len, err, sizeof(err)), 0);
+    assert_int_equal(dlb_codec_decode(cat, buf, len, &out, err, sizeof(err)), 0);
+    assert_events_equal(&in, &out);
+    free(buf);
+}
+
+/* ---- errors --------------------------------------------------------------- */
+
+static void *encode_sample(int which, size_t *len)
+{
+    dlb_event_t ev;
+    void *buf = NULL;
+    char err[256];
+
+    fx_sample(&ev, which);
+    assert_int_equal(dlb_codec_encode(cat, &ev, &buf, len, err, sizeof(err)), 0);
+    dlb_event_clear(&ev);
+    return buf;
+}
+
+static void expect_decode(const void *buf, size_t len, int want, const char *want_msg)
+{
+    dlb_event_t ev;
+    char err[512] = "";
+    int rc = dlb_codec_decode(cat, buf, len, &ev, err, sizeof(err));
+
+    if (rc != want)
+        fail_msg("decode returned %s (%s), expected %s", dlb_err_name(rc), err, dlb_err_name(want));
+    if (want_msg && !strstr(err, want_msg))
+        fail_msg("error \"%s\" does not contain \"%s\"", err, want_msg);
+    if (rc)
+        assert_int_equal(ev.type, DLB_EV_NONE); /* a failed decode leaves nothing to release */
+    dlb_event_clear(&ev);
+}
+
+static void test_framing_errors(void **state)
+{
+    static const uint8_t four[] = {0, 0, 0, 1};
+    static const uint8_t json[] = "{\"type\":\"job_event\"}";
+    size_t len;
+    uint8_t *buf = encode_sample(7, &len);
+    int32_t id = 0;
+    char err[256];
+
+    (void)state;
+    expect_decode("", 0, DLB_ERR_FRAMING,
+                  "message of 0 bytes is shorter than the 5-byte Confluent header");
+    expect_decode(NULL, 0, DLB_ERR_FRAMING, "message of 0 bytes");
+    expect_decode(four, sizeof(four), DLB_ERR_FRAMING, "message of 4 bytes");
+    expect_decode(json, sizeof(json) - 1, DLB_ERR_FRAMING,
+                  "magic byte is 0x7b, not 0: not Confluent-framed Avro (it looks like JSON)");
+    buf[0] = 1;
+    expect_decode(buf, len, DLB_ERR_FRAMING, "magic byte is 0x01, not 0");
+    assert_int_equal(dlb_codec_peek(buf, len, &id, err, sizeof(err)), DLB_ERR_FRAMING);
+    buf[0] = 0;
+    buf[4] = 77;
+    expect_decode(buf, len, DLB_ERR_SCHEMA_ID, "schema id 77 is not in the catalog (known: 1..6)");
+    buf[1] = 0x80; /* ids are signed 32-bit on the wire, as in the registry */
+    buf[4] = 0;
+    expect_decode(buf, len, DLB_ERR_SCHEMA_ID, "schema id -2147483648 is not in the catalog");
+    free(buf);
+}
+
+static void test_peek(void **state)
+{
+    static const uint8_t hdr[] = {0, 1, 2, 3, 4};
+    int32_t id = 0;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(dlb_codec_peek(hdr, sizeof(hdr), &id, err, sizeof(err)), 0);
+    assert_int_equal(id, 0x01020304);
+    assert_int_equal(dlb_codec_peek(hdr, 4, &id, err, sizeof(err)), DLB_ERR_FRAMING);
+}
+
+static void test_truncated(void **state)
+{
+    (void)state;
+    /* Every cut of a full sample of each type: the header alone up to one byte short. */
+    for (int which = 1; which < FX_SAMPLES; which += 2) {
+        size_t len;
+        uint8_t *buf = encode_sample(which, &len);
+        for (size_t cut = DLB_FRAME_HEADER; cut < len; cut++)
+            expect_decode(buf, cut, DLB_ERR_DECODE, "truncated Avro data");
+        free(buf);
+    }
+}
+
+static void test_truncated_message_names_field(void **state)
+{
+    size_t len;
+    uint8_t *buf = encode_sample(3, &len); /* runtime sample, 3 pods */
+
+    (void)state;
+    /* The last byte ends the pods array; before it is pods[2].memory_requested,
+     * a varint of several bytes. */
+    expect_decode(buf, len - 1, DLB_ERR_DECODE,
+                  "pods: truncated Avro data: 1 more bytes needed at offset ");
+    expect_decode(buf, len - 2, DLB_ERR_DECODE,
+                  "pods[2].memory_requested: truncated Avro data: 1 more bytes needed at offset ");
+    free(buf);
+}
+
+static void test_trailing_garbage(void **state)
+{
+    size_t len;
+    uint8_t *buf = encode_sample(6, &len), *longer = malloc(len + 3);
+
+    (void)state;
+    assert_non_null(longer);
+    memcpy(longer, buf, len);
+    memcpy(longer + len, "xyz", 3);
+    expect_decode(longer, len + 3, DLB_ERR_DECODE, "3 trailing bytes after the record");
+    expect_decode(longer, len + 1, DLB_ERR_DECODE, "1 trailing bytes after the record");
+    free(longer);
+    free(buf);
+}
+
+static void test_corrupt_lengths(void **state)
+{
+    /* event_id claims 2^62 bytes: avro-c would try to allocate it. */
+    static const uint8_t huge[] = {0,    0,    0,    0,    1,    0xfe, 0xff,
+                                   0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f};
+    /* event_id of length -1 */
+    static const uint8_t negative[] = {0, 0, 0, 0, 1, 0x01};
+    /* a varint that never ends */
+    static const uint8_t endless[] = {0,    0,    0,    0,    1,    0x82, 0x80, 0x80, 0x80,
+                                      0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01};
+    /* "e", t=1, "j", then union branch 5 of meta (it has 2) */
+    static const uint8_t branch[] = {0, 0, 0, 0, 1, 2, 'e', 2, 2, 'j', 10};
+    /* plan_request whose stage has a NUL inside */
+    static const uint8_t nul[] = {0, 0, 0, 0, 4, 2, 'e', 2, 2, 'j', 4, 'a', 0, 0};
+
+    (void)state;
+    expect_decode(huge, sizeof(huge), DLB_ERR_DECODE, "event_id: truncated Avro data");
+    expect_decode(negative, sizeof(negative), DLB_ERR_DECODE, "event_id: negative length -1");
+    expect_decode(endless, sizeof(endless), DLB_ERR_DECODE,
+                  "event_id: varint longer than 10 bytes");
+    expect_decode(branch, sizeof(branch), DLB_ERR_DECODE,
+                  "meta: union branch 5 out of range at offset 10");
+    expect_decode(nul, sizeof(nul), DLB_ERR_DECODE, "stage: contains a NUL byte");
+}
+
+/* A foreign producer writes a job_uid longer than the struct holds. */
+static void test_overlong_job_uid(void **state)
+{
+    const dlb_schema_entry_t *e = dlb_catalog_latest(cat, DLB_EV_JOB);
+    static const char *const optional[] = {"meta",    "state", "hyper_params",
+                                           "dataset", "model", "exit_reason"};
+    char uid[201];
+    avro_value_t v;
+    uint8_t *buf;
+    size_t len;
+
+    (void)state;
+    memset(uid, 'x', 200);
+    uid[200] = '\0';
+    assert_int_equal(avro_generic_value_new(e->iface, &v), 0);
+    set_str(&v, "event_id", "ev-1");
+    set_long(&v, "event_time_ms", FX_T0);
+    set_str(&v, "job_uid", uid);
+    for (size_t i = 0; i < 6; i++)
+        set_null(&v, optional[i]);
+    buf = frame_value(e->id, &v, &len);
+    expect_decode(buf, len, DLB_ERR_DECODE, "job_uid: 200 bytes long, more than the limit of 127");
+    free(buf);
+
+    /* One byte shorter than the limit + 1 fits exactly. */
+    uid[DLB_ID_MAX - 1] = '\0';
+    set_str(&v, "job_uid", uid);
+    buf = frame_value(e->id, &v, &len);
+    expect_decode(buf, len, 0, NULL);
+    free(buf);
+    avro_value_decref(&v);
+}
+
+static void test_encode_errors(void **state)
+{
+    dlb_event_t ev;
+    void *buf = (void *)1;
+    size_t len = 1;
+    char err[256];
+
+    (void)state;
+    fx_request(&ev, 0);
+    memset(ev.u.req.stage, 'x', sizeof(ev.u.req.stage));
+    assert_int_equal(dlb_codec_encode(cat, &ev, &buf, &len, err, sizeof(err)), DLB_ERR_INVALID);
+    assert_string_equal(err, "stage: not NUL-terminated within its 64 bytes");
+    assert_null(buf);
+    assert_int_equal(len, 0);
+
+    memset(&ev, 0, sizeof(ev));
+    assert_int_equal(dlb_codec_encode(cat, &ev, &buf, &len, err, sizeof(err)), DLB_ERR_INVALID);
+
+    fx_config_match(&ev, 1);
+    free(ev.u.cm.rule_ids[1]);
+    ev.u.cm.rule_ids[1] = NULL;
+    assert_int_equal(dlb_codec_encode(cat, &ev, &buf, &len, err, sizeof(err)), DLB_ERR_INVALID);
+    assert_string_equal(err, "rule_ids[1]: NULL string");
+    dlb_event_clear(&ev);
+
+    fx_runtime(&ev, 0);
+    ev.u.rt.pods_cnt = 2;
+    assert_int_equal(dlb_codec_encode(cat, &ev, &buf, &len, err, sizeof(err)), DLB_ERR_INVALID);
+    assert_string_equal(err, "pods: 2 items but no array");
+}
+
+/* ---- schema evolution ---------------------------------------------------- */
+
+static uint8_t *old_runtime_bytes(size_t *len)
+{
+    avro_schema_t s;
+    avro_value_iface_t *iface;
+    avro_value_t v, pods, pod, f;
+    uint8_t *buf;
+
+    assert_int_equal(
+        avro_schema_from_json_length(old_runtime_schema, strlen(old_runtime_schema), &s), 0);
+    assert_non_null(iface = avro_generic_class_from_schema(s));
+    assert_int_equal(avro_generic_value_new(iface, &v), 0);
+    set_str(&v, "event_id", "old-1");
+    set_long(&v, "event_time_ms", FX_T0);
+    set_str(&v, "job_uid", "uid-7");
+    set_str(&v, "host", "h1");
+    set_long(&v, "global_step", 99);
+    assert_int_equal(avro_value_get_by_name(&v, "pods", &pods, NULL), 0);
+    assert_int_equal(avro_value_append(&pods, &pod, NULL), 0);
+    set_str(&pod, "name", "uid-7-worker-0");
+    set_str(&pod, "type", "worker");
+    assert_int_equal(avro_value_get_by_name(&pod, "index", &f, NULL), 0);
+    assert_int_equal(avro_value_set_int(&f, 4), 0);
+    assert_int_equal(avro_value_get_by_name(&pod, "cpu_used", &f, NULL), 0);
+    assert_int_equal(avro_value_set_float(&f, 1.5f), 0);
+    assert_int_equal(avro_value_get_by_name(&pod, "cpu_requested", &f, NULL), 0);
+    assert_int_equal(avro_value_set_double(&f, 2.0), 0);
+    set_long(&pod, "memory_used", 3LL << 30);
+    buf = frame_value(2, &v, len);
+    avro_value_decref(&v);
+    avro_value_iface_decref(iface);
+    avro_schema_decref(s);
+    return buf;
+}
+
+static void decode_old_runtime(const char *new_schema, double want_speed, int64_t want_mem_req)
+{
+    const tfile_t files[] = {
+        {"catalog.tsv", "# id\ttype\tfile\n"
+                        "2\truntime_sample\truntime_sample_v1.avsc\n"
+                        "7\truntime_sample\truntime_sample.avsc\n"},
+        {"runtime_sample_v1.avsc", old_runtime_schema},
+        {"runtime_sample.avsc", new_schema},
+    };
+    dlb_catalog_t *c = NULL;
+    dlb_event_t ev, again;
+    char dir[64], err[512] = "";
+    uint8_t *buf;
+    void *enc;
+    size_t len, enc_len;
+    int32_t id;
+
+    make_dir(dir, files, 3);
+    if (dlb_catalog_load_dir(&c, dir, err, sizeof(err)))
+        fail_msg("load: %s", err);
+    remove_dir(dir, files, 3);
+    assert_int_equal(dlb_catalog_count(c), 2);
+    assert_non_null(dlb_catalog_by_id(c, 2)->resolver);
+    assert_null(dlb_catalog_by_id(c, 7)->resolver);
+    assert_int_equal(dlb_catalog_latest(c, DLB_EV_RUNTIME)->id, 7);
+    assert_null(dlb_catalog_latest(c, DLB_EV_JOB));
+
+    buf = old_runtime_bytes(&len);
+    if (dlb_codec_decode(c, buf, len, &ev, err, sizeof(err)))
+        fail_msg("decode: %s", err);
+    assert_int_equal(ev.type, DLB_EV_RUNTIME);
+    assert_string_equal(ev.u.rt.event_id, "old-1");
+    assert_int_equal(ev.u.rt.event_time_ms, FX_T0);
+    assert_string_equal(ev.u.rt.job_uid, "uid-7");
+    assert_int_equal(ev.u.rt.global_step, 99);
+    assert_true(ev.u.rt.speed == want_speed);
+    assert_int_equal(ev.u.rt.pods_cnt, 1);
+    assert_string_equal(ev.u.rt.pods[0].name, "uid-7-worker-0");
+    assert_string_equal(ev.u.rt.pods[0].type, "worker");
+    assert_int_equal(ev.u.rt.pods[0].index, 4);
+    assert_true(ev.u.rt.pods[0].cpu_used == 1.5);
+    assert_true(ev.u.rt.pods[0].cpu_requested == 2.0);
+    assert_int_equal(ev.u.rt.pods[0].memory_used, 3LL << 30);
+    assert_int_equal(ev.u.rt.pods[0].memory_requested, want_mem_req);
+
+    /* Writers use the newest id. */
+    assert_int_equal(dlb_codec_encode(c, &ev, &enc, &enc_len, err, sizeof(err)), 0);
+    assert_int_equal(dlb_codec_peek(enc, enc_len, &id, err, sizeof(err)), 0);
+    assert_int_equal(id, 7);
+    assert_int_equal(dlb_codec_decode(c, enc, enc_len, &again, err, sizeof(err)), 0);
+    assert_events_equal(&ev, &again);
+    dlb_event_clear(&again);
+
+    /* A truncated old message is still a decode error, and ids are listed. */
+    expect_decode(buf, 0, DLB_ERR_FRAMING, NULL);
+    assert_int_equal(dlb_codec_decode(c, buf, len - 2, &again, err, sizeof(err)), DLB_ERR_DECODE);
+    buf[4] = 3;
+    assert_int_equal(dlb_codec_decode(c, buf, len, &again, err, sizeof(err)), DLB_ERR_SCHEMA_ID);
+    assert_string_equal(err, "schema id 3 is not in the catalog (known: 2, 7)");
+
+    free(enc);
+    free(buf);
+    dlb_event_clear(&ev);
+    dlb_event_clear(&again);
+    dlb_catalog_destroy(c);
+}
+
+static void test_evolution_default(void **state)
+{
+    (void)state;
+    decode_old_runtime(embedded("runtime_sample.avsc"), 0.0, 0);
+}
+
+/* Defaults come from the newest schema's JSON, not from zeroed memory. */
+static void test_evolution_nonzero_default(void **state)
+{
+    char *a = replace(embedded("runtime_sample.avsc"),
+                      "{\"name\": \"speed\", \"type\": \"double\", \"default\": 0.0",
+                      "{\"name\": \"speed\", \"type\": \"double\", \"default\": 2.5");
+    char *b = replace(a, "{\"name\": \"memory_requested\", \"type\": \"long\", \"default\": 0",
+                      "{\"name\": \"memory_requested\", \"type\": \"long\", \"default\": 7");
+
+    (void)state;
+    decode_old_runtime(b, 2.5, 7);
+    free(a);
+    free(b);
+}
+
+/* Every type through the resolver: each schema listed twice, old ids 1..6
+ * and new ids 11..16; an encoded message relabelled with the old id decodes
+ * through the projection and default filling to the same struct. */
+static void test_resolution_all_types(void **state)
+{
+    const tfile_t files[] = {
+        {"catalog.tsv", "1\tjob_event\tjob_event.avsc\n"
+                        "2\truntime_sample\truntime_sample.avsc\n"
+                        "3\tnode_event\tnode_event.avsc\n"
+                        "4\tplan_request\tplan_request.avsc\n"
+                        "5\tplan\tplan.avsc\n"
+                        "6\tconfig_match\tconfig_match.avsc\n"
+                        "11\tjob_event\tjob_event.avsc\n"
+                        "12\truntime_sample\truntime_sample.avsc\n"
+                        "13\tnode_event\tnode_event.avsc\n"
+                        "14\tplan_request\tplan_request.avsc\n"
+                        "15\tplan\tplan.avsc\n"
+                        "16\tconfig_match\tconfig_match.avsc\n"},
+        {"job_event.avsc", NULL},
+        {"runtime_sample.avsc", NULL},
+        {"node_event.avsc", NULL},
+        {"plan_request.avsc", NULL},
+        {"plan.avsc", NULL},
+        {"config_match.avsc", NULL},
+    };
+    dlb_catalog_t *c = NULL;
+    char dir[64], err[512] = "";
+
+    (void)state;
+    make_dir(dir, files, 7);
+    if (dlb_catalog_load_dir(&c, dir, err, sizeof(err)))
+        fail_msg("load: %s", err);
+    remove_dir(dir, files, 7);
+    for (int i = 0; i < FX_SAMPLES; i++) {
+        dlb_event_t in, out;
+        uint8_t *buf;
+        void *enc;
+        size_t len;
+
+        fx_sample(&in, i);
+        assert_int_equal(dlb_codec_encode(c, &in, &enc, &len, err, sizeof(err)), 0);
+        buf = enc;
+        assert_int_equal(buf[4], 10 + (int)in.type);
+        buf[4] = (uint8_t)in.type;
+        assert_non_null(dlb_catalog_by_id(c, buf[4])->resolver);
+        if (dlb_codec_decode(c, buf, len, &out, err, sizeof(err)))
+            fail_msg("sample %d: %s", i, err);
+        assert_events_equal(&in, &out);
+        free(buf);
+        dlb_event_clear(&in);
+        dlb_event_clear(&out);
+    }
+    dlb_catalog_destroy(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_catalog_embedded),
+        cmocka_unit_test(test_catalog_errors),
+        cmocka_unit_test(test_catalog_dir_missing),
+        cmocka_unit_test(test_roundtrip_all),
+        cmocka_unit_test(test_roundtrip_values),
+        cmocka_unit_test(test_roundtrip_max_length),
+        cmocka_unit_test(test_framing_errors),
+        cmocka_unit_test(test_peek),
+        cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_truncated_message_names_field),
+        cmocka_unit_test(test_trailing_garbage),
+        cmocka_unit_test(test_corrupt_lengths),
+        cmocka_unit_test(test_overlong_job_uid),
+        cmocka_unit_test(test_encode_errors),
+        cmocka_unit_test(test_evolution_default),
+        cmocka_unit_test(test_evolution_nonzero_default),
+        cmocka_unit_test(test_resolution_all_types),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
