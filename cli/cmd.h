@@ -5,10 +5,6 @@
 
 #include "conf.h"
 
-/* Shared option handling: -c FILE, -X key=value, -v/-q, --log-format, --env.
- * Fills conf in order defaults -> file -> environment -> -X and sets up logging.
- * Returns the index of the first unhandled argument via *optind_out semantics
- * of getopt_long; subcommands call it and then read their own options. */
 typedef struct dlb_cmd {
     const char *name;
     int (*main)(int argc, char **argv);
@@ -21,5 +17,6 @@ int cmd_optimizer_main(int argc, char **argv);
 int cmd_plans_main(int argc, char **argv);
 int cmd_simulate_main(int argc, char **argv);
 int cmd_schemas_main(int argc, char **argv);
+int cmd_settings_main(int argc, char **argv);
 
 #endif

@@ -13,25 +13,25 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(fp,
-            "usage: dlbrain emit [options] [FILE...]\n"
-            "Read events as JSON lines (one object per line with a \"type\" field) from the\n"
-            "FILEs or stdin, validate them against the schemas, and publish each to its topic\n"
-            "keyed by job uid. A bad line is reported with its line number and field, and the\n"
-            "other lines still go out.\n"
-            "Exit status: 0 all sent, 1 some line rejected, 2 usage or configuration error,\n"
-            "3 Kafka did not take every event.\n\n"
-            "      --strict              require event_id and event_time_ms on every line\n"
-            "                            (default: generate a UUID and use the current time)\n"
-            "  -t, --timeout-ms N        wait at most N ms for delivery (default 30000)\n" CLI_COMMON_HELP);
+    fprintf(fp, "usage: dlbrain emit [options] [FILE...]\n"
+                "Read events as JSON lines (one object per line with a \"type\" field) from the\n"
+                "FILEs or stdin, validate them against the schemas, and publish each to its topic\n"
+                "keyed by job uid. A bad line is reported with its line number and field, and the\n"
+                "other lines still go out.\n"
+                "Exit status: 0 all sent, 1 some line rejected, 2 usage or configuration error,\n"
+                "3 Kafka did not take every event.\n\n"
+                "      --strict              require event_id and event_time_ms on every line\n"
+                "                            (default: generate a UUID and use the current time)\n"
+                "  -t, --timeout-ms N        wait at most N ms for delivery (default "
+                "30000)\n" CLI_COMMON_HELP);
 }
 
 int cmd_emit_main(int argc, char **argv)
 {
     static const struct option longopts[] = {{"strict", no_argument, 0, 'S'},
-                                              {"timeout-ms", required_argument, 0, 't'},
-                                              CLI_COMMON_LONG,
-                                              {0, 0, 0, 0}};
+                                             {"timeout-ms", required_argument, 0, 't'},
+                                             CLI_COMMON_LONG,
+                                             {0, 0, 0, 0}};
     cli_opts_t o = {0};
     dlb_conf_t conf;
     dlb_catalog_t *cat = NULL;
@@ -74,8 +74,7 @@ int cmd_emit_main(int argc, char **argv)
             rc = 1;
             continue;
         }
-        if (dlb_emit_stream(in, name, producer, &conf, cat, !strict, &st, errstr,
-                            sizeof(errstr))) {
+        if (dlb_emit_stream(in, name, producer, &conf, cat, !strict, &st, errstr, sizeof(errstr))) {
             dlb_err("%s; stopping", errstr);
             rc = 3;
         }

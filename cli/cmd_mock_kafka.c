@@ -12,23 +12,24 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(fp,
-            "usage: dlbrain mock-kafka [options]\n"
-            "Run librdkafka's mock Kafka cluster on loopback until SIGINT/SIGTERM, with the\n"
-            "pipeline's topics created. Limits (librdkafka 2.0.2): in memory only, about 5 MiB\n"
-            "kept per partition, transactions accepted but not implemented.\n\n"
-            "  -n, --brokers-count N     mock brokers (default 3)\n"
-            "  -p, --partitions N        partitions per topic (= -X topic.partitions=N, default 12)\n"
-            "  -w, --bootstrap-file F    also write the bootstrap servers to F\n" CLI_COMMON_HELP);
+    fprintf(
+        fp,
+        "usage: dlbrain mock-kafka [options]\n"
+        "Run librdkafka's mock Kafka cluster on loopback until SIGINT/SIGTERM, with the\n"
+        "pipeline's topics created. Limits (librdkafka 2.0.2): in memory only, about 5 MiB\n"
+        "kept per partition, transactions accepted but not implemented.\n\n"
+        "  -n, --brokers-count N     mock brokers (default 3)\n"
+        "  -p, --partitions N        partitions per topic (= -X topic.partitions=N, default 12)\n"
+        "  -w, --bootstrap-file F    also write the bootstrap servers to F\n" CLI_COMMON_HELP);
 }
 
 int cmd_mock_kafka_main(int argc, char **argv)
 {
     static const struct option longopts[] = {{"brokers-count", required_argument, 0, 'n'},
-                                              {"partitions", required_argument, 0, 'p'},
-                                              {"bootstrap-file", required_argument, 0, 'w'},
-                                              CLI_COMMON_LONG,
-                                              {0, 0, 0, 0}};
+                                             {"partitions", required_argument, 0, 'p'},
+                                             {"bootstrap-file", required_argument, 0, 'w'},
+                                             CLI_COMMON_LONG,
+                                             {0, 0, 0, 0}};
     cli_opts_t o = {0};
     dlb_conf_t conf;
     dlb_mock_t *mock = NULL;

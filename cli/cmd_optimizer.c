@@ -9,11 +9,12 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(fp, "usage: dlbrain optimizer [options]\n"
-                "Consume job events, runtime samples, node events and plan requests of the\n"
-                "environment, keep per-job state in Redis and history in PostgreSQL, and answer\n"
-                "plan requests on <env>.plans. Runs until SIGINT/SIGTERM.\n\n"
-                "  -D, --dump-config     print the effective configuration and exit\n" CLI_COMMON_HELP);
+    fprintf(fp,
+            "usage: dlbrain optimizer [options]\n"
+            "Consume job events, runtime samples, node events and plan requests of the\n"
+            "environment, keep per-job state in Redis and history in PostgreSQL, and answer\n"
+            "plan requests on <env>.plans. Runs until SIGINT/SIGTERM.\n\n"
+            "  -D, --dump-config     print the effective configuration and exit\n" CLI_COMMON_HELP);
 }
 
 int cmd_optimizer_main(int argc, char **argv)
@@ -54,8 +55,8 @@ int cmd_optimizer_main(int argc, char **argv)
         dlb_err("%s; exiting", errstr);
     dlb_info("stopped: %lld consumed, %lld accepted, %lld to DLQ, %lld plans, %lld batches, %lld "
              "retried",
-             (long long)st.consumed, (long long)st.accepted, (long long)st.dlq,
-             (long long)st.plans, (long long)st.batches, (long long)st.retries);
+             (long long)st.consumed, (long long)st.accepted, (long long)st.dlq, (long long)st.plans,
+             (long long)st.batches, (long long)st.retries);
     dlb_conf_destroy(&conf);
     return rc;
 }

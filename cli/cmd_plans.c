@@ -15,14 +15,15 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(fp,
-            "usage: dlbrain plans [options]\n"
-            "Subscribe to <env>.plans like a job master (read_committed, own consumer group) and\n"
-            "print each plan as it arrives.\n\n"
-            "  -j, --job UID         only plans of this job (repeatable)\n"
-            "  -n, --count N         exit after N plans (exit 1 if the timeout comes first)\n"
-            "  -t, --timeout-ms N    give up after N ms (default: wait forever)\n"
-            "  -f, --format F        table (default) or json (one plan per line)\n" CLI_COMMON_HELP);
+    fprintf(
+        fp,
+        "usage: dlbrain plans [options]\n"
+        "Subscribe to <env>.plans like a job master (read_committed, own consumer group) and\n"
+        "print each plan as it arrives.\n\n"
+        "  -j, --job UID         only plans of this job (repeatable)\n"
+        "  -n, --count N         exit after N plans (exit 1 if the timeout comes first)\n"
+        "  -t, --timeout-ms N    give up after N ms (default: wait forever)\n"
+        "  -f, --format F        table (default) or json (one plan per line)\n" CLI_COMMON_HELP);
 }
 
 static int64_t mono_ms(void)
@@ -80,11 +81,11 @@ static int wanted(const char *const *jobs, int n, const char *uid)
 int cmd_plans_main(int argc, char **argv)
 {
     static const struct option longopts[] = {{"job", required_argument, 0, 'j'},
-                                              {"count", required_argument, 0, 'n'},
-                                              {"timeout-ms", required_argument, 0, 't'},
-                                              {"format", required_argument, 0, 'f'},
-                                              CLI_COMMON_LONG,
-                                              {0, 0, 0, 0}};
+                                             {"count", required_argument, 0, 'n'},
+                                             {"timeout-ms", required_argument, 0, 't'},
+                                             {"format", required_argument, 0, 'f'},
+                                             CLI_COMMON_LONG,
+                                             {0, 0, 0, 0}};
     /* Plans are produced in transactions once exactly-once is on; a master must
      * never act on an aborted one. */
     static const char *const extra[] = {"isolation.level", "read_committed", NULL};
@@ -140,9 +141,8 @@ int cmd_plans_main(int argc, char **argv)
         goto out;
     }
     sub = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(sub, dlb_conf_topic(&conf, DLB_TOPIC_PLANS, topic,
-                                                          sizeof(topic)),
-                                      RD_KAFKA_PARTITION_UA);
+    rd_kafka_topic_partition_list_add(
+        sub, dlb_conf_topic(&conf, DLB_TOPIC_PLANS, topic, sizeof(topic)), RD_KAFKA_PARTITION_UA);
     rd_kafka_subscribe(rk, sub);
     rd_kafka_topic_partition_list_destroy(sub);
     if (!json) {

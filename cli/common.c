@@ -53,7 +53,10 @@ int cli_common_opt(cli_opts_t *o, int c, const char *arg)
         if (kv_cnt >= 8)
             return -1;
         snprintf(kv[kv_cnt], sizeof(kv[kv_cnt]), "%s=%s",
-                 c == 'b' ? "brokers" : c == 'e' ? "env" : "log.format", arg);
+                 c == 'b'   ? "brokers"
+                 : c == 'e' ? "env"
+                            : "log.format",
+                 arg);
         return add_x(o, kv[kv_cnt++]);
     case 'v':
         o->verbosity++;

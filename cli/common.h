@@ -20,14 +20,16 @@ typedef struct cli_opts {
 #define CLI_COMMON_SHORT "c:X:b:e:vqh"
 #define CLI_COMMON_LONG                                                                            \
     {"config", required_argument, 0, 'c'}, {"brokers", required_argument, 0, 'b'},                 \
-        {"env", required_argument, 0, 'e'}, {"log-format", required_argument, 0, 'L'},            \
+        {"env", required_argument, 0, 'e'}, {"log-format", required_argument, 0, 'L'},             \
         {"verbose", no_argument, 0, 'v'}, {"quiet", no_argument, 0, 'q'},                          \
-        {"help", no_argument, 0, 'h'}
+    {                                                                                              \
+        "help", no_argument, 0, 'h'                                                                \
+    }
 
 #define CLI_COMMON_HELP                                                                            \
     "  -c, --config FILE     key=value configuration file\n"                                       \
     "  -X key=value          set a dlbrain key or a librdkafka property (repeatable)\n"            \
-    "  -b, --brokers LIST    Kafka bootstrap servers (= -X brokers=LIST)\n"                         \
+    "  -b, --brokers LIST    Kafka bootstrap servers (= -X brokers=LIST)\n"                        \
     "  -e, --env NAME        environment (= -X env=NAME)\n"                                        \
     "      --log-format F    text or json\n"                                                       \
     "  -v / -q               more / less logging\n"                                                \

@@ -31,9 +31,11 @@ static const key_def_t keys[] = {
     {"env", K_STR, F(env), "dlbrain", 0,
      "Environment name: prefix of topics, consumer groups, PostgreSQL schema, Redis keys."},
     {"brokers", K_STR, F(brokers), "localhost:9092", 0, "Kafka bootstrap servers."},
-    {"group.id", K_STR, F(group_id), "", 0, "Consumer group of the optimizer (default <env>.optimizer)."},
+    {"group.id", K_STR, F(group_id), "", 0,
+     "Consumer group of the optimizer (default <env>.optimizer)."},
     {"pg.dsn", K_STR, F(pg_dsn), "", 1,
-     "libpq conninfo; empty uses libpq's PG* environment. Keep passwords in PGPASSWORD/PGPASSFILE."},
+     "libpq conninfo; empty uses libpq's PG* environment. Keep passwords in "
+     "PGPASSWORD/PGPASSFILE."},
     {"pg.schema", K_STR, F(pg_schema), "", 0, "PostgreSQL schema (default: env)."},
     {"redis.host", K_STR, F(redis_host), "127.0.0.1", 0, "Redis host."},
     {"redis.port", K_INT, N(redis_port), "6379", 0, "Redis port."},
@@ -42,10 +44,12 @@ static const key_def_t keys[] = {
     {"redis.db", K_INT, N(redis_db), "0", 0, "Redis database number."},
     {"redis.timeout.ms", K_INT, N(redis_timeout_ms), "2000", 0, "Redis connect/command timeout."},
     {"topic.partitions", K_INT, N(partitions), "12", 0, "Partitions of topics dlbrain creates."},
-    {"topic.replication", K_INT, N(replication), "1", 0, "Replication factor of topics dlbrain creates."},
+    {"topic.replication", K_INT, N(replication), "1", 0,
+     "Replication factor of topics dlbrain creates."},
     {"state.window.size", K_INT, N(window_size), "60", 0,
      "Runtime samples kept per job (DLRover keeps 60)."},
-    {"history.hours", K_INT, N(history_hours), "168", 0, "Look-back for similar jobs (DLRover: 7 days)."},
+    {"history.hours", K_INT, N(history_hours), "168", 0,
+     "Look-back for similar jobs (DLRover: 7 days)."},
     {"history.max.jobs", K_INT, N(history_max_jobs), "100", 0, "Newest similar jobs used."},
     {"consumer.batch.size", K_INT, N(batch_size), "500", 0, "Messages per processing batch."},
     {"consumer.poll.ms", K_INT, N(poll_ms), "200", 0, "Longest wait to fill a batch."},
@@ -123,8 +127,8 @@ static int set_known(dlb_conf_t *conf, const key_def_t *k, const char *value, ch
         errno = 0;
         d = strtod(value, &end);
         if (errno || end == value || *end || !(d >= 0))
-            return dlb_seterr(errstr, size, DLB_ERR_CONF,
-                              "%s: \"%s\" is not a non-negative number", k->key, value);
+            return dlb_seterr(errstr, size, DLB_ERR_CONF, "%s: \"%s\" is not a non-negative number",
+                              k->key, value);
         *(double *)base = d;
         return 0;
     case K_LEVEL:
@@ -135,8 +139,8 @@ static int set_known(dlb_conf_t *conf, const key_def_t *k, const char *value, ch
         return 0;
     case K_FORMAT:
         if (strcmp(value, "text") && strcmp(value, "json"))
-            return dlb_seterr(errstr, size, DLB_ERR_CONF, "%s: \"%s\" is not text or json",
-                              k->key, value);
+            return dlb_seterr(errstr, size, DLB_ERR_CONF, "%s: \"%s\" is not text or json", k->key,
+                              value);
         *(int *)base = !strcmp(value, "json");
         return 0;
     }
@@ -185,8 +189,8 @@ static int kafka_set(dlb_conf_t *conf, const char *key, const char *value, char 
 }
 
 /* Reads a secret from a file: the whole content minus trailing newlines. */
-static int read_secret(const char *key, const char *path, char *out, size_t out_size,
-                       char *errstr, size_t size)
+static int read_secret(const char *key, const char *path, char *out, size_t out_size, char *errstr,
+                       size_t size)
 {
     FILE *fp = fopen(path, "r");
     size_t n;

@@ -11,18 +11,20 @@
 /* Sources: DLRover's request types (brain/pkg/optimizer), job states of its
  * master, exit reasons of its job reporter, and the Kubernetes pod/node events
  * the monitor maps (reference section 5). */
-const char *const dlb_stages[] = {DLB_STAGE_CREATE,     DLB_STAGE_PS_INITIAL,
-                                  DLB_STAGE_WORKER_INITIAL, DLB_STAGE_RUNNING,
-                                  DLB_STAGE_PS_RUNNING, DLB_STAGE_WORKER_RUNNING,
+const char *const dlb_stages[] = {DLB_STAGE_CREATE,
+                                  DLB_STAGE_PS_INITIAL,
+                                  DLB_STAGE_WORKER_INITIAL,
+                                  DLB_STAGE_RUNNING,
+                                  DLB_STAGE_PS_RUNNING,
+                                  DLB_STAGE_WORKER_RUNNING,
                                   NULL};
-const char *const dlb_job_states[] = {"created",   "pending", "running", "succeeded",
-                                      "failed",    "stopped", NULL};
-const char *const dlb_exit_reasons[] = {"Completed",   "CodeError",   "WorkerOOM",
-                                        "WorkerError", "PSOOM",       "PSError",
-                                        "HangError",   "RdzvTimeout", "PendingTimeout",
-                                        NULL};
-const char *const dlb_node_kinds[] = {"pod_phase", "node_phase", "oom_killed",     "evicted",
-                                      "node_not_ready", "preempted", "deleted", "error",
+const char *const dlb_job_states[] = {"created", "pending", "running", "succeeded",
+                                      "failed",  "stopped", NULL};
+const char *const dlb_exit_reasons[] = {"Completed",      "CodeError", "WorkerOOM", "WorkerError",
+                                        "PSOOM",          "PSError",   "HangError", "RdzvTimeout",
+                                        "PendingTimeout", NULL};
+const char *const dlb_node_kinds[] = {"pod_phase",      "node_phase",   "oom_killed", "evicted",
+                                      "node_not_ready", "preempted",    "deleted",    "error",
                                       "hardware_error", "no_heartbeat", NULL};
 const char *const dlb_pod_types[] = {"ps", "worker", "chief", "evaluator", NULL};
 
@@ -265,8 +267,8 @@ static int need_listed(const char *field, const char *const *list, const char *v
     known[0] = '\0';
     for (; *list && off < sizeof(known); list++)
         off += (size_t)snprintf(known + off, sizeof(known) - off, "%s%s", off ? ", " : "", *list);
-    return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s: unknown value \"%s\" (expected one of %s)",
-                      field, v, known);
+    return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                      "%s: unknown value \"%s\" (expected one of %s)", field, v, known);
 }
 
 static int need_cpu(const char *field, double v, char *errstr, size_t size)
@@ -330,12 +332,11 @@ static int validate_job(const dlb_job_event_t *j, char *errstr, size_t size)
         const dlb_model_t *m = &j->model;
         if ((err = need_nonneg("model.variable_count", m->variable_count, errstr, size)) ||
             (err = need_nonneg("model.op_count", m->op_count, errstr, size)) ||
-            (err = need_nonneg("model.total_variable_size", m->total_variable_size, errstr,
-                               size)) ||
+            (err =
+                 need_nonneg("model.total_variable_size", m->total_variable_size, errstr, size)) ||
             (err = need_nonneg("model.recv_op_count", m->recv_op_count, errstr, size)) ||
             (err = need_nonneg("model.flops", m->flops, errstr, size)) ||
-            (err = need_nonneg("model.embedding_dimension", m->embedding_dimension, errstr,
-                               size)))
+            (err = need_nonneg("model.embedding_dimension", m->embedding_dimension, errstr, size)))
             return err;
     }
     return 0;
@@ -416,8 +417,8 @@ static int validate_plan(const dlb_plan_t *p, char *errstr, size_t size)
         if ((err = need_listed(f, dlb_pod_types, p->groups[i].group, errstr, size)))
             return err;
         if (p->groups[i].count < 0)
-            return dlb_seterr(errstr, size, DLB_ERR_INVALID, "groups[%zu].count: negative (%d)",
-                              i, (int)p->groups[i].count);
+            return dlb_seterr(errstr, size, DLB_ERR_INVALID, "groups[%zu].count: negative (%d)", i,
+                              (int)p->groups[i].count);
         snprintf(f, sizeof(f), "groups[%zu].resource", i);
         if ((err = validate_resource(f, &p->groups[i].resource, errstr, size)))
             return err;

@@ -30,8 +30,10 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char 
 {
     (void)rk;
     /* syslog levels: 0..3 error, 4 warning, 5..6 info, 7 debug */
-    dlb_log(level <= 3 ? DLB_LOG_ERROR : level == 4 ? DLB_LOG_WARN : level <= 6 ? DLB_LOG_INFO
-                                                                                 : DLB_LOG_DEBUG,
+    dlb_log(level <= 3   ? DLB_LOG_ERROR
+            : level == 4 ? DLB_LOG_WARN
+            : level <= 6 ? DLB_LOG_INFO
+                         : DLB_LOG_DEBUG,
             "librdkafka %s: %s", fac, buf);
 }
 
@@ -93,8 +95,8 @@ int dlb_kafka_producer_new(const dlb_conf_t *conf, const char *const *extra, rd_
 {
     /* Idempotence keeps per-partition order and drops broker-side duplicates
      * when librdkafka retries; linger batches small messages. */
-    static const char *const base[] = {"enable.idempotence", "true", "linger.ms", "5",
-                                       "client.id", "dlbrain", NULL};
+    static const char *const base[] = {"enable.idempotence", "true",    "linger.ms", "5",
+                                       "client.id",          "dlbrain", NULL};
     producer_state_t *ps;
     rd_kafka_conf_t *kc;
     char sub[512];
@@ -123,8 +125,7 @@ void dlb_kafka_producer_destroy(rd_kafka_t *producer)
         return;
     ps = rd_kafka_opaque(producer);
     if (rd_kafka_flush(producer, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR)
-        dlb_warn("kafka: %d message(s) still undelivered at shutdown",
-                 rd_kafka_outq_len(producer));
+        dlb_warn("kafka: %d message(s) still undelivered at shutdown", rd_kafka_outq_len(producer));
     rd_kafka_destroy(producer);
     free(ps);
 }
@@ -155,9 +156,17 @@ int dlb_kafka_consumer_new(const dlb_conf_t *conf, const char *group_id, const c
                            rd_kafka_t **out, char *errstr, size_t errstr_size)
 {
     /* Offsets are committed by the caller, only after the writes they cover. */
-    const char *const base[] = {"group.id", group_id, "enable.auto.commit", "false",
-                                "enable.auto.offset.store", "false", "auto.offset.reset",
-                                "earliest", "client.id", "dlbrain", NULL};
+    const char *const base[] = {"group.id",
+                                group_id,
+                                "enable.auto.commit",
+                                "false",
+                                "enable.auto.offset.store",
+                                "false",
+                                "auto.offset.reset",
+                                "earliest",
+                                "client.id",
+                                "dlbrain",
+                                NULL};
     rd_kafka_conf_t *kc;
     char sub[512];
 
@@ -287,10 +296,10 @@ int dlb_kafka_dlq_send(rd_kafka_t *producer, const dlb_conf_t *conf, const rd_ka
         value = NULL;
         len = 0;
     }
-    kerr = rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(topic),
-                             RD_KAFKA_V_KEY(src->key, src->key_len),
-                             RD_KAFKA_V_VALUE((void *)value, len), RD_KAFKA_V_HEADERS(hdrs),
-                             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+    kerr =
+        rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(src->key, src->key_len),
+                          RD_KAFKA_V_VALUE((void *)value, len), RD_KAFKA_V_HEADERS(hdrs),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
     if (kerr) {
         rd_kafka_headers_destroy(hdrs); /* only owned by librdkafka on success */
         return dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "produce to %s: %s", topic,

@@ -33,8 +33,8 @@ int dlb_emit_stream(FILE *in, const char *name, rd_kafka_t *producer, const dlb_
         stats->lines++;
         if (blank_or_comment(line))
             continue;
-        if ((err = dlb_json_to_event(cat, line, (size_t)len, gen_defaults, &ev, sub,
-                                     sizeof(sub))) ||
+        if ((err =
+                 dlb_json_to_event(cat, line, (size_t)len, gen_defaults, &ev, sub, sizeof(sub))) ||
             (err = dlb_codec_encode(cat, &ev, &buf, &buf_len, sub, sizeof(sub)))) {
             dlb_err("%s:%lld: %s; line skipped", name, (long long)stats->lines, sub);
             stats->rejected++;
@@ -57,8 +57,7 @@ int dlb_emit_stream(FILE *in, const char *name, rd_kafka_t *producer, const dlb_
         free(buf);
         dlb_event_clear(&ev);
         if (err) {
-            dlb_seterr(errstr, errstr_size, err, "%s:%lld: %s", name, (long long)stats->lines,
-                       sub);
+            dlb_seterr(errstr, errstr_size, err, "%s:%lld: %s", name, (long long)stats->lines, sub);
             break;
         }
     }
