@@ -10,7 +10,7 @@
 #include "err.h"
 #include "log.h"
 
-typedef enum { K_STR, K_INT, K_I64, K_DBL, K_MIB, K_LEVEL, K_FORMAT } kind_t;
+typedef enum { K_STR, K_INT, K_I64, K_DBL, K_MIB, K_LEVEL, K_FORMAT, K_OPTSET } kind_t;
 
 /* One row per known key: where it lives in dlb_conf_t and its default.
  * Defaults of limits are DLRover's NodeResourceLimit (reference section 2). */
@@ -53,11 +53,14 @@ static const key_def_t keys[] = {
     {"history.max.jobs", K_INT, N(history_max_jobs), "100", 0, "Newest similar jobs used."},
     {"consumer.batch.size", K_INT, N(batch_size), "500", 0, "Messages per processing batch."},
     {"consumer.poll.ms", K_INT, N(poll_ms), "200", 0, "Longest wait to fill a batch."},
+    {"consumer.order.wait.ms", K_INT, N(order_wait_ms), "2000", 0,
+     "Longest a plan request waits for its job's events on the other input topics."},
     {"consumer.retry.backoff.ms", K_INT, N(retry_backoff_ms), "1000", 0,
      "Pause before retrying after PostgreSQL/Redis/Kafka failed."},
     {"message.max.bytes", K_I64, N(max_message_bytes), "1048576", 0,
      "Largest message a consumer decodes; larger ones go to the DLQ."},
-    {"optimizer.set", K_STR, F(optimizer_set), "dlbrain", 0, "Optimizer set: dlrover or dlbrain."},
+    {"optimizer.set", K_OPTSET, F(optimizer_set), "dlbrain", 0,
+     "Optimizer set: dlrover or dlbrain."},
     {"limits.cpu.min", K_DBL, N(limits.cpu_min), "4", 0, "Lowest CPU (cores) a plan may ask."},
     {"limits.cpu.max", K_DBL, N(limits.cpu_max), "32", 0, "Highest CPU (cores) a plan may ask."},
     {"limits.memory.min.mib", K_MIB, N(limits.memory_min), "6144", 0, "Lowest memory (MiB)."},
@@ -102,6 +105,11 @@ static int set_known(dlb_conf_t *conf, const key_def_t *k, const char *value, ch
     int err;
 
     switch (k->kind) {
+    case K_OPTSET:
+        if (strcmp(value, "dlrover") && strcmp(value, "dlbrain"))
+            return dlb_seterr(errstr, size, DLB_ERR_CONF, "%s: \"%s\" is not dlrover or dlbrain",
+                              k->key, value);
+        /* fall through */
     case K_STR:
         if (strlen(value) >= k->size)
             return dlb_seterr(errstr, size, DLB_ERR_CONF, "%s: longer than %zu bytes", k->key,
@@ -318,6 +326,7 @@ static void dump_value(const dlb_conf_t *conf, const key_def_t *k, FILE *fp)
 
     switch (k->kind) {
     case K_STR:
+    case K_OPTSET:
         fputs(k->secret && *base ? "***" : base, fp);
         break;
     case K_INT:

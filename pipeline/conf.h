@@ -30,31 +30,34 @@ typedef struct dlb_kv {
 } dlb_kv_t;
 
 typedef struct dlb_conf {
-    char env[64];          /* env: topic / group / schema / key prefix, default "dlbrain" */
-    char brokers[1024];    /* brokers (= bootstrap.servers), default "localhost:9092" */
-    char group_id[256];    /* group.id of the optimizer; default "<env>.optimizer" */
-    char pg_dsn[1024];     /* pg.dsn, libpq conninfo; default "" = libpq environment */
-    char pg_schema[64];    /* pg.schema; default = env */
-    char redis_host[256];  /* redis.host, default 127.0.0.1 */
-    int redis_port;        /* redis.port, default 6379 */
+    char env[64];             /* env: topic / group / schema / key prefix, default "dlbrain" */
+    char brokers[1024];       /* brokers (= bootstrap.servers), default "localhost:9092" */
+    char group_id[256];       /* group.id of the optimizer; default "<env>.optimizer" */
+    char pg_dsn[1024];        /* pg.dsn, libpq conninfo; default "" = libpq environment */
+    char pg_schema[64];       /* pg.schema; default = env */
+    char redis_host[256];     /* redis.host, default 127.0.0.1 */
+    int redis_port;           /* redis.port, default 6379 */
     char redis_password[256]; /* redis.password (from env/file only in practice) */
-    int redis_db;          /* redis.db, default 0 */
-    int redis_timeout_ms;  /* redis.timeout.ms, default 2000 */
-    int partitions;        /* topic.partitions for topic creation, default 12 */
-    int replication;       /* topic.replication, default 1 */
-    int window_size;       /* state.window.size: runtime samples kept per job, default 60 */
-    int history_hours;     /* history.hours: similar-job look-back, default 168 */
-    int history_max_jobs;  /* history.max.jobs: newest similar jobs used, default 100 */
-    int batch_size;        /* consumer.batch.size: messages per batch, default 500 */
-    int poll_ms;           /* consumer.poll.ms: batch fill time, default 200 */
-    int retry_backoff_ms;  /* consumer.retry.backoff.ms: pause after a dependency error, default 1000 */
+    int redis_db;             /* redis.db, default 0 */
+    int redis_timeout_ms;     /* redis.timeout.ms, default 2000 */
+    int partitions;           /* topic.partitions for topic creation, default 12 */
+    int replication;          /* topic.replication, default 1 */
+    int window_size;          /* state.window.size: runtime samples kept per job, default 60 */
+    int history_hours;        /* history.hours: similar-job look-back, default 168 */
+    int history_max_jobs;     /* history.max.jobs: newest similar jobs used, default 100 */
+    int batch_size;           /* consumer.batch.size: messages per batch, default 500 */
+    int poll_ms;              /* consumer.poll.ms: batch fill time, default 200 */
+    int order_wait_ms;        /* consumer.order.wait.ms: longest a plan request waits for its
+                                 job's other topics to catch up, default 2000 */
+    int retry_backoff_ms; /* consumer.retry.backoff.ms: pause after a dependency error, default 1000
+                           */
     int64_t max_message_bytes; /* message.max.bytes accepted by decoders, default 1 MiB */
     char optimizer_set[32];    /* optimizer.set: "dlrover" or "dlbrain", default "dlbrain" */
-    dlb_limits_t limits;   /* limits.cpu.min, limits.cpu.max, limits.memory.min.mib,
-                              limits.memory.max.mib, limits.workers.max, limits.ps.max */
-    int log_level;         /* log.level: error|warn|info|debug, default info */
-    int log_json;          /* log.format: text|json, default text */
-    dlb_kv_t *kafka;       /* pass-through librdkafka properties, in order of setting */
+    dlb_limits_t limits;       /* limits.cpu.min, limits.cpu.max, limits.memory.min.mib,
+                                  limits.memory.max.mib, limits.workers.max, limits.ps.max */
+    int log_level;             /* log.level: error|warn|info|debug, default info */
+    int log_json;              /* log.format: text|json, default text */
+    dlb_kv_t *kafka;           /* pass-through librdkafka properties, in order of setting */
     size_t kafka_cnt;
 } dlb_conf_t;
 
@@ -93,13 +96,13 @@ void dlb_conf_finish(dlb_conf_t *conf);
 void dlb_conf_destroy(dlb_conf_t *conf);
 
 /* Topic short names, joined to the env prefix by dlb_conf_topic(). */
-#define DLB_TOPIC_JOB_EVENTS "job-events"
-#define DLB_TOPIC_METRICS "metrics"
-#define DLB_TOPIC_K8S_EVENTS "k8s-events"
+#define DLB_TOPIC_JOB_EVENTS    "job-events"
+#define DLB_TOPIC_METRICS       "metrics"
+#define DLB_TOPIC_K8S_EVENTS    "k8s-events"
 #define DLB_TOPIC_PLAN_REQUESTS "plan-requests"
-#define DLB_TOPIC_PLANS "plans"
-#define DLB_TOPIC_CONFIGS "configs"
-#define DLB_TOPIC_DLQ "dlq"
+#define DLB_TOPIC_PLANS         "plans"
+#define DLB_TOPIC_CONFIGS       "configs"
+#define DLB_TOPIC_DLQ           "dlq"
 
 #define DLB_MIB ((int64_t)1024 * 1024)
 #define DLB_GIB ((int64_t)1024 * 1024 * 1024)

@@ -155,6 +155,15 @@ int dlb_kafka_flush(rd_kafka_t *producer, int timeout_ms, char *errstr, size_t e
 int dlb_kafka_consumer_new(const dlb_conf_t *conf, const char *group_id, const char *const *extra,
                            rd_kafka_t **out, char *errstr, size_t errstr_size)
 {
+    return dlb_kafka_consumer_new_cb(conf, group_id, extra, NULL, NULL, out, errstr, errstr_size);
+}
+
+int dlb_kafka_consumer_new_cb(const dlb_conf_t *conf, const char *group_id,
+                              const char *const *extra,
+                              void (*rebalance_cb)(rd_kafka_t *, rd_kafka_resp_err_t,
+                                                   rd_kafka_topic_partition_list_t *, void *),
+                              void *opaque, rd_kafka_t **out, char *errstr, size_t errstr_size)
+{
     /* Offsets are committed by the caller, only after the writes they cover. */
     const char *const base[] = {"group.id",
                                 group_id,
@@ -172,6 +181,9 @@ int dlb_kafka_consumer_new(const dlb_conf_t *conf, const char *group_id, const c
 
     if (!(kc = make_conf(conf, base, extra, errstr, errstr_size)))
         return DLB_ERR_CONF;
+    if (rebalance_cb)
+        rd_kafka_conf_set_rebalance_cb(kc, rebalance_cb);
+    rd_kafka_conf_set_opaque(kc, opaque);
     if (!(*out = rd_kafka_new(RD_KAFKA_CONSUMER, kc, sub, sizeof(sub)))) {
         rd_kafka_conf_destroy(kc);
         return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "kafka consumer: %s", sub);

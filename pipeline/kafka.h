@@ -17,9 +17,16 @@ int dlb_kafka_producer_new(const dlb_conf_t *conf, const char *const *extra, rd_
 
 /** @brief A consumer-group member: auto-commit off (offsets are committed by the
  *         caller after the writes they cover), auto.offset.reset=earliest. */
-int dlb_kafka_consumer_new(const dlb_conf_t *conf, const char *group_id,
-                           const char *const *extra, rd_kafka_t **out, char *errstr,
-                           size_t errstr_size);
+int dlb_kafka_consumer_new(const dlb_conf_t *conf, const char *group_id, const char *const *extra,
+                           rd_kafka_t **out, char *errstr, size_t errstr_size);
+
+/** @brief Like dlb_kafka_consumer_new, with a rebalance callback (may be NULL)
+ *         whose opaque is the client's opaque. */
+int dlb_kafka_consumer_new_cb(const dlb_conf_t *conf, const char *group_id,
+                              const char *const *extra,
+                              void (*rebalance_cb)(rd_kafka_t *, rd_kafka_resp_err_t,
+                                                   rd_kafka_topic_partition_list_t *, void *),
+                              void *opaque, rd_kafka_t **out, char *errstr, size_t errstr_size);
 
 /** @brief Create the pipeline's topics ("<env>.job-events" ... "<env>.dlq") with
  *         conf.partitions and conf.replication through the Admin API; topics that

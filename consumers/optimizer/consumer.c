@@ -1,6 +1,7 @@
 #include "consumer.h"
 
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +22,30 @@
 #define REDIS_RETRY_MS   5000
 #define FLUSH_TIMEOUT_MS 30000
 
+/* Input topics in tie-break order: at equal event times a job's meta, node
+ * and runtime events are folded before a plan request of that instant. */
+enum { T_JOB, T_NODE, T_METRICS, T_REQUESTS, T__CNT };
+static const char *const input_topics[T__CNT] = {DLB_TOPIC_JOB_EVENTS, DLB_TOPIC_K8S_EVENTS,
+                                                 DLB_TOPIC_METRICS, DLB_TOPIC_PLAN_REQUESTS};
+
 typedef struct item {
     rd_kafka_message_t *msg;
     dlb_event_t ev;
-    int ok; /* decoded and valid */
+    int rank;              /* T_* of its topic */
+    int decoded;           /* decode (and DLQ on failure) done */
+    int ok;                /* decoded and valid */
+    int released;          /* processed in this round */
+    int64_t ts;            /* event time, INT64_MIN for bad messages */
+    int64_t blocked_since; /* plan requests: when the barrier first held it, 0 if never */
 } item_t;
+
+/* What we know of one assigned input partition, for the ordering barrier. */
+typedef struct part {
+    int rank;
+    int32_t partition;
+    int64_t max_ts; /* newest event time consumed from it, INT64_MIN if none */
+    int at_eof;     /* consumed to its end and nothing since */
+} part_t;
 
 typedef struct outplan {
     char job_uid[DLB_ID_MAX];
@@ -43,9 +63,17 @@ typedef struct ctx {
     int64_t redis_retry_at;
     rd_kafka_t *consumer;
     rd_kafka_t *producer;
+    char topics[T__CNT][256];
     char plans_topic[256];
+    /* Messages polled and not yet committed, in poll order (so in offset
+     * order within each partition). Capacity 2 x batch size: one batch of
+     * new messages on top of those held back by the barrier. */
     item_t *items;
-    size_t items_cnt;
+    size_t items_cnt, items_cap;
+    size_t *order; /* indexes of the items released this round */
+    size_t order_cnt;
+    part_t *parts;
+    size_t parts_cnt, parts_cap;
     outplan_t *out;
     size_t out_cnt;
 } ctx_t;
@@ -87,42 +115,149 @@ static void redis_maybe_connect(ctx_t *c)
     dlb_info("redis: connected to %s:%d", c->conf->redis_host, c->conf->redis_port);
 }
 
-static void batch_clear(ctx_t *c)
+static int topic_rank(const ctx_t *c, const char *topic)
 {
-    for (size_t i = 0; i < c->items_cnt; i++) {
-        dlb_event_clear(&c->items[i].ev);
-        rd_kafka_message_destroy(c->items[i].msg);
+    for (int r = 0; r < T__CNT; r++)
+        if (!strcmp(c->topics[r], topic))
+            return r;
+    return -1;
+}
+
+static part_t *part_get(ctx_t *c, int rank, int32_t partition)
+{
+    part_t *p;
+
+    for (size_t i = 0; i < c->parts_cnt; i++)
+        if (c->parts[i].rank == rank && c->parts[i].partition == partition)
+            return &c->parts[i];
+    if (c->parts_cnt == c->parts_cap) {
+        size_t cap = c->parts_cap ? 2 * c->parts_cap : 64;
+        if (!(p = realloc(c->parts, cap * sizeof(*p))))
+            return NULL;
+        c->parts = p;
+        c->parts_cap = cap;
     }
-    c->items_cnt = 0;
+    p = &c->parts[c->parts_cnt++];
+    p->rank = rank;
+    p->partition = partition;
+    p->max_ts = INT64_MIN;
+    p->at_eof = 0;
+    return p;
+}
+
+static void item_free(item_t *it)
+{
+    dlb_event_clear(&it->ev);
+    rd_kafka_message_destroy(it->msg);
+}
+
+/* Keep only items for which keep() says so, preserving order. */
+static void items_filter(ctx_t *c, int (*keep)(const ctx_t *, const item_t *, const void *),
+                         const void *arg)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < c->items_cnt; i++) {
+        if (keep(c, &c->items[i], arg))
+            c->items[n++] = c->items[i];
+        else
+            item_free(&c->items[i]);
+    }
+    c->items_cnt = n;
+}
+
+static int keep_unreleased(const ctx_t *c, const item_t *it, const void *arg)
+{
+    (void)c;
+    (void)arg;
+    return !it->released;
+}
+
+static int keep_none(const ctx_t *c, const item_t *it, const void *arg)
+{
+    (void)c;
+    (void)it;
+    (void)arg;
+    return 0;
+}
+
+static int keep_unrevoked(const ctx_t *c, const item_t *it, const void *arg)
+{
+    const rd_kafka_topic_partition_list_t *revoked = arg;
+    (void)c;
+    return !rd_kafka_topic_partition_list_find(revoked, rd_kafka_topic_name(it->msg->rkt),
+                                               it->msg->partition);
+}
+
+static void out_clear(ctx_t *c)
+{
     for (size_t i = 0; i < c->out_cnt; i++)
         free(c->out[i].buf);
     c->out_cnt = 0;
 }
 
-/* Fill a batch: up to batch_size messages or poll_ms, whichever comes first. */
+/* Eager rebalancing: on revoke, drop what we hold of the revoked partitions
+ * (their next owner starts from the committed offsets); on assign, forget
+ * what we knew of the partitions, as another member may have moved them on. */
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+    ctx_t *c = opaque;
+
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        for (int i = 0; i < parts->cnt; i++) {
+            int rank = topic_rank(c, parts->elems[i].topic);
+            part_t *p = rank >= 0 ? part_get(c, rank, parts->elems[i].partition) : NULL;
+            if (p) {
+                p->max_ts = INT64_MIN;
+                p->at_eof = 0;
+            }
+        }
+        dlb_info("kafka: assigned %d partition(s)", parts->cnt);
+        rd_kafka_assign(rk, parts);
+    } else {
+        items_filter(c, keep_unrevoked, parts);
+        dlb_info("kafka: %d partition(s) revoked", parts->cnt);
+        rd_kafka_assign(rk, NULL);
+    }
+}
+
+/* Add up to batch_size new messages, waiting at most poll_ms. */
 static void batch_poll(ctx_t *c)
 {
     int64_t deadline = now_ms() + c->conf->poll_ms;
+    size_t added = 0;
 
-    while (c->items_cnt < (size_t)c->conf->batch_size && !*c->stop) {
+    while (added < (size_t)c->conf->batch_size && c->items_cnt < c->items_cap && !*c->stop) {
         int64_t left = deadline - now_ms();
         rd_kafka_message_t *m;
+        part_t *p;
+        int rank;
 
         if (left <= 0)
             break;
         if (!(m = rd_kafka_consumer_poll(c->consumer, (int)left)))
             continue;
+        rank = m->rkt ? topic_rank(c, rd_kafka_topic_name(m->rkt)) : -1;
+        p = rank >= 0 ? part_get(c, rank, m->partition) : NULL;
         if (m->err) {
-            if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                if (p)
+                    p->at_eof = 1;
+            } else {
                 dlb_warn("kafka: consume error: %s; continuing", rd_kafka_message_errstr(m));
+            }
             rd_kafka_message_destroy(m);
             continue;
         }
+        if (p)
+            p->at_eof = 0;
+        memset(&c->items[c->items_cnt], 0, sizeof(item_t));
         c->items[c->items_cnt].msg = m;
-        memset(&c->items[c->items_cnt].ev, 0, sizeof(dlb_event_t));
-        c->items[c->items_cnt].ok = 0;
+        c->items[c->items_cnt].rank = rank;
         c->items_cnt++;
         c->st->consumed++;
+        added++;
     }
 }
 
@@ -138,8 +273,8 @@ static void to_dlq(ctx_t *c, item_t *it, const char *stage, int err, const char 
     c->st->dlq++;
 }
 
-/* Decode and validate every message; bad ones go to the DLQ now (their
- * offsets are committed with the batch, so they are not seen again). */
+/* Decode and validate messages not seen before; bad ones go to the DLQ now
+ * (their offsets are committed with the batch, so they are not seen again). */
 static void batch_decode(ctx_t *c)
 {
     char errstr[512];
@@ -147,6 +282,12 @@ static void batch_decode(ctx_t *c)
 
     for (size_t i = 0; i < c->items_cnt; i++) {
         item_t *it = &c->items[i];
+        part_t *p;
+
+        if (it->decoded)
+            continue;
+        it->decoded = 1;
+        it->ts = INT64_MIN;
         if ((int64_t)it->msg->len > c->conf->max_message_bytes) {
             snprintf(errstr, sizeof(errstr), "message of %zu bytes exceeds message.max.bytes %lld",
                      it->msg->len, (long long)c->conf->max_message_bytes);
@@ -169,6 +310,87 @@ static void batch_decode(ctx_t *c)
             continue;
         }
         it->ok = 1;
+        it->ts = dlb_event_time_ms(&it->ev);
+        if (it->rank >= 0 && (p = part_get(c, it->rank, it->msg->partition)) && it->ts > p->max_ts)
+            p->max_ts = it->ts;
+    }
+}
+
+/* A plan request at time ts in partition number `partition` may be answered
+ * once every other input topic's partition of the same number (the same jobs:
+ * all topics are keyed by job uid with the same partition count) has shown an
+ * event at or after ts, or has been consumed to its end. This is Kafka
+ * Streams' co-partitioned ordering; like its max.task.idle.ms, the wait is
+ * bounded by consumer.order.wait.ms so a silent producer cannot stall plans. */
+static int barrier_open(ctx_t *c, int32_t partition, int64_t ts, const char **lagging)
+{
+    for (int r = 0; r < T__CNT; r++) {
+        part_t *p;
+        if (r == T_REQUESTS)
+            continue;
+        if (!(p = part_get(c, r, partition)))
+            return 1;
+        if (p->max_ts < ts && !p->at_eof) {
+            *lagging = c->topics[r];
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Choose this round's messages: per partition number, merge the input
+ * topics' messages by (event time, topic rank), keeping each partition's
+ * offset order, and stop at the first plan request whose barrier is closed.
+ * Fills c->order with the released items' indexes, in processing order. */
+static void batch_release(ctx_t *c)
+{
+    int64_t now = now_ms();
+
+    c->order_cnt = 0;
+    for (size_t i = 0; i < c->items_cnt; i++)
+        c->items[i].released = 0;
+    for (size_t first = 0; first < c->items_cnt; first++) {
+        int32_t partition = c->items[first].msg->partition;
+        int seen_before = 0;
+
+        for (size_t j = 0; j < first && !seen_before; j++)
+            seen_before = c->items[j].msg->partition == partition;
+        if (seen_before)
+            continue; /* this partition number was merged already */
+        for (;;) {
+            item_t *head[T__CNT + 1] = {0}, *pick = NULL;
+            const char *lagging = NULL;
+
+            /* The oldest unreleased message of each topic of this partition
+             * number; rank -1 (not an input topic) shares the last slot. */
+            for (size_t j = first; j < c->items_cnt; j++) {
+                item_t *it = &c->items[j];
+                int slot = it->rank >= 0 ? it->rank : T__CNT;
+                if (it->msg->partition == partition && !it->released && !head[slot])
+                    head[slot] = it;
+            }
+            for (int r = 0; r <= T__CNT; r++) {
+                if (head[r] &&
+                    (!pick || head[r]->ts < pick->ts ||
+                     (head[r]->ts == pick->ts && r < (pick->rank >= 0 ? pick->rank : T__CNT))))
+                    pick = head[r];
+            }
+            if (!pick)
+                break;
+            if (pick->ok && pick->ev.type == DLB_EV_PLAN_REQUEST &&
+                !barrier_open(c, partition, pick->ts, &lagging)) {
+                if (!pick->blocked_since)
+                    pick->blocked_since = now;
+                if (now - pick->blocked_since < c->conf->order_wait_ms)
+                    break;
+                dlb_warn("plan request %s waited %lld ms for %s [%d] to reach its time; "
+                         "answering with what is known",
+                         pick->ev.u.req.event_id, (long long)(now - pick->blocked_since), lagging,
+                         (int)partition);
+            }
+            pick->released = 1;
+            c->order[c->order_cnt++] = (size_t)(pick - c->items);
+        }
     }
 }
 
@@ -216,7 +438,7 @@ static int wants_history(const dlb_plan_request_t *req, const dlb_job_state_t *s
 
 static int add_out(ctx_t *c, const char *job_uid, void *buf, size_t len)
 {
-    if (c->out_cnt >= (size_t)c->conf->batch_size) {
+    if (c->out_cnt >= c->items_cap) {
         free(buf);
         return DLB_ERR_GENERIC; /* one plan per request, so never */
     }
@@ -277,8 +499,7 @@ out:
 }
 
 /* Persist, fold into state and answer requests, all inside one PostgreSQL
- * transaction, in message order (one job's events share a partition, so
- * their order is the job's order). */
+ * transaction, in the order batch_release() chose. */
 static int batch_process(ctx_t *c, char *errstr, size_t size)
 {
     char sub[512];
@@ -286,8 +507,8 @@ static int batch_process(ctx_t *c, char *errstr, size_t size)
 
     if ((err = dlb_pg_begin(c->pg, errstr, size)))
         return err;
-    for (size_t i = 0; i < c->items_cnt && !*c->stop; i++) {
-        item_t *it = &c->items[i];
+    for (size_t k = 0; k < c->order_cnt && !*c->stop; k++) {
+        item_t *it = &c->items[c->order[k]];
         if (!it->ok)
             continue;
         if ((err = dlb_pg_put_event(c->pg, &it->ev, it->msg->payload, it->msg->len, errstr, size)))
@@ -304,8 +525,8 @@ static int batch_process(ctx_t *c, char *errstr, size_t size)
     }
     if ((err = dlb_pg_commit(c->pg, errstr, size)))
         goto fail;
-    for (size_t i = 0; i < c->items_cnt; i++)
-        if (c->items[i].ok)
+    for (size_t k = 0; k < c->order_cnt; k++)
+        if (c->items[c->order[k]].ok)
             c->st->accepted++;
     return 0;
 fail:
@@ -327,22 +548,29 @@ static int batch_publish(ctx_t *c, char *errstr, size_t size)
     return 0;
 }
 
-/* Offsets to commit: per partition, the offset after the newest message. */
+/* Offsets per partition. To commit: the first message still held back, or
+ * the one after the newest released. To rewind: the first message we hold. */
 static rd_kafka_topic_partition_list_t *batch_offsets(const ctx_t *c, int rewind)
 {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(16);
 
     for (size_t i = 0; i < c->items_cnt; i++) {
-        const rd_kafka_message_t *m = c->items[i].msg;
+        const item_t *it = &c->items[i];
+        const rd_kafka_message_t *m = it->msg;
         rd_kafka_topic_partition_t *p =
             rd_kafka_topic_partition_list_find(l, rd_kafka_topic_name(m->rkt), m->partition);
+        int64_t want = rewind || !it->released ? m->offset : m->offset + 1;
+
         if (!p) {
             p = rd_kafka_topic_partition_list_add(l, rd_kafka_topic_name(m->rkt), m->partition);
-            p->offset = rewind ? m->offset : m->offset + 1;
-        } else if (!rewind && m->offset + 1 > p->offset) {
-            p->offset = m->offset + 1;
-        } else if (rewind && m->offset < p->offset) {
-            p->offset = m->offset;
+            p->offset = want;
+            /* opaque marks "a held-back message fixed this offset" */
+            p->opaque = (void *)(intptr_t)(!rewind && !it->released);
+        } else if (!p->opaque && !rewind) {
+            /* Items are in offset order per partition: keep advancing until
+             * the first held-back one. */
+            p->offset = want;
+            p->opaque = (void *)(intptr_t)!it->released;
         }
     }
     return l;
@@ -378,6 +606,8 @@ static void batch_rewind(ctx_t *c)
         rd_kafka_error_destroy(e);
     }
     rd_kafka_topic_partition_list_destroy(l);
+    items_filter(c, keep_none, NULL);
+    out_clear(c);
 }
 
 static int pg_connect_wait(ctx_t *c, char *errstr, size_t size)
@@ -397,15 +627,18 @@ static int pg_connect_wait(ctx_t *c, char *errstr, size_t size)
 
 static int setup(ctx_t *c, char *errstr, size_t size)
 {
-    char topics[4][256];
-    static const char *const names[] = {DLB_TOPIC_JOB_EVENTS, DLB_TOPIC_METRICS,
-                                        DLB_TOPIC_K8S_EVENTS, DLB_TOPIC_PLAN_REQUESTS};
+    /* EOF events tell the ordering barrier a partition has nothing more. */
+    static const char *const extra[] = {"enable.partition.eof", "true", NULL};
     rd_kafka_topic_partition_list_t *sub;
     rd_kafka_resp_err_t kerr;
     int err;
 
-    if (!(c->items = calloc((size_t)c->conf->batch_size, sizeof(*c->items))) ||
-        !(c->out = calloc((size_t)c->conf->batch_size, sizeof(*c->out))))
+    for (int r = 0; r < T__CNT; r++)
+        dlb_conf_topic(c->conf, input_topics[r], c->topics[r], sizeof(c->topics[r]));
+    c->items_cap = 2 * (size_t)c->conf->batch_size;
+    if (!(c->items = calloc(c->items_cap, sizeof(*c->items))) ||
+        !(c->order = calloc(c->items_cap, sizeof(*c->order))) ||
+        !(c->out = calloc(c->items_cap, sizeof(*c->out))))
         return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
     if ((err = dlb_catalog_new(&c->cat, errstr, size)))
         return err;
@@ -413,15 +646,13 @@ static int setup(ctx_t *c, char *errstr, size_t size)
         return err;
     redis_maybe_connect(c);
     if ((err = dlb_kafka_producer_new(c->conf, NULL, &c->producer, errstr, size)) ||
-        (err =
-             dlb_kafka_consumer_new(c->conf, c->conf->group_id, NULL, &c->consumer, errstr, size)))
+        (err = dlb_kafka_consumer_new_cb(c->conf, c->conf->group_id, extra, rebalance_cb, c,
+                                         &c->consumer, errstr, size)))
         return err;
     dlb_conf_topic(c->conf, DLB_TOPIC_PLANS, c->plans_topic, sizeof(c->plans_topic));
-    sub = rd_kafka_topic_partition_list_new(4);
-    for (int i = 0; i < 4; i++)
-        rd_kafka_topic_partition_list_add(
-            sub, dlb_conf_topic(c->conf, names[i], topics[i], sizeof(topics[i])),
-            RD_KAFKA_PARTITION_UA);
+    sub = rd_kafka_topic_partition_list_new(T__CNT);
+    for (int r = 0; r < T__CNT; r++)
+        rd_kafka_topic_partition_list_add(sub, c->topics[r], RD_KAFKA_PARTITION_UA);
     kerr = rd_kafka_subscribe(c->consumer, sub);
     rd_kafka_topic_partition_list_destroy(sub);
     if (kerr)
@@ -434,7 +665,8 @@ static int setup(ctx_t *c, char *errstr, size_t size)
 
 static void teardown(ctx_t *c)
 {
-    batch_clear(c);
+    items_filter(c, keep_none, NULL);
+    out_clear(c);
     if (c->consumer) {
         rd_kafka_consumer_close(c->consumer);
         rd_kafka_destroy(c->consumer);
@@ -446,6 +678,8 @@ static void teardown(ctx_t *c)
         dlb_catalog_destroy(c->cat);
     free(c->items);
     free(c->out);
+    free(c->order);
+    free(c->parts);
 }
 
 int dlb_optimizer_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop,
@@ -458,20 +692,24 @@ int dlb_optimizer_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop,
     if ((err = setup(&c, errstr, errstr_size)))
         goto out;
     while (!*stop) {
+        if (c.items_cnt == c.items_cap)
+            sleep_ms(&c, 100); /* all held back by the barrier: let its wait run out */
         batch_poll(&c);
         if (!c.items_cnt)
             continue;
         redis_maybe_connect(&c);
         batch_decode(&c);
+        batch_release(&c);
+        if (!c.order_cnt)
+            continue;
         if ((err = batch_process(&c, err_buf, sizeof(err_buf))) ||
             (err = batch_publish(&c, err_buf, sizeof(err_buf)))) {
             if (*stop)
                 break;
             stats->retries++;
             dlb_err("batch of %zu message(s) failed: %s (%s); rewinding and retrying in %d ms",
-                    c.items_cnt, err_buf, dlb_err_name(err), conf->retry_backoff_ms);
+                    c.order_cnt, err_buf, dlb_err_name(err), conf->retry_backoff_ms);
             batch_rewind(&c);
-            batch_clear(&c);
             sleep_ms(&c, conf->retry_backoff_ms);
             if (dlb_pg_reconnect(c.pg, err_buf, sizeof(err_buf)))
                 dlb_warn("postgresql: still unavailable: %s", err_buf);
@@ -479,7 +717,8 @@ int dlb_optimizer_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop,
         }
         if (!batch_commit(&c, err_buf, sizeof(err_buf)))
             stats->batches++;
-        batch_clear(&c);
+        items_filter(&c, keep_unreleased, NULL);
+        out_clear(&c);
     }
     err = 0;
 out:
