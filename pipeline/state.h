@@ -22,6 +22,7 @@ typedef struct dlb_pod_status {
     int oom_count;             /* OOMKilled events seen for this pod */
     char last_oom_event_id[DLB_ID_MAX]; /* "" if never OOM */
     int64_t memory_requested;  /* bytes at the newest event that said, 0 if unknown */
+    char last_event_id[DLB_ID_MAX]; /* id of the newest node event, so a redelivery is a no-op */
 } dlb_pod_status_t;
 
 typedef struct dlb_job_state {

@@ -46,6 +46,15 @@ int dlb_pg_put_event(dlb_pg_t *pg, const dlb_event_t *ev, const void *raw, size_
 int dlb_pg_put_plan(dlb_pg_t *pg, const dlb_plan_t *plan, const void *raw, size_t raw_len,
                     char *errstr, size_t errstr_size);
 
+/** @brief The stored framed bytes of a plan (added by the store module).
+ *         A redelivered request is answered with the plan already written
+ *         rather than a recomputation, whose inputs (history) may have grown.
+ *  @param raw set to a malloc'ed copy the caller frees, or NULL when no plan
+ *         has this id (then *raw_len = 0).
+ *  @returns 0 or an error (DLB_ERR_TRANSIENT when the connection is lost). */
+int dlb_pg_get_plan(dlb_pg_t *pg, const char *plan_id, void **raw, size_t *raw_len, char *errstr,
+                    size_t errstr_size);
+
 /** @brief Similar jobs for create-stage optimizers: jobs of this scenario created in
  *         [until_ms - hours*3600000, until_ms), other than exclude_uid, newest first,
  *         at most max_jobs, each with its runtime samples (oldest first, at most

@@ -1,0 +1,758 @@
+#include "cache_redis.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include <cJSON.h>
+#include <hiredis.h>
+
+#include "codec.h"
+#include "err.h"
+#include "log.h"
+
+/* Every key of a job lives 7 days after its last event (DLRover's history
+ * window is 7 days too: an older job is only ever read from PostgreSQL). */
+#define DLB_REDIS_TTL_S "604800"
+/* Field "v" of the job hash marks a complete state written by
+ * dlb_redis_store_job() in this format. Events folded into a job that was
+ * never seeded (new job, or Redis lost it) do not set it, so the next load is
+ * a miss and the caller rebuilds from PostgreSQL instead of trusting a partial
+ * state. Bump it when the cached format changes: old entries then miss. */
+#define DLB_REDIS_FORMAT "1"
+
+struct dlb_redis {
+    redisContext *c; /* NULL after a connection loss: reopened by the next call */
+    const dlb_catalog_t *cat;
+    char prefix[64];
+    char host[256];
+    int port;
+    char password[256];
+    int db;
+    int timeout_ms;
+    int window_size;
+};
+
+typedef struct job_keys {
+    char job[256];
+    char rt[256];
+    char pods[256];
+    char seen[256];
+} job_keys_t;
+
+static void keys_of(const dlb_redis_t *r, const char *uid, job_keys_t *k)
+{
+    snprintf(k->job, sizeof(k->job), "%s:job:%s", r->prefix, uid);
+    snprintf(k->rt, sizeof(k->rt), "%s:job:%s:rt", r->prefix, uid);
+    snprintf(k->pods, sizeof(k->pods), "%s:job:%s:pods", r->prefix, uid);
+    snprintf(k->seen, sizeof(k->seen), "%s:job:%s:seen", r->prefix, uid);
+}
+
+/* The context is unusable after an I/O error or a timeout (a reply may still
+ * be in flight): drop it, the next call connects afresh. */
+static int redis_lost(dlb_redis_t *r, const char *what, char *errstr, size_t errstr_size)
+{
+    int err = dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "redis %s:%d: %s: %s", r->host,
+                         r->port, what, r->c && r->c->errstr[0] ? r->c->errstr : "connection lost");
+
+    if (r->c)
+        redisFree(r->c);
+    r->c = NULL;
+    return err;
+}
+
+/* Error replies that mean "not now" rather than "wrong". */
+static int reply_err_class(const char *msg)
+{
+    static const char *const transient[] = {"LOADING",  "BUSY",        "MASTERDOWN", "TRYAGAIN",
+                                            "READONLY", "CLUSTERDOWN", "NOAUTH",     NULL};
+
+    for (const char *const *t = transient; *t; t++)
+        if (!strncmp(msg, *t, strlen(*t)))
+            return DLB_ERR_TRANSIENT;
+    return DLB_ERR_GENERIC;
+}
+
+/* First error reply in rep, looking inside an EXEC's array. */
+static const redisReply *reply_error(const redisReply *rep)
+{
+    if (rep->type == REDIS_REPLY_ERROR)
+        return rep;
+    if (rep->type == REDIS_REPLY_ARRAY)
+        for (size_t i = 0; i < rep->elements; i++)
+            if (rep->element[i] && rep->element[i]->type == REDIS_REPLY_ERROR)
+                return rep->element[i];
+    return NULL;
+}
+
+static int redis_open(dlb_redis_t *r, char *errstr, size_t errstr_size)
+{
+    struct timeval tv = {r->timeout_ms / 1000, (r->timeout_ms % 1000) * 1000};
+    redisReply *rep;
+
+    r->c = redisConnectWithTimeout(r->host, r->port, tv);
+    if (!r->c)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "redis: out of memory");
+    if (r->c->err)
+        return redis_lost(r, "connect", errstr, errstr_size);
+    if (redisSetTimeout(r->c, tv) != REDIS_OK)
+        return redis_lost(r, "setting the timeout", errstr, errstr_size);
+    if (r->password[0]) {
+        if (!(rep = redisCommand(r->c, "AUTH %s", r->password)))
+            return redis_lost(r, "AUTH", errstr, errstr_size);
+        if (rep->type == REDIS_REPLY_ERROR) {
+            /* Transient by contract: a password rotation in progress heals. */
+            dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "redis %s:%d: AUTH: %s", r->host,
+                       r->port, rep->str);
+            freeReplyObject(rep);
+            redisFree(r->c);
+            r->c = NULL;
+            return DLB_ERR_TRANSIENT;
+        }
+        freeReplyObject(rep);
+    }
+    /* Without a password AUTH is never sent: PING proves the server serves us
+     * (NOAUTH when it wants a password, LOADING while it starts). */
+    if (!(rep = redisCommand(r->c, "PING")))
+        return redis_lost(r, "PING", errstr, errstr_size);
+    if (rep->type == REDIS_REPLY_ERROR) {
+        dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "redis %s:%d: PING: %s", r->host,
+                   r->port, rep->str);
+        freeReplyObject(rep);
+        redisFree(r->c);
+        r->c = NULL;
+        return DLB_ERR_TRANSIENT;
+    }
+    freeReplyObject(rep);
+    if (r->db != 0) {
+        if (!(rep = redisCommand(r->c, "SELECT %d", r->db)))
+            return redis_lost(r, "SELECT", errstr, errstr_size);
+        if (rep->type == REDIS_REPLY_ERROR) {
+            dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "redis %s:%d: SELECT %d: %s", r->host,
+                       r->port, r->db, rep->str);
+            freeReplyObject(rep);
+            redisFree(r->c);
+            r->c = NULL;
+            return DLB_ERR_CONF;
+        }
+        freeReplyObject(rep);
+    }
+    return 0;
+}
+
+static int redis_ensure(dlb_redis_t *r, char *errstr, size_t errstr_size)
+{
+    return r->c ? 0 : redis_open(r, errstr, errstr_size);
+}
+
+int dlb_redis_connect(dlb_redis_t **out, const dlb_conf_t *conf, const dlb_catalog_t *cat,
+                      char *errstr, size_t errstr_size)
+{
+    dlb_redis_t *r;
+    int err;
+
+    *out = NULL;
+    if (!(r = calloc(1, sizeof(*r))))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    r->cat = cat;
+    snprintf(r->prefix, sizeof(r->prefix), "%s", conf->env);
+    snprintf(r->host, sizeof(r->host), "%s", conf->redis_host);
+    snprintf(r->password, sizeof(r->password), "%s", conf->redis_password);
+    r->port = conf->redis_port;
+    r->db = conf->redis_db;
+    r->timeout_ms = conf->redis_timeout_ms > 0 ? conf->redis_timeout_ms : 2000;
+    r->window_size = conf->window_size > 0 ? conf->window_size : 60;
+    if ((err = redis_open(r, errstr, errstr_size))) {
+        dlb_redis_destroy(r);
+        return err;
+    }
+    *out = r;
+    return 0;
+}
+
+void dlb_redis_destroy(dlb_redis_t *r)
+{
+    if (!r)
+        return;
+    if (r->c)
+        redisFree(r->c);
+    /* The password should not outlive the handle in freed memory. */
+    memset(r->password, 0, sizeof(r->password));
+    free(r);
+}
+
+/* ---- pipelining ---------------------------------------------------------- */
+
+/* Drop the connection with commands still queued in its output buffer, so
+ * half a pipeline (or half a MULTI) is never sent by a later call. */
+static void r_abandon(dlb_redis_t *r)
+{
+    if (r->c)
+        redisFree(r->c);
+    r->c = NULL;
+}
+
+/* Queue one command; *n counts the replies to read. */
+static int r_append(dlb_redis_t *r, int *n, const char *fmt, ...)
+{
+    va_list ap;
+    int rc;
+
+    if (!r->c)
+        return DLB_ERR_NOMEM;
+    va_start(ap, fmt);
+    rc = redisvAppendCommand(r->c, fmt, ap);
+    va_end(ap);
+    if (rc != REDIS_OK) {
+        r_abandon(r);
+        return DLB_ERR_NOMEM;
+    }
+    (*n)++;
+    return 0;
+}
+
+static int r_appendv(dlb_redis_t *r, int *n, int argc, const char **argv, const size_t *lens)
+{
+    if (!r->c || redisAppendCommandArgv(r->c, argc, argv, lens) != REDIS_OK) {
+        r_abandon(r);
+        return DLB_ERR_NOMEM;
+    }
+    (*n)++;
+    return 0;
+}
+
+static void replies_free(redisReply **rep, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (rep[i])
+            freeReplyObject(rep[i]);
+}
+
+/* Send the queued commands and read their n replies into rep[0..n-1] (or
+ * discard them when rep is NULL). Every reply is read even after an error
+ * reply, so the connection stays in step. */
+static int r_collect(dlb_redis_t *r, int n, redisReply **rep, const char *what, char *errstr,
+                     size_t errstr_size)
+{
+    int err = 0;
+
+    for (int i = 0; i < n; i++) {
+        void *p = NULL;
+        const redisReply *e;
+
+        if (redisGetReply(r->c, &p) != REDIS_OK || !p) {
+            if (rep)
+                replies_free(rep, i);
+            return redis_lost(r, what, errstr, errstr_size);
+        }
+        if (!err && (e = reply_error(p)))
+            err = dlb_seterr(errstr, errstr_size, reply_err_class(e->str), "redis %s:%d: %s: %s",
+                             r->host, r->port, what, e->str);
+        if (rep)
+            rep[i] = p;
+        else
+            freeReplyObject(p);
+    }
+    if (err && rep) {
+        replies_free(rep, n);
+        memset(rep, 0, (size_t)n * sizeof(*rep));
+    }
+    return err;
+}
+
+/* Refresh the TTL of every key of the job: 4 replies. */
+static int r_expire_all(dlb_redis_t *r, int *n, const job_keys_t *k)
+{
+    const char *const keys[] = {k->job, k->rt, k->pods, k->seen};
+
+    for (int i = 0; i < 4; i++)
+        if (r_append(r, n, "EXPIRE %s %s", keys[i], DLB_REDIS_TTL_S))
+            return DLB_ERR_NOMEM;
+    return 0;
+}
+
+/* ---- pod status as JSON -------------------------------------------------- */
+
+static cJSON *json_i64(int64_t v)
+{
+    char buf[24];
+
+    snprintf(buf, sizeof(buf), "%" PRId64, v);
+    return cJSON_CreateRaw(buf);
+}
+
+static char *pod_to_json(const dlb_pod_status_t *p)
+{
+    cJSON *o = cJSON_CreateObject();
+    char *out = NULL;
+    struct {
+        const char *key;
+        cJSON *item;
+    } f[] = {
+        {"name", cJSON_CreateString(p->name)},
+        {"type", cJSON_CreateString(p->type)},
+        {"index", cJSON_CreateNumber(p->index)},
+        {"node_name", cJSON_CreateString(p->node_name)},
+        {"last_kind", cJSON_CreateString(p->last_kind)},
+        {"phase", cJSON_CreateString(p->phase)},
+        {"last_event_time_ms", json_i64(p->last_event_time_ms)},
+        {"oom_count", cJSON_CreateNumber(p->oom_count)},
+        {"last_oom_event_id", cJSON_CreateString(p->last_oom_event_id)},
+        {"memory_requested", json_i64(p->memory_requested)},
+        {"last_event_id", cJSON_CreateString(p->last_event_id)},
+    };
+    size_t nf = sizeof(f) / sizeof(f[0]);
+    int ok = o != NULL;
+
+    for (size_t i = 0; i < nf; i++) {
+        if (ok && f[i].item)
+            cJSON_AddItemToObject(o, f[i].key, f[i].item);
+        else {
+            ok = 0;
+            cJSON_Delete(f[i].item);
+        }
+    }
+    if (ok)
+        out = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return out;
+}
+
+static void json_str(const cJSON *o, const char *key, char *dst, size_t size)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+
+    if (cJSON_IsString(it))
+        snprintf(dst, size, "%s", it->valuestring);
+}
+
+/* JSON numbers are doubles: exact for the int64s here (bytes and ms < 2^53). */
+static int64_t json_num(const cJSON *o, const char *key)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+
+    return cJSON_IsNumber(it) ? (int64_t)it->valuedouble : 0;
+}
+
+static int pod_from_json(const char *s, size_t len, dlb_pod_status_t *p)
+{
+    cJSON *o = cJSON_ParseWithLength(s, len);
+
+    memset(p, 0, sizeof(*p));
+    if (!cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return DLB_ERR_DECODE;
+    }
+    json_str(o, "name", p->name, sizeof(p->name));
+    json_str(o, "type", p->type, sizeof(p->type));
+    p->index = (int32_t)json_num(o, "index");
+    json_str(o, "node_name", p->node_name, sizeof(p->node_name));
+    json_str(o, "last_kind", p->last_kind, sizeof(p->last_kind));
+    json_str(o, "phase", p->phase, sizeof(p->phase));
+    p->last_event_time_ms = json_num(o, "last_event_time_ms");
+    p->oom_count = (int)json_num(o, "oom_count");
+    json_str(o, "last_oom_event_id", p->last_oom_event_id, sizeof(p->last_oom_event_id));
+    p->memory_requested = json_num(o, "memory_requested");
+    json_str(o, "last_event_id", p->last_event_id, sizeof(p->last_event_id));
+    cJSON_Delete(o);
+    return p->name[0] ? 0 : DLB_ERR_DECODE;
+}
+
+static int pod_cmp(const void *a, const void *b)
+{
+    return strcmp(((const dlb_pod_status_t *)a)->name, ((const dlb_pod_status_t *)b)->name);
+}
+
+/* ---- apply ---------------------------------------------------------------- */
+
+/* A cached entry that does not decode is dropped, never trusted: without the
+ * job hash the next load misses and the caller rebuilds from PostgreSQL. */
+static int invalidate(dlb_redis_t *r, const job_keys_t *k, const char *why, char *errstr,
+                      size_t errstr_size)
+{
+    int n = 0;
+
+    dlb_warn("redis: dropping cached state %s: %s; it will be rebuilt from PostgreSQL", k->job,
+             why);
+    if (r_append(r, &n, "DEL %s", k->job))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    return r_collect(r, n, NULL, "DEL", errstr, errstr_size);
+}
+
+/* One round trip: add the framed sample scored by its event time, keep the
+ * newest window_size, refresh TTLs. A duplicate is the same member (same
+ * event, same bytes), so ZADD leaves the set as it was. */
+static int apply_sample(dlb_redis_t *r, const dlb_event_t *ev, const job_keys_t *k, char *errstr,
+                        size_t errstr_size)
+{
+    char score[24], stop[24];
+    void *buf = NULL;
+    size_t len = 0;
+    int n = 0, err;
+
+    if ((err = dlb_codec_encode(r->cat, ev, &buf, &len, errstr, errstr_size)))
+        return err;
+    snprintf(score, sizeof(score), "%" PRId64, ev->u.rt.event_time_ms);
+    snprintf(stop, sizeof(stop), "%d", -(r->window_size + 1));
+    if (r_append(r, &n, "ZADD %s %s %b", k->rt, score, buf, len) ||
+        r_append(r, &n, "ZREMRANGEBYRANK %s 0 %s", k->rt, stop) || r_expire_all(r, &n, k)) {
+        free(buf);
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    }
+    free(buf);
+    return r_collect(r, n, NULL, "adding a runtime sample", errstr, errstr_size);
+}
+
+/* Two round trips: read (seen?, pod status), then write both in one MULTI so a
+ * crash never marks an event seen without its effect (or the reverse). */
+static int apply_node(dlb_redis_t *r, const dlb_event_t *ev, const job_keys_t *k, char *errstr,
+                      size_t errstr_size)
+{
+    const dlb_node_event_t *ne = &ev->u.node;
+    dlb_job_state_t st = {0};
+    dlb_pod_status_t pod;
+    redisReply *rep[2] = {0}, *wr[8] = {0};
+    char *json = NULL;
+    int n = 0, err;
+
+    if (!ne->pod_name[0]) /* nothing to fold: see dlb_job_state_apply() */
+        return 0;
+    if (r_append(r, &n, "SISMEMBER %s %s", k->seen, ne->event_id) ||
+        r_append(r, &n, "HGET %s %s", k->pods, ne->pod_name))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    if ((err = r_collect(r, n, rep, "reading a pod status", errstr, errstr_size)))
+        return err;
+    if (rep[0]->type == REDIS_REPLY_INTEGER && rep[0]->integer == 1)
+        goto out; /* already applied */
+    if (rep[1]->type == REDIS_REPLY_STRING) {
+        if (pod_from_json(rep[1]->str, rep[1]->len, &pod) || strcmp(pod.name, ne->pod_name)) {
+            err = invalidate(r, k, "a pod status is not valid JSON", errstr, errstr_size);
+            goto out;
+        }
+        st.pods = &pod;
+        st.pods_cnt = 1;
+    }
+    if ((err = dlb_job_state_apply(&st, ev, r->window_size))) {
+        err = dlb_seterr(errstr, errstr_size, err, "out of memory");
+        goto out;
+    }
+    if (!(json = pod_to_json(dlb_job_state_pod(&st, ne->pod_name)))) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    n = 0;
+    if (r_append(r, &n, "MULTI") || r_append(r, &n, "SADD %s %s", k->seen, ne->event_id) ||
+        r_append(r, &n, "HSET %s %s %s", k->pods, ne->pod_name, json) || r_expire_all(r, &n, k) ||
+        r_append(r, &n, "EXEC")) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    err = r_collect(r, n, wr, "writing a pod status", errstr, errstr_size);
+    replies_free(wr, err ? 0 : n);
+out:
+    /* st.pods is either our stack pod or a heap array made by the apply. */
+    if (st.pods != &pod)
+        free(st.pods);
+    cJSON_free(json);
+    replies_free(rep, 2);
+    return err;
+}
+
+/* Read the merged job event, fold, write it back. */
+static int apply_job(dlb_redis_t *r, const dlb_event_t *ev, const job_keys_t *k, char *errstr,
+                     size_t errstr_size)
+{
+    dlb_job_state_t st = {0};
+    dlb_event_t merged = {0};
+    redisReply *rep[1] = {0};
+    char created[24], sub[256];
+    void *buf = NULL;
+    size_t len = 0;
+    int n = 0, err;
+
+    if (r_append(r, &n, "HMGET %s event created_ms", k->job))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    if ((err = r_collect(r, n, rep, "reading a job", errstr, errstr_size)))
+        return err;
+    if (rep[0]->type == REDIS_REPLY_ARRAY && rep[0]->elements == 2 &&
+        rep[0]->element[0]->type == REDIS_REPLY_STRING) {
+        if (dlb_codec_decode(r->cat, rep[0]->element[0]->str, rep[0]->element[0]->len, &merged, sub,
+                             sizeof(sub)) ||
+            merged.type != DLB_EV_JOB) {
+            dlb_event_clear(&merged);
+            err = invalidate(r, k, "the cached job event does not decode", errstr, errstr_size);
+            goto out;
+        }
+        st.job = merged.u.job;
+        if (rep[0]->element[1]->type == REDIS_REPLY_STRING)
+            st.created_ms = strtoll(rep[0]->element[1]->str, NULL, 10);
+    }
+    dlb_job_state_apply(&st, ev, r->window_size); /* a job event allocates nothing */
+    merged.type = DLB_EV_JOB;
+    merged.u.job = st.job;
+    if ((err = dlb_codec_encode(r->cat, &merged, &buf, &len, errstr, errstr_size)))
+        goto out;
+    snprintf(created, sizeof(created), "%" PRId64, st.created_ms);
+    n = 0;
+    if (r_append(r, &n, "HSET %s event %b created_ms %s", k->job, buf, len, created) ||
+        r_expire_all(r, &n, k)) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    err = r_collect(r, n, NULL, "writing a job", errstr, errstr_size);
+out:
+    free(buf);
+    replies_free(rep, 1);
+    return err;
+}
+
+int dlb_redis_apply_event(dlb_redis_t *r, const dlb_event_t *ev, char *errstr, size_t errstr_size)
+{
+    job_keys_t k;
+    int err;
+
+    if (ev->type != DLB_EV_JOB && ev->type != DLB_EV_RUNTIME && ev->type != DLB_EV_NODE)
+        return 0; /* not part of a job's state */
+    if ((err = redis_ensure(r, errstr, errstr_size)))
+        return err;
+    keys_of(r, dlb_event_job_uid(ev), &k);
+    switch (ev->type) {
+    case DLB_EV_RUNTIME:
+        return apply_sample(r, ev, &k, errstr, errstr_size);
+    case DLB_EV_NODE:
+        return apply_node(r, ev, &k, errstr, errstr_size);
+    default:
+        return apply_job(r, ev, &k, errstr, errstr_size);
+    }
+}
+
+/* ---- load / store --------------------------------------------------------- */
+
+static int load_job_hash(dlb_redis_t *r, const redisReply *h, dlb_job_state_t *st, int *found,
+                         const char **bad)
+{
+    char sub[256];
+
+    for (size_t i = 0; i + 1 < h->elements; i += 2) {
+        const redisReply *f = h->element[i], *v = h->element[i + 1];
+        if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+            continue;
+        if (!strcmp(f->str, "v")) {
+            *found = !strcmp(v->str, DLB_REDIS_FORMAT);
+        } else if (!strcmp(f->str, "created_ms")) {
+            st->created_ms = strtoll(v->str, NULL, 10);
+        } else if (!strcmp(f->str, "event")) {
+            dlb_event_t ev = {0};
+            if (dlb_codec_decode(r->cat, v->str, v->len, &ev, sub, sizeof(sub)) ||
+                ev.type != DLB_EV_JOB) {
+                dlb_event_clear(&ev);
+                *bad = "the cached job event does not decode";
+                return DLB_ERR_DECODE;
+            }
+            st->job = ev.u.job;
+        }
+    }
+    return 0;
+}
+
+int dlb_redis_load_job(dlb_redis_t *r, const char *job_uid, dlb_job_state_t *out, int *found,
+                       char *errstr, size_t errstr_size)
+{
+    dlb_job_state_t st = {0};
+    redisReply *rep[3] = {0};
+    const char *bad = NULL;
+    job_keys_t k;
+    int n = 0, err;
+
+    memset(out, 0, sizeof(*out));
+    *found = 0;
+    if ((err = redis_ensure(r, errstr, errstr_size)))
+        return err;
+    keys_of(r, job_uid, &k);
+    if (r_append(r, &n, "HGETALL %s", k.job) || r_append(r, &n, "ZRANGE %s 0 -1", k.rt) ||
+        r_append(r, &n, "HGETALL %s", k.pods))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    if ((err = r_collect(r, n, rep, "loading a job", errstr, errstr_size)))
+        return err;
+    if (rep[0]->type != REDIS_REPLY_ARRAY || rep[1]->type != REDIS_REPLY_ARRAY ||
+        rep[2]->type != REDIS_REPLY_ARRAY) {
+        bad = "unexpected reply type";
+        goto out;
+    }
+    if (load_job_hash(r, rep[0], &st, found, &bad) || !*found)
+        goto out;
+    for (size_t i = 0; i < rep[1]->elements; i++) {
+        const redisReply *m = rep[1]->element[i];
+        dlb_event_t ev = {0};
+        char sub[256];
+        if (m->type != REDIS_REPLY_STRING ||
+            dlb_codec_decode(r->cat, m->str, m->len, &ev, sub, sizeof(sub)) ||
+            ev.type != DLB_EV_RUNTIME) {
+            dlb_event_clear(&ev);
+            bad = "a cached runtime sample does not decode";
+            goto out;
+        }
+        err = dlb_job_state_apply(&st, &ev, r->window_size);
+        dlb_event_clear(&ev);
+        if (err) {
+            err = dlb_seterr(errstr, errstr_size, err, "out of memory");
+            goto out;
+        }
+    }
+    if (rep[2]->elements >= 2) {
+        size_t cnt = rep[2]->elements / 2;
+        if (!(st.pods = calloc(cnt, sizeof(*st.pods)))) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < cnt; i++) {
+            const redisReply *v = rep[2]->element[2 * i + 1];
+            if (v->type != REDIS_REPLY_STRING || pod_from_json(v->str, v->len, &st.pods[i])) {
+                bad = "a cached pod status is not valid JSON";
+                goto out;
+            }
+            st.pods_cnt++;
+        }
+        /* Hash order is arbitrary; the state keeps pods sorted by name. */
+        qsort(st.pods, st.pods_cnt, sizeof(*st.pods), pod_cmp);
+    }
+    if (!st.job.job_uid[0])
+        snprintf(st.job.job_uid, sizeof(st.job.job_uid), "%s", job_uid);
+    *out = st;
+    memset(&st, 0, sizeof(st));
+out:
+    replies_free(rep, 3);
+    dlb_job_state_clear(&st);
+    if (bad) {
+        /* A miss, not an error: the caller rebuilds and overwrites the entry. */
+        *found = 0;
+        memset(out, 0, sizeof(*out));
+        return invalidate(r, &k, bad, errstr, errstr_size);
+    }
+    if (err)
+        *found = 0;
+    return err;
+}
+
+int dlb_redis_store_job(dlb_redis_t *r, const dlb_job_state_t *st, char *errstr, size_t errstr_size)
+{
+    const char **argv = NULL;
+    size_t *lens = NULL, argc = 0, cap;
+    void **bufs = NULL;
+    size_t bufs_cnt = 0;
+    char created[24], (*scores)[24] = NULL, **jsons = NULL;
+    job_keys_t k;
+    int n = 0, err;
+
+    if (!st->job.job_uid[0])
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "redis: state without a job uid");
+    if ((err = redis_ensure(r, errstr, errstr_size)))
+        return err;
+    keys_of(r, st->job.job_uid, &k);
+    /* One argv buffer big enough for the largest command (ZADD or HSET pods). */
+    cap = 2 + 2 * (st->window_cnt > st->pods_cnt ? st->window_cnt : st->pods_cnt) + 8;
+    argv = calloc(cap, sizeof(*argv));
+    lens = calloc(cap, sizeof(*lens));
+    bufs = calloc(st->window_cnt + 1, sizeof(*bufs));
+    scores = calloc(st->window_cnt + 1, sizeof(*scores));
+    jsons = calloc(st->pods_cnt + 1, sizeof(*jsons));
+    if (!argv || !lens || !bufs || !scores || !jsons) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+
+#define ARG(s, l) (argv[argc] = (s), lens[argc] = (l), argc++)
+    /* The stored state replaces the old one, seen set included: after a
+     * rebuild, "seen" must mean "folded into this state", or an event the
+     * rebuilt state lacks would be skipped forever. */
+    if ((err = r_append(r, &n, "MULTI")) ||
+        (err = r_append(r, &n, "DEL %s %s %s %s", k.job, k.rt, k.pods, k.seen)))
+        goto nomem;
+    /* The job hash, with the completeness marker. */
+    argc = 0;
+    snprintf(created, sizeof(created), "%" PRId64, st->created_ms);
+    ARG("HSET", 4);
+    ARG(k.job, strlen(k.job));
+    ARG("v", 1);
+    ARG(DLB_REDIS_FORMAT, strlen(DLB_REDIS_FORMAT));
+    ARG("created_ms", 10);
+    ARG(created, strlen(created));
+    if (st->job.event_id[0]) {
+        dlb_event_t ev = {.type = DLB_EV_JOB};
+        ev.u.job = st->job;
+        if ((err = dlb_codec_encode(r->cat, &ev, &bufs[bufs_cnt], &lens[argc + 1], errstr,
+                                    errstr_size)))
+            goto discard;
+        ARG("event", 5);
+        argv[argc++] = bufs[bufs_cnt++];
+    }
+    if ((err = r_appendv(r, &n, (int)argc, argv, lens)))
+        goto nomem;
+    /* The runtime window. */
+    if (st->window_cnt > 0) {
+        argc = 0;
+        ARG("ZADD", 4);
+        ARG(k.rt, strlen(k.rt));
+        for (size_t i = 0; i < st->window_cnt; i++) {
+            dlb_event_t ev = {.type = DLB_EV_RUNTIME};
+            ev.u.rt = st->window[i]; /* shallow: encode only reads */
+            snprintf(scores[i], sizeof(scores[i]), "%" PRId64, st->window[i].event_time_ms);
+            ARG(scores[i], strlen(scores[i]));
+            if ((err = dlb_codec_encode(r->cat, &ev, &bufs[bufs_cnt], &lens[argc], errstr,
+                                        errstr_size)))
+                goto discard;
+            argv[argc++] = bufs[bufs_cnt++];
+        }
+        if ((err = r_appendv(r, &n, (int)argc, argv, lens)))
+            goto nomem;
+    }
+    /* Pod statuses, and their newest event ids as seen: a redelivery of an
+     * event folded into this state must not be counted again. */
+    if (st->pods_cnt > 0) {
+        argc = 0;
+        ARG("HSET", 4);
+        ARG(k.pods, strlen(k.pods));
+        for (size_t i = 0; i < st->pods_cnt; i++) {
+            if (!(jsons[i] = pod_to_json(&st->pods[i])))
+                goto nomem;
+            ARG(st->pods[i].name, strlen(st->pods[i].name));
+            ARG(jsons[i], strlen(jsons[i]));
+        }
+        if ((err = r_appendv(r, &n, (int)argc, argv, lens)))
+            goto nomem;
+        for (size_t i = 0; i < st->pods_cnt; i++) {
+            const dlb_pod_status_t *p = &st->pods[i];
+            if (p->last_event_id[0] &&
+                (err = r_append(r, &n, "SADD %s %s", k.seen, p->last_event_id)))
+                goto nomem;
+            if (p->last_oom_event_id[0] &&
+                (err = r_append(r, &n, "SADD %s %s", k.seen, p->last_oom_event_id)))
+                goto nomem;
+        }
+    }
+#undef ARG
+    if ((err = r_expire_all(r, &n, &k)) || (err = r_append(r, &n, "EXEC")))
+        goto nomem;
+    err = r_collect(r, n, NULL, "storing a job", errstr, errstr_size);
+    goto out;
+
+nomem:
+    err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+discard:
+    /* MULTI and more are queued: never send half a transaction. */
+    r_abandon(r);
+out:
+    for (size_t i = 0; i < bufs_cnt; i++)
+        free(bufs[i]);
+    for (size_t i = 0; jsons && i < st->pods_cnt; i++)
+        cJSON_free(jsons[i]);
+    free(argv);
+    free(lens);
+    free(bufs);
+    free(scores);
+    free(jsons);
+    return err;
+}

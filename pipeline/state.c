@@ -1,0 +1,247 @@
+#include "state.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+void dlb_job_state_clear(dlb_job_state_t *st)
+{
+    if (!st)
+        return;
+    for (size_t i = 0; i < st->window_cnt; i++)
+        free(st->window[i].pods);
+    free(st->window);
+    free(st->pods);
+    memset(st, 0, sizeof(*st));
+}
+
+void dlb_history_clear(dlb_history_t *h)
+{
+    if (!h)
+        return;
+    for (size_t i = 0; i < h->jobs_cnt; i++) {
+        dlb_hist_job_t *j = &h->jobs[i];
+        for (size_t k = 0; k < j->samples_cnt; k++)
+            free(j->samples[k].pods);
+        free(j->samples);
+        free(j->oom_pods);
+    }
+    free(h->jobs);
+    memset(h, 0, sizeof(*h));
+}
+
+/* Total order of events: event time, then event id bytewise. PostgreSQL replays
+ * in the same order (ORDER BY event_time_ms, event_id COLLATE "C"), so folding
+ * live and rebuilding agree even when two events share a timestamp. */
+static int event_cmp(int64_t t1, const char *id1, int64_t t2, const char *id2)
+{
+    if (t1 != t2)
+        return t1 < t2 ? -1 : 1;
+    return strcmp(id1, id2);
+}
+
+static void copy_str(char *dst, size_t size, const char *src)
+{
+    size_t n = strnlen(src, size - 1);
+
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* A newer event overwrites every section it carries; an older one (a late or
+ * re-delivered event) only fills sections never seen, so applying the same
+ * events again, in any order, never moves the state backwards. */
+static void merge_job(dlb_job_state_t *st, const dlb_job_event_t *ev)
+{
+    dlb_job_event_t *job = &st->job;
+    int first = job->event_id[0] == '\0';
+    int cmp =
+        first ? 1 : event_cmp(ev->event_time_ms, ev->event_id, job->event_time_ms, job->event_id);
+    int newer = cmp > 0;
+
+    if (cmp == 0)
+        return;
+    if (first || ev->event_time_ms < st->created_ms)
+        st->created_ms = ev->event_time_ms;
+    if (!job->job_uid[0])
+        copy_str(job->job_uid, sizeof(job->job_uid), ev->job_uid);
+
+#define DLB_MERGE(has, field)                                                                      \
+    do {                                                                                           \
+        if (ev->has && (newer || !job->has)) {                                                     \
+            memcpy(&job->field, &ev->field, sizeof(job->field));                                   \
+            job->has = 1;                                                                          \
+        }                                                                                          \
+    } while (0)
+    DLB_MERGE(has_meta, meta);
+    DLB_MERGE(has_state, state);
+    DLB_MERGE(has_hyper_params, hyper_params);
+    DLB_MERGE(has_dataset, dataset);
+    DLB_MERGE(has_model, model);
+    DLB_MERGE(has_exit_reason, exit_reason);
+#undef DLB_MERGE
+
+    if (newer) {
+        copy_str(job->event_id, sizeof(job->event_id), ev->event_id);
+        job->event_time_ms = ev->event_time_ms;
+    }
+}
+
+static void trim_window(dlb_job_state_t *st, size_t window_size)
+{
+    size_t drop;
+
+    if (st->window_cnt <= window_size)
+        return;
+    drop = st->window_cnt - window_size;
+    for (size_t i = 0; i < drop; i++)
+        free(st->window[i].pods);
+    memmove(st->window, st->window + drop, window_size * sizeof(*st->window));
+    st->window_cnt = window_size;
+}
+
+static int apply_sample(dlb_job_state_t *st, const dlb_runtime_sample_t *s, int window_size)
+{
+    dlb_runtime_sample_t copy, *win;
+    size_t pos, ws, drop;
+
+    /* A window of 0 would make every runtime optimizer blind; keep at least one. */
+    ws = window_size < 1 ? 1 : (size_t)window_size;
+    for (size_t i = 0; i < st->window_cnt; i++)
+        if (!strcmp(st->window[i].event_id, s->event_id))
+            return 0;
+
+    pos = st->window_cnt;
+    while (pos > 0 && event_cmp(st->window[pos - 1].event_time_ms, st->window[pos - 1].event_id,
+                                s->event_time_ms, s->event_id) > 0)
+        pos--;
+    /* Older than everything a full window keeps: it would be trimmed at once. */
+    drop = st->window_cnt + 1 > ws ? st->window_cnt + 1 - ws : 0;
+    if (pos < drop) {
+        trim_window(st, ws);
+        return 0;
+    }
+
+    copy = *s;
+    copy.pods = NULL;
+    if (s->pods_cnt > 0) {
+        copy.pods = malloc(s->pods_cnt * sizeof(*copy.pods));
+        if (!copy.pods)
+            return DLB_ERR_NOMEM;
+        memcpy(copy.pods, s->pods, s->pods_cnt * sizeof(*copy.pods));
+    }
+    win = realloc(st->window, (st->window_cnt + 1) * sizeof(*win));
+    if (!win) {
+        free(copy.pods);
+        return DLB_ERR_NOMEM;
+    }
+    st->window = win;
+    memmove(win + pos + 1, win + pos, (st->window_cnt - pos) * sizeof(*win));
+    win[pos] = copy;
+    st->window_cnt++;
+    trim_window(st, ws);
+    return 0;
+}
+
+/* Index of the first pod whose name is >= name (pods are kept sorted by name, so
+ * every path that builds a state lists them in the same order). */
+static size_t pod_lower_bound(const dlb_job_state_t *st, const char *name)
+{
+    size_t lo = 0, hi = st->pods_cnt;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(st->pods[mid].name, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+const dlb_pod_status_t *dlb_job_state_pod(const dlb_job_state_t *st, const char *name)
+{
+    size_t i = pod_lower_bound(st, name);
+
+    if (i < st->pods_cnt && !strcmp(st->pods[i].name, name))
+        return &st->pods[i];
+    return NULL;
+}
+
+static int apply_node(dlb_job_state_t *st, const dlb_node_event_t *ev)
+{
+    dlb_pod_status_t *p;
+    size_t i;
+    int newer, oom;
+
+    /* A node-level event (node_phase, node_not_ready without a pod) has no pod to fold into. */
+    if (!ev->pod_name[0])
+        return 0;
+    i = pod_lower_bound(st, ev->pod_name);
+    if (i < st->pods_cnt && !strcmp(st->pods[i].name, ev->pod_name)) {
+        p = &st->pods[i];
+        if (!strcmp(p->last_event_id, ev->event_id) || !strcmp(p->last_oom_event_id, ev->event_id))
+            return 0;
+    } else {
+        dlb_pod_status_t *pods = realloc(st->pods, (st->pods_cnt + 1) * sizeof(*pods));
+        if (!pods)
+            return DLB_ERR_NOMEM;
+        st->pods = pods;
+        memmove(pods + i + 1, pods + i, (st->pods_cnt - i) * sizeof(*pods));
+        st->pods_cnt++;
+        p = &pods[i];
+        memset(p, 0, sizeof(*p));
+        copy_str(p->name, sizeof(p->name), ev->pod_name);
+    }
+
+    newer = !p->last_event_id[0] ||
+            event_cmp(ev->event_time_ms, ev->event_id, p->last_event_time_ms, p->last_event_id) > 0;
+    oom = !strcmp(ev->kind, "oom_killed");
+    if (oom) {
+        /* Counted even when late: every distinct OOM is one more reason to grow memory. */
+        p->oom_count++;
+        if (newer || !p->last_oom_event_id[0])
+            copy_str(p->last_oom_event_id, sizeof(p->last_oom_event_id), ev->event_id);
+    }
+    if (newer || !p->type[0]) {
+        if (ev->pod_type[0]) {
+            copy_str(p->type, sizeof(p->type), ev->pod_type);
+            p->index = ev->pod_index;
+        }
+    }
+    if (newer || !p->node_name[0])
+        if (ev->node_name[0])
+            copy_str(p->node_name, sizeof(p->node_name), ev->node_name);
+    if (!newer)
+        return 0;
+    copy_str(p->last_kind, sizeof(p->last_kind), ev->kind);
+    if (ev->has_phase)
+        copy_str(p->phase, sizeof(p->phase), ev->phase);
+    if (ev->has_memory_requested)
+        p->memory_requested = ev->memory_requested;
+    p->last_event_time_ms = ev->event_time_ms;
+    copy_str(p->last_event_id, sizeof(p->last_event_id), ev->event_id);
+    return 0;
+}
+
+int dlb_job_state_apply(dlb_job_state_t *st, const dlb_event_t *ev, int window_size)
+{
+    switch (ev->type) {
+    case DLB_EV_JOB:
+        merge_job(st, &ev->u.job);
+        return 0;
+    case DLB_EV_RUNTIME:
+        /* The uid names the state even before (or without) a job event. */
+        if (!st->job.job_uid[0])
+            copy_str(st->job.job_uid, sizeof(st->job.job_uid), ev->u.rt.job_uid);
+        return apply_sample(st, &ev->u.rt, window_size);
+    case DLB_EV_NODE:
+        if (!st->job.job_uid[0])
+            copy_str(st->job.job_uid, sizeof(st->job.job_uid), ev->u.node.job_uid);
+        return apply_node(st, &ev->u.node);
+    default:
+        /* Plan requests, plans and config matches are not part of a job's state. */
+        return 0;
+    }
+}

@@ -1,0 +1,1196 @@
+/* PostgreSQL store and Redis cache against real servers.
+ *
+ * Run by tests/system/02-store.sh, which starts both and exports
+ * DLBRAIN_PG_DSN, DLBRAIN_REDIS_HOST, DLBRAIN_REDIS_PORT, and DLB_REDIS_CTL /
+ * DLB_REDIS_DIR to stop and restart Redis. Every test works in its own
+ * PostgreSQL schema and Redis key prefix. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <hiredis.h>
+#include <libpq-fe.h>
+
+#include "cache_redis.h"
+#include "catalog.h"
+#include "codec.h"
+#include "conf.h"
+#include "embedded.h"
+#include "err.h"
+#include "event.h"
+#include "state.h"
+#include "store_pg.h"
+
+#define T0      1700000000000LL
+#define HOUR_MS 3600000LL
+#define GIB     ((int64_t)1024 * 1024 * 1024)
+
+static dlb_catalog_t *cat;
+static char errstr[1024];
+
+static const char *env_or_fail(const char *name)
+{
+    const char *v = getenv(name);
+
+    if (!v || !*v)
+        fail_msg("%s is not set: run tests/system/02-store.sh", name);
+    return v;
+}
+
+static size_t migrations_cnt(void)
+{
+    size_t n = 0;
+
+    for (const dlb_embedded_t *m = dlb_embedded_migrations; m->name; m++)
+        n++;
+    return n;
+}
+
+/* ---- event builders ------------------------------------------------------ */
+
+static void ev_job(dlb_event_t *ev, const char *id, const char *uid, int64_t t)
+{
+    memset(ev, 0, sizeof(*ev));
+    ev->type = DLB_EV_JOB;
+    snprintf(ev->u.job.event_id, DLB_ID_MAX, "%s", id);
+    snprintf(ev->u.job.job_uid, DLB_ID_MAX, "%s", uid);
+    ev->u.job.event_time_ms = t;
+}
+
+static void job_meta(dlb_event_t *ev, const char *scenario, const char *name)
+{
+    dlb_job_event_t *j = &ev->u.job;
+
+    j->has_meta = 1;
+    snprintf(j->meta.name, sizeof(j->meta.name), "%s", name);
+    snprintf(j->meta.user, sizeof(j->meta.user), "alice");
+    snprintf(j->meta.group, sizeof(j->meta.group), "ads");
+    snprintf(j->meta.app, sizeof(j->meta.app), "trainer");
+    snprintf(j->meta.cluster, sizeof(j->meta.cluster), "c1");
+    snprintf(j->meta.ns, sizeof(j->meta.ns), "ml");
+    snprintf(j->meta.scenario, sizeof(j->meta.scenario), "%s", scenario);
+    snprintf(j->meta.framework, sizeof(j->meta.framework), "tensorflow");
+}
+
+static void job_state(dlb_event_t *ev, const char *state)
+{
+    ev->u.job.has_state = 1;
+    snprintf(ev->u.job.state, sizeof(ev->u.job.state), "%s", state);
+}
+
+/* A sample with npods pods; the numbers derive from t so samples differ. */
+static void ev_rt(dlb_event_t *ev, const char *id, const char *uid, int64_t t, int npods)
+{
+    dlb_runtime_sample_t *s = &ev->u.rt;
+
+    memset(ev, 0, sizeof(*ev));
+    ev->type = DLB_EV_RUNTIME;
+    snprintf(s->event_id, DLB_ID_MAX, "%s", id);
+    snprintf(s->job_uid, DLB_ID_MAX, "%s", uid);
+    s->event_time_ms = t;
+    s->global_step = (t - T0) / 100;
+    s->speed = 12.25 + (double)((t / 1000) % 7);
+    s->pods = calloc((size_t)npods, sizeof(*s->pods));
+    assert_true(npods == 0 || s->pods != NULL);
+    s->pods_cnt = (size_t)npods;
+    for (int i = 0; i < npods; i++) {
+        dlb_pod_usage_t *p = &s->pods[i];
+        snprintf(p->name, sizeof(p->name), "%s-%s-%d", uid, i ? "worker" : "ps", i);
+        snprintf(p->type, sizeof(p->type), "%s", i ? "worker" : "ps");
+        p->index = i;
+        p->cpu_used = 1.5 + i + (double)((t / 1000) % 5) / 10.0;
+        p->cpu_requested = 8.0;
+        p->memory_used = 3 * GIB + (t % 100000) * 1024 + i;
+        p->memory_requested = 16 * GIB;
+    }
+}
+
+static void ev_node(dlb_event_t *ev, const char *id, const char *uid, int64_t t, const char *pod,
+                    const char *kind)
+{
+    dlb_node_event_t *n = &ev->u.node;
+
+    memset(ev, 0, sizeof(*ev));
+    ev->type = DLB_EV_NODE;
+    snprintf(n->event_id, DLB_ID_MAX, "%s", id);
+    snprintf(n->job_uid, DLB_ID_MAX, "%s", uid);
+    n->event_time_ms = t;
+    snprintf(n->kind, sizeof(n->kind), "%s", kind);
+    snprintf(n->pod_name, sizeof(n->pod_name), "%s", pod);
+    snprintf(n->pod_type, sizeof(n->pod_type), "worker");
+    n->pod_index = 1;
+    snprintf(n->node_name, sizeof(n->node_name), "node-7");
+    if (!strcmp(kind, "pod_phase")) {
+        n->has_phase = 1;
+        snprintf(n->phase, sizeof(n->phase), "Running");
+    }
+    snprintf(n->reason, sizeof(n->reason), "%s", !strcmp(kind, "oom_killed") ? "OOMKilled" : "");
+    n->has_memory_requested = 1;
+    n->memory_requested = 16 * GIB;
+}
+
+static void ev_req(dlb_event_t *ev, const char *id, const char *uid, int64_t t)
+{
+    memset(ev, 0, sizeof(*ev));
+    ev->type = DLB_EV_PLAN_REQUEST;
+    snprintf(ev->u.req.event_id, DLB_ID_MAX, "%s", id);
+    snprintf(ev->u.req.job_uid, DLB_ID_MAX, "%s", uid);
+    ev->u.req.event_time_ms = t;
+    snprintf(ev->u.req.stage, sizeof(ev->u.req.stage), "%s", DLB_STAGE_CREATE);
+    ev->u.req.has_oom_pod = 1;
+    snprintf(ev->u.req.oom_pod, sizeof(ev->u.req.oom_pod), "%s-worker-1", uid);
+}
+
+static void ev_plan(dlb_event_t *ev, const char *plan_id, const char *uid, const char *trigger)
+{
+    dlb_plan_t *p = &ev->u.plan;
+    dlb_group_resource_t *g;
+    dlb_pod_resource_t *pr;
+
+    memset(ev, 0, sizeof(*ev));
+    ev->type = DLB_EV_PLAN;
+    snprintf(p->plan_id, DLB_ID_MAX, "%s", plan_id);
+    snprintf(p->event_id, DLB_ID_MAX, "%s", plan_id);
+    snprintf(p->job_uid, DLB_ID_MAX, "%s", uid);
+    snprintf(p->trigger_event_id, DLB_ID_MAX, "%s", trigger);
+    p->event_time_ms = T0;
+    snprintf(p->stage, sizeof(p->stage), "%s", DLB_STAGE_CREATE);
+    snprintf(p->optimizer, sizeof(p->optimizer), "dlrover.ps_create");
+    snprintf(p->reason, sizeof(p->reason), "cold start: no similar job");
+    assert_non_null(g = dlb_plan_add_group(p, "ps"));
+    g->count = 4;
+    g->resource.cpu = 12.0;
+    g->resource.memory = 16 * GIB;
+    assert_non_null(pr = dlb_plan_add_pod(p, "w-0"));
+    pr->resource.memory = 20 * GIB;
+}
+
+/* ---- equality ------------------------------------------------------------ */
+
+static void assert_job_equal(const dlb_job_event_t *a, const dlb_job_event_t *b)
+{
+    assert_string_equal(a->event_id, b->event_id);
+    assert_string_equal(a->job_uid, b->job_uid);
+    assert_int_equal(a->event_time_ms, b->event_time_ms);
+    assert_int_equal(a->has_meta, b->has_meta);
+    if (a->has_meta) {
+        assert_string_equal(a->meta.name, b->meta.name);
+        assert_string_equal(a->meta.user, b->meta.user);
+        assert_string_equal(a->meta.group, b->meta.group);
+        assert_string_equal(a->meta.app, b->meta.app);
+        assert_string_equal(a->meta.cluster, b->meta.cluster);
+        assert_string_equal(a->meta.ns, b->meta.ns);
+        assert_string_equal(a->meta.scenario, b->meta.scenario);
+        assert_string_equal(a->meta.framework, b->meta.framework);
+    }
+    assert_int_equal(a->has_state, b->has_state);
+    if (a->has_state)
+        assert_string_equal(a->state, b->state);
+    assert_int_equal(a->has_hyper_params, b->has_hyper_params);
+    if (a->has_hyper_params) {
+        assert_int_equal(a->hyper_params.batch_size, b->hyper_params.batch_size);
+        assert_int_equal(a->hyper_params.epoch, b->hyper_params.epoch);
+        assert_int_equal(a->hyper_params.max_steps, b->hyper_params.max_steps);
+    }
+    assert_int_equal(a->has_dataset, b->has_dataset);
+    if (a->has_dataset) {
+        assert_string_equal(a->dataset.name, b->dataset.name);
+        assert_int_equal(a->dataset.size, b->dataset.size);
+        assert_string_equal(a->dataset.storage, b->dataset.storage);
+    }
+    assert_int_equal(a->has_model, b->has_model);
+    if (a->has_model) {
+        assert_int_equal(a->model.variable_count, b->model.variable_count);
+        assert_int_equal(a->model.op_count, b->model.op_count);
+        assert_int_equal(a->model.total_variable_size, b->model.total_variable_size);
+        assert_int_equal(a->model.recv_op_count, b->model.recv_op_count);
+        assert_int_equal(a->model.flops, b->model.flops);
+        assert_int_equal(a->model.embedding_dimension, b->model.embedding_dimension);
+    }
+    assert_int_equal(a->has_exit_reason, b->has_exit_reason);
+    if (a->has_exit_reason)
+        assert_string_equal(a->exit_reason, b->exit_reason);
+}
+
+static void assert_sample_equal(const dlb_runtime_sample_t *a, const dlb_runtime_sample_t *b)
+{
+    assert_string_equal(a->event_id, b->event_id);
+    assert_string_equal(a->job_uid, b->job_uid);
+    assert_int_equal(a->event_time_ms, b->event_time_ms);
+    assert_int_equal(a->global_step, b->global_step);
+    assert_true(a->speed == b->speed);
+    assert_int_equal(a->pods_cnt, b->pods_cnt);
+    for (size_t i = 0; i < a->pods_cnt; i++) {
+        assert_string_equal(a->pods[i].name, b->pods[i].name);
+        assert_string_equal(a->pods[i].type, b->pods[i].type);
+        assert_int_equal(a->pods[i].index, b->pods[i].index);
+        assert_true(a->pods[i].cpu_used == b->pods[i].cpu_used);
+        assert_true(a->pods[i].cpu_requested == b->pods[i].cpu_requested);
+        assert_int_equal(a->pods[i].memory_used, b->pods[i].memory_used);
+        assert_int_equal(a->pods[i].memory_requested, b->pods[i].memory_requested);
+    }
+}
+
+static void assert_state_equal(const dlb_job_state_t *a, const dlb_job_state_t *b)
+{
+    assert_job_equal(&a->job, &b->job);
+    assert_int_equal(a->created_ms, b->created_ms);
+    assert_int_equal(a->window_cnt, b->window_cnt);
+    for (size_t i = 0; i < a->window_cnt; i++)
+        assert_sample_equal(&a->window[i], &b->window[i]);
+    assert_int_equal(a->pods_cnt, b->pods_cnt);
+    for (size_t i = 0; i < a->pods_cnt; i++) {
+        const dlb_pod_status_t *p = &a->pods[i], *q = &b->pods[i];
+        assert_string_equal(p->name, q->name);
+        assert_string_equal(p->type, q->type);
+        assert_int_equal(p->index, q->index);
+        assert_string_equal(p->node_name, q->node_name);
+        assert_string_equal(p->last_kind, q->last_kind);
+        assert_string_equal(p->phase, q->phase);
+        assert_int_equal(p->last_event_time_ms, q->last_event_time_ms);
+        assert_int_equal(p->oom_count, q->oom_count);
+        assert_string_equal(p->last_oom_event_id, q->last_oom_event_id);
+        assert_int_equal(p->memory_requested, q->memory_requested);
+        assert_string_equal(p->last_event_id, q->last_event_id);
+    }
+}
+
+/* ---- PostgreSQL helpers --------------------------------------------------- */
+
+static void schema_for(char *buf, size_t size, const char *tag)
+{
+    snprintf(buf, size, "it_%s_%d", tag, (int)getpid());
+}
+
+static dlb_pg_t *pg_open(const char *schema)
+{
+    dlb_pg_t *pg = NULL;
+    int err = dlb_pg_connect(&pg, env_or_fail("DLBRAIN_PG_DSN"), schema, errstr, sizeof(errstr));
+
+    if (err)
+        fail_msg("connect: %s", errstr);
+    if (dlb_pg_migrate(pg, errstr, sizeof(errstr)))
+        fail_msg("migrate: %s", errstr);
+    return pg;
+}
+
+/* First cell of a query run in schema, as text ("" for NULL). */
+__attribute__((format(printf, 2, 0))) static char *sql_vstr(const char *schema, const char *fmt,
+                                                            va_list ap)
+{
+    static char out[4096];
+    char sql[2048], path[256];
+    PGconn *c = PQconnectdb(env_or_fail("DLBRAIN_PG_DSN"));
+    PGresult *res;
+
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    vsnprintf(sql, sizeof(sql), fmt, ap);
+    snprintf(path, sizeof(path), "SET search_path TO %s", schema);
+    PQclear(PQexec(c, path));
+    res = PQexec(c, sql);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQresultErrorMessage(res));
+    assert_true(PQntuples(res) >= 1);
+    snprintf(out, sizeof(out), "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    PQfinish(c);
+    return out;
+}
+
+__attribute__((format(printf, 2, 3))) static char *sql_str(const char *schema, const char *fmt, ...)
+{
+    va_list ap;
+    char *out;
+
+    va_start(ap, fmt);
+    out = sql_vstr(schema, fmt, ap);
+    va_end(ap);
+    return out;
+}
+
+__attribute__((format(printf, 2, 3))) static int64_t sql_i64(const char *schema, const char *fmt,
+                                                             ...)
+{
+    va_list ap;
+    char *out;
+
+    va_start(ap, fmt);
+    out = sql_vstr(schema, fmt, ap);
+    va_end(ap);
+    return strtoll(out, NULL, 10);
+}
+
+static int64_t count_of(dlb_pg_t *pg, const char *table)
+{
+    int64_t n = -1;
+
+    if (dlb_pg_count(pg, table, &n, errstr, sizeof(errstr)))
+        fail_msg("count %s: %s", table, errstr);
+    return n;
+}
+
+static void put(dlb_pg_t *pg, const dlb_event_t *ev, int with_raw)
+{
+    void *buf = NULL;
+    size_t len = 0;
+
+    if (with_raw && dlb_codec_encode(cat, ev, &buf, &len, errstr, sizeof(errstr)))
+        fail_msg("encode: %s", errstr);
+    if (dlb_pg_put_event(pg, ev, buf, len, errstr, sizeof(errstr)))
+        fail_msg("put_event %s: %s", dlb_event_id(ev), errstr);
+    free(buf);
+}
+
+/* ---- PostgreSQL tests ------------------------------------------------------ */
+
+static void test_pg_migrate_twice(void **unused)
+{
+    char schema[64];
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "migrate");
+    pg = pg_open(schema);
+    assert_int_equal(dlb_pg_migrate(pg, errstr, sizeof(errstr)), 0);
+    dlb_pg_destroy(pg);
+    pg = pg_open(schema); /* a new process finds everything applied */
+    assert_int_equal(count_of(pg, "schema_migrations"), (int64_t)migrations_cnt());
+    assert_int_equal(
+        sql_i64(schema, "SELECT count(*) FROM schema_migrations WHERE version = %s", "1"), 1);
+    assert_string_equal(sql_str(schema, "SELECT name FROM schema_migrations WHERE version = 1"),
+                        "001_init.sql");
+    assert_int_equal(count_of(pg, "jobs"), 0);
+    dlb_pg_destroy(pg);
+}
+
+typedef struct {
+    const char *schema;
+    int err;
+    char errstr[512];
+} mig_arg_t;
+
+static void *migrate_thread(void *p)
+{
+    mig_arg_t *a = p;
+    dlb_pg_t *pg = NULL;
+
+    a->err = dlb_pg_connect(&pg, getenv("DLBRAIN_PG_DSN"), a->schema, a->errstr, sizeof(a->errstr));
+    if (!a->err)
+        a->err = dlb_pg_migrate(pg, a->errstr, sizeof(a->errstr));
+    dlb_pg_destroy(pg);
+    return NULL;
+}
+
+/* Consumers starting together serialise on the advisory lock. */
+static void test_pg_migrate_concurrent(void **unused)
+{
+    char schema[64];
+    pthread_t th[6];
+    mig_arg_t args[6];
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "concurrent");
+    for (int i = 0; i < 6; i++) {
+        args[i].schema = schema;
+        args[i].err = -100;
+        assert_int_equal(pthread_create(&th[i], NULL, migrate_thread, &args[i]), 0);
+    }
+    for (int i = 0; i < 6; i++) {
+        pthread_join(th[i], NULL);
+        if (args[i].err)
+            fail_msg("migrator %d: %s", i, args[i].errstr);
+    }
+    pg = pg_open(schema);
+    assert_int_equal(count_of(pg, "schema_migrations"), (int64_t)migrations_cnt());
+    dlb_pg_destroy(pg);
+}
+
+static void test_pg_put_each_type_twice(void **unused)
+{
+    char schema[64];
+    dlb_event_t job, rt, node, req, plan, cm;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "put");
+    pg = pg_open(schema);
+    ev_job(&job, "j1", "u1", T0);
+    job_meta(&job, "ctr", "deepfm");
+    ev_rt(&rt, "s1", "u1", T0 + 1000, 3);
+    ev_node(&node, "n1", "u1", T0 + 2000, "u1-worker-1", "oom_killed");
+    ev_req(&req, "q1", "u1", T0 + 3000);
+    ev_plan(&plan, "plan-q1", "u1", "q1");
+    for (int round = 0; round < 2; round++) {
+        /* The first round stores the caller's bytes, the second lets the store encode. */
+        put(pg, &job, round == 0);
+        put(pg, &rt, round == 0);
+        put(pg, &node, round == 0);
+        put(pg, &req, round == 0);
+        put(pg, &plan, round == 0);
+    }
+    assert_int_equal(count_of(pg, "job_events"), 1);
+    assert_int_equal(count_of(pg, "jobs"), 1);
+    assert_int_equal(count_of(pg, "runtime_samples"), 1);
+    assert_int_equal(count_of(pg, "runtime_pods"), 3);
+    assert_int_equal(count_of(pg, "node_events"), 1);
+    assert_int_equal(count_of(pg, "plan_requests"), 1);
+    assert_int_equal(count_of(pg, "plans"), 1);
+
+    /* Normalised columns. */
+    assert_int_equal(sql_i64(schema, "SELECT memory_used FROM runtime_pods WHERE pod_name = '%s'",
+                             "u1-worker-2"),
+                     rt.u.rt.pods[2].memory_used);
+    assert_string_equal(sql_str(schema, "SELECT cpu_requested FROM runtime_pods LIMIT 1"), "8");
+    assert_string_equal(sql_str(schema, "SELECT kind || '/' || pod_name || '/' || "
+                                        "memory_requested FROM node_events"),
+                        "oom_killed/u1-worker-1/17179869184");
+    assert_string_equal(sql_str(schema, "SELECT coalesce(phase, 'null') FROM node_events"), "null");
+    assert_string_equal(sql_str(schema, "SELECT stage || '/' || oom_pod FROM plan_requests"),
+                        "job_stage_create/u1-worker-1");
+    assert_string_equal(sql_str(schema, "SELECT groups->0->>'group' || '/' || "
+                                        "(groups->0->>'count') || '/' || "
+                                        "(groups->0->'resource'->>'memory') || '/' || "
+                                        "(pods->0->>'name') FROM plans"),
+                        "ps/4/17179869184/w-0");
+    /* The raw bytes are the framed event. */
+    assert_string_equal(sql_str(schema, "SELECT encode(substr(raw, 1, 5), 'hex') FROM job_events"),
+                        "0000000001");
+
+    /* Not an input event. */
+    memset(&cm, 0, sizeof(cm));
+    cm.type = DLB_EV_CONFIG_MATCH;
+    assert_int_equal(dlb_pg_put_event(pg, &cm, NULL, 0, errstr, sizeof(errstr)), DLB_ERR_INVALID);
+    dlb_event_clear(&rt);
+    dlb_event_clear(&plan);
+    dlb_pg_destroy(pg);
+}
+
+static void test_pg_job_upsert_merges(void **unused)
+{
+    char schema[64];
+    dlb_event_t a, b, c, d;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "upsert");
+    pg = pg_open(schema);
+    ev_job(&a, "a", "u1", T0 + 1000);
+    job_meta(&a, "ctr", "first-name");
+    job_state(&a, "created");
+    ev_job(&b, "b", "u1", T0 + 3000);
+    job_state(&b, "running");
+    b.u.job.has_hyper_params = 1;
+    b.u.job.hyper_params.batch_size = 512;
+    b.u.job.hyper_params.epoch = 2;
+    b.u.job.hyper_params.max_steps = 9000;
+    /* Late: older than b. Its state loses, its dataset (never seen) is kept. */
+    ev_job(&c, "c", "u1", T0 + 2000);
+    job_state(&c, "pending");
+    c.u.job.has_dataset = 1;
+    snprintf(c.u.job.dataset.name, sizeof(c.u.job.dataset.name), "criteo");
+    c.u.job.dataset.size = 45000000;
+    put(pg, &a, 1);
+    put(pg, &b, 1);
+    put(pg, &c, 1);
+    assert_string_equal(
+        sql_str(schema,
+                "SELECT concat_ws('|', scenario, name, state, batch_size, epoch, "
+                "max_steps, dataset_name, dataset_size, created_ms - %s, updated_ms - "
+                "%s, last_event_id) FROM jobs",
+                "1700000000000", "1700000000000"),
+        "ctr|first-name|running|512|2|9000|criteo|45000000|1000|3000|b");
+    assert_string_equal(sql_str(schema, "SELECT coalesce(model_flops::text, 'null') || "
+                                        "coalesce(exit_reason, 'null') FROM jobs"),
+                        "nullnull");
+
+    /* Newer meta wins, sections it lacks stay. */
+    ev_job(&d, "d", "u1", T0 + 4000);
+    job_meta(&d, "ctr2", "second-name");
+    d.u.job.has_exit_reason = 1;
+    snprintf(d.u.job.exit_reason, sizeof(d.u.job.exit_reason), "Completed");
+    put(pg, &d, 1);
+    put(pg, &a, 1); /* duplicate: no effect */
+    assert_string_equal(
+        sql_str(schema,
+                "SELECT concat_ws('|', scenario, name, state, batch_size, dataset_name, "
+                "exit_reason, created_ms - %s, last_event_id) FROM jobs",
+                "1700000000000"),
+        "ctr2|second-name|running|512|criteo|Completed|1000|d");
+    assert_int_equal(count_of(pg, "job_events"), 4);
+    assert_int_equal(count_of(pg, "jobs"), 1);
+    dlb_pg_destroy(pg);
+}
+
+static void test_pg_plans_idempotent(void **unused)
+{
+    char schema[64];
+    dlb_event_t p1, p2, p3, p4;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "plans");
+    pg = pg_open(schema);
+    ev_plan(&p1, "plan-q1", "u1", "q1");
+    ev_plan(&p2, "plan-q1-again", "u1", "q1"); /* same trigger, another id */
+    ev_plan(&p3, "plan-x", "u1", "");          /* no trigger: never conflicts on it */
+    ev_plan(&p4, "plan-y", "u1", "");
+    assert_int_equal(dlb_pg_put_plan(pg, &p1.u.plan, NULL, 0, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_put_plan(pg, &p1.u.plan, NULL, 0, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_put_plan(pg, &p2.u.plan, NULL, 0, errstr, sizeof(errstr)), 0);
+    assert_int_equal(count_of(pg, "plans"), 1);
+    assert_string_equal(sql_str(schema, "SELECT plan_id FROM plans"), "plan-q1");
+    assert_int_equal(dlb_pg_put_plan(pg, &p3.u.plan, NULL, 0, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_put_plan(pg, &p4.u.plan, NULL, 0, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_put_plan(pg, &p4.u.plan, NULL, 0, errstr, sizeof(errstr)), 0);
+    assert_int_equal(count_of(pg, "plans"), 3);
+
+    /* The stored bytes come back as written: the first plan of the trigger. */
+    {
+        void *want = NULL, *got = NULL;
+        size_t want_len = 0, got_len = 0;
+        assert_int_equal(dlb_codec_encode(cat, &p1, &want, &want_len, errstr, sizeof(errstr)), 0);
+        assert_int_equal(dlb_pg_get_plan(pg, "plan-q1", &got, &got_len, errstr, sizeof(errstr)), 0);
+        assert_non_null(got);
+        assert_int_equal(got_len, want_len);
+        assert_memory_equal(got, want, want_len);
+        free(got);
+        free(want);
+        assert_int_equal(
+            dlb_pg_get_plan(pg, "plan-q1-again", &got, &got_len, errstr, sizeof(errstr)), 0);
+        assert_null(got);
+        assert_int_equal(got_len, 0);
+    }
+    dlb_event_clear(&p1);
+    dlb_event_clear(&p2);
+    dlb_event_clear(&p3);
+    dlb_event_clear(&p4);
+    dlb_pg_destroy(pg);
+}
+
+/* A job of the history fixture: created at `created`, n samples one minute apart. */
+static void hist_job(dlb_pg_t *pg, const char *uid, const char *scenario, int64_t created,
+                     const char *state, const char *exit_reason, int n)
+{
+    dlb_event_t ev;
+    char id[64];
+
+    snprintf(id, sizeof(id), "%s-j", uid);
+    ev_job(&ev, id, uid, created);
+    job_meta(&ev, scenario, uid);
+    if (state)
+        job_state(&ev, state);
+    if (exit_reason) {
+        ev.u.job.has_exit_reason = 1;
+        snprintf(ev.u.job.exit_reason, sizeof(ev.u.job.exit_reason), "%s", exit_reason);
+    }
+    put(pg, &ev, 1);
+    for (int i = 0; i < n; i++) {
+        snprintf(id, sizeof(id), "%s-s%d", uid, i);
+        ev_rt(&ev, id, uid, created + 60000 * (i + 1), 2);
+        put(pg, &ev, 1);
+        dlb_event_clear(&ev);
+    }
+}
+
+static void test_pg_load_history(void **unused)
+{
+    const int64_t until = T0 + 1000 * HOUR_MS;
+    char schema[64];
+    dlb_history_t h;
+    dlb_event_t ev;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "history");
+    pg = pg_open(schema);
+    hist_job(pg, "j1", "ctr", until - 10 * HOUR_MS, "succeeded", NULL, 5);
+    hist_job(pg, "j2", "ctr", until - 2 * HOUR_MS, "running", NULL, 3);
+    hist_job(pg, "j3", "ctr", until - 200 * HOUR_MS, "succeeded", NULL, 2); /* too old */
+    hist_job(pg, "j4", "cv", until - 1 * HOUR_MS, "succeeded", NULL, 2);    /* other scenario */
+    hist_job(pg, "j5", "ctr", until, "running", NULL, 1);                   /* not before until */
+    hist_job(pg, "j6", "ctr", until - HOUR_MS / 2, "running", NULL, 2);     /* the asking job */
+    hist_job(pg, "j7", "ctr", until - 5 * HOUR_MS, "failed", "Completed", 0);
+    ev_node(&ev, "j2-n1", "j2", until - HOUR_MS, "j2-worker-1", "oom_killed");
+    put(pg, &ev, 1);
+    ev_node(&ev, "j2-n2", "j2", until - HOUR_MS + 1, "j2-worker-1", "oom_killed");
+    put(pg, &ev, 1);
+    ev_node(&ev, "j2-n3", "j2", until - HOUR_MS + 2, "j2-worker-0", "oom_killed");
+    put(pg, &ev, 1);
+    ev_node(&ev, "j2-n4", "j2", until - HOUR_MS + 3, "j2-ps-0", "pod_phase");
+    put(pg, &ev, 1);
+
+    assert_int_equal(
+        dlb_pg_load_history(pg, "ctr", "j6", until, 168, 10, 2, &h, errstr, sizeof(errstr)), 0);
+    assert_int_equal(h.jobs_cnt, 3);
+    assert_string_equal(h.jobs[0].job_uid, "j2");
+    assert_string_equal(h.jobs[1].job_uid, "j7");
+    assert_string_equal(h.jobs[2].job_uid, "j1");
+    assert_int_equal(h.jobs[0].created_ms, until - 2 * HOUR_MS);
+    assert_string_equal(h.jobs[0].state, "running");
+    assert_int_equal(h.jobs[0].completed, 0);
+    assert_string_equal(h.jobs[1].exit_reason, "Completed");
+    assert_int_equal(h.jobs[1].completed, 1);
+    assert_string_equal(h.jobs[2].state, "succeeded");
+    assert_int_equal(h.jobs[2].completed, 1);
+    /* The newest max_samples, oldest first. */
+    assert_int_equal(h.jobs[2].samples_cnt, 2);
+    assert_string_equal(h.jobs[2].samples[0].event_id, "j1-s3");
+    assert_string_equal(h.jobs[2].samples[1].event_id, "j1-s4");
+    assert_int_equal(h.jobs[2].samples[1].pods_cnt, 2);
+    assert_string_equal(h.jobs[2].samples[1].pods[1].name, "j1-worker-1");
+    assert_int_equal(h.jobs[0].samples_cnt, 2);
+    assert_string_equal(h.jobs[0].samples[0].event_id, "j2-s1");
+    assert_int_equal(h.jobs[1].samples_cnt, 0);
+    assert_null(h.jobs[1].samples);
+    /* OOM pods: distinct, sorted; the phase event does not count. */
+    assert_int_equal(h.jobs[0].oom_pods_cnt, 2);
+    assert_string_equal(h.jobs[0].oom_pods[0], "j2-worker-0");
+    assert_string_equal(h.jobs[0].oom_pods[1], "j2-worker-1");
+    assert_int_equal(h.jobs[1].oom_pods_cnt, 0);
+    assert_int_equal(h.jobs[2].oom_pods_cnt, 0);
+    dlb_history_clear(&h);
+
+    /* Limits: newest job only; a 3-hour window; no samples. */
+    assert_int_equal(
+        dlb_pg_load_history(pg, "ctr", "j6", until, 168, 1, 60, &h, errstr, sizeof(errstr)), 0);
+    assert_int_equal(h.jobs_cnt, 1);
+    assert_string_equal(h.jobs[0].job_uid, "j2");
+    assert_int_equal(h.jobs[0].samples_cnt, 3);
+    dlb_history_clear(&h);
+    assert_int_equal(
+        dlb_pg_load_history(pg, "ctr", "j6", until, 3, 10, 60, &h, errstr, sizeof(errstr)), 0);
+    assert_int_equal(h.jobs_cnt, 1);
+    assert_string_equal(h.jobs[0].job_uid, "j2");
+    dlb_history_clear(&h);
+    assert_int_equal(
+        dlb_pg_load_history(pg, "ctr", NULL, until, 168, 10, 0, &h, errstr, sizeof(errstr)), 0);
+    assert_int_equal(h.jobs_cnt, 4); /* j6 is back */
+    assert_string_equal(h.jobs[0].job_uid, "j6");
+    assert_int_equal(h.jobs[0].samples_cnt, 0);
+    dlb_history_clear(&h);
+    /* No scenario: no similar jobs. */
+    assert_int_equal(
+        dlb_pg_load_history(pg, "", NULL, until, 168, 10, 10, &h, errstr, sizeof(errstr)), 0);
+    assert_int_equal(h.jobs_cnt, 0);
+    assert_int_equal(
+        dlb_pg_load_history(pg, "nlp", NULL, until, 168, 10, 10, &h, errstr, sizeof(errstr)), 0);
+    assert_int_equal(h.jobs_cnt, 0);
+    assert_null(h.jobs);
+    dlb_pg_destroy(pg);
+}
+
+/* Events of one job in time order; dup marks events delivered twice. */
+#define REBUILD_N 24
+static void rebuild_events(dlb_event_t *evs)
+{
+    char id[32];
+
+    for (int i = 0; i < REBUILD_N; i++) {
+        int64_t t = T0 + 1000 * i;
+        snprintf(id, sizeof(id), "e%02d", i);
+        switch (i % 4) {
+        case 0:
+            ev_job(&evs[i], id, "u9", t);
+            if (i == 0)
+                job_meta(&evs[i], "ctr", "rebuild");
+            job_state(&evs[i], i < 12 ? "pending" : "running");
+            if (i == 8) {
+                evs[i].u.job.has_model = 1;
+                evs[i].u.job.model.recv_op_count = 321;
+                evs[i].u.job.model.total_variable_size = 5 * GIB;
+            }
+            break;
+        case 1:
+        case 2:
+            ev_rt(&evs[i], id, "u9", t, 1 + i % 3);
+            break;
+        default:
+            ev_node(&evs[i], id, "u9", t, i % 8 == 3 ? "u9-worker-1" : "u9-ps-0",
+                    i % 8 == 3 ? "oom_killed" : "pod_phase");
+            break;
+        }
+    }
+}
+
+static void test_pg_load_job_state_equals_fold(void **unused)
+{
+    char schema[64];
+    dlb_event_t evs[REBUILD_N];
+    dlb_job_state_t mem = {0}, db = {0};
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "rebuild");
+    pg = pg_open(schema);
+    rebuild_events(evs);
+    for (int i = 0; i < REBUILD_N; i++)
+        assert_int_equal(dlb_job_state_apply(&mem, &evs[i], 5), 0);
+    /* Stored in another order (a stride through the list), some twice. */
+    for (int k = 0; k < REBUILD_N; k++) {
+        int i = (k * 7) % REBUILD_N;
+        put(pg, &evs[i], k % 2);
+        if (i % 5 == 0)
+            put(pg, &evs[i], 1);
+    }
+    assert_int_equal(dlb_pg_load_job_state(pg, "u9", 5, &db, errstr, sizeof(errstr)), 0);
+    assert_int_equal(mem.window_cnt, 5);
+    assert_int_equal(mem.pods_cnt, 2);
+    assert_int_equal(dlb_job_state_pod(&mem, "u9-worker-1")->oom_count, 3);
+    assert_int_equal(mem.created_ms, T0);
+    assert_string_equal(mem.job.state, "running");
+    assert_state_equal(&db, &mem);
+    dlb_job_state_clear(&db);
+
+    /* Unknown job: empty state that names the job. */
+    assert_int_equal(dlb_pg_load_job_state(pg, "nobody", 5, &db, errstr, sizeof(errstr)), 0);
+    assert_string_equal(db.job.job_uid, "nobody");
+    assert_int_equal(db.window_cnt, 0);
+    assert_int_equal(db.pods_cnt, 0);
+    assert_int_equal(db.created_ms, 0);
+    assert_int_equal(db.job.has_meta, 0);
+    dlb_job_state_clear(&db);
+    dlb_job_state_clear(&mem);
+    for (int i = 0; i < REBUILD_N; i++)
+        dlb_event_clear(&evs[i]);
+    dlb_pg_destroy(pg);
+}
+
+/* Ends every other connection of this test schema's application name. */
+static void kill_dlbrain_backends(void)
+{
+    PGconn *c = PQconnectdb(env_or_fail("DLBRAIN_PG_DSN"));
+    PGresult *res;
+
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    res = PQexec(c, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE application_name = 'dlbrain' AND pid <> pg_backend_pid()");
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    assert_true(atoi(PQgetvalue(res, 0, 0)) >= 1);
+    PQclear(res);
+    PQfinish(c);
+}
+
+static void test_pg_errors(void **unused)
+{
+    char schema[64], dsn[256];
+    dlb_event_t ev;
+    dlb_pg_t *pg = NULL;
+    int64_t n;
+    (void)unused;
+
+    /* Nobody listens on port 1. */
+    snprintf(dsn, sizeof(dsn), "host=127.0.0.1 port=1 dbname=dlbrain connect_timeout=2");
+    assert_int_equal(dlb_pg_connect(&pg, dsn, "x", errstr, sizeof(errstr)), DLB_ERR_TRANSIENT);
+    assert_null(pg);
+    assert_non_null(strstr(errstr, "connect"));
+
+    /* A DSN libpq cannot parse is configuration, not an outage. */
+    assert_int_equal(dlb_pg_connect(&pg, "host=127.0.0.1 bogus", "x", errstr, sizeof(errstr)),
+                     DLB_ERR_CONF);
+    assert_null(pg);
+
+    schema_for(schema, sizeof(schema), "errors");
+    pg = pg_open(schema);
+    /* A real SQL error is not transient and names its SQLSTATE. */
+    assert_int_equal(dlb_pg_count(pg, "no_such_table", &n, errstr, sizeof(errstr)),
+                     DLB_ERR_GENERIC);
+    assert_non_null(strstr(errstr, "42P01"));
+
+    /* Connection killed inside a transaction: transient, and no silent autocommit after it. */
+    ev_req(&ev, "r1", "u1", T0);
+    assert_int_equal(dlb_pg_begin(pg, errstr, sizeof(errstr)), 0);
+    put(pg, &ev, 1);
+    kill_dlbrain_backends();
+    ev_req(&ev, "r2", "u1", T0);
+    assert_int_equal(dlb_pg_put_event(pg, &ev, NULL, 0, errstr, sizeof(errstr)), DLB_ERR_TRANSIENT);
+    assert_int_equal(dlb_pg_put_event(pg, &ev, NULL, 0, errstr, sizeof(errstr)), DLB_ERR_TRANSIENT);
+    assert_int_not_equal(dlb_pg_commit(pg, errstr, sizeof(errstr)), 0);
+    dlb_pg_rollback(pg);
+    assert_int_equal(dlb_pg_reconnect(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(count_of(pg, "plan_requests"), 0);
+    /* The batch is redone on the new connection. */
+    assert_int_equal(dlb_pg_begin(pg, errstr, sizeof(errstr)), 0);
+    put(pg, &ev, 1);
+    ev_req(&ev, "r1", "u1", T0);
+    put(pg, &ev, 1);
+    assert_int_equal(dlb_pg_commit(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(count_of(pg, "plan_requests"), 2);
+
+    /* Outside a transaction the next call reconnects by itself. */
+    kill_dlbrain_backends();
+    assert_int_equal(dlb_pg_count(pg, "plan_requests", &n, errstr, sizeof(errstr)),
+                     DLB_ERR_TRANSIENT);
+    assert_int_equal(dlb_pg_count(pg, "plan_requests", &n, errstr, sizeof(errstr)), 0);
+    assert_int_equal(n, 2);
+
+    /* A statement error aborts the transaction: COMMIT must not report success. */
+    assert_int_equal(dlb_pg_begin(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_count(pg, "no_such_table", &n, errstr, sizeof(errstr)),
+                     DLB_ERR_GENERIC);
+    assert_int_equal(dlb_pg_commit(pg, errstr, sizeof(errstr)), DLB_ERR_GENERIC);
+    assert_non_null(strstr(errstr, "aborted"));
+    assert_int_equal(dlb_pg_commit(pg, errstr, sizeof(errstr)), DLB_ERR_GENERIC);
+    dlb_pg_destroy(pg);
+}
+
+/* ---- Redis ------------------------------------------------------------------ */
+
+static void redis_conf(dlb_conf_t *conf, const char *tag, int window)
+{
+    dlb_conf_init(conf);
+    snprintf(conf->env, sizeof(conf->env), "it%d-%s", (int)getpid(), tag);
+    snprintf(conf->redis_host, sizeof(conf->redis_host), "%s", env_or_fail("DLBRAIN_REDIS_HOST"));
+    conf->redis_port = atoi(env_or_fail("DLBRAIN_REDIS_PORT"));
+    conf->window_size = window;
+}
+
+static dlb_redis_t *redis_open(const dlb_conf_t *conf)
+{
+    dlb_redis_t *r = NULL;
+
+    if (dlb_redis_connect(&r, conf, cat, errstr, sizeof(errstr)))
+        fail_msg("redis connect: %s", errstr);
+    return r;
+}
+
+/* A raw command on a side connection; returns the integer reply. */
+static long long redis_int(int db, const char *fmt, const char *arg)
+{
+    redisContext *c =
+        redisConnect(env_or_fail("DLBRAIN_REDIS_HOST"), atoi(env_or_fail("DLBRAIN_REDIS_PORT")));
+    redisReply *rep;
+    long long v;
+
+    assert_non_null(c);
+    assert_int_equal(c->err, 0);
+    if (db)
+        freeReplyObject(redisCommand(c, "SELECT %d", db));
+    rep = redisCommand(c, fmt, arg);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
+    v = rep->integer;
+    freeReplyObject(rep);
+    redisFree(c);
+    return v;
+}
+
+static void seed_empty(dlb_redis_t *r, const char *uid)
+{
+    dlb_job_state_t st = {0};
+
+    snprintf(st.job.job_uid, sizeof(st.job.job_uid), "%s", uid);
+    if (dlb_redis_store_job(r, &st, errstr, sizeof(errstr)))
+        fail_msg("store: %s", errstr);
+}
+
+static void apply(dlb_redis_t *r, const dlb_event_t *ev)
+{
+    if (dlb_redis_apply_event(r, ev, errstr, sizeof(errstr)))
+        fail_msg("apply %s: %s", dlb_event_id(ev), errstr);
+}
+
+static void test_redis_window_trims(void **unused)
+{
+    const int64_t order[] = {3, 1, 7, 5, 2, 6, 4};
+    dlb_conf_t conf;
+    dlb_redis_t *r;
+    dlb_job_state_t st;
+    char key[256];
+    int found = -1;
+    (void)unused;
+
+    redis_conf(&conf, "trim", 3);
+    r = redis_open(&conf);
+    seed_empty(r, "u1");
+    for (int i = 0; i < 7; i++) {
+        dlb_event_t ev;
+        char id[16];
+        snprintf(id, sizeof(id), "s%" PRId64, order[i]);
+        ev_rt(&ev, id, "u1", T0 + 1000 * order[i], 2);
+        apply(r, &ev);
+        dlb_event_clear(&ev);
+    }
+    snprintf(key, sizeof(key), "%s:job:u1:rt", conf.env);
+    assert_int_equal(redis_int(0, "ZCARD %s", key), 3);
+    assert_true(redis_int(0, "TTL %s", key) > 604000);
+    assert_int_equal(dlb_redis_load_job(r, "u1", &st, &found, errstr, sizeof(errstr)), 0);
+    assert_int_equal(found, 1);
+    assert_string_equal(st.job.job_uid, "u1");
+    assert_int_equal(st.window_cnt, 3);
+    assert_string_equal(st.window[0].event_id, "s5");
+    assert_string_equal(st.window[1].event_id, "s6");
+    assert_string_equal(st.window[2].event_id, "s7");
+    assert_int_equal(st.window[2].pods_cnt, 2);
+    dlb_job_state_clear(&st);
+    dlb_redis_destroy(r);
+    dlb_conf_destroy(&conf);
+}
+
+static void test_redis_duplicates(void **unused)
+{
+    dlb_conf_t conf;
+    dlb_redis_t *r;
+    dlb_job_state_t st;
+    dlb_event_t s1, n1, n2, n3;
+    char key[256];
+    int found;
+    (void)unused;
+
+    redis_conf(&conf, "dup", 60);
+    r = redis_open(&conf);
+    seed_empty(r, "u1");
+    ev_rt(&s1, "s1", "u1", T0, 3);
+    ev_node(&n1, "n1", "u1", T0 + 10, "w-1", "oom_killed");
+    ev_node(&n2, "n2", "u1", T0 + 20, "w-1", "pod_phase");
+    ev_node(&n3, "n3", "u1", T0 + 30, "w-1", "oom_killed");
+    apply(r, &s1);
+    apply(r, &s1);
+    apply(r, &n1);
+    apply(r, &n1);
+    apply(r, &n2);
+    apply(r, &n1); /* redelivered after a newer event: the seen set catches it */
+    apply(r, &n3);
+    apply(r, &n3);
+    snprintf(key, sizeof(key), "%s:job:u1:rt", conf.env);
+    assert_int_equal(redis_int(0, "ZCARD %s", key), 1);
+    snprintf(key, sizeof(key), "%s:job:u1:seen", conf.env);
+    assert_int_equal(redis_int(0, "SCARD %s", key), 3);
+    assert_int_equal(dlb_redis_load_job(r, "u1", &st, &found, errstr, sizeof(errstr)), 0);
+    assert_int_equal(found, 1);
+    assert_int_equal(st.window_cnt, 1);
+    assert_int_equal(st.pods_cnt, 1);
+    assert_int_equal(st.pods[0].oom_count, 2);
+    assert_string_equal(st.pods[0].last_oom_event_id, "n3");
+    assert_string_equal(st.pods[0].last_kind, "oom_killed");
+    assert_string_equal(st.pods[0].phase, "Running");
+    assert_int_equal(st.pods[0].memory_requested, 16 * GIB);
+    dlb_job_state_clear(&st);
+    dlb_event_clear(&s1);
+    dlb_redis_destroy(r);
+    dlb_conf_destroy(&conf);
+}
+
+/* The cache path (seed, apply event by event, load) equals the in-memory fold,
+ * and store_job/load_job round-trip a full state. */
+static void test_redis_round_trip(void **unused)
+{
+    dlb_event_t evs[REBUILD_N];
+    dlb_job_state_t mem = {0}, got, half = {0};
+    dlb_conf_t conf;
+    dlb_redis_t *r;
+    int found = 0;
+    (void)unused;
+
+    redis_conf(&conf, "rt", 5);
+    r = redis_open(&conf);
+    rebuild_events(evs);
+    seed_empty(r, "u9");
+    for (int i = 0; i < REBUILD_N; i++) {
+        assert_int_equal(dlb_job_state_apply(&mem, &evs[i], 5), 0);
+        apply(r, &evs[i]);
+        if (i == REBUILD_N / 2)
+            apply(r, &evs[0]); /* a redelivery mid-stream */
+    }
+    assert_int_equal(dlb_redis_load_job(r, "u9", &got, &found, errstr, sizeof(errstr)), 0);
+    assert_int_equal(found, 1);
+    assert_state_equal(&got, &mem);
+    dlb_job_state_clear(&got);
+
+    /* Store a state folded from the first half, then load it back exactly. */
+    for (int i = 0; i < REBUILD_N / 2; i++)
+        assert_int_equal(dlb_job_state_apply(&half, &evs[i], 5), 0);
+    assert_int_equal(dlb_redis_store_job(r, &half, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_redis_load_job(r, "u9", &got, &found, errstr, sizeof(errstr)), 0);
+    assert_int_equal(found, 1);
+    assert_state_equal(&got, &half);
+    dlb_job_state_clear(&got);
+    /* Folding the second half onto the stored state gets to the same place. */
+    for (int i = REBUILD_N / 2; i < REBUILD_N; i++)
+        apply(r, &evs[i]);
+    assert_int_equal(dlb_redis_load_job(r, "u9", &got, &found, errstr, sizeof(errstr)), 0);
+    assert_state_equal(&got, &mem);
+
+    dlb_job_state_clear(&got);
+    dlb_job_state_clear(&half);
+    dlb_job_state_clear(&mem);
+    for (int i = 0; i < REBUILD_N; i++)
+        dlb_event_clear(&evs[i]);
+    dlb_redis_destroy(r);
+    dlb_conf_destroy(&conf);
+}
+
+static void test_redis_miss(void **unused)
+{
+    dlb_conf_t conf;
+    dlb_redis_t *r;
+    dlb_job_state_t st;
+    dlb_event_t ev;
+    int found = -1;
+    (void)unused;
+
+    redis_conf(&conf, "miss", 60);
+    r = redis_open(&conf);
+    assert_int_equal(dlb_redis_load_job(r, "nobody", &st, &found, errstr, sizeof(errstr)), 0);
+    assert_int_equal(found, 0);
+    assert_int_equal(st.window_cnt, 0);
+    assert_null(st.pods);
+
+    /* Events folded into a job never seeded are not a complete state: still a miss. */
+    ev_job(&ev, "j1", "fresh", T0);
+    job_state(&ev, "running");
+    apply(r, &ev);
+    ev_rt(&ev, "s1", "fresh", T0, 1);
+    apply(r, &ev);
+    dlb_event_clear(&ev);
+    found = -1;
+    assert_int_equal(dlb_redis_load_job(r, "fresh", &st, &found, errstr, sizeof(errstr)), 0);
+    assert_int_equal(found, 0);
+    assert_int_equal(st.window_cnt, 0);
+    seed_empty(r, "fresh");
+    assert_int_equal(dlb_redis_load_job(r, "fresh", &st, &found, errstr, sizeof(errstr)), 0);
+    assert_int_equal(found, 1);
+    assert_int_equal(st.window_cnt, 0); /* the seed replaced the partial state */
+    assert_int_equal(st.job.has_state, 0);
+    dlb_job_state_clear(&st);
+
+    /* A corrupt entry is dropped and reported as a miss. */
+    {
+        char key[256];
+        snprintf(key, sizeof(key), "%s:job:fresh:pods", conf.env);
+        redisContext *c = redisConnect(conf.redis_host, conf.redis_port);
+        freeReplyObject(redisCommand(c, "HSET %s w-0 {broken", key));
+        redisFree(c);
+    }
+    found = -1;
+    assert_int_equal(dlb_redis_load_job(r, "fresh", &st, &found, errstr, sizeof(errstr)), 0);
+    assert_int_equal(found, 0);
+    dlb_redis_destroy(r);
+    dlb_conf_destroy(&conf);
+}
+
+/* Keys go to the configured database; a password is sent when set. */
+static void test_redis_db_and_auth(void **unused)
+{
+    dlb_conf_t conf;
+    dlb_redis_t *r = NULL;
+    char key[256];
+    redisContext *c;
+    (void)unused;
+
+    redis_conf(&conf, "db", 60);
+    conf.redis_db = 3;
+    r = redis_open(&conf);
+    seed_empty(r, "u1");
+    snprintf(key, sizeof(key), "%s:job:u1", conf.env);
+    assert_int_equal(redis_int(3, "EXISTS %s", key), 1);
+    assert_int_equal(redis_int(0, "EXISTS %s", key), 0);
+    dlb_redis_destroy(r);
+
+    c = redisConnect(conf.redis_host, conf.redis_port);
+    freeReplyObject(redisCommand(c, "CONFIG SET requirepass s3cret"));
+    r = NULL;
+    assert_int_equal(dlb_redis_connect(&r, &conf, cat, errstr, sizeof(errstr)), DLB_ERR_TRANSIENT);
+    assert_null(r);
+    snprintf(conf.redis_password, sizeof(conf.redis_password), "s3cret");
+    r = redis_open(&conf);
+    seed_empty(r, "u2");
+    dlb_redis_destroy(r);
+    freeReplyObject(redisCommand(c, "CONFIG SET requirepass %s", ""));
+    redisFree(c);
+    dlb_conf_destroy(&conf);
+}
+
+static int redis_ctl(const char *action)
+{
+    char cmd[1024];
+
+    snprintf(cmd, sizeof(cmd), "'%s' %s --dir '%s' --port %s %s >/dev/null",
+             env_or_fail("DLB_REDIS_CTL"), action, env_or_fail("DLB_REDIS_DIR"),
+             env_or_fail("DLBRAIN_REDIS_PORT"), strcmp(action, "stop") ? "" : "--keep");
+    return system(cmd);
+}
+
+static void test_redis_down_then_back(void **unused)
+{
+    dlb_conf_t conf;
+    dlb_redis_t *r, *r2 = NULL;
+    dlb_job_state_t st;
+    dlb_event_t ev;
+    int found;
+    (void)unused;
+
+    redis_conf(&conf, "down", 60);
+    r = redis_open(&conf);
+    seed_empty(r, "u1");
+    assert_int_equal(redis_ctl("stop"), 0);
+
+    ev_rt(&ev, "s1", "u1", T0, 1);
+    assert_int_equal(dlb_redis_apply_event(r, &ev, errstr, sizeof(errstr)), DLB_ERR_TRANSIENT);
+    assert_int_equal(dlb_redis_load_job(r, "u1", &st, &found, errstr, sizeof(errstr)),
+                     DLB_ERR_TRANSIENT);
+    assert_int_equal(found, 0);
+    assert_int_equal(dlb_redis_store_job(r, &st, errstr, sizeof(errstr)), DLB_ERR_INVALID);
+    assert_int_equal(dlb_redis_connect(&r2, &conf, cat, errstr, sizeof(errstr)), DLB_ERR_TRANSIENT);
+    assert_null(r2);
+
+    assert_int_equal(redis_ctl("start"), 0);
+    /* Same handle, reconnected; the restarted Redis is empty (no persistence). */
+    assert_int_equal(dlb_redis_load_job(r, "u1", &st, &found, errstr, sizeof(errstr)), 0);
+    assert_int_equal(found, 0);
+    seed_empty(r, "u1");
+    assert_int_equal(dlb_redis_apply_event(r, &ev, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_redis_load_job(r, "u1", &st, &found, errstr, sizeof(errstr)), 0);
+    assert_int_equal(found, 1);
+    assert_int_equal(st.window_cnt, 1);
+    dlb_job_state_clear(&st);
+    dlb_event_clear(&ev);
+    dlb_redis_destroy(r);
+    dlb_conf_destroy(&conf);
+}
+
+static int setup(void **unused)
+{
+    (void)unused;
+    if (dlb_catalog_new(&cat, errstr, sizeof(errstr))) {
+        fprintf(stderr, "catalog: %s\n", errstr);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **unused)
+{
+    (void)unused;
+    dlb_catalog_destroy(cat);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pg_migrate_twice),
+        cmocka_unit_test(test_pg_migrate_concurrent),
+        cmocka_unit_test(test_pg_put_each_type_twice),
+        cmocka_unit_test(test_pg_job_upsert_merges),
+        cmocka_unit_test(test_pg_plans_idempotent),
+        cmocka_unit_test(test_pg_load_history),
+        cmocka_unit_test(test_pg_load_job_state_equals_fold),
+        cmocka_unit_test(test_pg_errors),
+        cmocka_unit_test(test_redis_window_trims),
+        cmocka_unit_test(test_redis_duplicates),
+        cmocka_unit_test(test_redis_round_trip),
+        cmocka_unit_test(test_redis_miss),
+        cmocka_unit_test(test_redis_db_and_auth),
+        cmocka_unit_test(test_redis_down_then_back),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

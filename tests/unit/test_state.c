@@ -1,0 +1,373 @@
+/* dlb_job_state_apply(): the fold shared by the Redis cache and the PostgreSQL rebuild. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "err.h"
+#include "state.h"
+
+static dlb_event_t job_ev(const char *id, int64_t t)
+{
+    dlb_event_t ev;
+
+    memset(&ev, 0, sizeof(ev));
+    ev.type = DLB_EV_JOB;
+    snprintf(ev.u.job.event_id, sizeof(ev.u.job.event_id), "%s", id);
+    snprintf(ev.u.job.job_uid, sizeof(ev.u.job.job_uid), "job-1");
+    ev.u.job.event_time_ms = t;
+    return ev;
+}
+
+/* A sample with one worker pod whose memory_used = t, so tests can tell samples apart. */
+static dlb_event_t rt_ev(const char *id, int64_t t, dlb_pod_usage_t *pod)
+{
+    dlb_event_t ev;
+
+    memset(&ev, 0, sizeof(ev));
+    ev.type = DLB_EV_RUNTIME;
+    snprintf(ev.u.rt.event_id, sizeof(ev.u.rt.event_id), "%s", id);
+    snprintf(ev.u.rt.job_uid, sizeof(ev.u.rt.job_uid), "job-1");
+    ev.u.rt.event_time_ms = t;
+    ev.u.rt.global_step = t * 10;
+    ev.u.rt.speed = 2.5;
+    memset(pod, 0, sizeof(*pod));
+    snprintf(pod->name, sizeof(pod->name), "job-1-worker-0");
+    snprintf(pod->type, sizeof(pod->type), "worker");
+    pod->cpu_used = 1.5;
+    pod->memory_used = t;
+    ev.u.rt.pods = pod;
+    ev.u.rt.pods_cnt = 1;
+    return ev;
+}
+
+static dlb_event_t node_ev(const char *id, int64_t t, const char *pod, const char *kind)
+{
+    dlb_event_t ev;
+
+    memset(&ev, 0, sizeof(ev));
+    ev.type = DLB_EV_NODE;
+    snprintf(ev.u.node.event_id, sizeof(ev.u.node.event_id), "%s", id);
+    snprintf(ev.u.node.job_uid, sizeof(ev.u.node.job_uid), "job-1");
+    ev.u.node.event_time_ms = t;
+    snprintf(ev.u.node.kind, sizeof(ev.u.node.kind), "%s", kind);
+    snprintf(ev.u.node.pod_name, sizeof(ev.u.node.pod_name), "%s", pod);
+    snprintf(ev.u.node.pod_type, sizeof(ev.u.node.pod_type), "worker");
+    ev.u.node.pod_index = 3;
+    snprintf(ev.u.node.node_name, sizeof(ev.u.node.node_name), "node-a");
+    return ev;
+}
+
+static void test_job_merge_sections(void **unused)
+{
+    dlb_job_state_t st = {0};
+    dlb_event_t a = job_ev("j-a", 1000), b = job_ev("j-b", 2000), c = job_ev("j-c", 3000);
+    (void)unused;
+
+    a.u.job.has_meta = 1;
+    snprintf(a.u.job.meta.scenario, sizeof(a.u.job.meta.scenario), "ctr");
+    snprintf(a.u.job.meta.name, sizeof(a.u.job.meta.name), "deepfm");
+    a.u.job.has_state = 1;
+    snprintf(a.u.job.state, sizeof(a.u.job.state), "created");
+    b.u.job.has_state = 1;
+    snprintf(b.u.job.state, sizeof(b.u.job.state), "running");
+    b.u.job.has_hyper_params = 1;
+    b.u.job.hyper_params.batch_size = 512;
+    b.u.job.hyper_params.epoch = 2;
+    c.u.job.has_model = 1;
+    c.u.job.model.recv_op_count = 77;
+    c.u.job.has_exit_reason = 1;
+    snprintf(c.u.job.exit_reason, sizeof(c.u.job.exit_reason), "Completed");
+
+    assert_int_equal(dlb_job_state_apply(&st, &a, 60), 0);
+    assert_int_equal(dlb_job_state_apply(&st, &b, 60), 0);
+    assert_int_equal(dlb_job_state_apply(&st, &c, 60), 0);
+
+    assert_string_equal(st.job.job_uid, "job-1");
+    assert_string_equal(st.job.event_id, "j-c");
+    assert_int_equal(st.job.event_time_ms, 3000);
+    assert_int_equal(st.created_ms, 1000);
+    assert_int_equal(st.job.has_meta, 1);
+    assert_string_equal(st.job.meta.scenario, "ctr");
+    assert_string_equal(st.job.meta.name, "deepfm");
+    assert_int_equal(st.job.has_state, 1);
+    assert_string_equal(st.job.state, "running");
+    assert_int_equal(st.job.has_hyper_params, 1);
+    assert_int_equal(st.job.hyper_params.batch_size, 512);
+    assert_int_equal(st.job.hyper_params.epoch, 2);
+    assert_int_equal(st.job.has_dataset, 0);
+    assert_int_equal(st.job.has_model, 1);
+    assert_int_equal(st.job.model.recv_op_count, 77);
+    assert_int_equal(st.job.has_exit_reason, 1);
+    assert_string_equal(st.job.exit_reason, "Completed");
+    dlb_job_state_clear(&st);
+    assert_int_equal(st.created_ms, 0);
+    assert_null(st.window);
+}
+
+/* A late (older) event fills only sections never seen and moves nothing backwards;
+ * replaying everything again changes nothing. */
+static void test_job_late_and_duplicate(void **unused)
+{
+    dlb_job_state_t st = {0};
+    dlb_event_t newer = job_ev("j-2", 5000), older = job_ev("j-1", 4000);
+    (void)unused;
+
+    newer.u.job.has_state = 1;
+    snprintf(newer.u.job.state, sizeof(newer.u.job.state), "running");
+    older.u.job.has_state = 1;
+    snprintf(older.u.job.state, sizeof(older.u.job.state), "pending");
+    older.u.job.has_dataset = 1;
+    older.u.job.dataset.size = 1000000;
+
+    assert_int_equal(dlb_job_state_apply(&st, &newer, 60), 0);
+    assert_int_equal(dlb_job_state_apply(&st, &older, 60), 0);
+    assert_string_equal(st.job.state, "running");
+    assert_int_equal(st.job.has_dataset, 1);
+    assert_int_equal(st.job.dataset.size, 1000000);
+    assert_string_equal(st.job.event_id, "j-2");
+    assert_int_equal(st.job.event_time_ms, 5000);
+    assert_int_equal(st.created_ms, 4000);
+
+    /* Same timestamp: the event id breaks the tie, like PostgreSQL's replay order. */
+    dlb_event_t tie = job_ev("j-3", 5000);
+    tie.u.job.has_state = 1;
+    snprintf(tie.u.job.state, sizeof(tie.u.job.state), "failed");
+    assert_int_equal(dlb_job_state_apply(&st, &tie, 60), 0);
+    assert_string_equal(st.job.state, "failed");
+    assert_int_equal(dlb_job_state_apply(&st, &newer, 60), 0);
+    assert_int_equal(dlb_job_state_apply(&st, &older, 60), 0);
+    assert_string_equal(st.job.state, "failed");
+    assert_string_equal(st.job.event_id, "j-3");
+    dlb_job_state_clear(&st);
+}
+
+static void test_samples_order_dedup_trim(void **unused)
+{
+    dlb_job_state_t st = {0};
+    dlb_pod_usage_t pod;
+    /* Times out of order, one duplicate id. */
+    const int64_t times[] = {300, 100, 500, 200, 400};
+    const char *ids[] = {"s3", "s1", "s5", "s2", "s4"};
+    (void)unused;
+
+    for (int i = 0; i < 5; i++) {
+        dlb_event_t ev = rt_ev(ids[i], times[i], &pod);
+        assert_int_equal(dlb_job_state_apply(&st, &ev, 3), 0);
+    }
+    assert_string_equal(st.job.job_uid, "job-1");
+    assert_int_equal(st.window_cnt, 3);
+    assert_string_equal(st.window[0].event_id, "s3");
+    assert_string_equal(st.window[1].event_id, "s4");
+    assert_string_equal(st.window[2].event_id, "s5");
+    assert_int_equal(st.window[0].event_time_ms, 300);
+    assert_int_equal(st.window[2].global_step, 5000);
+    assert_int_equal(st.window[2].pods_cnt, 1);
+    assert_int_equal(st.window[2].pods[0].memory_used, 500);
+
+    /* Duplicate inside the window and one trimmed long ago: nothing changes. */
+    dlb_event_t dup = rt_ev("s4", 400, &pod);
+    dup.u.rt.speed = 99.0;
+    assert_int_equal(dlb_job_state_apply(&st, &dup, 3), 0);
+    dlb_event_t old = rt_ev("s1", 100, &pod);
+    assert_int_equal(dlb_job_state_apply(&st, &old, 3), 0);
+    assert_int_equal(st.window_cnt, 3);
+    assert_string_equal(st.window[0].event_id, "s3");
+    assert_true(st.window[1].speed == 2.5);
+
+    /* Equal timestamps are ordered by event id. */
+    dlb_event_t b = rt_ev("s6b", 600, &pod), a = rt_ev("s6a", 600, &pod);
+    assert_int_equal(dlb_job_state_apply(&st, &b, 3), 0);
+    assert_int_equal(dlb_job_state_apply(&st, &a, 3), 0);
+    assert_string_equal(st.window[0].event_id, "s5");
+    assert_string_equal(st.window[1].event_id, "s6a");
+    assert_string_equal(st.window[2].event_id, "s6b");
+    dlb_job_state_clear(&st);
+    assert_int_equal(st.window_cnt, 0);
+}
+
+/* The state owns its copy of a sample's pods. */
+static void test_samples_deep_copy(void **unused)
+{
+    dlb_job_state_t st = {0};
+    dlb_pod_usage_t pod;
+    dlb_event_t ev = rt_ev("s1", 100, &pod);
+    (void)unused;
+
+    assert_int_equal(dlb_job_state_apply(&st, &ev, 60), 0);
+    pod.memory_used = -1;
+    snprintf(pod.name, sizeof(pod.name), "changed");
+    assert_ptr_not_equal(st.window[0].pods, &pod);
+    assert_int_equal(st.window[0].pods[0].memory_used, 100);
+    assert_string_equal(st.window[0].pods[0].name, "job-1-worker-0");
+    assert_string_equal(st.window[0].pods[0].type, "worker");
+
+    /* A sample without pods stores no array. */
+    dlb_event_t empty = rt_ev("s2", 200, &pod);
+    empty.u.rt.pods = NULL;
+    empty.u.rt.pods_cnt = 0;
+    assert_int_equal(dlb_job_state_apply(&st, &empty, 60), 0);
+    assert_int_equal(st.window_cnt, 2);
+    assert_null(st.window[1].pods);
+    dlb_job_state_clear(&st);
+}
+
+/* window_size below 1 keeps the newest sample. */
+static void test_samples_min_window(void **unused)
+{
+    dlb_job_state_t st = {0};
+    dlb_pod_usage_t pod;
+    dlb_event_t a = rt_ev("a", 1, &pod), b = rt_ev("b", 2, &pod);
+    (void)unused;
+
+    assert_int_equal(dlb_job_state_apply(&st, &a, 0), 0);
+    assert_int_equal(dlb_job_state_apply(&st, &b, 0), 0);
+    assert_int_equal(st.window_cnt, 1);
+    assert_string_equal(st.window[0].event_id, "b");
+    dlb_job_state_clear(&st);
+}
+
+static void test_node_fold_and_oom_idempotent(void **unused)
+{
+    dlb_job_state_t st = {0};
+    const dlb_pod_status_t *p;
+    (void)unused;
+
+    dlb_event_t run = node_ev("n1", 1000, "w-0", "pod_phase");
+    run.u.node.has_phase = 1;
+    snprintf(run.u.node.phase, sizeof(run.u.node.phase), "Running");
+    run.u.node.has_memory_requested = 1;
+    run.u.node.memory_requested = 8 * (int64_t)1024 * 1024 * 1024;
+    dlb_event_t oom = node_ev("n2", 2000, "w-0", "oom_killed");
+    dlb_event_t oom2 = node_ev("n3", 3000, "w-0", "oom_killed");
+    snprintf(oom2.u.node.node_name, sizeof(oom2.u.node.node_name), "node-b");
+    oom2.u.node.has_memory_requested = 1;
+    oom2.u.node.memory_requested = 12 * (int64_t)1024 * 1024 * 1024;
+
+    assert_int_equal(dlb_job_state_apply(&st, &run, 60), 0);
+    assert_int_equal(dlb_job_state_apply(&st, &oom, 60), 0);
+    /* Re-delivery of the newest event: no change. */
+    assert_int_equal(dlb_job_state_apply(&st, &oom, 60), 0);
+    p = dlb_job_state_pod(&st, "w-0");
+    assert_non_null(p);
+    assert_int_equal(p->oom_count, 1);
+    assert_string_equal(p->last_oom_event_id, "n2");
+    assert_string_equal(p->last_kind, "oom_killed");
+    assert_string_equal(p->phase, "Running");
+    assert_int_equal(p->memory_requested, 8 * (int64_t)1024 * 1024 * 1024);
+    assert_int_equal(p->last_event_time_ms, 2000);
+    assert_string_equal(p->type, "worker");
+    assert_int_equal(p->index, 3);
+    assert_string_equal(p->node_name, "node-a");
+
+    assert_int_equal(dlb_job_state_apply(&st, &oom2, 60), 0);
+    assert_int_equal(dlb_job_state_apply(&st, &oom2, 60), 0);
+    p = dlb_job_state_pod(&st, "w-0");
+    assert_int_equal(p->oom_count, 2);
+    assert_string_equal(p->last_oom_event_id, "n3");
+    assert_string_equal(p->last_event_id, "n3");
+    assert_string_equal(p->node_name, "node-b");
+    assert_int_equal(p->memory_requested, 12 * (int64_t)1024 * 1024 * 1024);
+
+    /* A late phase event counts for nothing that is newer. */
+    dlb_event_t late = node_ev("n0", 500, "w-0", "pod_phase");
+    late.u.node.has_phase = 1;
+    snprintf(late.u.node.phase, sizeof(late.u.node.phase), "Pending");
+    assert_int_equal(dlb_job_state_apply(&st, &late, 60), 0);
+    p = dlb_job_state_pod(&st, "w-0");
+    assert_string_equal(p->last_kind, "oom_killed");
+    assert_string_equal(p->phase, "Running");
+    assert_int_equal(p->last_event_time_ms, 3000);
+    assert_int_equal(p->oom_count, 2);
+    dlb_job_state_clear(&st);
+}
+
+static void test_node_pods_sorted_and_lookup(void **unused)
+{
+    dlb_job_state_t st = {0};
+    const char *names[] = {"w-2", "ps-0", "w-10", "chief-0"};
+    (void)unused;
+
+    for (int i = 0; i < 4; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "e%d", i);
+        dlb_event_t ev = node_ev(id, 100 + i, names[i], "pod_phase");
+        assert_int_equal(dlb_job_state_apply(&st, &ev, 60), 0);
+    }
+    /* A node-only event (no pod) is not a pod. */
+    dlb_event_t nodeonly = node_ev("e9", 900, "", "node_not_ready");
+    assert_int_equal(dlb_job_state_apply(&st, &nodeonly, 60), 0);
+
+    assert_int_equal(st.pods_cnt, 4);
+    assert_string_equal(st.pods[0].name, "chief-0");
+    assert_string_equal(st.pods[1].name, "ps-0");
+    assert_string_equal(st.pods[2].name, "w-10");
+    assert_string_equal(st.pods[3].name, "w-2");
+    assert_ptr_equal(dlb_job_state_pod(&st, "w-10"), &st.pods[2]);
+    assert_int_equal(dlb_job_state_pod(&st, "w-2")->last_event_time_ms, 100);
+    assert_int_equal(dlb_job_state_pod(&st, "w-2")->oom_count, 0);
+    assert_string_equal(dlb_job_state_pod(&st, "w-2")->last_oom_event_id, "");
+    assert_null(dlb_job_state_pod(&st, "w-3"));
+    assert_null(dlb_job_state_pod(&st, ""));
+    dlb_job_state_clear(&st);
+    assert_null(dlb_job_state_pod(&st, "w-2"));
+}
+
+/* Plan requests and plans are not job state. */
+static void test_other_events_ignored(void **unused)
+{
+    dlb_job_state_t st = {0};
+    dlb_event_t ev;
+    (void)unused;
+
+    memset(&ev, 0, sizeof(ev));
+    ev.type = DLB_EV_PLAN_REQUEST;
+    snprintf(ev.u.req.event_id, sizeof(ev.u.req.event_id), "r1");
+    snprintf(ev.u.req.job_uid, sizeof(ev.u.req.job_uid), "job-1");
+    assert_int_equal(dlb_job_state_apply(&st, &ev, 60), 0);
+    assert_string_equal(st.job.job_uid, "");
+    assert_int_equal(st.window_cnt, 0);
+    assert_int_equal(st.pods_cnt, 0);
+}
+
+static void test_history_clear(void **unused)
+{
+    dlb_history_t h = {0};
+    (void)unused;
+
+    h.jobs = calloc(2, sizeof(*h.jobs));
+    assert_non_null(h.jobs);
+    h.jobs_cnt = 2;
+    h.jobs[0].samples = calloc(1, sizeof(*h.jobs[0].samples));
+    assert_non_null(h.jobs[0].samples);
+    h.jobs[0].samples_cnt = 1;
+    h.jobs[0].samples[0].pods = calloc(2, sizeof(dlb_pod_usage_t));
+    h.jobs[0].samples[0].pods_cnt = 2;
+    h.jobs[1].oom_pods = calloc(1, sizeof(*h.jobs[1].oom_pods));
+    h.jobs[1].oom_pods_cnt = 1;
+    dlb_history_clear(&h);
+    assert_null(h.jobs);
+    assert_int_equal(h.jobs_cnt, 0);
+    dlb_history_clear(&h);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_job_merge_sections),
+        cmocka_unit_test(test_job_late_and_duplicate),
+        cmocka_unit_test(test_samples_order_dedup_trim),
+        cmocka_unit_test(test_samples_deep_copy),
+        cmocka_unit_test(test_samples_min_window),
+        cmocka_unit_test(test_node_fold_and_oom_idempotent),
+        cmocka_unit_test(test_node_pods_sorted_and_lookup),
+        cmocka_unit_test(test_other_events_ignored),
+        cmocka_unit_test(test_history_clear),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
