@@ -126,24 +126,35 @@ static const struct {
                        "(SELECT event_time_ms, event_id, raw FROM node_events WHERE job_uid = $1 "
                        "ORDER BY event_time_ms DESC, event_id DESC LIMIT $4::integer)"
                        ") e ORDER BY event_time_ms, event_id"},
+    /* Everything "as of" $3, the request time, so that answering the same
+     * request later (a redelivery, a replay) sees the same history: state and
+     * exit reason from the newest job event before it, samples and OOMs before it. */
     [ST_HIST_JOBS] = {"dlb_hist_jobs",
-                      "SELECT uid, created_ms, COALESCE(state, ''), COALESCE(exit_reason, '') "
-                      "FROM jobs WHERE scenario = $1 AND created_ms >= $2::bigint "
-                      "AND created_ms < $3::bigint AND uid <> $4 "
-                      "ORDER BY created_ms DESC, uid LIMIT $5::integer"},
+                      "SELECT j.uid, j.created_ms, "
+                      "COALESCE((SELECT e.state FROM job_events e WHERE e.job_uid = j.uid "
+                      "AND e.state IS NOT NULL AND e.event_time_ms < $3::bigint "
+                      "ORDER BY e.event_time_ms DESC, e.event_id DESC LIMIT 1), ''), "
+                      "COALESCE((SELECT e.exit_reason FROM job_events e WHERE e.job_uid = j.uid "
+                      "AND e.exit_reason IS NOT NULL AND e.event_time_ms < $3::bigint "
+                      "ORDER BY e.event_time_ms DESC, e.event_id DESC LIMIT 1), '') "
+                      "FROM jobs j WHERE j.scenario = $1 AND j.created_ms >= $2::bigint "
+                      "AND j.created_ms < $3::bigint AND j.uid <> $4 "
+                      "ORDER BY j.created_ms DESC, j.uid LIMIT $5::integer"},
     /* $1 is a JSON array of job uids; ord maps rows back to it (1-based). */
     [ST_HIST_SAMPLES] = {"dlb_hist_samples",
                          "SELECT j.ord::integer, s.raw "
                          "FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS j(uid, ord) "
                          "CROSS JOIN LATERAL (SELECT r.event_time_ms, r.event_id, r.raw "
                          "FROM runtime_samples r WHERE r.job_uid = j.uid "
+                         "AND r.event_time_ms < $3::bigint "
                          "ORDER BY r.event_time_ms DESC, r.event_id DESC LIMIT $2::integer) s "
                          "ORDER BY j.ord, s.event_time_ms, s.event_id"},
     [ST_HIST_OOM] = {"dlb_hist_oom",
                      "SELECT DISTINCT j.ord::integer, n.pod_name "
                      "FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS j(uid, ord) "
                      "JOIN node_events n ON n.job_uid = j.uid AND n.kind = 'oom_killed' "
-                     "AND n.pod_name <> '' ORDER BY 1, 2 LIMIT $2::integer"},
+                     "AND n.pod_name <> '' AND n.event_time_ms < $3::bigint "
+                     "ORDER BY 1, 2 LIMIT $2::integer"},
     [ST_GET_PLAN] = {"dlb_get_plan", "SELECT raw FROM plans WHERE plan_id = $1"},
 };
 /* clang-format on */
@@ -1025,16 +1036,17 @@ static dlb_hist_job_t *hist_row_job(dlb_history_t *h, const PGresult *res, int i
     return ord >= 1 && ord <= h->jobs_cnt ? &h->jobs[ord - 1] : NULL;
 }
 
-static int hist_samples(dlb_pg_t *pg, const char *uids, int max_samples, dlb_history_t *h,
-                        char *errstr, size_t errstr_size)
+static int hist_samples(dlb_pg_t *pg, const char *uids, int max_samples, int64_t until_ms,
+                        dlb_history_t *h, char *errstr, size_t errstr_size)
 {
-    char lim[24];
-    const char *v[2] = {uids, lim};
+    char lim[24], until[24];
+    const char *v[3] = {uids, lim, until};
     PGresult *res = NULL;
     int err, n;
 
     snprintf(lim, sizeof(lim), "%d", max_samples);
-    if ((err = pg_run(pg, ST_HIST_SAMPLES, 2, v, NULL, 1, &res, errstr, errstr_size)))
+    snprintf(until, sizeof(until), "%" PRId64, until_ms);
+    if ((err = pg_run(pg, ST_HIST_SAMPLES, 3, v, NULL, 1, &res, errstr, errstr_size)))
         return err;
     n = PQntuples(res);
     /* Rows come grouped by job: size each job's array before filling it. */
@@ -1073,16 +1085,17 @@ out:
     return err;
 }
 
-static int hist_oom(dlb_pg_t *pg, const char *uids, dlb_history_t *h, char *errstr,
-                    size_t errstr_size)
+static int hist_oom(dlb_pg_t *pg, const char *uids, int64_t until_ms, dlb_history_t *h,
+                    char *errstr, size_t errstr_size)
 {
-    char lim[24];
-    const char *v[2] = {uids, lim};
+    char lim[24], until[24];
+    const char *v[3] = {uids, lim, until};
     PGresult *res = NULL;
     int err, n;
 
     snprintf(lim, sizeof(lim), "%d", DLB_PG_MAX_OOM_ROWS);
-    if ((err = pg_run(pg, ST_HIST_OOM, 2, v, NULL, 1, &res, errstr, errstr_size)))
+    snprintf(until, sizeof(until), "%" PRId64, until_ms);
+    if ((err = pg_run(pg, ST_HIST_OOM, 3, v, NULL, 1, &res, errstr, errstr_size)))
         return err;
     n = PQntuples(res);
     for (int i = 0; i < n; i++) {
@@ -1132,8 +1145,9 @@ int dlb_pg_load_history(dlb_pg_t *pg, const char *scenario, const char *exclude_
         err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
         goto out;
     }
-    if ((max_samples > 0 && (err = hist_samples(pg, uids, max_samples, &h, errstr, errstr_size))) ||
-        (err = hist_oom(pg, uids, &h, errstr, errstr_size)))
+    if ((max_samples > 0 &&
+         (err = hist_samples(pg, uids, max_samples, until_ms, &h, errstr, errstr_size))) ||
+        (err = hist_oom(pg, uids, until_ms, &h, errstr, errstr_size)))
         goto out;
 done:
     *out = h;

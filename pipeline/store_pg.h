@@ -58,7 +58,9 @@ int dlb_pg_get_plan(dlb_pg_t *pg, const char *plan_id, void **raw, size_t *raw_l
 /** @brief Similar jobs for create-stage optimizers: jobs of this scenario created in
  *         [until_ms - hours*3600000, until_ms), other than exclude_uid, newest first,
  *         at most max_jobs, each with its runtime samples (oldest first, at most
- *         max_samples, the newest ones) and its OOM-killed pods. */
+ *         max_samples, the newest ones) and its OOM-killed pods. Everything is as
+ *         of until_ms (state, exit reason, samples and OOMs before it), so the same
+ *         request sees the same history whenever it is answered. */
 int dlb_pg_load_history(dlb_pg_t *pg, const char *scenario, const char *exclude_uid,
                         int64_t until_ms, int hours, int max_jobs, int max_samples,
                         dlb_history_t *out, char *errstr, size_t errstr_size);

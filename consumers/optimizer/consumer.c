@@ -458,9 +458,20 @@ static int plan_request(ctx_t *c, item_t *it, char *errstr, size_t size)
     dlb_opt_input_t in;
     void *buf = NULL;
     size_t len = 0;
-    char sub[512];
+    char sub[512], plan_id[DLB_ID_MAX];
     int err;
 
+    /* A redelivered request gets the plan it got the first time, byte for
+     * byte, even if the job has moved on since: a plan id names one plan. */
+    dlb_plan_id(req, plan_id, sizeof(plan_id));
+    if ((err = dlb_pg_get_plan(c->pg, plan_id, &buf, &len, errstr, size)))
+        goto out;
+    if (buf) {
+        dlb_info("plan %s for job %s exists already; sending it again", plan_id, req->job_uid);
+        err = add_out(c, req->job_uid, buf, len);
+        buf = NULL;
+        goto out;
+    }
     if ((err = load_job(c, req, &st, errstr, size)))
         goto out;
     if (wants_history(req, &st) &&
