@@ -9,6 +9,9 @@ static const dlb_cmd_t cmds[] = {
     {"emit", cmd_emit_main, "publish JSON-lines events to the pipeline"},
     {"optimizer", cmd_optimizer_main, "run the plan-making consumer"},
     {"plans", cmd_plans_main, "subscribe to plans as a job master would"},
+    {"simulate", cmd_simulate_main, "print a simulated training cluster's events (demo)"},
+    {"schemas", cmd_schemas_main, "list the Avro schema catalog or print a schema"},
+    {"settings", cmd_settings_main, "print the effective settings or the settings reference"},
     {NULL, NULL, NULL},
 };
 
