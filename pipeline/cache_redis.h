@@ -39,7 +39,6 @@ int dlb_redis_store_job(dlb_redis_t *r, const dlb_job_state_t *st, char *errstr,
  *         partition, served by one consumer at a time). Loads from cache, folds
  *         with dlb_job_state_apply(), stores. On a miss the caller should seed
  *         the cache with dlb_redis_store_job() from PostgreSQL first. */
-int dlb_redis_apply_event(dlb_redis_t *r, const dlb_event_t *ev, char *errstr,
-                          size_t errstr_size);
+int dlb_redis_apply_event(dlb_redis_t *r, const dlb_event_t *ev, char *errstr, size_t errstr_size);
 
 #endif

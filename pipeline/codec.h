@@ -11,7 +11,7 @@
 #include "catalog.h"
 #include "event.h"
 
-#define DLB_FRAME_MAGIC 0
+#define DLB_FRAME_MAGIC  0
 #define DLB_FRAME_HEADER 5
 
 /** @brief Encode ev with the newest schema of its type.

@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DLB_ID_MAX 128     /* event ids, job uids, pod names, node names */
-#define DLB_NAME_MAX 256   /* job meta strings, reasons of node events */
+#define DLB_ID_MAX     128  /* event ids, job uids, pod names, node names */
+#define DLB_NAME_MAX   256  /* job meta strings, reasons of node events */
 #define DLB_REASON_MAX 1024 /* plan reasons, node event messages */
 
 typedef enum dlb_event_type {
@@ -91,8 +91,8 @@ typedef struct dlb_pod_usage {
     char name[DLB_ID_MAX];
     char type[16]; /* ps worker chief evaluator */
     int32_t index;
-    double cpu_used;      /* cores */
-    double cpu_requested; /* cores */
+    double cpu_used;          /* cores */
+    double cpu_requested;     /* cores */
     int64_t memory_used;      /* bytes */
     int64_t memory_requested; /* bytes */
 } dlb_pod_usage_t;
@@ -240,11 +240,11 @@ extern const char *const dlb_pod_types[];
 int dlb_in_list(const char *const *list, const char *s);
 
 /* Stage names (DLRover's request types). */
-#define DLB_STAGE_CREATE "job_stage_create"
-#define DLB_STAGE_PS_INITIAL "job_stage_ps_initial"
+#define DLB_STAGE_CREATE         "job_stage_create"
+#define DLB_STAGE_PS_INITIAL     "job_stage_ps_initial"
 #define DLB_STAGE_WORKER_INITIAL "job_stage_worker_initial"
-#define DLB_STAGE_RUNNING "job_stage_running"
-#define DLB_STAGE_PS_RUNNING "job_stage_ps_running"
+#define DLB_STAGE_RUNNING        "job_stage_running"
+#define DLB_STAGE_PS_RUNNING     "job_stage_ps_running"
 #define DLB_STAGE_WORKER_RUNNING "job_stage_worker_running"
 
 #endif

@@ -21,7 +21,7 @@ int dlb_log_enabled(int level);
 
 void dlb_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define dlb_err(...) dlb_log(DLB_LOG_ERROR, __VA_ARGS__)
+#define dlb_err(...)  dlb_log(DLB_LOG_ERROR, __VA_ARGS__)
 #define dlb_warn(...) dlb_log(DLB_LOG_WARN, __VA_ARGS__)
 #define dlb_info(...) dlb_log(DLB_LOG_INFO, __VA_ARGS__)
 #define dlb_dbg(...)                                                                               \

@@ -16,12 +16,12 @@ typedef struct dlb_pod_status {
     char type[16];
     int32_t index;
     char node_name[DLB_ID_MAX];
-    char last_kind[32];        /* kind of the newest node event */
-    char phase[32];            /* newest phase seen, "" if none */
+    char last_kind[32]; /* kind of the newest node event */
+    char phase[32];     /* newest phase seen, "" if none */
     int64_t last_event_time_ms;
-    int oom_count;             /* OOMKilled events seen for this pod */
+    int oom_count;                      /* OOMKilled events seen for this pod */
     char last_oom_event_id[DLB_ID_MAX]; /* "" if never OOM */
-    int64_t memory_requested;  /* bytes at the newest event that said, 0 if unknown */
+    int64_t memory_requested;           /* bytes at the newest event that said, 0 if unknown */
     char last_event_id[DLB_ID_MAX]; /* id of the newest node event, so a redelivery is a no-op */
 } dlb_pod_status_t;
 
@@ -29,7 +29,7 @@ typedef struct dlb_job_state {
     /* Merged job event: every section ever reported, newest value wins.
      * job.event_id / event_time_ms are those of the newest job event. */
     dlb_job_event_t job;
-    int64_t created_ms;        /* event time of the first job event, 0 if none */
+    int64_t created_ms; /* event time of the first job event, 0 if none */
     /* Runtime window, oldest first, at most conf.window_size samples. */
     dlb_runtime_sample_t *window;
     size_t window_cnt;
@@ -43,7 +43,7 @@ typedef struct dlb_hist_job {
     int64_t created_ms;
     char state[32];
     char exit_reason[32];
-    int completed;             /* state succeeded or exit reason Completed */
+    int completed;                 /* state succeeded or exit reason Completed */
     dlb_runtime_sample_t *samples; /* oldest first */
     size_t samples_cnt;
     char (*oom_pods)[DLB_ID_MAX]; /* pods that were ever OOMKilled */
@@ -51,7 +51,7 @@ typedef struct dlb_hist_job {
 } dlb_hist_job_t;
 
 typedef struct dlb_history {
-    dlb_hist_job_t *jobs;      /* newest job first */
+    dlb_hist_job_t *jobs; /* newest job first */
     size_t jobs_cnt;
 } dlb_history_t;
 

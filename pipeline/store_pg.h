@@ -67,11 +67,10 @@ int dlb_pg_load_history(dlb_pg_t *pg, const char *scenario, const char *exclude_
 
 /** @brief Rebuild one job's state from its persisted events (when Redis lost it).
  *  @returns 0 (an unknown job yields an empty state) or an error. */
-int dlb_pg_load_job_state(dlb_pg_t *pg, const char *job_uid, int window_size,
-                          dlb_job_state_t *out, char *errstr, size_t errstr_size);
+int dlb_pg_load_job_state(dlb_pg_t *pg, const char *job_uid, int window_size, dlb_job_state_t *out,
+                          char *errstr, size_t errstr_size);
 
 /** @brief Row count of a table of this schema (for the demo and tests). */
-int dlb_pg_count(dlb_pg_t *pg, const char *table, int64_t *count, char *errstr,
-                 size_t errstr_size);
+int dlb_pg_count(dlb_pg_t *pg, const char *table, int64_t *count, char *errstr, size_t errstr_size);
 
 #endif

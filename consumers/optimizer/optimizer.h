@@ -14,10 +14,10 @@
 
 typedef struct dlb_opt_input {
     const dlb_plan_request_t *req;
-    const dlb_job_state_t *job;      /* never NULL; may be empty */
-    const dlb_history_t *history;    /* similar jobs, never NULL; may be empty */
-    const dlb_limits_t *limits;      /* master-side clamp, applied last */
-    const char *optimizer_set;       /* "dlrover" or "dlbrain" */
+    const dlb_job_state_t *job;   /* never NULL; may be empty */
+    const dlb_history_t *history; /* similar jobs, never NULL; may be empty */
+    const dlb_limits_t *limits;   /* master-side clamp, applied last */
+    const char *optimizer_set;    /* "dlrover" or "dlbrain" */
 } dlb_opt_input_t;
 
 /** @brief Pick the optimizer(s) for the request's stage and the job's state, run
