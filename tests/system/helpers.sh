@@ -14,9 +14,25 @@ SYS_PIDS=()
 SYS_FAILED=0
 
 sys_cleanup() {
-    local rc=$?
+    local rc=$? prc f
     for pid in "${SYS_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${SYS_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    # Background servers must stop cleanly on SIGTERM: a crash, a leak report
+    # (LeakSanitizer exits non-zero) or any sanitizer finding fails the test.
+    for pid in "${SYS_PIDS[@]}"; do
+        prc=0
+        wait "$pid" 2>/dev/null || prc=$?
+        if [ "$prc" -ne 0 ] && [ "$rc" -eq 0 ]; then
+            echo "FAIL - background process $pid exited with status $prc"
+            rc=1
+        fi
+    done
+    for f in "$SYS_DIR"/*.log; do
+        [ -f "$f" ] || continue
+        if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$f"; then
+            echo "FAIL - sanitizer report in $(basename "$f")"
+            rc=1
+        fi
+    done
     "$SYS_TOP/scripts/redis" stop --dir "$SYS_DIR/redis" >/dev/null 2>&1 || true
     "$SYS_TOP/scripts/pg" stop --dir "$SYS_DIR/pg" >/dev/null 2>&1 || true
     if [ "$rc" -ne 0 ] || [ "$SYS_FAILED" -ne 0 ]; then
