@@ -32,14 +32,9 @@ int cmd_optimizer_main(int argc, char **argv)
         case 'D':
             dump = 1;
             break;
-        case 'h':
-            usage(stdout);
-            return 0;
         default:
-            if (cli_common_opt(&o, c, optarg) <= 0) {
-                usage(stderr);
-                return 2;
-            }
+            if ((rc = cli_default_opt(&o, c, optarg, usage)) >= 0)
+                return rc;
         }
     }
     if (cli_conf_build(&o, &conf, "optimizer"))

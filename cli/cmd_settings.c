@@ -21,21 +21,16 @@ int cmd_settings_main(int argc, char **argv)
         {"reference", no_argument, 0, 'r'}, CLI_COMMON_LONG, {0, 0, 0, 0}};
     cli_opts_t o = {0};
     dlb_conf_t conf;
-    int c, ref = 0;
+    int c, ref = 0, rc;
 
     while ((c = getopt_long(argc, argv, "r" CLI_COMMON_SHORT, longopts, NULL)) != -1) {
         switch (c) {
         case 'r':
             ref = 1;
             break;
-        case 'h':
-            usage(stdout);
-            return 0;
         default:
-            if (cli_common_opt(&o, c, optarg) <= 0) {
-                usage(stderr);
-                return 2;
-            }
+            if ((rc = cli_default_opt(&o, c, optarg, usage)) >= 0)
+                return rc;
         }
     }
     if (ref) {

@@ -69,6 +69,18 @@ int cli_common_opt(cli_opts_t *o, int c, const char *arg)
     }
 }
 
+int cli_default_opt(cli_opts_t *o, int c, const char *arg, void (*usage)(FILE *))
+{
+    if (c == 'h') {
+        usage(stdout);
+        return 0;
+    }
+    if (cli_common_opt(o, c, arg) > 0)
+        return -1;
+    usage(stderr);
+    return 2;
+}
+
 int cli_conf_build(const cli_opts_t *o, dlb_conf_t *conf, const char *program)
 {
     char errstr[512];

@@ -3,6 +3,7 @@
 #define DLB_CLI_COMMON_H
 
 #include <getopt.h>
+#include <stdio.h>
 #include <signal.h>
 
 #include "conf.h"
@@ -37,6 +38,12 @@ typedef struct cli_opts {
 
 /** @returns 1 if c was a common option (and recorded it), 0 if not, -1 on error. */
 int cli_common_opt(cli_opts_t *o, int c, const char *arg);
+
+/** @brief The default: branch of a subcommand's getopt loop. -h prints usage to
+ *         stdout and returns 0; a common option is recorded and -1 returned (go
+ *         on parsing); anything else prints usage to stderr and returns 2. A
+ *         non-negative result is the subcommand's exit status. */
+int cli_default_opt(cli_opts_t *o, int c, const char *arg, void (*usage)(FILE *));
 
 /** @brief Build conf from defaults, file, environment, options; set up logging.
  *  @returns 0, or 1 after printing the error (main exits with it). */

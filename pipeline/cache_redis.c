@@ -88,10 +88,35 @@ static const redisReply *reply_error(const redisReply *rep)
     return NULL;
 }
 
+/* One set-up command on a fresh connection; a refusal closes the connection
+ * and returns the class given for it. */
+static int redis_setup(dlb_redis_t *r, int refused, const char *what, char *errstr,
+                       size_t errstr_size, const char *fmt, ...)
+{
+    redisReply *rep;
+    va_list ap;
+
+    va_start(ap, fmt);
+    rep = redisvCommand(r->c, fmt, ap);
+    va_end(ap);
+    if (!rep)
+        return redis_lost(r, what, errstr, errstr_size);
+    if (rep->type == REDIS_REPLY_ERROR) {
+        dlb_seterr(errstr, errstr_size, refused, "redis %s:%d: %s: %s", r->host, r->port, what,
+                   rep->str);
+        freeReplyObject(rep);
+        redisFree(r->c);
+        r->c = NULL;
+        return refused;
+    }
+    freeReplyObject(rep);
+    return 0;
+}
+
 static int redis_open(dlb_redis_t *r, char *errstr, size_t errstr_size)
 {
     struct timeval tv = {r->timeout_ms / 1000, (r->timeout_ms % 1000) * 1000};
-    redisReply *rep;
+    int err;
 
     r->c = redisConnectWithTimeout(r->host, r->port, tv);
     if (!r->c)
@@ -100,46 +125,18 @@ static int redis_open(dlb_redis_t *r, char *errstr, size_t errstr_size)
         return redis_lost(r, "connect", errstr, errstr_size);
     if (redisSetTimeout(r->c, tv) != REDIS_OK)
         return redis_lost(r, "setting the timeout", errstr, errstr_size);
-    if (r->password[0]) {
-        if (!(rep = redisCommand(r->c, "AUTH %s", r->password)))
-            return redis_lost(r, "AUTH", errstr, errstr_size);
-        if (rep->type == REDIS_REPLY_ERROR) {
-            /* Transient by contract: a password rotation in progress heals. */
-            dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "redis %s:%d: AUTH: %s", r->host,
-                       r->port, rep->str);
-            freeReplyObject(rep);
-            redisFree(r->c);
-            r->c = NULL;
-            return DLB_ERR_TRANSIENT;
-        }
-        freeReplyObject(rep);
-    }
-    /* Without a password AUTH is never sent: PING proves the server serves us
-     * (NOAUTH when it wants a password, LOADING while it starts). */
-    if (!(rep = redisCommand(r->c, "PING")))
-        return redis_lost(r, "PING", errstr, errstr_size);
-    if (rep->type == REDIS_REPLY_ERROR) {
-        dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "redis %s:%d: PING: %s", r->host,
-                   r->port, rep->str);
-        freeReplyObject(rep);
-        redisFree(r->c);
-        r->c = NULL;
-        return DLB_ERR_TRANSIENT;
-    }
-    freeReplyObject(rep);
-    if (r->db != 0) {
-        if (!(rep = redisCommand(r->c, "SELECT %d", r->db)))
-            return redis_lost(r, "SELECT", errstr, errstr_size);
-        if (rep->type == REDIS_REPLY_ERROR) {
-            dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "redis %s:%d: SELECT %d: %s", r->host,
-                       r->port, r->db, rep->str);
-            freeReplyObject(rep);
-            redisFree(r->c);
-            r->c = NULL;
-            return DLB_ERR_CONF;
-        }
-        freeReplyObject(rep);
-    }
+    /* AUTH refused is transient by contract: a password rotation in progress
+     * heals. Without a password AUTH is never sent: PING proves the server
+     * serves us (NOAUTH when it wants a password, LOADING while it starts).
+     * A database that does not exist is a configuration error. */
+    if (r->password[0] && (err = redis_setup(r, DLB_ERR_TRANSIENT, "AUTH", errstr, errstr_size,
+                                             "AUTH %s", r->password)))
+        return err;
+    if ((err = redis_setup(r, DLB_ERR_TRANSIENT, "PING", errstr, errstr_size, "PING")))
+        return err;
+    if (r->db != 0 &&
+        (err = redis_setup(r, DLB_ERR_CONF, "SELECT", errstr, errstr_size, "SELECT %d", r->db)))
+        return err;
     return 0;
 }
 

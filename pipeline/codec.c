@@ -801,10 +801,31 @@ int dlb_codec_peek(const void *buf, size_t len, int32_t *schema_id, char *errstr
     return 0;
 }
 
+int dlb_codec_value_new(const dlb_catalog_t *cat, const dlb_event_t *ev,
+                        const dlb_schema_entry_t **entry, avro_value_t *v, char *errstr,
+                        size_t errstr_size)
+{
+    const dlb_schema_entry_t *e = dlb_catalog_latest(cat, ev->type);
+    int err;
+
+    if (!e)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "no schema for event type %d in the catalog", (int)ev->type);
+    if (avro_generic_value_new(e->iface, v))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s", avro_strerror());
+    if ((err = dlb_codec_to_avro(ev, v, errstr, errstr_size))) {
+        avro_value_decref(v);
+        return err;
+    }
+    if (entry)
+        *entry = e;
+    return 0;
+}
+
 int dlb_codec_encode(const dlb_catalog_t *cat, const dlb_event_t *ev, void **out, size_t *out_len,
                      char *errstr, size_t errstr_size)
 {
-    const dlb_schema_entry_t *e = dlb_catalog_latest(cat, ev->type);
+    const dlb_schema_entry_t *e;
     avro_value_t v;
     avro_writer_t w = NULL;
     uint8_t *buf = NULL;
@@ -813,13 +834,8 @@ int dlb_codec_encode(const dlb_catalog_t *cat, const dlb_event_t *ev, void **out
 
     *out = NULL;
     *out_len = 0;
-    if (!e)
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
-                          "no schema for event type %d in the catalog", (int)ev->type);
-    if (avro_generic_value_new(e->iface, &v))
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s", avro_strerror());
-    if ((err = dlb_codec_to_avro(ev, &v, errstr, errstr_size)))
-        goto out;
+    if ((err = dlb_codec_value_new(cat, ev, &e, &v, errstr, errstr_size)))
+        return err;
     if (avro_value_sizeof(&v, &sz)) {
         err = dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "sizing: %s", avro_strerror());
         goto out;

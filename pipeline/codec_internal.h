@@ -53,4 +53,12 @@ int dlb_codec_from_avro(dlb_event_type_t type, avro_value_t *rec, dlb_event_t *e
  *  @returns 0, DLB_ERR_INVALID (unterminated string, NULL list item), DLB_ERR_GENERIC. */
 int dlb_codec_to_avro(const dlb_event_t *ev, avro_value_t *rec, char *errstr, size_t errstr_size);
 
+/* A new generic value of the newest schema of ev's type, filled from ev (what
+ * encoding and JSON rendering both start from). On success the caller owns *v
+ * (avro_value_decref) and *entry (if not NULL) names its schema; on failure
+ * nothing is held. */
+int dlb_codec_value_new(const dlb_catalog_t *cat, const dlb_event_t *ev,
+                        const dlb_schema_entry_t **entry, avro_value_t *v, char *errstr,
+                        size_t errstr_size);
+
 #endif

@@ -607,19 +607,13 @@ fail:
 int dlb_event_to_json(const dlb_catalog_t *cat, const dlb_event_t *ev, char **out, char *errstr,
                       size_t errstr_size)
 {
-    const dlb_schema_entry_t *e = dlb_catalog_latest(cat, ev->type);
     cJSON *obj = NULL, *fields = NULL, *item;
     avro_value_t v;
     int err;
 
     *out = NULL;
-    if (!e)
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
-                          "no schema for event type %d in the catalog", (int)ev->type);
-    if (avro_generic_value_new(e->iface, &v))
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s", avro_strerror());
-    if ((err = dlb_codec_to_avro(ev, &v, errstr, errstr_size)))
-        goto out;
+    if ((err = dlb_codec_value_new(cat, ev, NULL, &v, errstr, errstr_size)))
+        return err;
     /* "type" first, then the fields in schema order. */
     if (!(obj = cJSON_CreateObject()) ||
         !cJSON_AddStringToObject(obj, "type", dlb_event_type_name(ev->type)) ||
