@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# dlbrain emit: a bad line is reported with its file, line number and field,
+# the other lines still go out (each to its type's topic, keyed by job uid),
+# and the exit status says whether a line was rejected.
+. "$(dirname "$0")/helpers.sh"
+
+sys_start_kafka 3
+cat >"$SYS_DIR/in.jsonl" <<'JSON'
+# a comment, then a blank line
+
+{"type":"job_event","event_id":"e1","event_time_ms":1,"job_uid":"j1","state":"running"}
+{"type":"runtime_sample","event_id":"r1","event_time_ms":2,"job_uid":"j1","pods":[{"name":"p","type":"worker","memory_used":"a"}]}
+{"type":"plan_request","event_id":"q1","event_time_ms":3,"job_uid":"j1","stage":"job_stage_nope"}
+{"type":"plan_request","event_id":"q2","event_time_ms":4,"job_uid":"j1","stage":"job_stage_create"}
+{"type":"node_event","event_id":"k1","event_time_ms":5,"job_uid":"j2","kind":"oom_killed","pod_name":"j2-worker-0","pod_type":"worker"}
+not json
+JSON
+rc=0
+"$DLBRAIN" emit --strict "$SYS_DIR/in.jsonl" 2>"$SYS_DIR/emit.log" || rc=$?
+expect_eq "exit status with rejected lines" 1 "$rc"
+has() { grep -qF "$1" "$SYS_DIR/emit.log" && ok "reported: $1" || fail "missing in emit's log: $1"; }
+has 'in.jsonl:4: pods[0].memory_used: expected an integer, got "a"; line skipped'
+has 'in.jsonl:5: stage: unknown value "job_stage_nope"'
+has 'in.jsonl:8: '
+has '8 line(s), 3 event(s) sent, 3 rejected'
+
+count() { kcat -C -b "$DLBRAIN_BROKERS" -t "dlbrain.$1" -e -q -f '%k\n' | sort | xargs; }
+expect_eq "job-events keys" "j1" "$(count job-events)"
+expect_eq "plan-requests keys" "j1" "$(count plan-requests)"
+expect_eq "k8s-events keys" "j2" "$(count k8s-events)"
+expect_eq "metrics (rejected line)" "" "$(count metrics)"
+# Same key, same partition: one job's events stay in order on one partition.
+expect_eq "partitions of j1" 1 "$( { kcat -C -b "$DLBRAIN_BROKERS" -t dlbrain.job-events -e -q -f '%p\n'; kcat -C -b "$DLBRAIN_BROKERS" -t dlbrain.plan-requests -e -q -f '%p\n'; } | sort -u | wc -l)"
+
+rc=0
+echo '{"type":"plan_request","job_uid":"j3","stage":"job_stage_create"}' | "$DLBRAIN" emit -q || rc=$?
+expect_eq "generated event_id and time without --strict" 0 "$rc"
+rc=0
+echo '{"type":"plan_request","job_uid":"j3","stage":"job_stage_create"}' | "$DLBRAIN" emit --strict -q 2>"$SYS_DIR/emit2.log" || rc=$?
+expect_eq "--strict needs event_id" 1 "$rc"
+grep -q 'stdin:1: event_id' "$SYS_DIR/emit2.log" && ok "strict error names event_id" || fail "$(cat "$SYS_DIR/emit2.log")"
+rc=0
+"$DLBRAIN" emit --strict -q "$SYS_DIR/does-not-exist" 2>/dev/null || rc=$?
+expect_eq "missing input file" 1 "$rc"
+echo "03-emit: all checks passed"
