@@ -55,6 +55,9 @@ static const key_def_t keys[] = {
     {"consumer.poll.ms", K_INT, N(poll_ms), "200", 0, "Longest wait to fill a batch."},
     {"consumer.order.wait.ms", K_INT, N(order_wait_ms), "2000", 0,
      "Longest a plan request waits for its job's events on the other input topics."},
+    {"consumer.order.grace.ms", K_INT, N(order_grace_ms), "100", 0,
+     "How long a plan request waits before trusting that its job's other topics hold nothing "
+     "older (covers a producer's events still in flight to another topic)."},
     {"consumer.retry.backoff.ms", K_INT, N(retry_backoff_ms), "1000", 0,
      "Pause before retrying after PostgreSQL/Redis/Kafka failed."},
     {"message.max.bytes", K_I64, N(max_message_bytes), "1048576", 0,

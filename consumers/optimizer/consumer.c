@@ -36,6 +36,7 @@ typedef struct item {
     int ok;                /* decoded and valid */
     int released;          /* processed in this round */
     int64_t ts;            /* event time, INT64_MIN for bad messages */
+    int64_t polled_at;     /* monotonic ms when it was polled */
     int64_t blocked_since; /* plan requests: when the barrier first held it, 0 if never */
 } item_t;
 
@@ -255,6 +256,7 @@ static void batch_poll(ctx_t *c)
         memset(&c->items[c->items_cnt], 0, sizeof(item_t));
         c->items[c->items_cnt].msg = m;
         c->items[c->items_cnt].rank = rank;
+        c->items[c->items_cnt].polled_at = now_ms();
         c->items_cnt++;
         c->st->consumed++;
         added++;
@@ -316,21 +318,26 @@ static void batch_decode(ctx_t *c)
     }
 }
 
-/* A plan request at time ts in partition number `partition` may be answered
- * once every other input topic's partition of the same number (the same jobs:
- * all topics are keyed by job uid with the same partition count) has shown an
- * event at or after ts, or has been consumed to its end. This is Kafka
- * Streams' co-partitioned ordering; like its max.task.idle.ms, the wait is
- * bounded by consumer.order.wait.ms so a silent producer cannot stall plans. */
-static int barrier_open(ctx_t *c, int32_t partition, int64_t ts, const char **lagging)
+/* A plan request may be answered once every other input topic's partition of
+ * the same number (the same jobs: all topics are keyed by job uid with the
+ * same partition count) has shown an event at or after the request's time, or
+ * has been consumed to its end. "Consumed to its end" is trusted only after
+ * consumer.order.grace.ms: a producer sends a job's events to different
+ * topics in separate batches, so its meta event may land just after its
+ * request. This is Kafka Streams' co-partitioned ordering; like its
+ * max.task.idle.ms, the whole wait is bounded by consumer.order.wait.ms so a
+ * silent producer cannot stall plans. */
+static int barrier_open(ctx_t *c, const item_t *req, int64_t now, const char **lagging)
 {
+    int grace_over = now - req->polled_at >= c->conf->order_grace_ms;
+
     for (int r = 0; r < T__CNT; r++) {
         part_t *p;
         if (r == T_REQUESTS)
             continue;
-        if (!(p = part_get(c, r, partition)))
+        if (!(p = part_get(c, r, req->msg->partition)))
             return 1;
-        if (p->max_ts < ts && !p->at_eof) {
+        if (p->max_ts < req->ts && !(p->at_eof && grace_over)) {
             *lagging = c->topics[r];
             return 0;
         }
@@ -378,7 +385,7 @@ static void batch_release(ctx_t *c)
             if (!pick)
                 break;
             if (pick->ok && pick->ev.type == DLB_EV_PLAN_REQUEST &&
-                !barrier_open(c, partition, pick->ts, &lagging)) {
+                !barrier_open(c, pick, now, &lagging)) {
                 if (!pick->blocked_since)
                     pick->blocked_since = now;
                 if (now - pick->blocked_since < c->conf->order_wait_ms)
