@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# README command 1 at a larger shape: the demo with two optimizer processes in
+# one consumer group over four partitions per topic. Every job's plan request
+# must be answered with that job's own earlier events (sent to other topics in
+# the same burst) already folded in, whichever member owns the partitions.
+set -euo pipefail
+top=${DLB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+build=${DLB_BUILD_DIR:-$top/build}
+out=$(mktemp /tmp/dlbrain-scale.XXXXXX)
+trap 'rm -f "$out" "$out.log"' EXIT
+fail() { echo "FAIL - $*"; tail -n 30 "$out.log"; exit 1; }
+ok() { echo "ok - $*"; }
+
+DLB_BUILD_DIR=$build "$top/scripts/demo" --optimizers 2 --partitions 4 --jobs 18 --seed 7 \
+    --plans-out "$out" >"$out.log" 2>&1 || fail "the demo failed"
+summary=$(tail -n 1 "$out.log")
+case $summary in
+*", 0 in DLQ") ok "demo: $summary" ;;
+*) fail "unexpected summary: $summary" ;;
+esac
+want=$("$build/dlbrain" simulate --phase history --jobs 9 --seed 7 --expect | sed -n 's/^plan_requests=//p')
+want=$((want + $("$build/dlbrain" simulate --phase live --jobs 18 --seed 7 --expect | sed -n 's/^plan_requests=//p')))
+got=$(grep -c . "$out")
+[ "$got" = "$want" ] && ok "$got plans for $want requests" || fail "$got plans for $want requests"
+[ "$(jq -r .plan_id "$out" | sort -u | wc -l)" = "$want" ] && ok "plan ids unique" || fail "duplicate plan ids"
+n=$(jq -r '.reason' "$out" | grep -cE 'scenario \(unknown\)|event unknown|assumed' || true)
+[ "$n" = 0 ] && ok "no plan computed without its job's meta or OOM event" || fail "$n plans lacked their job's state"
+n=$(jq -r 'select(.job_uid | test("^(ctr|rec)-l")) | select(.stage == "job_stage_create") | .reason' "$out" |
+    grep -c "cold start" || true)
+[ "$n" = 0 ] && ok "live jobs of known scenarios planned from history" || fail "$n live create plans were cold starts"
+n=$(jq -r 'select(.optimizer == "dlrover.oom") | .plan_id' "$out" | wc -l)
+[ "$n" -ge 2 ] && ok "$n OOM plans" || fail "only $n OOM plans"
+echo "12-scale: all checks passed"
