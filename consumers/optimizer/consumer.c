@@ -628,13 +628,19 @@ static void batch_rewind(ctx_t *c)
     out_clear(c);
 }
 
+/* Connect and migrate, waiting out an unreachable or restarting server;
+ * anything else (bad DSN, a failing migration) is returned. */
 static int pg_connect_wait(ctx_t *c, char *errstr, size_t size)
 {
     int err;
 
     while (!*c->stop) {
-        if (!(err = dlb_pg_connect(&c->pg, c->conf->pg_dsn, c->conf->pg_schema, errstr, size)))
-            return dlb_pg_migrate(c->pg, errstr, size);
+        if (!c->pg)
+            err = dlb_pg_connect(&c->pg, c->conf->pg_dsn, c->conf->pg_schema, errstr, size);
+        else
+            err = dlb_pg_reconnect(c->pg, errstr, size);
+        if (!err && !(err = dlb_pg_migrate(c->pg, errstr, size)))
+            return 0;
         if (err != DLB_ERR_TRANSIENT)
             return err;
         dlb_warn("postgresql: %s; retrying in %d ms", errstr, c->conf->retry_backoff_ms);
