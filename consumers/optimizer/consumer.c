@@ -643,7 +643,7 @@ static int pg_connect_wait(ctx_t *c, char *errstr, size_t size)
             return 0;
         if (err != DLB_ERR_TRANSIENT)
             return err;
-        dlb_warn("postgresql: %s; retrying in %d ms", errstr, c->conf->retry_backoff_ms);
+        dlb_warn("%s; retrying in %d ms", errstr, c->conf->retry_backoff_ms);
         sleep_ms(c, c->conf->retry_backoff_ms);
     }
     return dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "stopped before PostgreSQL was reachable");
@@ -736,7 +736,7 @@ int dlb_optimizer_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop,
             batch_rewind(&c);
             sleep_ms(&c, conf->retry_backoff_ms);
             if (dlb_pg_reconnect(c.pg, err_buf, sizeof(err_buf)))
-                dlb_warn("postgresql: still unavailable: %s", err_buf);
+                dlb_warn("still unavailable: %s", err_buf);
             continue;
         }
         if (!batch_commit(&c, err_buf, sizeof(err_buf)))
