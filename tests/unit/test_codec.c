@@ -20,26 +20,7 @@
 
 #include "codec_fixtures.h"
 
-static dlb_catalog_t *cat;
-
-static int setup(void **state)
-{
-    char err[512];
-
-    (void)state;
-    if (dlb_catalog_new(&cat, err, sizeof(err))) {
-        fprintf(stderr, "catalog: %s\n", err);
-        return -1;
-    }
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    dlb_catalog_destroy(cat);
-    return 0;
-}
+#include "catalog_fixture.h"
 
 /* ---- helpers ----------------------------------------------------------- */
 

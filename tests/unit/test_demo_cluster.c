@@ -47,26 +47,7 @@ typedef struct sum {
     int64_t min_time_ms, max_time_ms;
 } sum_t;
 
-static dlb_catalog_t *cat;
-
-static int setup(void **state)
-{
-    char errstr[512];
-
-    (void)state;
-    if (dlb_catalog_new(&cat, errstr, sizeof(errstr))) {
-        print_error("catalog: %s\n", errstr);
-        return -1;
-    }
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    dlb_catalog_destroy(cat);
-    return 0;
-}
+#include "catalog_fixture.h"
 
 /* Generate a phase into memory. @returns the malloc'ed text. */
 static char *gen(dlb_demo_phase_t phase, uint64_t seed, int jobs, dlb_demo_counts_t *counts,
