@@ -117,6 +117,32 @@ int dlb_kafka_producer_new(const dlb_conf_t *conf, const char *const *extra, rd_
     return 0;
 }
 
+static const char *kafka_prop(const dlb_conf_t *conf, const char *key)
+{
+    for (size_t i = 0; i < conf->kafka_cnt; i++)
+        if (!strcmp(conf->kafka[i].key, key))
+            return conf->kafka[i].value;
+    return NULL;
+}
+
+int dlb_kafka_txn_producer_new(const dlb_conf_t *conf, const char *default_txn_id, rd_kafka_t **out,
+                               char *errstr, size_t errstr_size)
+{
+    const char *extra[5];
+    int n = 0;
+
+    if (!kafka_prop(conf, "transactional.id")) {
+        extra[n++] = "transactional.id";
+        extra[n++] = default_txn_id;
+    }
+    if (!kafka_prop(conf, "transaction.timeout.ms")) {
+        extra[n++] = "transaction.timeout.ms";
+        extra[n++] = "10000";
+    }
+    extra[n] = NULL;
+    return dlb_kafka_producer_new(conf, extra, out, errstr, errstr_size);
+}
+
 void dlb_kafka_producer_destroy(rd_kafka_t *producer)
 {
     producer_state_t *ps;

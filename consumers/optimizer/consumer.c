@@ -31,12 +31,17 @@ static const char *const input_topics[T__CNT] = {DLB_TOPIC_JOB_EVENTS, DLB_TOPIC
 typedef struct item {
     rd_kafka_message_t *msg;
     dlb_event_t ev;
-    int rank;              /* T_* of its topic */
-    int decoded;           /* decode (and DLQ on failure) done */
-    int ok;                /* decoded and valid */
-    int released;          /* processed in this round */
-    int64_t ts;            /* event time, INT64_MIN for bad messages */
-    int64_t polled_at;     /* monotonic ms when it was polled */
+    int rank;          /* T_* of its topic */
+    int decoded;       /* decode (and DLQ on failure) done */
+    int ok;            /* decoded and valid */
+    int released;      /* processed in this round */
+    int64_t ts;        /* event time, INT64_MIN for bad messages */
+    int64_t polled_at; /* monotonic ms when it was polled */
+    /* Bad input: where it failed and why. It goes to the DLQ inside the
+     * batch's transaction, so an aborted batch leaves no DLQ copy behind. */
+    const char *dlq_stage; /* NULL when not bad */
+    int dlq_err;
+    char dlq_msg[512];
     int64_t blocked_since; /* plan requests: when the barrier first held it, 0 if never */
 } item_t;
 
@@ -263,16 +268,14 @@ static void batch_poll(ctx_t *c)
     }
 }
 
-static void to_dlq(ctx_t *c, item_t *it, const char *stage, int err, const char *msg)
+static void to_dlq(item_t *it, const char *stage, int err, const char *msg)
 {
-    char errstr[512];
-
     dlb_warn("bad message at %s [%" PRId32 "] offset %" PRId64 " (%s, %s): %s; sent to the DLQ",
              rd_kafka_topic_name(it->msg->rkt), it->msg->partition, it->msg->offset, stage,
              dlb_err_name(err), msg);
-    if (dlb_kafka_dlq_send(c->producer, c->conf, it->msg, stage, err, msg, errstr, sizeof(errstr)))
-        dlb_err("dlq: %s; the batch will be retried", errstr);
-    c->st->dlq++;
+    it->dlq_stage = stage;
+    it->dlq_err = err;
+    snprintf(it->dlq_msg, sizeof(it->dlq_msg), "%s", msg);
 }
 
 /* Decode and validate messages not seen before; bad ones go to the DLQ now
@@ -293,22 +296,22 @@ static void batch_decode(ctx_t *c)
         if ((int64_t)it->msg->len > c->conf->max_message_bytes) {
             snprintf(errstr, sizeof(errstr), "message of %zu bytes exceeds message.max.bytes %lld",
                      it->msg->len, (long long)c->conf->max_message_bytes);
-            to_dlq(c, it, "decode", DLB_ERR_INVALID, errstr);
+            to_dlq(it, "decode", DLB_ERR_INVALID, errstr);
             continue;
         }
         if ((err = dlb_codec_decode(c->cat, it->msg->payload, it->msg->len, &it->ev, errstr,
                                     sizeof(errstr)))) {
-            to_dlq(c, it, "decode", err, errstr);
+            to_dlq(it, "decode", err, errstr);
             continue;
         }
         if ((err = dlb_event_validate(&it->ev, errstr, sizeof(errstr)))) {
-            to_dlq(c, it, "validate", err, errstr);
+            to_dlq(it, "validate", err, errstr);
             continue;
         }
         if (it->ev.type == DLB_EV_PLAN || it->ev.type == DLB_EV_CONFIG_MATCH) {
             snprintf(errstr, sizeof(errstr), "a %s is an output, not an input event",
                      dlb_event_type_name(it->ev.type));
-            to_dlq(c, it, "validate", DLB_ERR_INVALID, errstr);
+            to_dlq(it, "validate", DLB_ERR_INVALID, errstr);
             continue;
         }
         it->ok = 1;
@@ -497,7 +500,7 @@ static int plan_request(ctx_t *c, item_t *it, char *errstr, size_t size)
             goto out;
         }
         /* A request the router cannot serve is bad input, not a failure. */
-        to_dlq(c, it, "process", err, sub);
+        to_dlq(it, "process", err, sub);
         err = 0;
         goto out;
     }
@@ -552,18 +555,115 @@ fail:
     return err;
 }
 
-static int batch_publish(ctx_t *c, char *errstr, size_t size)
-{
-    int err;
+static rd_kafka_topic_partition_list_t *batch_offsets(const ctx_t *c, int rewind);
 
-    for (size_t i = 0; i < c->out_cnt; i++)
+/* What to do after a transactional call failed: retry it, abort the
+ * transaction and redo the batch, or replace the producer (fenced/fatal). */
+typedef enum { TXN_RETRY, TXN_ABORT, TXN_FATAL } txn_verdict_t;
+
+static txn_verdict_t txn_error(rd_kafka_error_t *e, const char *what, char *errstr, size_t size)
+{
+    txn_verdict_t v = rd_kafka_error_is_fatal(e)             ? TXN_FATAL
+                      : rd_kafka_error_txn_requires_abort(e) ? TXN_ABORT
+                      : rd_kafka_error_is_retriable(e)       ? TXN_RETRY
+                                                             : TXN_ABORT;
+    dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "kafka transaction: %s: %s (%s)", what,
+               rd_kafka_error_string(e),
+               v == TXN_FATAL   ? "fatal"
+               : v == TXN_ABORT ? "abortable"
+                                : "retriable");
+    rd_kafka_error_destroy(e);
+    return v;
+}
+
+/* Calls op until it succeeds or fails for good; retriable errors are retried
+ * for a while (a broker restarting), then treated as abortable. */
+#define TXN_CALL(c, what, call, verdict, errstr, size)                                             \
+    do {                                                                                           \
+        rd_kafka_error_t *e_;                                                                      \
+        int tries_ = 0;                                                                            \
+        (verdict) = -1;                                                                            \
+        while ((e_ = (call))) {                                                                    \
+            (verdict) = txn_error(e_, what, errstr, size);                                         \
+            if ((verdict) != TXN_RETRY || ++tries_ >= 10 || *(c)->stop)                            \
+                break;                                                                             \
+            dlb_warn("%s; retrying", errstr);                                                      \
+            sleep_ms(c, 500);                                                                      \
+            (verdict) = -1;                                                                        \
+        }                                                                                          \
+    } while (0)
+
+/* One Kafka transaction per batch: the DLQ copies of its bad messages, its
+ * plans and its input offsets become visible together or not at all. The
+ * PostgreSQL transaction committed before; a redo finds its rows there (no
+ * change) and re-sends the stored plans, so the outputs stay exactly once. */
+static int batch_publish(ctx_t *c, int *fatal, char *errstr, size_t size)
+{
+    rd_kafka_topic_partition_list_t *offsets = NULL;
+    rd_kafka_consumer_group_metadata_t *cgmd = NULL;
+    int verdict, err = 0;
+    char sub[512];
+
+    *fatal = 0;
+    TXN_CALL(c, "begin", rd_kafka_begin_transaction(c->producer), verdict, errstr, size);
+    if (verdict >= 0)
+        goto fail;
+    for (size_t k = 0; k < c->order_cnt; k++) {
+        item_t *it = &c->items[c->order[k]];
+        if (it->dlq_stage &&
+            (err = dlb_kafka_dlq_send(c->producer, c->conf, it->msg, it->dlq_stage, it->dlq_err,
+                                      it->dlq_msg, sub, sizeof(sub)))) {
+            dlb_seterr(errstr, size, err, "dlq: %s", sub);
+            verdict = TXN_ABORT;
+            goto fail;
+        }
+    }
+    for (size_t i = 0; i < c->out_cnt; i++) {
         if ((err = dlb_kafka_produce(c->producer, c->plans_topic, c->out[i].job_uid, c->out[i].buf,
-                                     c->out[i].len, errstr, size)))
-            return err;
-    if ((err = dlb_kafka_flush(c->producer, FLUSH_TIMEOUT_MS, errstr, size)))
-        return err;
+                                     c->out[i].len, sub, sizeof(sub)))) {
+            dlb_seterr(errstr, size, err, "%s", sub);
+            verdict = TXN_ABORT;
+            goto fail;
+        }
+    }
+    offsets = batch_offsets(c, 0);
+    cgmd = rd_kafka_consumer_group_metadata(c->consumer);
+    TXN_CALL(c, "sending offsets",
+             rd_kafka_send_offsets_to_transaction(c->producer, offsets, cgmd, FLUSH_TIMEOUT_MS),
+             verdict, errstr, size);
+    if (verdict >= 0)
+        goto fail;
+    TXN_CALL(c, "commit", rd_kafka_commit_transaction(c->producer, FLUSH_TIMEOUT_MS), verdict,
+             errstr, size);
+    if (verdict >= 0)
+        goto fail;
+    for (size_t k = 0; k < c->order_cnt; k++)
+        if (c->items[c->order[k]].dlq_stage)
+            c->st->dlq++;
     c->st->plans += (int64_t)c->out_cnt;
-    return 0;
+    err = 0;
+    goto out;
+fail:
+    if (verdict == TXN_FATAL) {
+        *fatal = 1;
+    } else {
+        rd_kafka_error_t *e = rd_kafka_abort_transaction(c->producer, FLUSH_TIMEOUT_MS);
+        if (e) {
+            /* Cannot even abort: start over with a new producer, whose
+             * init_transactions aborts what this one left open. */
+            dlb_err("kafka transaction: abort failed: %s; replacing the producer",
+                    rd_kafka_error_string(e));
+            rd_kafka_error_destroy(e);
+            *fatal = 1;
+        }
+    }
+    err = DLB_ERR_TRANSIENT;
+out:
+    if (cgmd)
+        rd_kafka_consumer_group_metadata_destroy(cgmd);
+    if (offsets)
+        rd_kafka_topic_partition_list_destroy(offsets);
+    return err;
 }
 
 /* Offsets per partition. To commit: the first message still held back, or
@@ -592,24 +692,6 @@ static rd_kafka_topic_partition_list_t *batch_offsets(const ctx_t *c, int rewind
         }
     }
     return l;
-}
-
-static int batch_commit(ctx_t *c, char *errstr, size_t size)
-{
-    rd_kafka_topic_partition_list_t *l = batch_offsets(c, 0);
-    rd_kafka_resp_err_t err = rd_kafka_commit(c->consumer, l, 0 /* sync */);
-
-    rd_kafka_topic_partition_list_destroy(l);
-    if (err) {
-        /* After a rebalance the new owner redoes these messages; the writes
-         * are idempotent, so that is safe. */
-        dlb_warn("kafka: offset commit failed: %s; the partition's next owner will redo the "
-                 "batch",
-                 rd_kafka_err2str(err));
-        return dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "offset commit: %s",
-                          rd_kafka_err2str(err));
-    }
-    return 0;
 }
 
 /* Undo a failed batch: seek every partition back to its first message. */
@@ -649,6 +731,45 @@ static int pg_connect_wait(ctx_t *c, char *errstr, size_t size)
     return dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "stopped before PostgreSQL was reachable");
 }
 
+/* A transactional producer, its transactions initialised: this also aborts
+ * whatever a previous process with the same transactional.id left open. */
+static int producer_start(ctx_t *c, char *errstr, size_t size)
+{
+    char host[128] = "localhost", txn_id[512];
+    int err;
+
+    gethostname(host, sizeof(host) - 1);
+    snprintf(txn_id, sizeof(txn_id), "%s-%s-%d", c->conf->group_id, host, (int)getpid());
+    if ((err = dlb_kafka_txn_producer_new(c->conf, txn_id, &c->producer, errstr, size)))
+        return err;
+    while (!*c->stop) {
+        rd_kafka_error_t *e = rd_kafka_init_transactions(c->producer, FLUSH_TIMEOUT_MS);
+        if (!e)
+            return 0;
+        if (rd_kafka_error_is_fatal(e)) {
+            err = dlb_seterr(errstr, size, DLB_ERR_GENERIC, "kafka: init_transactions: %s",
+                             rd_kafka_error_string(e));
+            rd_kafka_error_destroy(e);
+            return err;
+        }
+        dlb_warn("kafka: init_transactions: %s; retrying in %d ms", rd_kafka_error_string(e),
+                 c->conf->retry_backoff_ms);
+        rd_kafka_error_destroy(e);
+        sleep_ms(c, c->conf->retry_backoff_ms);
+    }
+    return dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "stopped before Kafka transactions began");
+}
+
+static void producer_stop(ctx_t *c)
+{
+    if (!c->producer)
+        return;
+    /* Anything unsent belongs to an aborted or unfinished transaction. */
+    rd_kafka_purge(c->producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    dlb_kafka_producer_destroy(c->producer);
+    c->producer = NULL;
+}
+
 static int setup(ctx_t *c, char *errstr, size_t size)
 {
     /* EOF events tell the ordering barrier a partition has nothing more. */
@@ -669,7 +790,7 @@ static int setup(ctx_t *c, char *errstr, size_t size)
     if ((err = pg_connect_wait(c, errstr, size)))
         return err;
     redis_maybe_connect(c);
-    if ((err = dlb_kafka_producer_new(c->conf, NULL, &c->producer, errstr, size)) ||
+    if ((err = producer_start(c, errstr, size)) ||
         (err = dlb_kafka_consumer_new_cb(c->conf, c->conf->group_id, extra, rebalance_cb, c,
                                          &c->consumer, errstr, size)))
         return err;
@@ -695,7 +816,7 @@ static void teardown(ctx_t *c)
         rd_kafka_consumer_close(c->consumer);
         rd_kafka_destroy(c->consumer);
     }
-    dlb_kafka_producer_destroy(c->producer);
+    producer_stop(c);
     dlb_redis_destroy(c->redis);
     dlb_pg_destroy(c->pg);
     if (c->cat)
@@ -711,7 +832,7 @@ int dlb_optimizer_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop,
 {
     ctx_t c = {.conf = conf, .stop = stop, .st = stats};
     char err_buf[1024];
-    int err;
+    int err, fatal;
 
     if ((err = setup(&c, errstr, errstr_size)))
         goto out;
@@ -726,8 +847,9 @@ int dlb_optimizer_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop,
         batch_release(&c);
         if (!c.order_cnt)
             continue;
+        fatal = 0;
         if ((err = batch_process(&c, err_buf, sizeof(err_buf))) ||
-            (err = batch_publish(&c, err_buf, sizeof(err_buf)))) {
+            (err = batch_publish(&c, &fatal, err_buf, sizeof(err_buf)))) {
             if (*stop)
                 break;
             stats->retries++;
@@ -735,12 +857,17 @@ int dlb_optimizer_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop,
                     c.order_cnt, err_buf, dlb_err_name(err), conf->retry_backoff_ms);
             batch_rewind(&c);
             sleep_ms(&c, conf->retry_backoff_ms);
+            if (fatal) {
+                dlb_warn("kafka: replacing the transactional producer");
+                producer_stop(&c);
+                if ((err = producer_start(&c, errstr, errstr_size)))
+                    goto out;
+            }
             if (dlb_pg_reconnect(c.pg, err_buf, sizeof(err_buf)))
                 dlb_warn("still unavailable: %s", err_buf);
             continue;
         }
-        if (!batch_commit(&c, err_buf, sizeof(err_buf)))
-            stats->batches++;
+        stats->batches++;
         items_filter(&c, keep_unreleased, NULL);
         out_clear(&c);
     }
