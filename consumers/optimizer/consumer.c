@@ -51,6 +51,8 @@ typedef struct part {
     int32_t partition;
     int64_t max_ts; /* newest event time consumed from it, INT64_MIN if none */
     int at_eof;     /* consumed to its end and nothing since */
+    int paused;     /* fetching paused while we hold messages of it */
+    int held;       /* scratch: messages of it held back this round */
 } part_t;
 
 typedef struct outplan {
@@ -148,6 +150,7 @@ static part_t *part_get(ctx_t *c, int rank, int32_t partition)
     p->partition = partition;
     p->max_ts = INT64_MIN;
     p->at_eof = 0;
+    p->paused = 0;
     return p;
 }
 
@@ -217,6 +220,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             if (p) {
                 p->max_ts = INT64_MIN;
                 p->at_eof = 0;
+                p->paused = 0;
             }
         }
         dlb_info("kafka: assigned %d partition(s)", parts->cnt);
@@ -226,6 +230,40 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         dlb_info("kafka: %d partition(s) revoked", parts->cnt);
         rd_kafka_assign(rk, NULL);
     }
+}
+
+/* Back-pressure for the ordering barrier (Kafka Streams pauses partitions
+ * with buffered records the same way): while we hold messages of a
+ * partition, stop fetching it, so polling brings the lagging partitions a held
+ * plan request is waiting for instead of more of what is already ahead. */
+static void flow_control(ctx_t *c)
+{
+    rd_kafka_topic_partition_list_t *pause = rd_kafka_topic_partition_list_new(8);
+    rd_kafka_topic_partition_list_t *resume = rd_kafka_topic_partition_list_new(8);
+
+    for (size_t i = 0; i < c->parts_cnt; i++)
+        c->parts[i].held = 0;
+    for (size_t i = 0; i < c->items_cnt; i++) {
+        const item_t *it = &c->items[i];
+        part_t *p = it->rank >= 0 ? part_get(c, it->rank, it->msg->partition) : NULL;
+        if (p)
+            p->held = 1;
+    }
+    for (size_t i = 0; i < c->parts_cnt; i++) {
+        part_t *p = &c->parts[i];
+        if (p->held && !p->paused)
+            rd_kafka_topic_partition_list_add(pause, c->topics[p->rank], p->partition);
+        else if (!p->held && p->paused)
+            rd_kafka_topic_partition_list_add(resume, c->topics[p->rank], p->partition);
+        p->paused = p->held;
+    }
+    /* Errors only for partitions no longer assigned: nothing to do then. */
+    if (pause->cnt)
+        rd_kafka_pause_partitions(c->consumer, pause);
+    if (resume->cnt)
+        rd_kafka_resume_partitions(c->consumer, resume);
+    rd_kafka_topic_partition_list_destroy(pause);
+    rd_kafka_topic_partition_list_destroy(resume);
 }
 
 /* Add up to batch_size new messages, waiting at most poll_ms. */
@@ -845,8 +883,10 @@ int dlb_optimizer_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop,
         redis_maybe_connect(&c);
         batch_decode(&c);
         batch_release(&c);
-        if (!c.order_cnt)
+        if (!c.order_cnt) {
+            flow_control(&c);
             continue;
+        }
         fatal = 0;
         if ((err = batch_process(&c, err_buf, sizeof(err_buf))) ||
             (err = batch_publish(&c, &fatal, err_buf, sizeof(err_buf)))) {
@@ -856,6 +896,7 @@ int dlb_optimizer_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop,
             dlb_err("batch of %zu message(s) failed: %s (%s); rewinding and retrying in %d ms",
                     c.order_cnt, err_buf, dlb_err_name(err), conf->retry_backoff_ms);
             batch_rewind(&c);
+            flow_control(&c);
             sleep_ms(&c, conf->retry_backoff_ms);
             if (fatal) {
                 dlb_warn("kafka: replacing the transactional producer");
@@ -870,6 +911,7 @@ int dlb_optimizer_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop,
         stats->batches++;
         items_filter(&c, keep_unreleased, NULL);
         out_clear(&c);
+        flow_control(&c);
     }
     err = 0;
 out:
