@@ -1,5 +1,6 @@
 /* dlbrain plans: subscribe to the plans topic as a job master would. */
 #include <inttypes.h>
+#include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,29 @@ static void print_row(const dlb_plan_t *p)
            pods, p->reason);
 }
 
+/* Plan ids already shown. hsearch's one table is enough for a CLI process;
+ * when it is full, repeats are no longer recognised (and said once). */
+static int plan_seen(const char *plan_id)
+{
+    static int ready, full_said;
+    ENTRY e = {0}, *found;
+
+    if (!ready) {
+        if (!hcreate(1 << 20))
+            return 0;
+        ready = 1;
+    }
+    e.key = (char *)plan_id;
+    if (hsearch(e, FIND))
+        return 1;
+    if (!(e.key = strdup(plan_id)) || !(found = hsearch(e, ENTER))) {
+        free(e.key);
+        if (!full_said++)
+            dlb_warn("too many plans to remember: repeated plan ids are shown from now on");
+    }
+    return 0;
+}
+
 static int wanted(const char *const *jobs, int n, const char *uid)
 {
     if (!n)
@@ -84,6 +108,7 @@ int cmd_plans_main(int argc, char **argv)
                                              {"count", required_argument, 0, 'n'},
                                              {"timeout-ms", required_argument, 0, 't'},
                                              {"format", required_argument, 0, 'f'},
+                                             {"all", no_argument, 0, 'a'},
                                              CLI_COMMON_LONG,
                                              {0, 0, 0, 0}};
     /* Plans are produced in transactions once exactly-once is on; a master must
@@ -96,11 +121,11 @@ int cmd_plans_main(int argc, char **argv)
     rd_kafka_t *rk = NULL;
     rd_kafka_topic_partition_list_t *sub;
     char errstr[512], topic[256], group[256];
-    int c, njobs = 0, json = 0, rc = 2;
-    long count = 0, seen = 0, timeout_ms = -1;
+    int c, njobs = 0, json = 0, all = 0, rc = 2;
+    long count = 0, seen = 0, repeats = 0, timeout_ms = -1;
     int64_t deadline;
 
-    while ((c = getopt_long(argc, argv, "j:n:t:f:" CLI_COMMON_SHORT, longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "j:n:t:f:a" CLI_COMMON_SHORT, longopts, NULL)) != -1) {
         switch (c) {
         case 'j':
             if (njobs < 64)
@@ -111,6 +136,9 @@ int cmd_plans_main(int argc, char **argv)
             break;
         case 't':
             timeout_ms = atol(optarg);
+            break;
+        case 'a':
+            all = 1;
             break;
         case 'f':
             json = !strcmp(optarg, "json");
@@ -159,7 +187,11 @@ int cmd_plans_main(int argc, char **argv)
                    ev.type != DLB_EV_PLAN) {
             dlb_warn("plans offset %" PRId64 ": not a plan (%s); skipped", m->offset,
                      ev.type ? dlb_event_type_name(ev.type) : errstr);
-        } else if (wanted(jobs, njobs, ev.u.plan.job_uid)) {
+        } else if (!wanted(jobs, njobs, ev.u.plan.job_uid)) {
+            /* another job's plan */
+        } else if (!all && plan_seen(ev.u.plan.plan_id)) {
+            repeats++;
+        } else {
             seen++;
             if (json) {
                 char *s = NULL;
@@ -174,6 +206,8 @@ int cmd_plans_main(int argc, char **argv)
         dlb_event_clear(&ev);
         rd_kafka_message_destroy(m);
     }
+    if (repeats)
+        dlb_info("%ld repeated plan id(s) skipped (a redelivery; see --all)", repeats);
     if (!count || seen >= count)
         rc = 0;
     else

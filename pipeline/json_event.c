@@ -497,6 +497,25 @@ out:
 
 /* ---- event -> JSON ------------------------------------------------------- */
 
+/* cJSON prints a double with 15 significant digits whenever its epsilon
+ * comparison calls that close enough, which can be one ulp off (it prints
+ * 0.30000000000000004 as 0.3), so event -> JSON -> event would change the
+ * value. Found by tests/fuzz/fuzz_json. The shortest of 15..17 digits that
+ * reads back to the same double; 17 always does. Not finite: null, as cJSON. */
+static cJSON *json_double(double x)
+{
+    char buf[32];
+
+    if (!isfinite(x))
+        return cJSON_CreateNull();
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof(buf), "%.*g", prec, x);
+        if (strtod(buf, NULL) == x)
+            break;
+    }
+    return cJSON_CreateRaw(buf);
+}
+
 static cJSON *a2j(avro_value_t *v, int depth)
 {
     avro_schema_t sch = dlb_avro_deref(avro_value_get_schema(v));
@@ -539,19 +558,20 @@ static cJSON *a2j(avro_value_t *v, int depth)
         char raw[24];
         if (avro_value_get_long(v, &x))
             return NULL;
-        if (x >= -(int64_t)JSON_INT_MAX && x <= (int64_t)JSON_INT_MAX)
-            return cJSON_CreateNumber((double)x);
-        /* Exact digits rather than a rounded double. */
+        /* Exact digits always: beyond 2^53 a double cannot hold them, and
+         * from 10^15 on cJSON's epsilon comparison may settle for 15
+         * significant digits (9007199254740991 became 9.00719925474099e+15;
+         * found by tests/fuzz/fuzz_codec). */
         snprintf(raw, sizeof(raw), "%lld", (long long)x);
         return cJSON_CreateRaw(raw);
     }
     case AVRO_FLOAT: {
         float x;
-        return avro_value_get_float(v, &x) ? NULL : cJSON_CreateNumber(x);
+        return avro_value_get_float(v, &x) ? NULL : json_double(x);
     }
     case AVRO_DOUBLE: {
         double x;
-        return avro_value_get_double(v, &x) ? NULL : cJSON_CreateNumber(x);
+        return avro_value_get_double(v, &x) ? NULL : json_double(x);
     }
     case AVRO_BOOLEAN: {
         int x;

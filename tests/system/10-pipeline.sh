@@ -1,56 +1,10 @@
 #!/usr/bin/env bash
 # emit -> optimizer -> plans topic + PostgreSQL + Redis, against the mock Kafka
 # cluster and real PostgreSQL and Redis: exact plans, exact row counts, and a
-# second delivery of the same events changes no row and no plan.
+# second delivery of the same events changes no row and no plan. The checks are
+# in pipeline-checks.sh, shared with 20-real-broker.sh.
 . "$(dirname "$0")/helpers.sh"
-data=$SYS_TOP/tests/system/data
+. "$(dirname "$0")/pipeline-checks.sh"
 
-sys_start_all 1
-
-summarise() {
-    jq -r '[.job_uid, .stage,
-            ([.groups | sort_by(.group)[] | "\(.group):\(.count):\(.resource.cpu):\(.resource.memory)"] | join(" ")),
-            ([.pods[] | "\(.name):\(.resource.cpu):\(.resource.memory)"] | join(" "))] | join("|")' "$1" | sort
-}
-
-"$DLBRAIN" emit --strict -q "$data/pipeline.jsonl" || fail "emit rejected a fixture line"
-ok "emit published the fixture"
-
-"$DLBRAIN" plans -q --count 3 --timeout-ms 60000 --format json >"$SYS_DIR/plans1.json" ||
-    fail "the master did not receive 3 plans"
-summarise "$SYS_DIR/plans1.json" >"$SYS_DIR/got"
-grep -v '^#' "$data/pipeline.expected" >"$SYS_DIR/want"
-if diff -u "$SYS_DIR/want" "$SYS_DIR/got"; then ok "plans equal the hand-worked expectations"; else fail "plans differ"; fi
-
-expect_eq "plan ids" "plan-n1-q1 plan-n2-q1 plan-n3-q1" \
-    "$(jq -r .plan_id "$SYS_DIR/plans1.json" | sort | xargs)"
-expect_eq "trigger ids" "n1-q1 n2-q1 n3-q1" "$(jq -r .trigger_event_id "$SYS_DIR/plans1.json" | sort | xargs)"
-expect_eq "every plan has a reason" 0 "$(jq -r 'select(.reason == "") | .plan_id' "$SYS_DIR/plans1.json" | wc -l)"
-
-sys_wait_count plans 3 30
-counts() {
-    for t in jobs job_events runtime_samples runtime_pods node_events plan_requests plans; do
-        printf '%s=%s ' "$t" "$(sys_count $t)"
-    done
-}
-want_counts="jobs=4 job_events=5 runtime_samples=3 runtime_pods=10 node_events=1 plan_requests=3 plans=3 "
-expect_eq "row counts" "$want_counts" "$(counts)"
-expect_eq "merged job h1" "s1|succeeded|Completed|512" \
-    "$(sys_sql "SELECT scenario||'|'||state||'|'||exit_reason||'|'||batch_size FROM $(sys_schema).jobs WHERE uid='h1'")"
-
-rc() { redis-cli -h "$DLBRAIN_REDIS_HOST" -p "$DLBRAIN_REDIS_PORT" "$@"; }
-expect_eq "redis window of h1" 2 "$(rc ZCARD dlbrain:job:h1:rt)"
-expect_eq "redis window of n3" 1 "$(rc ZCARD dlbrain:job:n3:rt)"
-
-# At-least-once redelivery: the same events again must change nothing but
-# re-send the same plans (same ids, same content).
-"$DLBRAIN" emit --strict -q "$data/pipeline.jsonl" || fail "second emit"
-"$DLBRAIN" plans -q --count 6 --timeout-ms 60000 --format json >"$SYS_DIR/plans2.json" ||
-    fail "the master did not receive the 3 re-sent plans"
-expect_eq "distinct plans after redelivery" 3 "$(sort -u "$SYS_DIR/plans2.json" | wc -l)"
-sys_wait_count plan_requests 3 5
-sleep 1
-expect_eq "row counts after redelivery" "$want_counts" "$(counts)"
-expect_eq "redis window of n3 after redelivery" 1 "$(rc ZCARD dlbrain:job:n3:rt)"
-expect_eq "OOM counted once" 1 "$(rc HGET dlbrain:job:n3:pods n3-worker-0 | jq .oom_count)"
+sys_pipeline_checks mock
 echo "10-pipeline: all checks passed"

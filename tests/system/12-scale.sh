@@ -7,7 +7,7 @@ set -euo pipefail
 top=${DLB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${DLB_BUILD_DIR:-$top/build}
 out=$(mktemp /tmp/dlbrain-scale.XXXXXX)
-trap 'rm -f "$out" "$out.log"' EXIT
+trap '[ "${KEEP:-0}" = 1 ] || rm -f "$out" "$out.log"' EXIT
 fail() { echo "FAIL - $*"; tail -n 30 "$out.log"; exit 1; }
 ok() { echo "ok - $*"; }
 

@@ -33,6 +33,7 @@ sys_cleanup() {
             rc=1
         fi
     done
+    sys_stop_real_kafka "$rc"
     "$SYS_TOP/scripts/redis" stop --dir "$SYS_DIR/redis" >/dev/null 2>&1 || true
     "$SYS_TOP/scripts/pg" stop --dir "$SYS_DIR/pg" >/dev/null 2>&1 || true
     if [ "$rc" -ne 0 ] || [ "$SYS_FAILED" -ne 0 ]; then
@@ -78,16 +79,22 @@ sys_start_kafka() {
     export DLBRAIN_BROKERS
     DLBRAIN_BROKERS=$(cat "$SYS_DIR/bootstrap")
 }
-# sys_start_optimizer [NAME]: one optimizer process logging to NAME.log
+# sys_start_optimizer [NAME [OPTION...]]: one optimizer process logging to
+# NAME.log; the options (e.g. -X message.max.bytes=4096) come last and win.
 sys_start_optimizer() {
-    "$DLBRAIN" optimizer -X consumer.poll.ms=100 >/dev/null 2>"$SYS_DIR/${1:-optimizer}.log" &
+    local name=${1:-optimizer}
+    [ $# -gt 0 ] && shift
+    "$DLBRAIN" optimizer -X consumer.poll.ms=100 "$@" >/dev/null 2>"$SYS_DIR/$name.log" &
     SYS_PIDS+=($!)
 }
+# sys_start_all [PARTITIONS [OPTIMIZER OPTION...]]
 sys_start_all() {
+    local partitions=${1:-1}
+    [ $# -gt 0 ] && shift
     sys_start_pg
     sys_start_redis
-    sys_start_kafka "${1:-1}"
-    sys_start_optimizer
+    sys_start_kafka "$partitions"
+    sys_start_optimizer optimizer "$@"
 }
 # sys_sql QUERY: one value
 sys_sql() { psql -X -At -v ON_ERROR_STOP=1 -c "$1"; }
@@ -102,4 +109,75 @@ sys_wait_count() {
         sleep 0.2
     done
     fail "table $1 has ${n:-?} rows, expected $2 within ${3:-60}s"
+}
+
+# ---- hand-made Avro, for bytes `dlbrain emit` refuses to produce ------------
+# The Avro 1.11 binary encoding, written to stdout (compose them in a { } group
+# redirected to a file: the bytes include NULs, which shell variables cannot hold).
+# av_long N: an int or long, zigzag varint.
+av_long() {
+    local z=$((($1 << 1) ^ ($1 >> 63))) fmt=''
+    while ((z & ~0x7f)); do
+        fmt+=$(printf '\\x%02x' $(((z & 0x7f) | 0x80)))
+        z=$(((z >> 7) & 0x01ffffffffffffff)) # logical shift: z may look negative
+    done
+    fmt+=$(printf '\\x%02x' "$z")
+    printf "$fmt"
+}
+# av_str S: a string (length, then the bytes; ASCII only).
+av_str() {
+    av_long "${#1}"
+    printf '%s' "$1"
+}
+# av_double HEX: a double given as its IEEE-754 bits in 16 hex digits, most
+# significant first (3ff0000000000000 is 1.0, 7ff8000000000000 a quiet NaN);
+# Avro writes them little-endian.
+av_double() {
+    local fmt='' i
+    for i in 14 12 10 8 6 4 2 0; do fmt+="\\x${1:$i:2}"; done
+    printf "$fmt"
+}
+# av_frame ID: the Confluent header, magic 0 and the 4-byte big-endian schema id.
+av_frame() {
+    printf "$(printf '\\x00\\x%02x\\x%02x\\x%02x\\x%02x' $((($1 >> 24) & 255)) $((($1 >> 16) & 255)) \
+        $((($1 >> 8) & 255)) $(($1 & 255)))"
+}
+
+# sys_dlq_read N TIMEOUT_S: wait until <env>.dlq holds N messages, then write
+# them as kcat JSON envelopes (headers as a [name, value, ...] array) to
+# $SYS_DIR/dlq.json and "key|value size" lines to $SYS_DIR/dlq.sizes.
+sys_dlq_read() {
+    local n=0 deadline=$((SECONDS + ${2:-30}))
+    while [ "$SECONDS" -lt "$deadline" ]; do
+        kcat -C -b "$DLBRAIN_BROKERS" -t "$(sys_schema).dlq" -e -q -J >"$SYS_DIR/dlq.json" 2>/dev/null || true
+        n=$(wc -l <"$SYS_DIR/dlq.json")
+        [ "$n" -ge "$1" ] && break
+        sleep 0.2
+    done
+    [ "$n" -eq "$1" ] || fail "the DLQ holds $n messages, expected $1"
+    kcat -C -b "$DLBRAIN_BROKERS" -t "$(sys_schema).dlq" -e -q -f '%k|%S\n' >"$SYS_DIR/dlq.sizes"
+}
+
+# ---- a real Apache Kafka broker (scripts/kafka) ---------------------------------
+# sys_start_real_kafka PARTITIONS: a single-node KRaft broker in $SYS_DIR/kafka
+# with the pipeline's topics of env ${DLBRAIN_ENV:-dlbrain}, PARTITIONS each
+# (default 12); exports DLBRAIN_BROKERS. sys_cleanup stops it.
+sys_start_real_kafka() {
+    local parts=${1:-12}
+    "$SYS_TOP/scripts/kafka" start --dir "$SYS_DIR/kafka" --partitions "$parts" >/dev/null ||
+        fail "the Kafka broker did not start"
+    "$SYS_TOP/scripts/kafka" topics --dir "$SYS_DIR/kafka" --env "$(sys_schema)" \
+        --partitions "$parts" || fail "could not create the topics on the Kafka broker"
+    # shellcheck disable=SC1091
+    . "$SYS_DIR/kafka/env"
+}
+# sys_stop_real_kafka RC: called by sys_cleanup. On a failed test, show the
+# broker's last warnings first (its dir, with server.log, is gone after stop).
+sys_stop_real_kafka() {
+    [ -d "$SYS_DIR/kafka" ] || return 0
+    if [ "$1" -ne 0 ] || [ "$SYS_FAILED" -ne 0 ]; then
+        echo "---- last warnings of the Kafka broker ($SYS_DIR/kafka/server.log)"
+        grep -E '^\[[^]]*\] (WARN|ERROR|FATAL) ' "$SYS_DIR/kafka/server.log" 2>/dev/null | tail -n 20 || true
+    fi
+    "$SYS_TOP/scripts/kafka" stop --dir "$SYS_DIR/kafka" >/dev/null 2>&1 || true
 }

@@ -355,6 +355,73 @@ static void test_to_json_shape(void **state)
     assert_null(json);
 }
 
+/* Doubles render with as many digits as they need to read back exactly:
+ * cJSON alone printed 0.1 + 0.2 as 0.3 (found by tests/fuzz/fuzz_json). */
+static void test_json_double_exact(void **state)
+{
+    static const struct {
+        double v;
+        const char *text;
+    } cases[] = {
+        {0.1 + 0.2, "0.30000000000000004"},
+        {1.0 / 3.0, "0.3333333333333333"},
+        {12.75, "12.75"},
+        {4.9406564584124654e-324, "4.94065645841247e-324"},
+        {1.7976931348623157e308, "1.7976931348623157e+308"},
+        {-0.0, "-0"},
+    };
+    dlb_event_t in, out;
+    char *json, want[64], err[512];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        fx_runtime(&in, 1);
+        in.u.rt.pods[0].cpu_used = cases[i].v;
+        assert_int_equal(dlb_event_to_json(cat, &in, &json, err, sizeof(err)), 0);
+        snprintf(want, sizeof(want), "\"cpu_used\":%s,", cases[i].text);
+        if (!strstr(json, want))
+            fail_msg("%s not in %s", want, json);
+        if (dlb_json_to_event(cat, json, strlen(json), 0, &out, err, sizeof(err)))
+            fail_msg("%s: %s", json, err);
+        assert_events_equal(&in, &out); /* bit for bit, -0.0 included */
+        free(json);
+        dlb_event_clear(&in);
+        dlb_event_clear(&out);
+    }
+}
+
+/* Longs render as their exact digits: cJSON alone printed 9007199254740991
+ * as 9.00719925474099e+15 (found by tests/fuzz/fuzz_codec). */
+static void test_json_long_exact(void **state)
+{
+    static const struct {
+        int64_t v;
+        const char *text;
+    } cases[] = {
+        {999999999999999LL, "999999999999999"},   {1000000000000000LL, "1000000000000000"},
+        {1234567890123457LL, "1234567890123457"}, {9007199254740991LL, "9007199254740991"},
+        {9007199254740992LL, "9007199254740992"}, /* 2^53, the largest JSON input takes */
+    };
+    dlb_event_t in, out;
+    char *json, want[64], err[512];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        fx_job(&in, 1);
+        in.u.job.model.flops = cases[i].v;
+        assert_int_equal(dlb_event_to_json(cat, &in, &json, err, sizeof(err)), 0);
+        snprintf(want, sizeof(want), "\"flops\":%s,", cases[i].text);
+        if (!strstr(json, want))
+            fail_msg("%s not in %s", want, json);
+        if (dlb_json_to_event(cat, json, strlen(json), 0, &out, err, sizeof(err)))
+            fail_msg("%s: %s", json, err);
+        assert_events_equal(&in, &out);
+        free(json);
+        dlb_event_clear(&in);
+        dlb_event_clear(&out);
+    }
+}
+
 static void test_json_roundtrip(void **state)
 {
     (void)state;
@@ -381,7 +448,8 @@ int main(void)
         cmocka_unit_test(test_good_node_event), cmocka_unit_test(test_good_plan_request),
         cmocka_unit_test(test_bad_lines),       cmocka_unit_test(test_length_bounds_input),
         cmocka_unit_test(test_gen_defaults),    cmocka_unit_test(test_to_json_shape),
-        cmocka_unit_test(test_json_roundtrip),
+        cmocka_unit_test(test_json_roundtrip),  cmocka_unit_test(test_json_double_exact),
+        cmocka_unit_test(test_json_long_exact),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
