@@ -1,0 +1,134 @@
+# Shared by the chaos, outage and scaling tests (30-*.sh): source after
+# helpers.sh. A real Kafka broker, PostgreSQL, Redis, the generated workload,
+# optimizer processes that can be killed and restarted, and the verifier.
+CHAOS_JOBS=${DLB_CHAOS_JOBS:-2000}
+CHAOS_SAMPLES=${DLB_CHAOS_SAMPLES:-45}
+CHAOS_DIR=$SYS_TOP/tests/system/chaos
+declare -A OPT_PID=()
+declare -A OPT_RUNS=()
+
+# chaos_setup: servers, 12 partitions per topic, and the workload files.
+chaos_setup() {
+    sys_start_pg
+    sys_start_redis
+    sys_start_real_kafka 12
+    python3 "$CHAOS_DIR/gen.py" --jobs "$CHAOS_JOBS" --samples "$CHAOS_SAMPLES" \
+        --out "$SYS_DIR/events.jsonl" --expect "$SYS_DIR/expect.txt"
+    CHAOS_EVENTS=$(sed -n 's/^events //p' "$SYS_DIR/expect.txt")
+    CHAOS_PLANS=$(grep -c '^plan ' "$SYS_DIR/expect.txt")
+    CHAOS_SAMPLES_ROWS=$(sed -n 's/^rows runtime_samples //p' "$SYS_DIR/expect.txt")
+}
+
+# opt_start NAME: one optimizer as a static group member (group.instance.id)
+# with a stable transactional.id, as a StatefulSet pod would run: a restarted
+# instance takes its partitions back without a rebalance and fences the open
+# transaction of the one it replaces.
+# OPT_STATIC=0 starts dynamic members instead (the scaling test wants rebalances).
+opt_start() {
+    local name=$1 n=$((${OPT_RUNS[$1]:-0} + 1)) static=()
+    OPT_RUNS[$name]=$n
+    shift
+    [ "${OPT_STATIC:-1}" = 1 ] && static=(-X group.instance.id="chaos-$name")
+    "$DLBRAIN" optimizer "${static[@]}" -X transactional.id="chaos-$name" \
+        -X session.timeout.ms=6000 -X heartbeat.interval.ms=1000 -X history.max.jobs=5 \
+        -X consumer.retry.backoff.ms=500 "$@" \
+        >/dev/null 2>"$SYS_DIR/opt-$name.$n.log" &
+    OPT_PID[$name]=$!
+}
+# opt_kill NAME: kill -9, as a crash or an OOM kill would.
+opt_kill() {
+    kill -KILL "${OPT_PID[$1]}" 2>/dev/null || true
+    wait "${OPT_PID[$1]}" 2>/dev/null || true
+    unset "OPT_PID[$1]"
+}
+# opt_stop_all: SIGTERM every optimizer; each must exit 0.
+opt_stop_all() {
+    local name rc bad=0
+    for name in "${!OPT_PID[@]}"; do kill -TERM "${OPT_PID[$name]}" 2>/dev/null || true; done
+    for name in "${!OPT_PID[@]}"; do
+        rc=0
+        wait "${OPT_PID[$name]}" || rc=$?
+        [ "$rc" = 0 ] || { echo "FAIL - optimizer $name exited with $rc"; bad=1; }
+        unset "OPT_PID[$name]"
+    done
+    return $bad
+}
+# Kill -9 whatever is left on exit (before helpers' cleanup runs).
+chaos_cleanup() {
+    local name
+    for name in "${!OPT_PID[@]}"; do kill -KILL "${OPT_PID[$name]}" 2>/dev/null || true; done
+}
+
+# chaos_emit_paced CHUNKS GAP_S: publish the workload in CHUNKS parts GAP_S
+# apart in the background, as a live cluster reports over time; CHAOS_EMITTER
+# is its pid. chaos_emitted is true once it is done (and fails the test if
+# emit failed).
+chaos_emit_paced() {
+    local chunks=$1 gap=$2
+    split -n "l/$chunks" -d "$SYS_DIR/events.jsonl" "$SYS_DIR/chunk."
+    (
+        for f in "$SYS_DIR"/chunk.*; do
+            "$DLBRAIN" emit --strict -q "$f" || exit 1
+            sleep "$gap"
+        done
+    ) &
+    CHAOS_EMITTER=$!
+}
+chaos_emitted() {
+    kill -0 "$CHAOS_EMITTER" 2>/dev/null && return 1
+    wait "$CHAOS_EMITTER" || fail "emit of the workload failed"
+    CHAOS_EMITTER=$$ # waited for: later calls see a live pid-less "done"
+    return 0
+}
+
+# chaos_stored: true once PostgreSQL holds every plan and every sample.
+chaos_stored() {
+    [ "${CHAOS_EMITTER:-$$}" = $$ ] || ! kill -0 "$CHAOS_EMITTER" 2>/dev/null || return 1
+    [ "$(sys_count plans 2>/dev/null || echo 0)" -ge "$CHAOS_PLANS" ] &&
+        [ "$(sys_count runtime_samples 2>/dev/null || echo 0)" -ge "$CHAOS_SAMPLES_ROWS" ]
+}
+chaos_progress() {
+    echo "  t=${SECONDS}s plans=$(sys_count plans 2>/dev/null || echo 0)/$CHAOS_PLANS samples=$(sys_count runtime_samples 2>/dev/null || echo 0)/$CHAOS_SAMPLES_ROWS $*"
+}
+
+# chaos_read_plans FILE: the whole plans topic, read_committed, every copy.
+chaos_read_plans() {
+    "$DLBRAIN" plans -q --all --timeout-ms 8000 --format json >"$1" 2>"$SYS_DIR/reader.log" || true
+}
+
+# chaos_verify LABEL KILLS: wait (up to 90 s) until the topic shows every plan
+# id (a plan is stored in PostgreSQL before its Kafka transaction commits, so
+# the topic may lag), stop the optimizers cleanly, then verify topic, tables
+# and Redis.
+chaos_verify() {
+    local label=$1 kills=$2 deadline=$((SECONDS + 90)) distinct=0
+    while :; do
+        chaos_read_plans "$SYS_DIR/plans.jsonl"
+        distinct=$(jq -r .plan_id "$SYS_DIR/plans.jsonl" | sort -u | wc -l)
+        [ "$distinct" -ge "$CHAOS_PLANS" ] && break
+        [ "$SECONDS" -lt "$deadline" ] || break
+        chaos_progress "topic distinct plans=$distinct"
+        sleep 2
+    done
+    opt_stop_all || fail "an optimizer did not stop cleanly"
+    chaos_read_plans "$SYS_DIR/plans.jsonl"
+    for t in jobs job_events runtime_samples runtime_pods node_events plan_requests plans; do
+        echo "$t $(sys_count $t)"
+    done >"$SYS_DIR/rows.txt"
+    python3 "$CHAOS_DIR/verify.py" --expect "$SYS_DIR/expect.txt" --plans "$SYS_DIR/plans.jsonl" \
+        --rows "$SYS_DIR/rows.txt" --kills "$kills" --label "$label" ||
+        fail "$label: the outputs are not exactly once"
+    ok "$label: every plan exactly once on the topic, in per-job order; PostgreSQL rows exact"
+    local dlq
+    dlq=$(kcat -C -b "$DLBRAIN_BROKERS" -t "$(sys_schema).dlq" -e -q -X isolation.level=read_committed -f '.\n' | wc -l)
+    expect_eq "$label: messages in the DLQ" 0 "$dlq"
+    # Redis is updated idempotently: a redelivered OOM is counted once and a
+    # redelivered sample does not grow the window.
+    local j uid bad=0
+    for j in $(seq 0 $((CHAOS_JOBS / 20)) $((CHAOS_JOBS - 1))); do
+        uid=$(printf 'chaos-%05d' "$j")
+        [ "$(redis-cli -h "$DLBRAIN_REDIS_HOST" -p "$DLBRAIN_REDIS_PORT" HGET "dlbrain:job:$uid:pods" "$uid-worker-0" | jq .oom_count)" = 1 ] || bad=$((bad + 1))
+        [ "$(redis-cli -h "$DLBRAIN_REDIS_HOST" -p "$DLBRAIN_REDIS_PORT" ZCARD "dlbrain:job:$uid:rt")" = "$CHAOS_SAMPLES" ] || bad=$((bad + 1))
+    done
+    expect_eq "$label: Redis state of sampled jobs off" 0 "$bad"
+}
