@@ -753,3 +753,40 @@ out:
     free(jsons);
     return err;
 }
+
+int dlb_redis_invalidate_all(dlb_redis_t *r, char *errstr, size_t errstr_size)
+{
+    char cursor[32] = "0", match[96];
+    redisReply *rep;
+    int err;
+
+    if ((err = redis_ensure(r, errstr, errstr_size)))
+        return err;
+    snprintf(match, sizeof(match), "%s:job:*", r->prefix);
+    do {
+        if (!(rep = redisCommand(r->c, "SCAN %s MATCH %s COUNT 1000", cursor, match)))
+            return redis_lost(r, "SCAN", errstr, errstr_size);
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+            rep->element[0]->type != REDIS_REPLY_STRING ||
+            rep->element[1]->type != REDIS_REPLY_ARRAY) {
+            freeReplyObject(rep);
+            return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC,
+                              "redis %s:%d: SCAN: unexpected reply", r->host, r->port);
+        }
+        snprintf(cursor, sizeof(cursor), "%s", rep->element[0]->str);
+        for (size_t i = 0; i < rep->element[1]->elements; i++) {
+            const redisReply *k = rep->element[1]->element[i];
+            redisAppendCommand(r->c, "DEL %b", k->str, (size_t)k->len);
+        }
+        for (size_t i = 0; i < rep->element[1]->elements; i++) {
+            redisReply *d = NULL;
+            if (redisGetReply(r->c, (void **)&d) != REDIS_OK) {
+                freeReplyObject(rep);
+                return redis_lost(r, "DEL", errstr, errstr_size);
+            }
+            freeReplyObject(d);
+        }
+        freeReplyObject(rep);
+    } while (strcmp(cursor, "0"));
+    return 0;
+}

@@ -41,4 +41,10 @@ int dlb_redis_store_job(dlb_redis_t *r, const dlb_job_state_t *st, char *errstr,
  *         the cache with dlb_redis_store_job() from PostgreSQL first. */
 int dlb_redis_apply_event(dlb_redis_t *r, const dlb_event_t *ev, char *errstr, size_t errstr_size);
 
+/** @brief Forget every cached job state of this environment (SCAN + DEL of
+ *         <prefix>:job:*). After an outage the cache may have missed events,
+ *         and a stale hit would be wrong, where a miss only costs a rebuild.
+ *  @returns 0, or DLB_ERR_TRANSIENT. */
+int dlb_redis_invalidate_all(dlb_redis_t *r, char *errstr, size_t errstr_size);
+
 #endif

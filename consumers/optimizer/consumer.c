@@ -69,6 +69,7 @@ typedef struct ctx {
     dlb_pg_t *pg;
     dlb_redis_t *redis; /* NULL while Redis is down */
     int64_t redis_retry_at;
+    int redis_missed; /* events went by while Redis was down: its job states are stale */
     rd_kafka_t *consumer;
     rd_kafka_t *producer;
     char topics[T__CNT][256];
@@ -106,6 +107,7 @@ static void redis_down(ctx_t *c, const char *what, const char *errstr)
     dlb_redis_destroy(c->redis);
     c->redis = NULL;
     c->redis_retry_at = now_ms() + REDIS_RETRY_MS;
+    c->redis_missed = 1;
 }
 
 static void redis_maybe_connect(ctx_t *c)
@@ -117,7 +119,20 @@ static void redis_maybe_connect(ctx_t *c)
     if (dlb_redis_connect(&c->redis, c->conf, c->cat, errstr, sizeof(errstr))) {
         c->redis = NULL;
         c->redis_retry_at = now_ms() + REDIS_RETRY_MS;
+        c->redis_missed = 1;
         dlb_dbg("redis: still unavailable: %s", errstr);
+        return;
+    }
+    if (c->redis_missed) {
+        /* A stale hit would give a wrong plan; a miss only costs a rebuild. */
+        if (dlb_redis_invalidate_all(c->redis, errstr, sizeof(errstr))) {
+            redis_down(c, "invalidating the job states cached before the outage", errstr);
+            return;
+        }
+        c->redis_missed = 0;
+        dlb_info("redis: back at %s:%d; job states cached before the outage dropped, they are "
+                 "rebuilt from PostgreSQL when next needed",
+                 c->conf->redis_host, c->conf->redis_port);
         return;
     }
     dlb_info("redis: connected to %s:%d", c->conf->redis_host, c->conf->redis_port);

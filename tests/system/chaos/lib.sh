@@ -122,13 +122,19 @@ chaos_verify() {
     local dlq
     dlq=$(kcat -C -b "$DLBRAIN_BROKERS" -t "$(sys_schema).dlq" -e -q -X isolation.level=read_committed -f '.\n' | wc -l)
     expect_eq "$label: messages in the DLQ" 0 "$dlq"
-    # Redis is updated idempotently: a redelivered OOM is counted once and a
-    # redelivered sample does not grow the window.
-    local j uid bad=0
-    for j in $(seq 0 $((CHAOS_JOBS / 20)) $((CHAOS_JOBS - 1))); do
+    # A job state Redis serves as a hit (its hash has the completeness marker
+    # "v") must be exact: a redelivered OOM counted once, a redelivered sample
+    # not growing the window, nothing missed while Redis was away. A job with
+    # no marker is a miss, rebuilt from PostgreSQL when needed.
+    local j uid bad=0 hits=0 r
+    r=(redis-cli -h "$DLBRAIN_REDIS_HOST" -p "$DLBRAIN_REDIS_PORT")
+    for j in $(seq 0 $((CHAOS_JOBS / 40)) $((CHAOS_JOBS - 1))); do
         uid=$(printf 'chaos-%05d' "$j")
-        [ "$(redis-cli -h "$DLBRAIN_REDIS_HOST" -p "$DLBRAIN_REDIS_PORT" HGET "dlbrain:job:$uid:pods" "$uid-worker-0" | jq .oom_count)" = 1 ] || bad=$((bad + 1))
-        [ "$(redis-cli -h "$DLBRAIN_REDIS_HOST" -p "$DLBRAIN_REDIS_PORT" ZCARD "dlbrain:job:$uid:rt")" = "$CHAOS_SAMPLES" ] || bad=$((bad + 1))
+        [ "$("${r[@]}" HEXISTS "dlbrain:job:$uid" v)" = 1 ] || continue
+        hits=$((hits + 1))
+        [ "$("${r[@]}" HGET "dlbrain:job:$uid:pods" "$uid-worker-0" | jq .oom_count)" = 1 ] || bad=$((bad + 1))
+        [ "$("${r[@]}" ZCARD "dlbrain:job:$uid:rt")" = "$CHAOS_SAMPLES" ] || bad=$((bad + 1))
     done
-    expect_eq "$label: Redis state of sampled jobs off" 0 "$bad"
+    echo "  $label: $hits of 40 sampled jobs are cache hits"
+    expect_eq "$label: cached job states that are not exact" 0 "$bad"
 }
