@@ -51,7 +51,6 @@ typedef struct part {
     int32_t partition;
     int64_t max_ts; /* newest event time consumed from it, INT64_MIN if none */
     int at_eof;     /* consumed to its end and nothing since */
-    int paused;     /* fetching paused while we hold messages of it */
     int held;       /* scratch: messages of it held back this round */
 } part_t;
 
@@ -165,7 +164,6 @@ static part_t *part_get(ctx_t *c, int rank, int32_t partition)
     p->partition = partition;
     p->max_ts = INT64_MIN;
     p->at_eof = 0;
-    p->paused = 0;
     return p;
 }
 
@@ -235,11 +233,13 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             if (p) {
                 p->max_ts = INT64_MIN;
                 p->at_eof = 0;
-                p->paused = 0;
             }
         }
         dlb_info("kafka: assigned %d partition(s)", parts->cnt);
         rd_kafka_assign(rk, parts);
+        /* librdkafka keeps an application pause across revoke and assign:
+         * start every assigned partition unpaused. */
+        rd_kafka_resume_partitions(rk, parts);
     } else {
         items_filter(c, keep_unrevoked, parts);
         dlb_info("kafka: %d partition(s) revoked", parts->cnt);
@@ -264,13 +264,12 @@ static void flow_control(ctx_t *c)
         if (p)
             p->held = 1;
     }
+    /* The whole wanted state every time (both calls are idempotent), so
+     * nothing depends on remembering what librdkafka has paused. */
     for (size_t i = 0; i < c->parts_cnt; i++) {
         part_t *p = &c->parts[i];
-        if (p->held && !p->paused)
-            rd_kafka_topic_partition_list_add(pause, c->topics[p->rank], p->partition);
-        else if (!p->held && p->paused)
-            rd_kafka_topic_partition_list_add(resume, c->topics[p->rank], p->partition);
-        p->paused = p->held;
+        rd_kafka_topic_partition_list_add(p->held ? pause : resume, c->topics[p->rank],
+                                          p->partition);
     }
     /* Errors only for partitions no longer assigned: nothing to do then. */
     if (pause->cnt)

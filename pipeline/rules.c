@@ -1,0 +1,915 @@
+/* Configuration rules from YAML, read with libyaml's event parser so every
+ * error has the line and column of the offending token and nesting is bounded
+ * before anything recurses. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <yaml.h>
+
+#include "err.h"
+#include "rules.h"
+
+static const char *const rule_attrs[] = {"user",     "group",     "app",  "cluster", "namespace",
+                                         "scenario", "framework", "name", NULL};
+
+typedef struct pctx {
+    yaml_parser_t p;
+    const char *name;
+    const char *text;
+    size_t len;
+    char *errstr;
+    size_t errstr_size;
+} pctx_t;
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+} sbuf_t;
+
+static int fail(pctx_t *c, const yaml_mark_t *m, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(pctx_t *c, const yaml_mark_t *m, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    return dlb_seterr(c->errstr, c->errstr_size, DLB_ERR_INVALID, "%s:%zu:%zu: %s", c->name,
+                      m->line + 1, m->column + 1, what);
+}
+
+static int nomem(pctx_t *c)
+{
+    return dlb_seterr(c->errstr, c->errstr_size, DLB_ERR_NOMEM, "%s: out of memory", c->name);
+}
+
+/* The next event; aliases are refused here so nothing downstream sees one. */
+static int next_event(pctx_t *c, yaml_event_t *ev)
+{
+    if (!yaml_parser_parse(&c->p, ev)) {
+        const yaml_parser_t *p = &c->p;
+        const yaml_mark_t *m = &p->problem_mark;
+        yaml_mark_t at = {0};
+
+        /* Reader errors (bad encoding) carry only a byte offset, and the
+         * reader decodes ahead of the parser: count lines and characters up to
+         * the offset, as libyaml's own marks do. */
+        if (p->error == YAML_READER_ERROR) {
+            for (size_t i = 0; i < p->problem_offset && i < c->len; i++) {
+                if (c->text[i] == '\n') {
+                    at.line++;
+                    at.column = 0;
+                } else if (((unsigned char)c->text[i] & 0xc0) != 0x80) {
+                    at.column++;
+                }
+            }
+            m = &at;
+        }
+        memset(ev, 0, sizeof(*ev));
+        if (p->error == YAML_MEMORY_ERROR)
+            return nomem(c);
+        if (p->context)
+            return fail(c, m, "%s: %s", p->context, p->problem ? p->problem : "bad YAML");
+        return fail(c, m, "%s", p->problem ? p->problem : "bad YAML");
+    }
+    if (ev->type == YAML_ALIAS_EVENT) {
+        yaml_mark_t m = ev->start_mark;
+
+        yaml_event_delete(ev);
+        return fail(c, &m, "aliases are not supported");
+    }
+    return 0;
+}
+
+static const char *sval(const yaml_event_t *ev)
+{
+    return (const char *)ev->data.scalar.value;
+}
+
+static int is_plain(const yaml_event_t *ev)
+{
+    return ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !ev->data.scalar.tag;
+}
+
+static int eq(const char *s, size_t n, const char *lit)
+{
+    return strlen(lit) == n && !memcmp(s, lit, n);
+}
+
+static int is_null_text(const char *s, size_t n)
+{
+    return n == 0 || eq(s, n, "~") || eq(s, n, "null") || eq(s, n, "Null") || eq(s, n, "NULL");
+}
+
+static int is_null_scalar(const yaml_event_t *ev)
+{
+    return ev->type == YAML_SCALAR_EVENT && is_plain(ev) &&
+           is_null_text(sval(ev), ev->data.scalar.length);
+}
+
+/* 1 true, 0 false, -1 not a boolean (YAML 1.1 as PyYAML resolves it). */
+static int bool_text(const char *s, size_t n)
+{
+    static const char *const t[] = {"yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"};
+    static const char *const f[] = {"no",    "No",  "NO",  "false", "False",
+                                    "FALSE", "off", "Off", "OFF"};
+
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+        if (eq(s, n, t[i]))
+            return 1;
+    for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+        if (eq(s, n, f[i]))
+            return 0;
+    return -1;
+}
+
+/* ---- growing text buffer ---------------------------------------------------- */
+static int sb_put(sbuf_t *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        char *p;
+
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        if (!(p = realloc(b->p, cap)))
+            return DLB_ERR_NOMEM;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return 0;
+}
+
+static int sb_str(sbuf_t *b, const char *s)
+{
+    return sb_put(b, s, strlen(s));
+}
+
+static int sb_json_string(sbuf_t *b, const char *s, size_t n)
+{
+    int rc;
+
+    if ((rc = sb_put(b, "\"", 1)))
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        char esc[8];
+
+        if (ch == '"' || ch == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)ch;
+            rc = sb_put(b, esc, 2);
+        } else if (ch == '\n' || ch == '\t' || ch == '\r') {
+            esc[0] = '\\';
+            esc[1] = ch == '\n' ? 'n' : ch == '\t' ? 't' : 'r';
+            rc = sb_put(b, esc, 2);
+        } else if (ch < 0x20 || ch == 0x7f) {
+            snprintf(esc, sizeof(esc), "\\u%04x", ch);
+            rc = sb_put(b, esc, 6);
+        } else {
+            rc = sb_put(b, (const char *)&s[i], 1);
+        }
+        if (rc)
+            return rc;
+    }
+    return sb_put(b, "\"", 1);
+}
+
+/* ---- plain scalar typing ------------------------------------------------------ */
+
+/* Integers: decimal written back without '_'; binary, octal and hex converted
+ * to decimal. Returns 1 and appends, 0 if s is no integer, or an error. */
+static int json_int(sbuf_t *b, const char *s, size_t n, int *rc)
+{
+    size_t i = 0, digits = 0;
+    int neg = 0, base = 10;
+    uint64_t v = 0;
+    char out[32];
+
+    *rc = 0;
+    if (i < n && (s[i] == '-' || s[i] == '+'))
+        neg = s[i++] == '-';
+    if (i >= n)
+        return 0;
+    if (n - i > 2 && s[i] == '0' && (s[i + 1] == 'b' || s[i + 1] == 'x')) {
+        base = s[i + 1] == 'b' ? 2 : 16;
+        i += 2;
+    } else if (n - i > 1 && s[i] == '0') {
+        base = 8;
+        i++;
+    } else if (s[i] == '_') {
+        return 0;
+    }
+    if (base == 10) {
+        sbuf_t d = {0};
+
+        /* Any length is a valid JSON number; no leading zeros by the pattern. */
+        for (size_t j = i; j < n; j++)
+            if (!(s[j] >= '0' && s[j] <= '9') && s[j] != '_')
+                return 0;
+        if (neg && (*rc = sb_put(&d, "-", 1)))
+            return 0;
+        for (size_t j = i; j < n && !*rc; j++)
+            if (s[j] != '_')
+                *rc = sb_put(&d, &s[j], 1);
+        if (!*rc)
+            *rc = sb_put(b, d.p, d.len);
+        free(d.p);
+        return *rc ? 0 : 1;
+    }
+    for (; i < n; i++) {
+        int dv;
+
+        if (s[i] == '_')
+            continue;
+        if (s[i] >= '0' && s[i] <= '9')
+            dv = s[i] - '0';
+        else if (s[i] >= 'a' && s[i] <= 'f')
+            dv = s[i] - 'a' + 10;
+        else if (s[i] >= 'A' && s[i] <= 'F')
+            dv = s[i] - 'A' + 10;
+        else
+            return 0;
+        if (dv >= base)
+            return 0;
+        if (v > (UINT64_MAX - (uint64_t)dv) / (uint64_t)base)
+            return 0;
+        v = v * (uint64_t)base + (uint64_t)dv;
+        digits++;
+    }
+    if (!digits || v > (uint64_t)INT64_MAX + (neg ? 1u : 0u))
+        return 0;
+    snprintf(out, sizeof(out), "%s%llu", neg && v ? "-" : "", (unsigned long long)v);
+    *rc = sb_str(b, out);
+    return *rc ? 0 : 1;
+}
+
+static int json_float(sbuf_t *b, const char *s, size_t n, int *rc)
+{
+    size_t i = 0, k = 0, idig = 0, fdig = 0, edig = 0;
+    int dot = 0, expo = 0;
+    char clean[128], out[64];
+    double d;
+
+    *rc = 0;
+    if (n >= sizeof(clean))
+        return 0;
+    if (i < n && (s[i] == '-' || s[i] == '+'))
+        clean[k++] = s[i++];
+    if (i < n && s[i] == '_')
+        return 0;
+    for (; i < n && ((s[i] >= '0' && s[i] <= '9') || s[i] == '_'); i++)
+        if (s[i] != '_') {
+            clean[k++] = s[i];
+            idig++;
+        }
+    if (i < n && s[i] == '.') {
+        dot = 1;
+        clean[k++] = s[i++];
+        for (; i < n && ((s[i] >= '0' && s[i] <= '9') || s[i] == '_'); i++)
+            if (s[i] != '_') {
+                clean[k++] = s[i];
+                fdig++;
+            }
+    }
+    if (!idig && !fdig)
+        return 0;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        expo = 1;
+        clean[k++] = s[i++];
+        if (i < n && (s[i] == '-' || s[i] == '+'))
+            clean[k++] = s[i++];
+        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, edig++)
+            clean[k++] = s[i];
+        if (!edig)
+            return 0;
+    }
+    if (i != n || (!dot && !expo))
+        return 0;
+    clean[k] = '\0';
+    d = strtod(clean, NULL);
+    if (!isfinite(d))
+        return 0;
+    /* Shortest of %.15g..%.17g that reads back to the same double. */
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(out, sizeof(out), "%.*g", prec, d);
+        if (strtod(out, NULL) == d)
+            break;
+    }
+    if (!strpbrk(out, ".eEn"))
+        strcat(out, ".0"); /* keep it visibly a float: 1.0, not 1 */
+    *rc = sb_str(b, out);
+    return *rc ? 0 : 1;
+}
+
+static int scalar_json(const yaml_event_t *ev, sbuf_t *b)
+{
+    const char *s = sval(ev);
+    size_t n = ev->data.scalar.length;
+    int rc, t;
+
+    if (is_plain(ev)) {
+        if (is_null_text(s, n))
+            return sb_str(b, "null");
+        if ((t = bool_text(s, n)) >= 0)
+            return sb_str(b, t ? "true" : "false");
+        if (json_int(b, s, n, &rc) || rc)
+            return rc;
+        if (json_float(b, s, n, &rc) || rc)
+            return rc;
+    }
+    return sb_json_string(b, s, n);
+}
+
+/* ---- Configure values --------------------------------------------------------- */
+typedef struct keyset {
+    char **k;
+    size_t *n;
+    size_t cnt, cap;
+} keyset_t;
+
+static void keyset_free(keyset_t *ks)
+{
+    for (size_t i = 0; i < ks->cnt; i++)
+        free(ks->k[i]);
+    free(ks->k);
+    free(ks->n);
+    memset(ks, 0, sizeof(*ks));
+}
+
+/* 1 if already there, 0 added, <0 out of memory. Linear: rule files are small
+ * and bounded by DLB_RULES_MAX_BYTES. */
+static int keyset_add(keyset_t *ks, const char *s, size_t n)
+{
+    for (size_t i = 0; i < ks->cnt; i++)
+        if (ks->n[i] == n && !memcmp(ks->k[i], s, n))
+            return 1;
+    if (ks->cnt == ks->cap) {
+        size_t cap = ks->cap ? ks->cap * 2 : 8;
+        char **k = realloc(ks->k, cap * sizeof(*k));
+        size_t *nn;
+
+        if (!k)
+            return DLB_ERR_NOMEM;
+        ks->k = k;
+        if (!(nn = realloc(ks->n, cap * sizeof(*nn))))
+            return DLB_ERR_NOMEM;
+        ks->n = nn;
+        ks->cap = cap;
+    }
+    if (!(ks->k[ks->cnt] = malloc(n + 1)))
+        return DLB_ERR_NOMEM;
+    memcpy(ks->k[ks->cnt], s, n);
+    ks->k[ks->cnt][n] = '\0';
+    ks->n[ks->cnt++] = n;
+    return 0;
+}
+
+static int value_json(pctx_t *c, const yaml_event_t *start, sbuf_t *b, int depth);
+
+static int seq_json(pctx_t *c, sbuf_t *b, int depth)
+{
+    yaml_event_t ev;
+    int rc, first = 1;
+
+    if ((rc = sb_put(b, "[", 1)))
+        return nomem(c);
+    for (;;) {
+        if ((rc = next_event(c, &ev)))
+            return rc;
+        if (ev.type == YAML_SEQUENCE_END_EVENT) {
+            yaml_event_delete(&ev);
+            break;
+        }
+        if (!first && sb_put(b, ",", 1))
+            rc = nomem(c);
+        first = 0;
+        if (!rc)
+            rc = value_json(c, &ev, b, depth + 1);
+        yaml_event_delete(&ev);
+        if (rc)
+            return rc;
+    }
+    return sb_put(b, "]", 1) ? nomem(c) : 0;
+}
+
+static int map_json(pctx_t *c, sbuf_t *b, int depth)
+{
+    keyset_t ks = {0};
+    yaml_event_t ev;
+    int rc = 0, first = 1;
+
+    if (sb_put(b, "{", 1))
+        return nomem(c);
+    for (;;) {
+        if ((rc = next_event(c, &ev)))
+            goto out;
+        if (ev.type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&ev);
+            break;
+        }
+        if (ev.type != YAML_SCALAR_EVENT) {
+            rc = fail(c, &ev.start_mark, "mapping keys must be scalars");
+        } else if ((rc = keyset_add(&ks, sval(&ev), ev.data.scalar.length))) {
+            rc = rc > 0 ? fail(c, &ev.start_mark, "duplicate key \"%.64s\"", sval(&ev)) : nomem(c);
+        } else if ((!first && sb_put(b, ",", 1)) ||
+                   sb_json_string(b, sval(&ev), ev.data.scalar.length) || sb_put(b, ":", 1)) {
+            rc = nomem(c);
+        }
+        first = 0;
+        yaml_event_delete(&ev);
+        if (rc)
+            goto out;
+        if ((rc = next_event(c, &ev)))
+            goto out;
+        rc = value_json(c, &ev, b, depth + 1);
+        yaml_event_delete(&ev);
+        if (rc)
+            goto out;
+    }
+    if (sb_put(b, "}", 1))
+        rc = nomem(c);
+out:
+    keyset_free(&ks);
+    return rc;
+}
+
+static int value_json(pctx_t *c, const yaml_event_t *start, sbuf_t *b, int depth)
+{
+    if (depth > DLB_RULES_MAX_DEPTH)
+        return fail(c, &start->start_mark, "nested deeper than %d levels", DLB_RULES_MAX_DEPTH);
+    switch (start->type) {
+    case YAML_SCALAR_EVENT:
+        return scalar_json(start, b) ? nomem(c) : 0;
+    case YAML_SEQUENCE_START_EVENT:
+        return seq_json(c, b, depth);
+    case YAML_MAPPING_START_EVENT:
+        return map_json(c, b, depth);
+    default:
+        return fail(c, &start->start_mark, "unexpected YAML event");
+    }
+}
+
+/* ---- rules ----------------------------------------------------------------------- */
+static void match_free(dlb_rule_match_t *m, size_t cnt)
+{
+    for (size_t i = 0; i < cnt; i++) {
+        for (size_t j = 0; j < m[i].values_cnt; j++)
+            free(m[i].values[j]);
+        free(m[i].values);
+        free(m[i].attr);
+    }
+    free(m);
+}
+
+static void rule_free(dlb_rule_t *r)
+{
+    free(r->id);
+    match_free(r->include, r->include_cnt);
+    match_free(r->exclude, r->exclude_cnt);
+    for (size_t i = 0; i < r->configure_cnt; i++) {
+        free(r->configure[i].key);
+        free(r->configure[i].json);
+    }
+    free(r->configure);
+    memset(r, 0, sizeof(*r));
+}
+
+/* A scalar that becomes a C string: no NUL inside ("\0" escapes exist). */
+static int scalar_dup(pctx_t *c, const yaml_event_t *ev, const char *what, char **out)
+{
+    if (strlen(sval(ev)) != ev->data.scalar.length)
+        return fail(c, &ev->start_mark, "%s contains a NUL character", what);
+    if (!(*out = strdup(sval(ev))))
+        return nomem(c);
+    return 0;
+}
+
+static int grow(void **p, size_t *cap, size_t cnt, size_t elem)
+{
+    void *np;
+    size_t ncap;
+
+    if (cnt < *cap)
+        return 0;
+    ncap = *cap ? *cap * 2 : 4;
+    if (!(np = realloc(*p, ncap * elem)))
+        return DLB_ERR_NOMEM;
+    *p = np;
+    *cap = ncap;
+    return 0;
+}
+
+/* Values of one attribute: a scalar or a sequence of scalars, none empty. */
+static int match_values(pctx_t *c, const yaml_event_t *start, const char *attr, dlb_rule_match_t *m)
+{
+    yaml_event_t ev;
+    size_t cap = 0;
+    int rc;
+
+    if (start->type == YAML_SCALAR_EVENT) {
+        if (!start->data.scalar.length)
+            return fail(c, &start->start_mark, "attribute %s has an empty value", attr);
+        if (!(m->values = malloc(sizeof(*m->values))))
+            return nomem(c);
+        if ((rc = scalar_dup(c, start, "value", &m->values[0])))
+            return rc;
+        m->values_cnt = 1;
+        return 0;
+    }
+    if (start->type != YAML_SEQUENCE_START_EVENT)
+        return fail(c, &start->start_mark,
+                    "attribute %s needs a value or a list of values, not a mapping", attr);
+    for (;;) {
+        if ((rc = next_event(c, &ev)))
+            return rc;
+        if (ev.type == YAML_SEQUENCE_END_EVENT) {
+            yaml_event_delete(&ev);
+            break;
+        }
+        if (ev.type != YAML_SCALAR_EVENT)
+            rc = fail(c, &ev.start_mark, "values of attribute %s must be scalars", attr);
+        else if (!ev.data.scalar.length)
+            rc = fail(c, &ev.start_mark, "attribute %s has an empty value", attr);
+        else if (grow((void **)&m->values, &cap, m->values_cnt, sizeof(*m->values)))
+            rc = nomem(c);
+        else if (!(rc = scalar_dup(c, &ev, "value", &m->values[m->values_cnt])))
+            m->values_cnt++;
+        yaml_event_delete(&ev);
+        if (rc)
+            return rc;
+    }
+    if (!m->values_cnt)
+        return fail(c, &start->start_mark, "attribute %s has an empty list", attr);
+    return 0;
+}
+
+static int section_matches(pctx_t *c, const yaml_event_t *start, const char *section,
+                           dlb_rule_match_t **out, size_t *out_cnt)
+{
+    yaml_event_t ev;
+    size_t cap = 0;
+    int rc;
+
+    if (is_null_scalar(start))
+        return 0;
+    if (start->type != YAML_MAPPING_START_EVENT)
+        return fail(c, &start->start_mark, "%s must be a mapping of attribute to values", section);
+    for (;;) {
+        dlb_rule_match_t *m;
+        const char *attr = NULL;
+
+        if ((rc = next_event(c, &ev)))
+            return rc;
+        if (ev.type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&ev);
+            return 0;
+        }
+        if (ev.type != YAML_SCALAR_EVENT) {
+            rc = fail(c, &ev.start_mark, "%s keys must be attribute names", section);
+        } else {
+            for (size_t i = 0; rule_attrs[i] && !attr; i++)
+                if (strlen(rule_attrs[i]) == ev.data.scalar.length &&
+                    !strcasecmp(rule_attrs[i], sval(&ev)))
+                    attr = rule_attrs[i];
+            if (!attr)
+                rc = fail(c, &ev.start_mark, "unknown attribute \"%.64s\" in %s", sval(&ev),
+                          section);
+            for (size_t i = 0; !rc && i < *out_cnt; i++)
+                if (!strcmp((*out)[i].attr, attr))
+                    rc = fail(c, &ev.start_mark, "duplicate attribute %s in %s", attr, section);
+        }
+        yaml_event_delete(&ev);
+        if (rc)
+            return rc;
+        if (grow((void **)out, &cap, *out_cnt, sizeof(**out)))
+            return nomem(c);
+        m = &(*out)[*out_cnt];
+        memset(m, 0, sizeof(*m));
+        if (!(m->attr = strdup(attr)))
+            return nomem(c);
+        (*out_cnt)++; /* owned by the rule from here on, even half-filled */
+        if ((rc = next_event(c, &ev)))
+            return rc;
+        rc = match_values(c, &ev, attr, m);
+        yaml_event_delete(&ev);
+        if (rc)
+            return rc;
+    }
+}
+
+static int section_configure(pctx_t *c, const yaml_event_t *start, dlb_rule_t *r, int depth)
+{
+    yaml_event_t ev;
+    size_t cap = 0;
+    int rc;
+
+    if (is_null_scalar(start))
+        return 0;
+    if (start->type != YAML_MAPPING_START_EVENT)
+        return fail(c, &start->start_mark, "Configure must be a mapping of key to value");
+    for (;;) {
+        dlb_config_value_t *v;
+        sbuf_t b = {0};
+
+        if ((rc = next_event(c, &ev)))
+            return rc;
+        if (ev.type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&ev);
+            return 0;
+        }
+        if (ev.type != YAML_SCALAR_EVENT)
+            rc = fail(c, &ev.start_mark, "Configure keys must be scalars");
+        for (size_t i = 0; !rc && i < r->configure_cnt; i++)
+            if (!strcmp(r->configure[i].key, sval(&ev)))
+                rc = fail(c, &ev.start_mark, "duplicate Configure key \"%.64s\"", sval(&ev));
+        if (!rc && grow((void **)&r->configure, &cap, r->configure_cnt, sizeof(*r->configure)))
+            rc = nomem(c);
+        if (!rc) {
+            v = &r->configure[r->configure_cnt];
+            memset(v, 0, sizeof(*v));
+            if (!(rc = scalar_dup(c, &ev, "Configure key", &v->key)))
+                r->configure_cnt++;
+        }
+        yaml_event_delete(&ev);
+        if (rc)
+            return rc;
+        if ((rc = next_event(c, &ev)))
+            return rc;
+        rc = value_json(c, &ev, &b, depth + 1);
+        yaml_event_delete(&ev);
+        if (rc) {
+            free(b.p);
+            return rc;
+        }
+        r->configure[r->configure_cnt - 1].json = b.p;
+    }
+}
+
+static int parse_priority(pctx_t *c, const yaml_event_t *ev, int *out)
+{
+    const char *s = sval(ev);
+    size_t n = ev->data.scalar.length, i = 0;
+    long long v = 0;
+    int neg = 0;
+
+    if (ev->type != YAML_SCALAR_EVENT || !is_plain(ev))
+        return fail(c, &ev->start_mark, "Priority must be an integer");
+    if (i < n && (s[i] == '-' || s[i] == '+'))
+        neg = s[i++] == '-';
+    if (i == n)
+        return fail(c, &ev->start_mark, "Priority must be an integer");
+    for (; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return fail(c, &ev->start_mark, "Priority must be an integer");
+        v = v * 10 + (s[i] - '0');
+        if (v > (long long)INT_MAX + 1)
+            return fail(c, &ev->start_mark, "Priority out of range");
+    }
+    if (neg)
+        v = -v;
+    if (v > INT_MAX || v < INT_MIN)
+        return fail(c, &ev->start_mark, "Priority out of range");
+    *out = (int)v;
+    return 0;
+}
+
+enum { K_INCLUDE, K_EXCLUDE, K_CONFIGURE, K_PRIORITY, K_ID, K_CNT };
+static const char *const rule_keys[K_CNT] = {"Include", "Exclude", "Configure", "Priority", "id"};
+
+/* One rule; start is its MAPPING_START. Appended to rs only when complete. */
+static int parse_rule(pctx_t *c, const yaml_event_t *start, dlb_rules_t *rs, size_t *cap)
+{
+    dlb_rule_t r;
+    yaml_event_t ev;
+    yaml_mark_t id_mark = start->start_mark;
+    int seen[K_CNT] = {0}, rc = 0;
+
+    memset(&r, 0, sizeof(r));
+    r.line = (int)start->start_mark.line + 1;
+    if (start->type != YAML_MAPPING_START_EVENT)
+        return fail(c, &start->start_mark, "a rule must be a mapping");
+    for (;;) {
+        int k = -1;
+
+        if ((rc = next_event(c, &ev)))
+            goto out;
+        if (ev.type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&ev);
+            break;
+        }
+        if (ev.type != YAML_SCALAR_EVENT) {
+            rc = fail(c, &ev.start_mark, "rule keys must be scalars");
+        } else {
+            for (int i = 0; i < K_CNT && k < 0; i++)
+                if (strlen(rule_keys[i]) == ev.data.scalar.length &&
+                    !strcasecmp(rule_keys[i], sval(&ev)))
+                    k = i;
+            if (k < 0)
+                rc = fail(c, &ev.start_mark, "unknown key \"%.64s\"", sval(&ev));
+            else if (seen[k]++)
+                rc = fail(c, &ev.start_mark, "duplicate key %s", rule_keys[k]);
+        }
+        yaml_event_delete(&ev);
+        if (rc)
+            goto out;
+        if ((rc = next_event(c, &ev)))
+            goto out;
+        switch (k) {
+        case K_INCLUDE:
+            rc = section_matches(c, &ev, "Include", &r.include, &r.include_cnt);
+            break;
+        case K_EXCLUDE:
+            rc = section_matches(c, &ev, "Exclude", &r.exclude, &r.exclude_cnt);
+            break;
+        case K_CONFIGURE:
+            rc = section_configure(c, &ev, &r, 1);
+            break;
+        case K_PRIORITY:
+            rc = parse_priority(c, &ev, &r.priority);
+            break;
+        default:
+            id_mark = ev.start_mark;
+            if (ev.type != YAML_SCALAR_EVENT || !ev.data.scalar.length)
+                rc = fail(c, &ev.start_mark, "id must be a non-empty string");
+            else
+                rc = scalar_dup(c, &ev, "id", &r.id);
+            break;
+        }
+        yaml_event_delete(&ev);
+        if (rc)
+            goto out;
+    }
+    if (!r.id) {
+        int n = snprintf(NULL, 0, "%s#%zu", c->name, rs->cnt + 1);
+
+        if (!(r.id = malloc((size_t)n + 1))) {
+            rc = nomem(c);
+            goto out;
+        }
+        snprintf(r.id, (size_t)n + 1, "%s#%zu", c->name, rs->cnt + 1);
+    }
+    for (size_t i = 0; i < rs->cnt; i++)
+        if (!strcmp(rs->rules[i].id, r.id)) {
+            rc = fail(c, &id_mark, "duplicate rule id \"%.64s\" (first at line %d)", r.id,
+                      rs->rules[i].line);
+            goto out;
+        }
+    if (grow((void **)&rs->rules, cap, rs->cnt, sizeof(*rs->rules))) {
+        rc = nomem(c);
+        goto out;
+    }
+    rs->rules[rs->cnt++] = r;
+    return 0;
+out:
+    rule_free(&r);
+    return rc;
+}
+
+/* A document: a rule, a sequence of rules, or null (no rule). */
+static int parse_document(pctx_t *c, dlb_rules_t *rs, size_t *cap)
+{
+    yaml_event_t ev, item;
+    int rc;
+
+    if ((rc = next_event(c, &ev)))
+        return rc;
+    if (ev.type == YAML_SEQUENCE_START_EVENT) {
+        for (;;) {
+            if ((rc = next_event(c, &item)))
+                break;
+            if (item.type == YAML_SEQUENCE_END_EVENT) {
+                yaml_event_delete(&item);
+                break;
+            }
+            rc = parse_rule(c, &item, rs, cap);
+            yaml_event_delete(&item);
+            if (rc)
+                break;
+        }
+    } else if (!is_null_scalar(&ev)) {
+        rc = parse_rule(c, &ev, rs, cap);
+    }
+    yaml_event_delete(&ev);
+    if (rc)
+        return rc;
+    if ((rc = next_event(c, &ev)))
+        return rc;
+    /* The parser guarantees DOCUMENT_END after one root node. */
+    yaml_event_delete(&ev);
+    return 0;
+}
+
+int dlb_rules_parse(const char *name, const char *text, size_t len, dlb_rules_t *out, char *errstr,
+                    size_t errstr_size)
+{
+    pctx_t c;
+    dlb_rules_t rs = {0};
+    size_t cap = 0;
+    yaml_event_t ev;
+    int rc = 0, done = 0;
+
+    out->rules = NULL;
+    out->cnt = 0;
+    if (errstr_size)
+        errstr[0] = '\0';
+    if (len > DLB_RULES_MAX_BYTES)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "%s:1:1: %zu bytes, more than the limit of %d", name, len,
+                          DLB_RULES_MAX_BYTES);
+    memset(&c, 0, sizeof(c));
+    c.name = name;
+    c.text = text;
+    c.len = len;
+    c.errstr = errstr;
+    c.errstr_size = errstr_size;
+    if (!yaml_parser_initialize(&c.p))
+        return nomem(&c);
+    yaml_parser_set_input_string(&c.p, (const unsigned char *)text, len);
+    while (!done && !rc) {
+        if ((rc = next_event(&c, &ev)))
+            break;
+        switch (ev.type) {
+        case YAML_DOCUMENT_START_EVENT:
+            rc = parse_document(&c, &rs, &cap);
+            break;
+        case YAML_STREAM_END_EVENT:
+            done = 1;
+            break;
+        default: /* STREAM_START */
+            break;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&c.p);
+    if (rc) {
+        dlb_rules_clear(&rs);
+        return rc;
+    }
+    *out = rs;
+    return 0;
+}
+
+int dlb_rules_load_file(const char *path, dlb_rules_t *out, char *errstr, size_t errstr_size)
+{
+    FILE *fp;
+    char *buf = NULL;
+    size_t len = 0, cap = 0, n;
+    int rc;
+
+    out->rules = NULL;
+    out->cnt = 0;
+    if (!(fp = fopen(path, "rb")))
+        return dlb_seterr(errstr, errstr_size, errno == ENOENT ? DLB_ERR_NOTFOUND : DLB_ERR_CONF,
+                          "%s: %s", path, strerror(errno));
+    for (;;) {
+        if (len == cap) {
+            char *nb;
+
+            /* One byte past the limit is enough to know it is too large. */
+            if (cap > DLB_RULES_MAX_BYTES)
+                break;
+            cap = cap ? cap * 2 : 8192;
+            if (!(nb = realloc(buf, cap))) {
+                free(buf);
+                fclose(fp);
+                return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s: out of memory", path);
+            }
+            buf = nb;
+        }
+        n = fread(buf + len, 1, cap - len, fp);
+        len += n;
+        if (n == 0)
+            break;
+    }
+    if (ferror(fp)) {
+        rc = dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "%s: read error", path);
+        goto out;
+    }
+    rc = dlb_rules_parse(path, buf ? buf : "", len, out, errstr, errstr_size);
+out:
+    free(buf);
+    fclose(fp);
+    return rc;
+}
+
+void dlb_rules_clear(dlb_rules_t *r)
+{
+    for (size_t i = 0; i < r->cnt; i++)
+        rule_free(&r->rules[i]);
+    free(r->rules);
+    r->rules = NULL;
+    r->cnt = 0;
+}
