@@ -15,18 +15,7 @@
 #include "err.h"
 #include "event.h"
 
-static void fuzz_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void fuzz_fail(const char *fmt, ...)
-{
-    va_list ap;
-
-    fputs("fuzz property broken: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    abort();
-}
+#include "fuzz_fail.h"
 
 /* Loaded once per process and never freed: LeakSanitizer sees it through the
  * static pointer, so it does not count as a leak. */

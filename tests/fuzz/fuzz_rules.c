@@ -19,18 +19,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void fuzz_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void fuzz_fail(const char *fmt, ...)
-{
-    va_list ap;
-
-    fputs("fuzz property broken: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    abort();
-}
+#include "fuzz_fail.h"
 
 static void check_matches(const dlb_rule_t *r, const dlb_rule_match_t *m, size_t cnt)
 {
