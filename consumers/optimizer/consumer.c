@@ -51,6 +51,8 @@ typedef struct part {
     int32_t partition;
     int64_t max_ts; /* newest event time consumed from it, INT64_MIN if none */
     int at_eof;     /* consumed to its end and nothing since */
+    int paused;     /* we paused its fetching (we hold messages of it) */
+    int64_t next;   /* offset after the last message polled from it, -1 if none */
     int held;       /* scratch: messages of it held back this round */
 } part_t;
 
@@ -164,6 +166,8 @@ static part_t *part_get(ctx_t *c, int rank, int32_t partition)
     p->partition = partition;
     p->max_ts = INT64_MIN;
     p->at_eof = 0;
+    p->paused = 0;
+    p->next = -1;
     return p;
 }
 
@@ -233,6 +237,8 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             if (p) {
                 p->max_ts = INT64_MIN;
                 p->at_eof = 0;
+                p->paused = 0;
+                p->next = -1;
             }
         }
         dlb_info("kafka: assigned %d partition(s)", parts->cnt);
@@ -264,18 +270,33 @@ static void flow_control(ctx_t *c)
         if (p)
             p->held = 1;
     }
-    /* The whole wanted state every time (both calls are idempotent), so
-     * nothing depends on remembering what librdkafka has paused. */
     for (size_t i = 0; i < c->parts_cnt; i++) {
         part_t *p = &c->parts[i];
-        rd_kafka_topic_partition_list_add(p->held ? pause : resume, c->topics[p->rank],
-                                          p->partition);
+        rd_kafka_topic_partition_t *t;
+        if (p->held && !p->paused) {
+            rd_kafka_topic_partition_list_add(pause, c->topics[p->rank], p->partition);
+        } else if (!p->held && p->paused) {
+            t = rd_kafka_topic_partition_list_add(resume, c->topics[p->rank], p->partition);
+            t->offset = p->next;
+        }
+        p->paused = p->held;
     }
     /* Errors only for partitions no longer assigned: nothing to do then. */
     if (pause->cnt)
         rd_kafka_pause_partitions(c->consumer, pause);
-    if (resume->cnt)
+    if (resume->cnt) {
+        rd_kafka_error_t *e;
         rd_kafka_resume_partitions(c->consumer, resume);
+        /* Fetch on from right after what we polled, not from wherever
+         * librdkafka's own position is after a pause. */
+        for (int i = resume->cnt - 1; i >= 0; i--)
+            if (resume->elems[i].offset < 0)
+                rd_kafka_topic_partition_list_del_by_idx(resume, i);
+        if (resume->cnt && (e = rd_kafka_seek_partitions(c->consumer, resume, 10000))) {
+            dlb_warn("kafka: seeking resumed partitions: %s", rd_kafka_error_string(e));
+            rd_kafka_error_destroy(e);
+        }
+    }
     rd_kafka_topic_partition_list_destroy(pause);
     rd_kafka_topic_partition_list_destroy(resume);
 }
@@ -308,8 +329,10 @@ static void batch_poll(ctx_t *c)
             rd_kafka_message_destroy(m);
             continue;
         }
-        if (p)
+        if (p) {
             p->at_eof = 0;
+            p->next = m->offset + 1;
+        }
         memset(&c->items[c->items_cnt], 0, sizeof(item_t));
         c->items[c->items_cnt].msg = m;
         c->items[c->items_cnt].rank = rank;
@@ -751,6 +774,13 @@ static void batch_rewind(ctx_t *c)
 {
     rd_kafka_topic_partition_list_t *l = batch_offsets(c, 1);
     rd_kafka_error_t *e = rd_kafka_seek_partitions(c->consumer, l, 10000);
+
+    for (int i = 0; i < l->cnt; i++) {
+        int rank = topic_rank(c, l->elems[i].topic);
+        part_t *p = rank >= 0 ? part_get(c, rank, l->elems[i].partition) : NULL;
+        if (p)
+            p->next = l->elems[i].offset;
+    }
 
     if (e) {
         dlb_err("kafka: rewinding the batch failed: %s; restarting from committed offsets",
