@@ -24,6 +24,25 @@ typedef struct dlb_limits {
     int max_ps;         /* default 15 */
 } dlb_limits_t;
 
+/* Knobs of the "dlbrain" optimizer set (the "dlrover" set uses DLRover's
+ * constants and ignores these). */
+typedef struct dlb_tuning {
+    int hang_seconds;           /* dlbrain.hang.seconds: no global-step progress this long is a
+                                   hang, default 600 */
+    double straggler_ratio;     /* dlbrain.straggler.ratio: a worker slower than this times the
+                                   median of its peers is a straggler, default 0.5 */
+    int straggler_samples;      /* dlbrain.straggler.samples: ... in this many newest samples in a
+                                   row, default 3 */
+    int memory_horizon_seconds; /* dlbrain.memory.horizon.seconds: how far ahead the memory trend
+                                   is extrapolated, default 1800 */
+    double memory_trigger;      /* dlbrain.memory.trigger: raise memory when the predicted peak
+                                   passes this fraction of the request, default 0.9 */
+    double scale_min_gain;      /* dlbrain.scale.min.gain: one more worker must add at least this
+                                   fraction of the current speed per worker, default 0.5 */
+    int scale_step_max;         /* dlbrain.scale.step.max: most workers added or removed by one
+                                   plan, default 8 */
+} dlb_tuning_t;
+
 typedef struct dlb_kv {
     char *key;
     char *value;
@@ -55,6 +74,7 @@ typedef struct dlb_conf {
                            */
     int64_t max_message_bytes; /* message.max.bytes accepted by decoders, default 1 MiB */
     char optimizer_set[32];    /* optimizer.set: "dlrover" or "dlbrain", default "dlbrain" */
+    dlb_tuning_t tuning;       /* dlbrain.* */
     dlb_limits_t limits;       /* limits.cpu.min, limits.cpu.max, limits.memory.min.mib,
                                   limits.memory.max.mib, limits.workers.max, limits.ps.max */
     int log_level;             /* log.level: error|warn|info|debug, default info */

@@ -149,6 +149,7 @@ void dlb_event_clear(dlb_event_t *ev)
     case DLB_EV_PLAN:
         free(ev->u.plan.groups);
         free(ev->u.plan.pods);
+        free(ev->u.plan.actions);
         break;
     case DLB_EV_CONFIG_MATCH:
         for (size_t i = 0; i < ev->u.cm.rule_ids_cnt; i++)
@@ -196,6 +197,8 @@ int dlb_event_copy(dlb_event_t *dst, const dlb_event_t *src)
                                        sizeof(*src->u.plan.groups), &fail);
         dst->u.plan.pods =
             dup_array(src->u.plan.pods, src->u.plan.pods_cnt, sizeof(*src->u.plan.pods), &fail);
+        dst->u.plan.actions = dup_array(src->u.plan.actions, src->u.plan.actions_cnt,
+                                        sizeof(*src->u.plan.actions), &fail);
         break;
     case DLB_EV_CONFIG_MATCH: {
         const dlb_config_match_t *s = &src->u.cm;

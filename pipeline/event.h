@@ -95,6 +95,8 @@ typedef struct dlb_pod_usage {
     double cpu_requested;     /* cores */
     int64_t memory_used;      /* bytes */
     int64_t memory_requested; /* bytes */
+    int has_speed;            /* runtime_sample v2: the pod reported its own speed */
+    double speed;             /* steps/s of this worker alone; stragglers show here */
 } dlb_pod_usage_t;
 
 typedef struct dlb_runtime_sample {
@@ -159,6 +161,18 @@ typedef struct dlb_pod_resource {
     dlb_resource_t resource;
 } dlb_pod_resource_t;
 
+/* An action on one pod, beside any resource change (plan v2): "relaunch"
+ * restarts the pod where it is (a hang), "replace" starts it on another node
+ * and removes the old one (a straggler). */
+#define DLB_ACTION_RELAUNCH "relaunch"
+#define DLB_ACTION_REPLACE  "replace"
+
+typedef struct dlb_pod_action {
+    char pod[DLB_ID_MAX];
+    char action[16];
+    char reason[DLB_NAME_MAX];
+} dlb_pod_action_t;
+
 typedef struct dlb_plan {
     char event_id[DLB_ID_MAX]; /* = plan_id */
     int64_t event_time_ms;     /* = the trigger's event time */
@@ -169,6 +183,8 @@ typedef struct dlb_plan {
     size_t groups_cnt;
     dlb_pod_resource_t *pods;
     size_t pods_cnt;
+    dlb_pod_action_t *actions; /* plan v2; none in v1 plans */
+    size_t actions_cnt;
     char optimizer[64];
     char reason[DLB_REASON_MAX];
     char trigger_event_id[DLB_ID_MAX];
@@ -224,6 +240,7 @@ int dlb_event_validate(const dlb_event_t *ev, char *errstr, size_t errstr_size);
  *  @returns a pointer to the zeroed new entry, or NULL when out of memory. */
 dlb_group_resource_t *dlb_plan_add_group(dlb_plan_t *plan, const char *group);
 dlb_pod_resource_t *dlb_plan_add_pod(dlb_plan_t *plan, const char *name);
+dlb_pod_action_t *dlb_plan_add_action(dlb_plan_t *plan, const char *pod, const char *action);
 /** @returns the group entry or NULL. */
 dlb_group_resource_t *dlb_plan_group(dlb_plan_t *plan, const char *group);
 

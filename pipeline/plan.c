@@ -36,6 +36,21 @@ dlb_pod_resource_t *dlb_plan_add_pod(dlb_plan_t *plan, const char *name)
     return p;
 }
 
+dlb_pod_action_t *dlb_plan_add_action(dlb_plan_t *plan, const char *pod, const char *action)
+{
+    dlb_pod_action_t *acts, *a;
+
+    acts = realloc(plan->actions, (plan->actions_cnt + 1) * sizeof(*acts));
+    if (!acts)
+        return NULL;
+    plan->actions = acts;
+    a = &acts[plan->actions_cnt++];
+    memset(a, 0, sizeof(*a));
+    snprintf(a->pod, sizeof(a->pod), "%s", pod);
+    snprintf(a->action, sizeof(a->action), "%s", action);
+    return a;
+}
+
 dlb_group_resource_t *dlb_plan_group(dlb_plan_t *plan, const char *group)
 {
     size_t i;

@@ -55,6 +55,16 @@ typedef struct dlb_history {
     size_t jobs_cnt;
 } dlb_history_t;
 
+/* An OOM that an earlier plan of the job already answered (PostgreSQL table
+ * oom_plans), so the same OOM is never answered with a second bump. */
+typedef struct dlb_oom_plan {
+    char pod_name[DLB_ID_MAX];
+    char oom_event_id[DLB_ID_MAX]; /* the node event that reported the OOM */
+    char plan_id[DLB_ID_MAX];      /* the plan that answered it */
+    int64_t memory;                /* bytes that plan gave the pod */
+    int64_t event_time_ms;         /* the plan's event time */
+} dlb_oom_plan_t;
+
 void dlb_job_state_clear(dlb_job_state_t *st);
 void dlb_history_clear(dlb_history_t *h);
 

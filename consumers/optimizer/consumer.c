@@ -568,6 +568,9 @@ static int plan_request(ctx_t *c, item_t *it, char *errstr, size_t size)
     in.job = &st;
     in.history = &hist;
     in.limits = &c->conf->limits;
+    in.tuning = &c->conf->tuning;
+    in.oom_plans = NULL;
+    in.oom_plans_cnt = 0;
     in.optimizer_set = c->conf->optimizer_set;
     if ((err = dlb_router_plan(&in, &pe.u.plan, sub, sizeof(sub)))) {
         if (err != DLB_ERR_INVALID) {

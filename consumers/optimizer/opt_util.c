@@ -1,5 +1,7 @@
 #include "opt_util.h"
 
+#include "optimizer.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -106,4 +108,20 @@ double dlb_major_cluster_mean(double *v, size_t n)
 int dlb_is_ps(const char *type)
 {
     return type && !strcmp(type, "ps");
+}
+
+const dlb_tuning_t *dlb_opt_tuning(const dlb_opt_input_t *in)
+{
+    /* Keep in step with the defaults of the dlbrain.* keys in conf.c. */
+    static const dlb_tuning_t defaults = {
+        .hang_seconds = 600,
+        .straggler_ratio = 0.5,
+        .straggler_samples = 3,
+        .memory_horizon_seconds = 1800,
+        .memory_trigger = 0.9,
+        .scale_min_gain = 0.5,
+        .scale_step_max = 8,
+    };
+
+    return in && in->tuning ? in->tuning : &defaults;
 }

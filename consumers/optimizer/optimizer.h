@@ -17,7 +17,12 @@ typedef struct dlb_opt_input {
     const dlb_job_state_t *job;   /* never NULL; may be empty */
     const dlb_history_t *history; /* similar jobs, never NULL; may be empty */
     const dlb_limits_t *limits;   /* master-side clamp, applied last */
-    const char *optimizer_set;    /* "dlrover" or "dlbrain" */
+    const dlb_tuning_t *tuning;   /* knobs of the dlbrain set; NULL = defaults */
+    /* OOMs of this job already answered by earlier plans (event time before
+     * the request's), oldest first; may be NULL when oom_plans_cnt is 0. */
+    const dlb_oom_plan_t *oom_plans;
+    size_t oom_plans_cnt;
+    const char *optimizer_set; /* "dlrover" or "dlbrain" */
 } dlb_opt_input_t;
 
 /** @brief Pick the optimizer(s) for the request's stage and the job's state, run
