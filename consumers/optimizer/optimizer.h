@@ -51,4 +51,29 @@ int dlb_opt_worker_create(const dlb_opt_input_t *in, dlb_plan_t *plan);
 /** OOM memory plan for the pod named by the request (or the job's newest OOM pod). */
 int dlb_opt_oom(const dlb_opt_input_t *in, dlb_plan_t *plan);
 
+/* DLRover's running-stage optimizers (issue 4 parity, reference section 3).
+ * Each leaves the plan unchanged (no groups, no pods) when its rule does not
+ * fire, and always says in the reason what it saw. A route function may
+ * overwrite plan->optimizer with the name of the optimizer that fired. */
+
+/** PS init-adjust (job_stage_ps_initial). */
+int dlb_opt_ps_initial(const dlb_opt_input_t *in, dlb_plan_t *plan);
+/** Hot PS: per-pod CPU for CPU-hot PS, +8 GiB for memory-hot PS. */
+int dlb_opt_hot_ps(const dlb_opt_input_t *in, dlb_plan_t *plan);
+/** PS utilisation shrink. */
+int dlb_opt_ps_util(const dlb_opt_input_t *in, dlb_plan_t *plan);
+/** Worker resource: count by PS utilisation, speed trend and phase; CPU and memory. */
+int dlb_opt_worker_resource(const dlb_opt_input_t *in, dlb_plan_t *plan);
+
+/* The dlbrain set's own optimizers (issue 4, "beyond DLRover"). */
+
+/** OOM answered once per OOM event, VPA growth within DLRover's caps. */
+int dlb_opt_oom_vpa(const dlb_opt_input_t *in, dlb_plan_t *plan);
+/** Memory raised before the OOM when a pod's usage trend will pass its request. */
+int dlb_opt_memory_trend(const dlb_opt_input_t *in, dlb_plan_t *plan);
+/** Hang (relaunch) and straggler (replace) actions. */
+int dlb_opt_health(const dlb_opt_input_t *in, dlb_plan_t *plan);
+/** Worker count from a per-job NNLS throughput model; DLRover's rule when it cannot fit. */
+int dlb_opt_worker_model(const dlb_opt_input_t *in, dlb_plan_t *plan);
+
 #endif

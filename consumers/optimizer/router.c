@@ -9,44 +9,9 @@
 
 #include "err.h"
 #include "opt_util.h"
+#include "routes.h"
 
-typedef int (*dlb_opt_fn)(const dlb_opt_input_t *in, dlb_plan_t *plan);
-
-typedef struct dlb_route {
-    const char *stage;
-    const char *optimizer; /* plan.optimizer */
-    dlb_opt_fn run;
-} dlb_route_t;
-
-typedef struct dlb_opt_set {
-    const char *name;
-    const char *oom_optimizer;
-    dlb_opt_fn oom; /* runs, whatever the stage, when a pod OOM needs a plan */
-    const dlb_route_t *routes;
-} dlb_opt_set_t;
-
-/* DLRover runs worker create and PS create and merges their plans. */
-static int opt_create(const dlb_opt_input_t *in, dlb_plan_t *plan)
-{
-    int err;
-
-    if ((err = dlb_opt_worker_create(in, plan)))
-        return err;
-    return dlb_opt_ps_create(in, plan);
-}
-
-static const dlb_route_t dlrover_routes[] = {
-    {DLB_STAGE_CREATE, "dlrover.create", opt_create},
-    {NULL, NULL, NULL},
-};
-
-/* "dlbrain" starts as DLRover's formulas (the baseline to reproduce first);
- * its own optimizers replace rows here as they land. */
-static const dlb_opt_set_t dlb_opt_sets[] = {
-    {"dlrover", "dlrover.oom", dlb_opt_oom, dlrover_routes},
-    {"dlbrain", "dlrover.oom", dlb_opt_oom, dlrover_routes},
-    {NULL, NULL, NULL, NULL},
-};
+static const dlb_opt_set_t *const dlb_opt_sets[] = {&dlb_set_dlrover, &dlb_set_dlbrain, NULL};
 
 void dlb_plan_id(const dlb_plan_request_t *req, char *buf, size_t size)
 {
@@ -68,11 +33,9 @@ void dlb_plan_id(const dlb_plan_request_t *req, char *buf, size_t size)
 
 static const dlb_opt_set_t *find_set(const char *name)
 {
-    const dlb_opt_set_t *s;
-
-    for (s = dlb_opt_sets; name && s->name; s++)
-        if (!strcmp(s->name, name))
-            return s;
+    for (size_t i = 0; name && dlb_opt_sets[i]; i++)
+        if (!strcmp(dlb_opt_sets[i]->name, name))
+            return dlb_opt_sets[i];
     return NULL;
 }
 
@@ -84,26 +47,6 @@ static const dlb_route_t *find_route(const dlb_opt_set_t *set, const char *stage
         if (!strcmp(r->stage, stage))
             return r;
     return NULL;
-}
-
-/* An OOM needs a plan when the request names the pod, or (outside create,
- * where the job has no pods yet to speak of) when node events show a pod was
- * OOMKilled. The job state does not record which OOMs were already planned
- * for, so a pod once OOMKilled keeps routing here; the worker OOM plan starts
- * from the request at the OOM, so asking again gives the same memory rather
- * than a second bump. */
-static int needs_oom_plan(const dlb_opt_input_t *in)
-{
-    size_t i;
-
-    if (in->req->has_oom_pod && in->req->oom_pod[0])
-        return 1;
-    if (!strcmp(in->req->stage, DLB_STAGE_CREATE))
-        return 0;
-    for (i = 0; i < in->job->pods_cnt; i++)
-        if (in->job->pods[i].oom_count > 0)
-            return 1;
-    return 0;
 }
 
 static void plan_release(dlb_plan_t *plan)
@@ -139,7 +82,7 @@ int dlb_router_plan(const dlb_opt_input_t *in, dlb_plan_t *plan, char *errstr, s
     memcpy(plan->stage, req->stage, sizeof(plan->stage));
     memcpy(plan->trigger_event_id, req->event_id, sizeof(plan->trigger_event_id));
 
-    if (needs_oom_plan(in)) {
+    if (set->needs_oom(in)) {
         snprintf(plan->optimizer, sizeof(plan->optimizer), "%s", set->oom_optimizer);
         err = set->oom(in, plan);
     } else if ((route = find_route(set, req->stage))) {
