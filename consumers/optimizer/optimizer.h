@@ -23,6 +23,11 @@ typedef struct dlb_opt_input {
     const dlb_oom_plan_t *oom_plans;
     size_t oom_plans_cnt;
     const char *optimizer_set; /* "dlrover" or "dlbrain" */
+    /* Out, may be NULL: an OOM optimizer that answers an OOM fills pod_name,
+     * oom_event_id and memory here, and the router the plan id and time; the
+     * consumer stores it (table oom_plans) with the plan, in the same
+     * PostgreSQL transaction. */
+    dlb_oom_plan_t *answered;
 } dlb_opt_input_t;
 
 /** @brief Pick the optimizer(s) for the request's stage and the job's state, run
