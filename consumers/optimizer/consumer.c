@@ -540,7 +540,7 @@ static int plan_request(ctx_t *c, item_t *it, char *errstr, size_t size)
     dlb_job_state_t st = {0};
     dlb_history_t hist = {0};
     dlb_event_t pe = {.type = DLB_EV_PLAN};
-    dlb_opt_input_t in;
+    dlb_opt_input_t in = {0};
     void *buf = NULL;
     size_t len = 0;
     char sub[512], plan_id[DLB_ID_MAX];
