@@ -18,5 +18,6 @@ int cmd_plans_main(int argc, char **argv);
 int cmd_simulate_main(int argc, char **argv);
 int cmd_schemas_main(int argc, char **argv);
 int cmd_settings_main(int argc, char **argv);
+int cmd_bench_main(int argc, char **argv);
 
 #endif

@@ -20,7 +20,8 @@ static void usage(FILE *fp)
         fp,
         "usage: dlbrain plans [options]\n"
         "Subscribe to <env>.plans like a job master (read_committed, own consumer group) and\n"
-        "print each plan as it arrives.\n\n"
+        "print each plan as it arrives: its group and pod resources, its pod actions\n"
+        "(relaunch or replace) and its reason.\n\n"
         "  -j, --job UID         only plans of this job (repeatable)\n"
         "  -n, --count N         exit after N plans (exit 1 if the timeout comes first)\n"
         "  -t, --timeout-ms N    give up after N ms (default: wait forever)\n"
@@ -50,7 +51,7 @@ static void fmt_res(char *buf, size_t size, int count, const dlb_resource_t *r)
 
 static void print_row(const dlb_plan_t *p)
 {
-    char ps[64] = "-", wk[64] = "-", pods[160] = "-";
+    char ps[64] = "-", wk[64] = "-", pods[160] = "-", acts[160] = "-";
     size_t off = 0;
 
     for (size_t i = 0; i < p->groups_cnt; i++) {
@@ -65,8 +66,14 @@ static void print_row(const dlb_plan_t *p)
         off += (size_t)snprintf(pods + off, sizeof(pods) - off, "%s%s:%s", i ? "," : "",
                                 p->pods[i].name, r + 2);
     }
-    printf("%-14s %-24s %-20s %-18s %-18s %-26s %s\n", p->job_uid, p->stage, p->optimizer, ps, wk,
-           pods, p->reason);
+    /* "replace:job-worker-3,relaunch:job-worker-5"; each action's own reason
+     * is in -f json, the plan's reason sums them up. */
+    off = 0;
+    for (size_t i = 0; i < p->actions_cnt && off < sizeof(acts); i++)
+        off += (size_t)snprintf(acts + off, sizeof(acts) - off, "%s%s:%s", i ? "," : "",
+                                p->actions[i].action, p->actions[i].pod);
+    printf("%-14s %-24s %-20s %-18s %-18s %-26s %-26s %s\n", p->job_uid, p->stage, p->optimizer, ps,
+           wk, pods, acts, p->reason);
 }
 
 /* Plan ids already shown. hsearch's one table is enough for a CLI process;
@@ -169,8 +176,8 @@ int cmd_plans_main(int argc, char **argv)
     rd_kafka_subscribe(rk, sub);
     rd_kafka_topic_partition_list_destroy(sub);
     if (!json) {
-        printf("%-14s %-24s %-20s %-18s %-18s %-26s %s\n", "JOB", "STAGE", "OPTIMIZER", "PS",
-               "WORKER", "PODS", "REASON");
+        printf("%-14s %-24s %-20s %-18s %-18s %-26s %-26s %s\n", "JOB", "STAGE", "OPTIMIZER", "PS",
+               "WORKER", "PODS", "ACTIONS", "REASON");
         fflush(stdout);
     }
     rc = 1;

@@ -9,6 +9,7 @@
 
 #include "cmd.h"
 #include "demo_cluster.h"
+#include "event.h"
 
 static void usage(FILE *fp)
 {
@@ -23,9 +24,15 @@ static void usage(FILE *fp)
             "                        ctr-ranking and recsys-dnn with runtime samples, one worker\n"
             "                        OOM and one failed job; base time = now - 3 days.\n"
             "                        live: %d new jobs of ctr-ranking, recsys-dnn and the new\n"
-            "                        scenario nlp-bert, each asking for a create plan; one in six\n"
-            "                        runs until a worker or PS is OOMKilled and asks for a\n"
-            "                        running-stage plan; base time = now.\n"
+            "                        scenario nlp-bert, each asking for a create plan. A third\n"
+            "                        of them (at least %d, all if fewer) run: they ask for\n"
+            "                        ps_initial and worker_initial plans, then each goes\n"
+            "                        through one of: a worker OOM, a PS OOM, a CPU-hot PS, a\n"
+            "                        memory-hot PS, an under-used PS, workers scaled 4 -> 8 ->\n"
+            "                        12, a leaking worker, a hang (global_step stuck 11 min), a\n"
+            "                        straggler; and ask at job_stage_running, _ps_running or\n"
+            "                        _worker_running (OOMs name the pod). Base time = now -\n"
+            "                        30 min, so the longest job has ended by now.\n"
             "  -s, --seed N          random seed (default 1)\n"
             "  -T, --base-time-ms T  event time of the first job, ms since the epoch\n"
             "  -n, --jobs N          jobs in the phase, 1..%d (the scenario mix is kept)\n"
@@ -34,9 +41,9 @@ static void usage(FILE *fp)
             "                        phase, jobs, events, plan_requests (= plans the optimizer\n"
             "                        will publish), oom_requests, oom_events, finished_jobs\n"
             "                        (jobs that end succeeded or failed), failed_jobs,\n"
-            "                        running_jobs\n"
+            "                        running_jobs, requests.<stage> (plan requests per stage)\n"
             "  -h, --help            this help\n",
-            DLB_DEMO_HISTORY_JOBS, DLB_DEMO_LIVE_JOBS, DLB_DEMO_MAX_JOBS);
+            DLB_DEMO_HISTORY_JOBS, DLB_DEMO_LIVE_JOBS, DLB_DEMO_ROLES, DLB_DEMO_MAX_JOBS);
 }
 
 static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
@@ -121,7 +128,8 @@ int cmd_simulate_main(int argc, char **argv)
         return 2;
     }
     if (o.base_time_ms < 0)
-        o.base_time_ms = now_ms() - (o.phase == DLB_DEMO_HISTORY ? DLB_DEMO_HISTORY_AGE_MS : 0);
+        o.base_time_ms = now_ms() - (o.phase == DLB_DEMO_HISTORY ? DLB_DEMO_HISTORY_AGE_MS
+                                                                 : DLB_DEMO_LIVE_AGE_MS);
     if (dlb_demo_write(&o, expect ? NULL : stdout, &cnt, errstr, sizeof(errstr))) {
         fprintf(stderr, "simulate: %s\n", errstr);
         return 1;
@@ -132,6 +140,8 @@ int cmd_simulate_main(int argc, char **argv)
                dlb_demo_phase_name(o.phase), cnt.jobs, cnt.events, cnt.plan_requests,
                cnt.oom_requests, cnt.oom_events, cnt.finished_jobs, cnt.failed_jobs,
                cnt.running_jobs);
+        for (int i = 0; i < DLB_DEMO_STAGES && dlb_stages[i]; i++)
+            printf("requests.%s=%d\n", dlb_stages[i], cnt.stage_requests[i]);
         return fflush(stdout) ? 1 : 0;
     }
     fprintf(stderr, "simulate: %d jobs (%s), %d events, %d plan requests expected\n", cnt.jobs,

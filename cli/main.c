@@ -12,6 +12,7 @@ static const dlb_cmd_t cmds[] = {
     {"simulate", cmd_simulate_main, "print a simulated training cluster's events (demo)"},
     {"schemas", cmd_schemas_main, "list the Avro schema catalog or print a schema"},
     {"settings", cmd_settings_main, "print the effective settings or the settings reference"},
+    {"bench", cmd_bench_main, "measure plans/s of the optimizer core and the plan round trip"},
     {NULL, NULL, NULL},
 };
 

@@ -21,8 +21,15 @@
  * dlb_redis_store_job() in this format. Events folded into a job that was
  * never seeded (new job, or Redis lost it) do not set it, so the next load is
  * a miss and the caller rebuilds from PostgreSQL instead of trusting a partial
- * state. Bump it when the cached format changes: old entries then miss. */
-#define DLB_REDIS_FORMAT "1"
+ * state. Bump it when the cached format changes: old entries then miss.
+ *
+ * "2": window members are framed with the newest runtime_sample schema, v2
+ * (id 7, pods[].speed). Format-1 members (id 2) would still decode, but a
+ * sample is a ZSET member by its bytes: a redelivered sample re-encoded as id 7
+ * would sit beside its id-2 copy and take a window slot twice. So format-1
+ * entries are invalidated (a miss, rebuilt once from PostgreSQL's raw frames,
+ * whose speeds are kept) rather than read. */
+#define DLB_REDIS_FORMAT "2"
 
 struct dlb_redis {
     redisContext *c; /* NULL after a connection loss: reopened by the next call */

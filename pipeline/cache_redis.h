@@ -1,7 +1,8 @@
 /* Redis cache of hot per-job state, so any consumer instance can serve any job.
  *
  * Keys (prefix = conf.env):
- *   <prefix>:job:<uid>         HASH  event -> framed merged JobEvent, created_ms
+ *   <prefix>:job:<uid>         HASH  event -> framed merged JobEvent, created_ms,
+ *                                    v -> cache format ("2"; another value is a miss)
  *   <prefix>:job:<uid>:rt      ZSET  framed RuntimeSample scored by event time,
  *                                    trimmed to the newest window_size
  *   <prefix>:job:<uid>:pods    HASH  pod name -> JSON of dlb_pod_status_t

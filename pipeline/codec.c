@@ -128,6 +128,7 @@ static const fdesc_t pod_usage_fields[] = {FS(dlb_pod_usage_t, name),
                                            FD(dlb_pod_usage_t, cpu_requested),
                                            FL(dlb_pod_usage_t, memory_used),
                                            FL(dlb_pod_usage_t, memory_requested),
+                                           FOD(dlb_pod_usage_t, speed, has_speed),
                                            FEND};
 static const fdesc_t runtime_fields[] = {
     FS(dlb_runtime_sample_t, event_id),
@@ -168,6 +169,8 @@ static const fdesc_t group_fields[] = {FS(dlb_group_resource_t, group),
                                        FR(dlb_group_resource_t, resource, resource_fields), FEND};
 static const fdesc_t pod_res_fields[] = {FS(dlb_pod_resource_t, name),
                                          FR(dlb_pod_resource_t, resource, resource_fields), FEND};
+static const fdesc_t action_fields[] = {FS(dlb_pod_action_t, pod), FS(dlb_pod_action_t, action),
+                                        FS(dlb_pod_action_t, reason), FEND};
 static const fdesc_t plan_fields[] = {
     FS(dlb_plan_t, event_id),
     FL(dlb_plan_t, event_time_ms),
@@ -176,6 +179,7 @@ static const fdesc_t plan_fields[] = {
     FS(dlb_plan_t, stage),
     FAR(dlb_plan_t, groups, groups_cnt, dlb_group_resource_t, group_fields),
     FAR(dlb_plan_t, pods, pods_cnt, dlb_pod_resource_t, pod_res_fields),
+    FAR(dlb_plan_t, actions, actions_cnt, dlb_pod_action_t, action_fields),
     FS(dlb_plan_t, optimizer),
     FS(dlb_plan_t, reason),
     FS(dlb_plan_t, trigger_event_id),

@@ -27,6 +27,8 @@ const char *const dlb_node_kinds[] = {"pod_phase",      "node_phase",   "oom_kil
                                       "node_not_ready", "preempted",    "deleted",    "error",
                                       "hardware_error", "no_heartbeat", NULL};
 const char *const dlb_pod_types[] = {"ps", "worker", "chief", "evaluator", NULL};
+/* Actions a plan (v2) may ask for on one pod. */
+static const char *const pod_actions[] = {DLB_ACTION_RELAUNCH, DLB_ACTION_REPLACE, NULL};
 
 static const char *const type_names[DLB_EV__CNT] = {
     [DLB_EV_NONE] = "none",
@@ -379,6 +381,11 @@ static int validate_runtime(const dlb_runtime_sample_t *rt, char *errstr, size_t
         snprintf(f, sizeof(f), "pods[%zu].memory_requested", i);
         if ((err = need_mem(f, p->memory_requested, errstr, size)))
             return err;
+        if (p->has_speed && (!isfinite(p->speed) || p->speed < 0))
+            return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                              "pods[%zu].speed: must be a finite non-negative number of steps/s "
+                              "(%g)",
+                              i, p->speed);
     }
     return 0;
 }
@@ -432,6 +439,14 @@ static int validate_plan(const dlb_plan_t *p, char *errstr, size_t size)
             return err;
         snprintf(f, sizeof(f), "pods[%zu].resource", i);
         if ((err = validate_resource(f, &p->pods[i].resource, errstr, size)))
+            return err;
+    }
+    for (size_t i = 0; i < p->actions_cnt; i++) {
+        snprintf(f, sizeof(f), "actions[%zu].pod", i);
+        if ((err = need_id(f, p->actions[i].pod, errstr, size)))
+            return err;
+        snprintf(f, sizeof(f), "actions[%zu].action", i);
+        if ((err = need_listed(f, pod_actions, p->actions[i].action, errstr, size)))
             return err;
     }
     return 0;

@@ -1,6 +1,7 @@
 #include "store_pg.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,8 @@ enum {
     ST_HIST_SAMPLES,
     ST_HIST_OOM,
     ST_GET_PLAN,
+    ST_OOM_PLAN,
+    ST_OOM_PLANS,
     ST__CNT
 };
 
@@ -91,11 +94,13 @@ static const struct {
                     "global_step, speed, raw) VALUES ($1, $2, $3::bigint, $4::bigint, $5::float8, "
                     "$6::bytea) ON CONFLICT (event_id) DO NOTHING RETURNING event_id) "
                     "INSERT INTO runtime_pods (event_id, pod_name, pod_type, pod_index, cpu_used, "
-                    "cpu_requested, memory_used, memory_requested) "
+                    "cpu_requested, memory_used, memory_requested, speed) "
                     "SELECT ins.event_id, p.name, p.type, p.index, p.cpu_used, p.cpu_requested, "
-                    "p.memory_used, p.memory_requested FROM ins, jsonb_to_recordset($7::jsonb) "
+                    "p.memory_used, p.memory_requested, p.speed "
+                    "FROM ins, jsonb_to_recordset($7::jsonb) "
                     "AS p(name text, type text, index integer, cpu_used float8, "
-                    "cpu_requested float8, memory_used bigint, memory_requested bigint) "
+                    "cpu_requested float8, memory_used bigint, memory_requested bigint, "
+                    "speed float8) "
                     "ON CONFLICT DO NOTHING"},
     [ST_NODE] = {"dlb_node",
                  "INSERT INTO node_events (event_id, job_uid, event_time_ms, kind, pod_name, "
@@ -110,8 +115,9 @@ static const struct {
     /* Conflicts on plan_id or trigger_event_id: a plan is computed once per trigger. */
     [ST_PLAN] = {"dlb_plan",
                  "INSERT INTO plans (plan_id, job_uid, trigger_event_id, stage, optimizer, "
-                 "reason, event_time_ms, groups, pods, raw) VALUES ($1, $2, NULLIF($3, ''), $4, "
-                 "$5, $6, $7::bigint, $8::jsonb, $9::jsonb, $10::bytea) ON CONFLICT DO NOTHING"},
+                 "reason, event_time_ms, groups, pods, raw, actions) VALUES ($1, $2, "
+                 "NULLIF($3, ''), $4, $5, $6, $7::bigint, $8::jsonb, $9::jsonb, $10::bytea, "
+                 "$11::jsonb) ON CONFLICT DO NOTHING"},
     /* Every event of a job in replay order; each branch takes the newest rows
      * through its (job_uid, event_time_ms, event_id) index. */
     [ST_JOB_REPLAY] = {"dlb_job_replay",
@@ -156,6 +162,17 @@ static const struct {
                      "AND n.pod_name <> '' AND n.event_time_ms < $3::bigint "
                      "ORDER BY 1, 2 LIMIT $2::integer"},
     [ST_GET_PLAN] = {"dlb_get_plan", "SELECT raw FROM plans WHERE plan_id = $1"},
+    /* Idempotent by (plan_id, pod_name): a redone batch writes the same row. */
+    [ST_OOM_PLAN] = {"dlb_oom_plan",
+                     "INSERT INTO oom_plans (job_uid, pod_name, oom_event_id, plan_id, memory, "
+                     "event_time_ms) VALUES ($1, $2, $3, $4, $5::bigint, $6::bigint) "
+                     "ON CONFLICT DO NOTHING"},
+    /* The newest $3 answers before $2, handed out oldest first. */
+    [ST_OOM_PLANS] = {"dlb_oom_plans",
+                      "SELECT pod_name, oom_event_id, plan_id, memory, event_time_ms FROM ("
+                      "SELECT * FROM oom_plans WHERE job_uid = $1 AND event_time_ms < $2::bigint "
+                      "ORDER BY event_time_ms DESC, plan_id DESC, pod_name DESC "
+                      "LIMIT $3::integer) o ORDER BY event_time_ms, plan_id, pod_name"},
 };
 /* clang-format on */
 
@@ -655,6 +672,18 @@ static cJSON *json_i64(int64_t v)
     return cJSON_CreateRaw(buf);
 }
 
+/* JSON number from a double with the digits that read back exactly (cJSON
+ * may settle for 15); not finite (never valid here): null. */
+static cJSON *json_dbl(double v)
+{
+    char buf[32];
+
+    if (!isfinite(v))
+        return cJSON_CreateNull();
+    snprintf(buf, sizeof(buf), "%.17g", v);
+    return cJSON_CreateRaw(buf);
+}
+
 static int json_add(cJSON *obj, const char *key, cJSON *item)
 {
     if (!item)
@@ -682,7 +711,8 @@ static char *pods_json(const dlb_runtime_sample_t *s)
             json_add(o, "cpu_used", cJSON_CreateNumber(p->cpu_used)) ||
             json_add(o, "cpu_requested", cJSON_CreateNumber(p->cpu_requested)) ||
             json_add(o, "memory_used", json_i64(p->memory_used)) ||
-            json_add(o, "memory_requested", json_i64(p->memory_requested)))
+            json_add(o, "memory_requested", json_i64(p->memory_requested)) ||
+            json_add(o, "speed", p->has_speed ? json_dbl(p->speed) : cJSON_CreateNull()))
             goto out;
     }
     out = cJSON_PrintUnformatted(arr);
@@ -773,14 +803,14 @@ static cJSON *resource_json(const dlb_resource_t *r)
     return o;
 }
 
-/* groups and pods of a plan as JSON arrays, in the Avro field names. */
-static int plan_json(const dlb_plan_t *plan, char **groups, char **pods)
+/* groups, pods and actions of a plan as JSON arrays, in the Avro field names. */
+static int plan_json(const dlb_plan_t *plan, char **groups, char **pods, char **actions)
 {
-    cJSON *g = cJSON_CreateArray(), *p = cJSON_CreateArray();
+    cJSON *g = cJSON_CreateArray(), *p = cJSON_CreateArray(), *a = cJSON_CreateArray();
     int err = DLB_ERR_NOMEM;
 
-    *groups = *pods = NULL;
-    if (!g || !p)
+    *groups = *pods = *actions = NULL;
+    if (!g || !p || !a)
         goto out;
     for (size_t i = 0; i < plan->groups_cnt; i++) {
         cJSON *o = cJSON_CreateObject();
@@ -801,24 +831,37 @@ static int plan_json(const dlb_plan_t *plan, char **groups, char **pods)
             json_add(o, "resource", resource_json(&plan->pods[i].resource)))
             goto out;
     }
-    if (!(*groups = cJSON_PrintUnformatted(g)) || !(*pods = cJSON_PrintUnformatted(p))) {
+    for (size_t i = 0; i < plan->actions_cnt; i++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o)
+            goto out;
+        cJSON_AddItemToArray(a, o);
+        if (json_add(o, "pod", cJSON_CreateString(plan->actions[i].pod)) ||
+            json_add(o, "action", cJSON_CreateString(plan->actions[i].action)) ||
+            json_add(o, "reason", cJSON_CreateString(plan->actions[i].reason)))
+            goto out;
+    }
+    if (!(*groups = cJSON_PrintUnformatted(g)) || !(*pods = cJSON_PrintUnformatted(p)) ||
+        !(*actions = cJSON_PrintUnformatted(a))) {
         cJSON_free(*groups);
-        *groups = NULL;
+        cJSON_free(*pods);
+        *groups = *pods = NULL;
         goto out;
     }
     err = 0;
 out:
     cJSON_Delete(g);
     cJSON_Delete(p);
+    cJSON_Delete(a);
     return err;
 }
 
 int dlb_pg_put_plan(dlb_pg_t *pg, const dlb_plan_t *plan, const void *raw, size_t raw_len,
                     char *errstr, size_t errstr_size)
 {
-    char t[24], *groups = NULL, *pods = NULL;
-    const char *v[10];
-    int lens[10] = {0}, err;
+    char t[24], *groups = NULL, *pods = NULL, *actions = NULL;
+    const char *v[11];
+    int lens[11] = {0}, err;
     void *owned = NULL;
 
     if ((err = pg_ensure(pg, errstr, errstr_size)))
@@ -829,7 +872,7 @@ int dlb_pg_put_plan(dlb_pg_t *pg, const dlb_plan_t *plan, const void *raw, size_
         if ((err = raw_bytes(pg, &ev, &raw, &raw_len, &owned, errstr, errstr_size)))
             return err;
     }
-    if ((err = plan_json(plan, &groups, &pods))) {
+    if ((err = plan_json(plan, &groups, &pods, &actions))) {
         err = dlb_seterr(errstr, errstr_size, err, "out of memory");
         goto out;
     }
@@ -844,10 +887,12 @@ int dlb_pg_put_plan(dlb_pg_t *pg, const dlb_plan_t *plan, const void *raw, size_
     v[8] = pods;
     v[9] = raw;
     lens[9] = (int)raw_len;
-    err = pg_run(pg, ST_PLAN, 10, v, lens, 0, NULL, errstr, errstr_size);
+    v[10] = actions;
+    err = pg_run(pg, ST_PLAN, 11, v, lens, 0, NULL, errstr, errstr_size);
 out:
     cJSON_free(groups);
     cJSON_free(pods);
+    cJSON_free(actions);
     free(owned);
     return err;
 }
@@ -887,7 +932,63 @@ int dlb_pg_put_event(dlb_pg_t *pg, const dlb_event_t *ev, const void *raw, size_
     return err;
 }
 
+int dlb_pg_put_oom_plan(dlb_pg_t *pg, const char *job_uid, const dlb_oom_plan_t *op, char *errstr,
+                        size_t errstr_size)
+{
+    char mem[24], t[24];
+    const char *v[6];
+    int err;
+
+    if (!job_uid[0] || !op->pod_name[0] || !op->plan_id[0])
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "postgresql: an answered OOM needs a job uid, a pod name and a plan id");
+    if ((err = pg_ensure(pg, errstr, errstr_size)))
+        return err;
+    v[0] = job_uid;
+    v[1] = op->pod_name;
+    v[2] = op->oom_event_id;
+    v[3] = op->plan_id;
+    v[4] = I64(mem, op->memory);
+    v[5] = I64(t, op->event_time_ms);
+    return pg_run(pg, ST_OOM_PLAN, 6, v, NULL, 0, NULL, errstr, errstr_size);
+}
+
 /* ---- reads ----------------------------------------------------------------- */
+
+int dlb_pg_load_oom_plans(dlb_pg_t *pg, const char *job_uid, int64_t before_ms,
+                          dlb_oom_plan_t **out, size_t *cnt, char *errstr, size_t errstr_size)
+{
+    char before[24], lim[24];
+    const char *v[3] = {job_uid, before, lim};
+    dlb_oom_plan_t *ops = NULL;
+    PGresult *res = NULL;
+    int err, n;
+
+    *out = NULL;
+    *cnt = 0;
+    snprintf(before, sizeof(before), "%" PRId64, before_ms);
+    snprintf(lim, sizeof(lim), "%d", DLB_PG_MAX_OOM_ROWS);
+    if ((err = pg_ensure(pg, errstr, errstr_size)) ||
+        (err = pg_run(pg, ST_OOM_PLANS, 3, v, NULL, 0, &res, errstr, errstr_size)))
+        return err;
+    n = PQntuples(res);
+    if (n > 0 && !(ops = calloc((size_t)n, sizeof(*ops)))) {
+        PQclear(res);
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        dlb_oom_plan_t *o = &ops[i];
+        snprintf(o->pod_name, sizeof(o->pod_name), "%s", PQgetvalue(res, i, 0));
+        snprintf(o->oom_event_id, sizeof(o->oom_event_id), "%s", PQgetvalue(res, i, 1));
+        snprintf(o->plan_id, sizeof(o->plan_id), "%s", PQgetvalue(res, i, 2));
+        o->memory = strtoll(PQgetvalue(res, i, 3), NULL, 10);
+        o->event_time_ms = strtoll(PQgetvalue(res, i, 4), NULL, 10);
+    }
+    PQclear(res);
+    *out = ops;
+    *cnt = (size_t)n;
+    return 0;
+}
 
 int dlb_pg_get_plan(dlb_pg_t *pg, const char *plan_id, void **raw, size_t *raw_len, char *errstr,
                     size_t errstr_size)

@@ -42,7 +42,8 @@ void dlb_pg_rollback(dlb_pg_t *pg);
 int dlb_pg_put_event(dlb_pg_t *pg, const dlb_event_t *ev, const void *raw, size_t raw_len,
                      char *errstr, size_t errstr_size);
 
-/** @brief Persist a plan (idempotent by plan_id). */
+/** @brief Persist a plan (idempotent by plan_id): columns groups, pods and
+ *         actions as JSON arrays in the Avro field names, plus the raw frame. */
 int dlb_pg_put_plan(dlb_pg_t *pg, const dlb_plan_t *plan, const void *raw, size_t raw_len,
                     char *errstr, size_t errstr_size);
 
@@ -54,6 +55,23 @@ int dlb_pg_put_plan(dlb_pg_t *pg, const dlb_plan_t *plan, const void *raw, size_
  *  @returns 0 or an error (DLB_ERR_TRANSIENT when the connection is lost). */
 int dlb_pg_get_plan(dlb_pg_t *pg, const char *plan_id, void **raw, size_t *raw_len, char *errstr,
                     size_t errstr_size);
+
+/** @brief Record that plan op->plan_id answered the OOM op->oom_event_id of pod
+ *         op->pod_name of job job_uid with op->memory bytes (table oom_plans).
+ *         Part of the caller's open transaction, beside dlb_pg_put_plan();
+ *         idempotent by (plan_id, pod_name): a second put changes nothing.
+ *  @returns 0, DLB_ERR_INVALID (empty job uid, pod name or plan id),
+ *           DLB_ERR_TRANSIENT (connection lost), DLB_ERR_GENERIC. */
+int dlb_pg_put_oom_plan(dlb_pg_t *pg, const char *job_uid, const dlb_oom_plan_t *op, char *errstr,
+                        size_t errstr_size);
+
+/** @brief The OOMs of job job_uid that plans with an event time before before_ms
+ *         answered, oldest first (ties: plan id, then pod name); at most the
+ *         newest 100000.
+ *  @param out set to a malloc'ed array the caller frees (NULL when none).
+ *  @returns 0 or an error (DLB_ERR_TRANSIENT when the connection is lost). */
+int dlb_pg_load_oom_plans(dlb_pg_t *pg, const char *job_uid, int64_t before_ms,
+                          dlb_oom_plan_t **out, size_t *cnt, char *errstr, size_t errstr_size);
 
 /** @brief Similar jobs for create-stage optimizers: jobs of this scenario created in
  *         [until_ms - hours*3600000, until_ms), other than exclude_uid, newest first,

@@ -11,7 +11,17 @@
 /* DLRover masters report a runtime sample every 15 s. */
 #define SAMPLE_MS       15000
 #define HISTORY_SAMPLES 8
-#define LIVE_SAMPLES    3
+/* A running live job: samples before its job_stage_ps_initial request, then
+ * before job_stage_worker_initial, then its role's own stretch. */
+#define INITIAL_SAMPLES        5
+#define WORKER_INITIAL_SAMPLES 2
+#define SEGMENT_SAMPLES        4
+#define SCALING_SAMPLES        6
+#define LEAK_SAMPLES           12
+/* 44 samples = 11 minutes without a step: past the 10 minutes of
+ * dlbrain.hang.seconds (600). */
+#define HANG_SAMPLES      44
+#define STRAGGLER_SAMPLES 5
 /* History jobs start 20 min apart, so the newest-first history order is
  * the order they were generated in. */
 #define HISTORY_SPACING_MS ((int64_t)20 * 60 * 1000)
@@ -21,6 +31,19 @@
 #define WARMUP_MS ((int64_t)60000)
 /* An OOM'd pod's usage climbs to this share of its request before the kill. */
 #define OOM_FILL 0.96
+/* Step time grows linearly with the workers, T = a + b*w, the form Pollux
+ * fits for the network part of a step; ../shared/data/pollux/ncf's
+ * scalability.csv gives b/a of about 0.014 for allreduce. PS jobs share their
+ * PS, so we take 0.08: 4 workers run 3.0x one worker, 8 run 4.9x, 12 run 6.1x,
+ * 16 run 7.0x, so a fitted throughput model sees diminishing returns. */
+#define CONTENTION 0.08
+/* Memory of a pod that is not in a situation stays flat within +-0.2%: a
+ * least-squares line through a few noisy samples, stretched over the 30 min
+ * of dlbrain.memory.horizon.seconds, would otherwise predict an OOM that is
+ * not coming (4 samples at +-1% can "predict" +60%). Usage starts at 80% of
+ * the top of its range at most, so noise never looks like a trend towards
+ * 90% of the request. */
+#define MEM_NOISE 0.002
 
 typedef struct scenario {
     const char *name;       /* meta.scenario */
@@ -57,7 +80,7 @@ static const scenario_t scenarios[] = {
         .dataset = "ctr-clicks-30d",
         .storage = "hdfs",
         .ps_cpu_lo = 3.0,
-        .ps_cpu_hi = 6.0,
+        .ps_cpu_hi = 5.5,
         .ps_mem_lo = 12 * 1024,
         .ps_mem_hi = 18 * 1024,
         .wk_cpu_lo = 2.5,
@@ -178,28 +201,39 @@ static double round2(double v)
 typedef struct pod {
     char name[DLB_ID_MAX];
     const char *type;
+    int ps;
     int index;
-    double cpu_base;  /* cores */
-    int64_t mem_base; /* MiB at the first sample */
+    double cpu_base;  /* cores at the job's initial load */
+    int64_t mem_base; /* MiB before warm-up */
     double cpu_req;
     int64_t mem_req; /* MiB */
-    int oom;         /* this pod is OOMKilled after the samples */
+    /* Situations (0 = off). Memory climbs linearly from its usual value at
+     * sample climb_k0 to OOM_FILL of the request at climb_k1. */
+    int climb_k0, climb_k1;
+    double cpu_frac;        /* CPU held at this fraction of the request (+-3%) */
+    double mem_frac;        /* memory held at this fraction of the request */
+    double leak_from, leak; /* memory = request x (leak_from + leak x sample index) */
+    double slow;            /* this worker runs at this fraction of its peers' speed */
 } pod_t;
 
 #define MAX_PS      4
-#define MAX_WORKERS 8
+#define MAX_WORKERS 16
 
 typedef struct job {
     const scenario_t *sc;
     char uid[32]; /* "ctr-h01-5f1c" */
     int index;    /* 1-based within the phase */
+    int role;     /* dlb_demo_role_t, -1 for none */
     int seq;      /* next event sequence number */
     int64_t t0;
+    int64_t grid0; /* sample k is at grid0 + (k + 1) x SAMPLE_MS */
+    int k;         /* runtime samples written so far */
     rng_t rng;
+    /* PS first, then MAX_WORKERS workers of which the first wk_cnt run. */
     pod_t pods[MAX_PS + MAX_WORKERS];
-    int ps_cnt, wk_cnt;
+    int ps_cnt, wk_cnt, wk_initial;
     int64_t step;
-    double speed;
+    int hung; /* global_step stands still */
 } job_t;
 
 typedef struct gen {
@@ -207,6 +241,16 @@ typedef struct gen {
     dlb_demo_counts_t *c;
     int err;
 } gen_t;
+
+static const char *const role_names[DLB_DEMO_ROLES] = {
+    "worker-oom",     "ps-oom",       "cpu-hot-ps", "memory-hot-ps", "ps-underused",
+    "worker-scaling", "memory-trend", "hang",       "straggler",
+};
+
+const char *dlb_demo_role_name(dlb_demo_role_t role)
+{
+    return role >= 0 && role < DLB_DEMO_ROLES ? role_names[role] : "none";
+}
 
 static void put(gen_t *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -233,7 +277,17 @@ static void header(gen_t *g, job_t *j, const char *type, int64_t t)
     g->c->events++;
 }
 
-static void job_init(job_t *j, const scenario_t *sc, dlb_demo_phase_t phase, int index,
+static pod_t *ps_pod(job_t *j, int i)
+{
+    return &j->pods[i];
+}
+
+static pod_t *worker_pod(job_t *j, int i)
+{
+    return &j->pods[j->ps_cnt + i];
+}
+
+static void job_init(job_t *j, const scenario_t *sc, dlb_demo_phase_t phase, int index, int role,
                      uint64_t seed, int64_t t0)
 {
     rng_t tag = {seed};
@@ -241,6 +295,7 @@ static void job_init(job_t *j, const scenario_t *sc, dlb_demo_phase_t phase, int
     memset(j, 0, sizeof(*j));
     j->sc = sc;
     j->index = index;
+    j->role = role;
     j->t0 = t0;
     /* One tag per seed in every uid, so two runs with different seeds never
      * share job uids or event ids. */
@@ -253,29 +308,27 @@ static void job_init(job_t *j, const scenario_t *sc, dlb_demo_phase_t phase, int
                (uint64_t)index * 0x8cb92ba72f3d8dd7ULL;
     rng_next(&j->rng);
     j->ps_cnt = rng_int(&j->rng, 2, MAX_PS);
-    j->wk_cnt = rng_int(&j->rng, 4, MAX_WORKERS);
-    for (int i = 0; i < j->ps_cnt + j->wk_cnt; i++) {
+    j->wk_cnt = j->wk_initial = rng_int(&j->rng, 4, 8);
+    for (int i = 0; i < j->ps_cnt + MAX_WORKERS; i++) {
         pod_t *p = &j->pods[i];
-        int ps = i < j->ps_cnt;
-        p->type = ps ? "ps" : "worker";
-        p->index = ps ? i : i - j->ps_cnt;
+        p->ps = i < j->ps_cnt;
+        p->type = p->ps ? "ps" : "worker";
+        p->index = p->ps ? i : i - j->ps_cnt;
         snprintf(p->name, sizeof(p->name), "%s-%s-%d", j->uid, p->type, p->index);
-        if (ps) {
+        if (p->ps) {
             p->cpu_base = rng_range(&j->rng, sc->ps_cpu_lo, sc->ps_cpu_hi);
-            /* Start below the top of the range: memory grows over the run. */
             p->mem_base =
-                (int64_t)rng_range(&j->rng, (double)sc->ps_mem_lo, (double)sc->ps_mem_hi * 0.9);
+                (int64_t)rng_range(&j->rng, (double)sc->ps_mem_lo, (double)sc->ps_mem_hi * 0.8);
             p->cpu_req = sc->ps_cpu_req;
             p->mem_req = PS_MEM_REQ_MIB;
         } else {
             p->cpu_base = rng_range(&j->rng, sc->wk_cpu_lo, sc->wk_cpu_hi);
             p->mem_base =
-                (int64_t)rng_range(&j->rng, (double)sc->wk_mem_lo, (double)sc->wk_mem_hi * 0.9);
+                (int64_t)rng_range(&j->rng, (double)sc->wk_mem_lo, (double)sc->wk_mem_hi * 0.8);
             p->cpu_req = sc->wk_cpu_req;
             p->mem_req = WK_MEM_REQ_MIB;
         }
     }
-    j->speed = sc->step_per_worker * j->wk_cnt;
     j->step = rng_i64(&j->rng, 100, 2000);
 }
 
@@ -285,7 +338,16 @@ static void job_event_full(gen_t *g, job_t *j, const char *state, int64_t t)
     rng_t *r = &j->rng;
     int64_t var_size = rng_i64(r, sc->var_size_lo, sc->var_size_hi) * DLB_MIB;
     int64_t vars = rng_i64(r, 200, 800);
+    int64_t batch = batch_sizes[rng_next(r) % (sizeof(batch_sizes) / sizeof(batch_sizes[0]))];
+    int epoch = rng_int(r, 1, 3);
+    int64_t max_steps = rng_i64(r, 50, 200) * 1000;
 
+    /* PS utilisation only shrinks PS of a job with an hour or more to go. */
+    if (j->role == DLB_DEMO_PS_UNDERUSED) {
+        batch = 512;
+        epoch = 3;
+        max_steps = 1000000;
+    }
     header(g, j, "job_event", t);
     put(g,
         ",\"meta\":{\"name\":\"%s-train-%02d\",\"user\":\"%s\",\"group\":\"%s\",\"app\":\"%s\","
@@ -295,8 +357,7 @@ static void job_event_full(gen_t *g, job_t *j, const char *state, int64_t t)
         sc->app, sc->name);
     put(g, ",\"state\":\"%s\"", state);
     put(g, ",\"hyper_params\":{\"batch_size\":%" PRId64 ",\"epoch\":%d,\"max_steps\":%" PRId64 "}",
-        batch_sizes[rng_next(r) % (sizeof(batch_sizes) / sizeof(batch_sizes[0]))], rng_int(r, 1, 3),
-        rng_i64(r, 50, 200) * 1000);
+        batch, epoch, max_steps);
     put(g, ",\"dataset\":{\"name\":\"%s\",\"size\":%" PRId64 ",\"storage\":\"%s\"}", sc->dataset,
         rng_i64(r, sc->dataset_lo, sc->dataset_hi), sc->storage);
     put(g,
@@ -327,45 +388,110 @@ static void plan_request(gen_t *g, job_t *j, const char *stage, const char *oom_
     g->c->plan_requests++;
     if (oom_pod)
         g->c->oom_requests++;
+    for (int i = 0; dlb_stages[i] && i < DLB_DEMO_STAGES; i++)
+        if (!strcmp(dlb_stages[i], stage))
+            g->c->stage_requests[i]++;
 }
 
-/* Usage of pod p at sample k (0-based) of n: CPU jitters +-10% around its
- * base, memory grows ~2% a sample (caches, embeddings); a pod that is going
- * to be OOMKilled climbs to OOM_FILL of its request at the last sample. */
-static void pod_usage(job_t *j, const pod_t *p, int k, int n, double *cpu, int64_t *mem_mib)
+/* A request one second after the newest sample, as a master asks after
+ * looking at it. */
+static void ask(gen_t *g, job_t *j, const char *stage)
 {
-    double jitter = rng_range(&j->rng, 0.9, 1.1);
+    plan_request(g, j, stage, NULL, j->grid0 + (int64_t)j->k * SAMPLE_MS + 1000);
+}
+
+/* Steps/s of w workers (CONTENTION). */
+static double nominal_speed(const scenario_t *sc, int w)
+{
+    return sc->step_per_worker * w / (1.0 + CONTENTION * (w - 1));
+}
+
+/* CPU of pod p at the current sample: jitter +-10% around its base (PS scale
+ * with the job's throughput), or the fraction of the request a situation
+ * holds it at; a hung job idles, a straggler's node starves it. */
+static double pod_cpu(job_t *j, const pod_t *p, double load)
+{
+    double cpu;
+
+    if (p->cpu_frac > 0) {
+        cpu = p->cpu_req * p->cpu_frac * rng_range(&j->rng, 0.97, 1.03);
+    } else {
+        cpu = p->cpu_base * rng_range(&j->rng, 0.9, 1.1);
+        if (p->ps)
+            cpu *= load;
+        if (j->hung)
+            cpu *= p->ps ? 0.1 : 0.05;
+        else if (p->slow > 0)
+            cpu *= 0.5;
+    }
+    if (cpu > p->cpu_req)
+        cpu = p->cpu_req;
+    cpu = round2(cpu);
+    return cpu < 0.01 ? 0.01 : cpu;
+}
+
+/* Memory (MiB) of pod p at sample k: flat, climbing to its OOM, held near
+ * its request, or leaking. */
+static int64_t pod_memory(job_t *j, const pod_t *p, int k)
+{
     double m;
 
-    *cpu = round2(p->cpu_base * jitter);
-    if (p->oom) {
+    if (p->climb_k1 > p->climb_k0 && k >= p->climb_k0) {
         double from = (double)p->mem_base, to = (double)p->mem_req * OOM_FILL;
-        m = n > 1 ? from + (to - from) * k / (n - 1) : to;
+        m = k >= p->climb_k1 ? to
+                             : from + (to - from) * (k - p->climb_k0) / (p->climb_k1 - p->climb_k0);
+    } else if (p->mem_frac > 0) {
+        m = (double)p->mem_req * p->mem_frac * rng_range(&j->rng, 1 - MEM_NOISE, 1 + MEM_NOISE);
+    } else if (p->leak > 0) {
+        m = (double)p->mem_req * (p->leak_from + p->leak * k) *
+            rng_range(&j->rng, 1 - MEM_NOISE, 1 + MEM_NOISE);
     } else {
-        m = (double)p->mem_base * (1.0 + 0.02 * k) * rng_range(&j->rng, 0.99, 1.01);
+        m = (double)p->mem_base * rng_range(&j->rng, 1 - MEM_NOISE, 1 + MEM_NOISE);
     }
-    *mem_mib = (int64_t)m;
+    return (int64_t)m;
 }
 
-static void runtime_sample(gen_t *g, job_t *j, int k, int n, int64_t t)
+/* One runtime sample on the 15 s grid. Workers report their own speed; the
+ * job's speed is their sum (asynchronous PS training). */
+static void runtime_sample(gen_t *g, job_t *j)
 {
+    double per = nominal_speed(j->sc, j->wk_cnt) / j->wk_cnt;
+    double load = nominal_speed(j->sc, j->wk_cnt) / nominal_speed(j->sc, j->wk_initial);
+    double speeds[MAX_WORKERS], total = 0;
+    int64_t t = j->grid0 + (int64_t)(j->k + 1) * SAMPLE_MS;
+
+    for (int w = 0; w < j->wk_cnt; w++) {
+        const pod_t *p = worker_pod(j, w);
+        speeds[w] =
+            j->hung ? 0.0
+                    : round2(per * (p->slow > 0 ? p->slow : 1.0) * rng_range(&j->rng, 0.97, 1.03));
+        total += speeds[w];
+    }
     header(g, j, "runtime_sample", t);
-    j->step += (int64_t)(j->speed * SAMPLE_MS / 1000);
-    put(g, ",\"global_step\":%" PRId64 ",\"speed\":%.2f,\"pods\":[", j->step,
-        round2(j->speed * rng_range(&j->rng, 0.95, 1.05)));
+    j->step += (int64_t)(total * SAMPLE_MS / 1000);
+    put(g, ",\"global_step\":%" PRId64 ",\"speed\":%.2f,\"pods\":[", j->step, round2(total));
     for (int i = 0; i < j->ps_cnt + j->wk_cnt; i++) {
         const pod_t *p = &j->pods[i];
-        double cpu;
-        int64_t mem;
+        double cpu = pod_cpu(j, p, load);
+        int64_t mem = pod_memory(j, p, j->k);
 
-        pod_usage(j, p, k, n, &cpu, &mem);
         put(g,
             "%s{\"name\":\"%s\",\"type\":\"%s\",\"index\":%d,\"cpu_used\":%.2f,"
-            "\"cpu_requested\":%.2f,\"memory_used\":%" PRId64 ",\"memory_requested\":%" PRId64 "}",
+            "\"cpu_requested\":%.2f,\"memory_used\":%" PRId64 ",\"memory_requested\":%" PRId64,
             i ? "," : "", p->name, p->type, p->index, cpu, p->cpu_req, mem * DLB_MIB,
             p->mem_req * DLB_MIB);
+        if (!p->ps)
+            put(g, ",\"speed\":%.2f", speeds[i - j->ps_cnt]);
+        put(g, "}");
     }
     put(g, "]}\n");
+    j->k++;
+}
+
+static void samples(gen_t *g, job_t *j, int n)
+{
+    for (int i = 0; i < n; i++)
+        runtime_sample(g, j);
 }
 
 static void oom_killed(gen_t *g, job_t *j, const pod_t *p, int64_t t)
@@ -382,9 +508,8 @@ static void oom_killed(gen_t *g, job_t *j, const pod_t *p, int64_t t)
 
 static pod_t *pick_pod(job_t *j, int ps)
 {
-    int i =
-        ps ? rng_int(&j->rng, 0, j->ps_cnt - 1) : j->ps_cnt + rng_int(&j->rng, 0, j->wk_cnt - 1);
-    return &j->pods[i];
+    return ps ? ps_pod(j, rng_int(&j->rng, 0, j->ps_cnt - 1))
+              : worker_pod(j, rng_int(&j->rng, 0, j->wk_cnt - 1));
 }
 
 /* History: every job runs to its end. Job 1 has a worker OOMKilled halfway
@@ -392,45 +517,140 @@ static pod_t *pick_pod(job_t *j, int ps)
  * worker-create's "completed jobs only" rule has something to skip. */
 static void history_job(gen_t *g, job_t *j, int oom, int failed)
 {
-    int64_t t = j->t0 + WARMUP_MS;
     pod_t *victim = NULL;
 
+    j->grid0 = j->t0 + WARMUP_MS - SAMPLE_MS;
     job_event_full(g, j, "running", j->t0);
-    plan_request(g, j, "job_stage_create", NULL, j->t0 + 1000);
+    plan_request(g, j, DLB_STAGE_CREATE, NULL, j->t0 + 1000);
     if (oom) {
+        /* Climbs over samples 0..4, is killed before sample 5, and is back
+         * at its usual level after the restart. */
         victim = pick_pod(j, 0);
-        victim->oom = 1;
+        victim->climb_k0 = 0;
+        victim->climb_k1 = HISTORY_SAMPLES / 2;
     }
     for (int k = 0; k < HISTORY_SAMPLES; k++) {
-        /* Before the kill the victim climbs over samples 0..4; after it
-         * restarted it is back at its base. */
         if (victim && k == HISTORY_SAMPLES / 2 + 1) {
-            oom_killed(g, j, victim, t + (int64_t)k * SAMPLE_MS - 7000);
-            victim->oom = 0;
+            oom_killed(g, j, victim, j->grid0 + (int64_t)(k + 1) * SAMPLE_MS - 7000);
+            victim->climb_k0 = victim->climb_k1 = 0;
         }
-        runtime_sample(g, j, k, HISTORY_SAMPLES / 2 + 1, t + (int64_t)k * SAMPLE_MS);
+        runtime_sample(g, j);
     }
-    t += (int64_t)HISTORY_SAMPLES * SAMPLE_MS;
-    job_event_state(g, j, failed ? "failed" : "succeeded", failed ? "WorkerError" : "Completed", t);
+    job_event_state(g, j, failed ? "failed" : "succeeded", failed ? "WorkerError" : "Completed",
+                    j->grid0 + (int64_t)(HISTORY_SAMPLES + 1) * SAMPLE_MS);
     g->c->finished_jobs++;
     if (failed)
         g->c->failed_jobs++;
 }
 
-/* Live, second wave: a running job reports samples until one pod is
- * OOMKilled, and its master asks for a plan naming that pod. */
-static void live_run(gen_t *g, job_t *j, int ps_oom)
+/* Situations that hold from the job's start. */
+static void role_setup(job_t *j)
 {
-    int64_t t = j->t0 + WARMUP_MS;
-    pod_t *victim = pick_pod(j, ps_oom);
+    pod_t *p;
 
-    victim->oom = 1;
+    switch (j->role) {
+    case DLB_DEMO_PS_UNDERUSED:
+        /* DLRover's PS utilisation rule runs when some PS averages 25.6 cores
+         * or more (80% of 32); it then shrinks the PS under 40% of their
+         * request. PS 0 was given 36 cores and uses 75% (27 cores, not hot). */
+        ps_pod(j, 0)->cpu_req = 36;
+        ps_pod(j, 0)->cpu_frac = 0.75;
+        for (int i = 1; i < j->ps_cnt; i++) {
+            ps_pod(j, i)->cpu_req = 16;
+            ps_pod(j, i)->cpu_base = rng_range(&j->rng, 2.0, 4.0);
+        }
+        break;
+    case DLB_DEMO_WORKER_SCALING:
+        /* Starts small, PS sized for 12 workers (at 12 the PS run about 2x
+         * their 4-worker load, under 70% of 20 cores). */
+        j->wk_cnt = j->wk_initial = 4;
+        for (int i = 0; i < j->ps_cnt; i++)
+            ps_pod(j, i)->cpu_req = 20;
+        break;
+    case DLB_DEMO_MEMORY_LEAK:
+        /* +0.5% of the request every 15 s (about 240 MiB a minute of a 12 GiB
+         * worker) from 56%: the request is reached about 15 minutes after the
+         * plan request, well inside dlbrain.memory.horizon.seconds (1800). */
+        p = pick_pod(j, 0);
+        p->leak_from = 0.56;
+        p->leak = 0.005;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Live, second wave: a running job reports samples, asks for its PS and its
+ * worker initial plans as a DLRover master does once they run, then goes
+ * through its role and asks again. */
+static void live_run(gen_t *g, job_t *j)
+{
+    const int64_t t = j->t0 + WARMUP_MS;
+    pod_t *p;
+    int64_t last;
+
+    j->grid0 = t;
+    role_setup(j);
     job_event_state(g, j, "running", NULL, t);
-    for (int k = 0; k < LIVE_SAMPLES; k++)
-        runtime_sample(g, j, k, LIVE_SAMPLES, t + (int64_t)(k + 1) * SAMPLE_MS);
-    t += (int64_t)LIVE_SAMPLES * SAMPLE_MS;
-    oom_killed(g, j, victim, t + 5000);
-    plan_request(g, j, "job_stage_running", victim->name, t + 6000);
+    samples(g, j, INITIAL_SAMPLES);
+    ask(g, j, DLB_STAGE_PS_INITIAL);
+    samples(g, j, WORKER_INITIAL_SAMPLES);
+    ask(g, j, DLB_STAGE_WORKER_INITIAL);
+    switch (j->role) {
+    case DLB_DEMO_WORKER_OOM:
+    case DLB_DEMO_PS_OOM:
+        p = pick_pod(j, j->role == DLB_DEMO_PS_OOM);
+        p->climb_k0 = j->k;
+        p->climb_k1 = j->k + SEGMENT_SAMPLES - 1;
+        samples(g, j, SEGMENT_SAMPLES);
+        last = j->grid0 + (int64_t)j->k * SAMPLE_MS;
+        oom_killed(g, j, p, last + 5000);
+        /* The Go master asks at job_stage_running, the Python master at
+         * job_stage_ps_running / job_stage_worker_running: both occur. */
+        plan_request(g, j, j->role == DLB_DEMO_PS_OOM ? DLB_STAGE_PS_RUNNING : DLB_STAGE_RUNNING,
+                     p->name, last + 6000);
+        break;
+    case DLB_DEMO_CPU_HOT_PS:
+        pick_pod(j, 1)->cpu_frac = 0.9;
+        samples(g, j, SEGMENT_SAMPLES);
+        ask(g, j, DLB_STAGE_RUNNING);
+        break;
+    case DLB_DEMO_MEM_HOT_PS:
+        pick_pod(j, 1)->mem_frac = 0.93;
+        samples(g, j, SEGMENT_SAMPLES);
+        ask(g, j, DLB_STAGE_PS_RUNNING);
+        break;
+    case DLB_DEMO_PS_UNDERUSED:
+        samples(g, j, SEGMENT_SAMPLES);
+        ask(g, j, DLB_STAGE_RUNNING);
+        break;
+    case DLB_DEMO_WORKER_SCALING:
+        samples(g, j, 2);
+        ask(g, j, DLB_STAGE_WORKER_RUNNING);
+        j->wk_cnt = 8;
+        samples(g, j, SCALING_SAMPLES);
+        ask(g, j, DLB_STAGE_WORKER_RUNNING);
+        j->wk_cnt = 12;
+        samples(g, j, SCALING_SAMPLES);
+        ask(g, j, DLB_STAGE_WORKER_RUNNING);
+        break;
+    case DLB_DEMO_MEMORY_LEAK:
+        samples(g, j, LEAK_SAMPLES);
+        ask(g, j, DLB_STAGE_RUNNING);
+        break;
+    case DLB_DEMO_HANG:
+        j->hung = 1;
+        samples(g, j, HANG_SAMPLES);
+        ask(g, j, DLB_STAGE_RUNNING);
+        break;
+    case DLB_DEMO_STRAGGLER:
+        pick_pod(j, 0)->slow = 0.3;
+        samples(g, j, STRAGGLER_SAMPLES);
+        ask(g, j, DLB_STAGE_WORKER_RUNNING);
+        break;
+    default:
+        break;
+    }
     g->c->running_jobs++;
 }
 
@@ -473,29 +693,31 @@ int dlb_demo_write(const dlb_demo_opts_t *opts, FILE *out, dlb_demo_counts_t *co
     g.c->jobs = n;
     if (opts->phase == DLB_DEMO_HISTORY) {
         for (int i = 0; i < n; i++) {
-            job_init(&j, &scenarios[i % 2 ? SC_REC : SC_CTR], opts->phase, i + 1, opts->seed,
+            job_init(&j, &scenarios[i % 2 ? SC_REC : SC_CTR], opts->phase, i + 1, -1, opts->seed,
                      opts->base_time_ms + (int64_t)i * HISTORY_SPACING_MS);
             history_job(&g, &j, i == 0, n >= 2 && i == n - 1);
         }
     } else {
-        /* One in six runs into an OOM (4 of 24), but at least a worker OOM and
-         * a PS OOM whenever there are two jobs. */
-        int running = n / 6 < 2 ? (n < 2 ? n : 2) : n / 6;
+        /* A third of the jobs run, at least one per role when there are that
+         * many jobs; roles go round in their order, so two jobs give a worker
+         * and a PS OOM. */
+        int running = n <= DLB_DEMO_ROLES ? n : n / 3 > DLB_DEMO_ROLES ? n / 3 : DLB_DEMO_ROLES;
 
         /* First wave: every job is submitted and asks for its create plan. */
         for (int i = 0; i < n; i++) {
-            job_init(&j, &scenarios[i % 3], opts->phase, i + 1, opts->seed,
+            job_init(&j, &scenarios[i % 3], opts->phase, i + 1,
+                     i < running ? i % DLB_DEMO_ROLES : -1, opts->seed,
                      opts->base_time_ms + (int64_t)i * LIVE_SPACING_MS);
             job_event_full(&g, &j, "created", j.t0);
-            plan_request(&g, &j, "job_stage_create", NULL, j.t0 + 500);
+            plan_request(&g, &j, DLB_STAGE_CREATE, NULL, j.t0 + 500);
         }
         /* Second wave: the first jobs start. job_init again gives the same
          * uid and pods; the sequence continues after the two events above. */
         for (int i = 0; i < running; i++) {
-            job_init(&j, &scenarios[i % 3], opts->phase, i + 1, opts->seed,
+            job_init(&j, &scenarios[i % 3], opts->phase, i + 1, i % DLB_DEMO_ROLES, opts->seed,
                      opts->base_time_ms + (int64_t)i * LIVE_SPACING_MS);
             j.seq = 2;
-            live_run(&g, &j, i % 2);
+            live_run(&g, &j);
         }
     }
     if (g.err || (out && fflush(out)))

@@ -15,8 +15,10 @@ typedef enum dlb_demo_phase {
     /* Finished jobs of two scenarios ("ctr-ranking", "recsys-dnn") with full
      * runtime samples: what create-stage optimizers learn from. */
     DLB_DEMO_HISTORY = 0,
-    /* New jobs of those scenarios plus a cold-start one ("nlp-bert"), a few of
-     * which run into worker and PS OOMs. */
+    /* New jobs of those scenarios plus a cold-start one ("nlp-bert"). A third
+     * of them (at least one per situation) start running and ask for plans at
+     * every stage a DLRover master uses, each in one situation an optimizer is
+     * there for (dlb_demo_role_t). */
     DLB_DEMO_LIVE = 1,
 } dlb_demo_phase_t;
 
@@ -26,6 +28,30 @@ typedef enum dlb_demo_phase {
 /* History jobs are placed this far before "now" by default: inside the 168 h
  * similar-job window of the create optimizers (reference section 3). */
 #define DLB_DEMO_HISTORY_AGE_MS ((int64_t)3 * 24 * 3600 * 1000)
+/* Live jobs start this far before "now" by default, so the longest one (the
+ * hung job, about 15 minutes) has ended by now: every event is in the past. */
+#define DLB_DEMO_LIVE_AGE_MS ((int64_t)30 * 60 * 1000)
+
+/* What a running live job goes through after its initial stages, in the
+ * order they are handed out (job i of the running ones gets role i % count). */
+typedef enum dlb_demo_role {
+    DLB_DEMO_WORKER_OOM = 0, /* a worker's memory climbs until it is OOMKilled */
+    DLB_DEMO_PS_OOM,         /* the same for a PS */
+    DLB_DEMO_CPU_HOT_PS,     /* one PS at 90% of its CPU request */
+    DLB_DEMO_MEM_HOT_PS,     /* one PS at 93% of its memory request */
+    DLB_DEMO_PS_UNDERUSED,   /* one PS busy with 27 cores, the others under 40% */
+    DLB_DEMO_WORKER_SCALING, /* 4, then 8, then 12 workers, asking after each */
+    DLB_DEMO_MEMORY_LEAK,    /* a worker's memory grows steadily towards its request */
+    DLB_DEMO_HANG,           /* global_step stops for 11 minutes */
+    DLB_DEMO_STRAGGLER,      /* one worker at a third of its peers' speed */
+    DLB_DEMO_ROLES
+} dlb_demo_role_t;
+
+/** @returns a short name of a role ("worker-oom", "cpu-hot-ps", ...). */
+const char *dlb_demo_role_name(dlb_demo_role_t role);
+
+/* Stages in the order of dlb_stages[] (pipeline/event.h). */
+#define DLB_DEMO_STAGES 6
 
 typedef struct dlb_demo_opts {
     dlb_demo_phase_t phase;
@@ -44,6 +70,8 @@ typedef struct dlb_demo_counts {
     int finished_jobs; /* jobs whose last job event is succeeded or failed */
     int failed_jobs;
     int running_jobs; /* live jobs that report runtime samples */
+    /* plan requests per stage, indexed like dlb_stages[] */
+    int stage_requests[DLB_DEMO_STAGES];
 } dlb_demo_counts_t;
 
 /** @brief Parse "history" or "live". @returns 0 or DLB_ERR_INVALID. */

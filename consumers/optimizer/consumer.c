@@ -541,10 +541,12 @@ static int plan_request(ctx_t *c, item_t *it, char *errstr, size_t size)
     dlb_history_t hist = {0};
     dlb_event_t pe = {.type = DLB_EV_PLAN};
     dlb_opt_input_t in = {0};
+    dlb_oom_plan_t *oom_plans = NULL, answered = {0};
+    size_t oom_plans_cnt = 0;
     void *buf = NULL;
     size_t len = 0;
     char sub[512], plan_id[DLB_ID_MAX];
-    int err;
+    int err, any_oom;
 
     /* A redelivered request gets the plan it got the first time, byte for
      * byte, even if the job has moved on since: a plan id names one plan. */
@@ -564,14 +566,24 @@ static int plan_request(ctx_t *c, item_t *it, char *errstr, size_t size)
                                    c->conf->history_hours, c->conf->history_max_jobs,
                                    4 * c->conf->window_size, &hist, errstr, size)))
         goto out;
+    /* The OOMs earlier plans answered, as of the request (a redo sees the
+     * same rows: later answers have later event times). Only a job with an
+     * OOM can have any. */
+    any_oom = req->has_oom_pod;
+    for (size_t i = 0; i < st.pods_cnt && !any_oom; i++)
+        any_oom = st.pods[i].oom_count > 0;
+    if (any_oom && (err = dlb_pg_load_oom_plans(c->pg, req->job_uid, req->event_time_ms, &oom_plans,
+                                                &oom_plans_cnt, errstr, size)))
+        goto out;
     in.req = req;
     in.job = &st;
     in.history = &hist;
     in.limits = &c->conf->limits;
     in.tuning = &c->conf->tuning;
-    in.oom_plans = NULL;
-    in.oom_plans_cnt = 0;
+    in.oom_plans = oom_plans;
+    in.oom_plans_cnt = oom_plans_cnt;
     in.optimizer_set = c->conf->optimizer_set;
+    in.answered = &answered;
     if ((err = dlb_router_plan(&in, &pe.u.plan, sub, sizeof(sub)))) {
         if (err != DLB_ERR_INVALID) {
             dlb_seterr(errstr, size, err, "planning %s: %s", req->event_id, sub);
@@ -585,12 +597,20 @@ static int plan_request(ctx_t *c, item_t *it, char *errstr, size_t size)
     if ((err = dlb_codec_encode(c->cat, &pe, &buf, &len, errstr, size)) ||
         (err = dlb_pg_put_plan(c->pg, &pe.u.plan, buf, len, errstr, size)))
         goto out;
+    /* In batch_process()'s transaction: the answer is recorded iff the plan is. */
+    if (answered.pod_name[0]) {
+        snprintf(answered.plan_id, sizeof(answered.plan_id), "%s", pe.u.plan.plan_id);
+        answered.event_time_ms = req->event_time_ms;
+        if ((err = dlb_pg_put_oom_plan(c->pg, req->job_uid, &answered, errstr, size)))
+            goto out;
+    }
     dlb_info("plan %s for job %s at %s by %s: %s", pe.u.plan.plan_id, req->job_uid, req->stage,
              pe.u.plan.optimizer, pe.u.plan.reason);
     err = add_out(c, req->job_uid, buf, len);
     buf = NULL;
 out:
     free(buf);
+    free(oom_plans);
     dlb_event_clear(&pe);
     dlb_history_clear(&hist);
     dlb_job_state_clear(&st);

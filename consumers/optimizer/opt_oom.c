@@ -3,10 +3,12 @@
  * OOM variant for parameter servers (reference section 3). */
 #include "optimizer.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
+#include "opt_oom.h"
 #include "opt_util.h"
 
 #define OOM_WORKER_STEP    ((int64_t)4000000000) /* DLRover adds 4e9 bytes, not 4 GiB */
@@ -16,39 +18,54 @@
 #define OOM_PS_UNBALANCED  0.2            /* (max - avg) / max of PS memory_used */
 #define OOM_ASSUMED_MEMORY (16 * DLB_GIB) /* what create gives a job without history */
 
-static const dlb_pod_status_t *pod_status(const dlb_job_state_t *st, const char *name)
+const dlb_oom_plan_t *dlb_oom_find_answer(const dlb_opt_input_t *in, const char *pod,
+                                          const char *event)
 {
     size_t i;
 
-    for (i = 0; i < st->pods_cnt; i++)
-        if (!strcmp(st->pods[i].name, name))
-            return &st->pods[i];
+    if (!event || !event[0])
+        return NULL;
+    for (i = in->oom_plans_cnt; i-- > 0;)
+        if (!strcmp(in->oom_plans[i].pod_name, pod) &&
+            !strcmp(in->oom_plans[i].oom_event_id, event))
+            return &in->oom_plans[i];
     return NULL;
 }
 
 /* The pod status only keeps the time of the pod's newest node event, not of
  * its newest OOM; for a pod whose last event is the OOM the two agree, which is
  * the case that matters (an OOM'd pod is usually not heard of again). Ties go
- * to the smaller name so the pick never depends on the array order. */
-static const dlb_pod_status_t *newest_oom_pod(const dlb_job_state_t *st)
+ * to the smaller name so the pick never depends on the array order. With
+ * skip_answered, answered OOMs only count when no unanswered one is left. */
+static const dlb_pod_status_t *newest_oom_pod(const dlb_opt_input_t *in, int skip_answered)
 {
+    const dlb_job_state_t *st = in->job;
     const dlb_pod_status_t *best = NULL;
+    int best_answered = 0;
     size_t i;
 
     for (i = 0; i < st->pods_cnt; i++) {
         const dlb_pod_status_t *p = &st->pods[i];
+        int answered;
 
         if (p->oom_count <= 0)
             continue;
-        if (!best || p->last_event_time_ms > best->last_event_time_ms ||
-            (p->last_event_time_ms == best->last_event_time_ms && strcmp(p->name, best->name) < 0))
-            best = p;
+        answered = skip_answered && dlb_oom_find_answer(in, p->name, p->last_oom_event_id);
+        if (best && answered != best_answered) {
+            if (answered)
+                continue; /* an unanswered OOM goes first */
+        } else if (best && !(p->last_event_time_ms > best->last_event_time_ms ||
+                             (p->last_event_time_ms == best->last_event_time_ms &&
+                              strcmp(p->name, best->name) < 0))) {
+            continue;
+        }
+        best = p;
+        best_answered = answered;
     }
     return best;
 }
 
-/* The pod in the newest window sample that has it. */
-static const dlb_pod_usage_t *window_pod(const dlb_job_state_t *st, const char *name)
+const dlb_pod_usage_t *dlb_oom_window_pod(const dlb_job_state_t *st, const char *name)
 {
     size_t i, k;
 
@@ -85,14 +102,16 @@ static int type_from_name(const char *name, char *type, size_t size)
     return dlb_in_list(dlb_pod_types, type);
 }
 
-static int set_memory(dlb_plan_t *plan, const char *group, const char *pod, int64_t memory)
+int dlb_oom_set_memory(dlb_plan_t *plan, const char *group, const char *pod, int64_t memory)
 {
     dlb_group_resource_t *g;
     dlb_pod_resource_t *p;
 
-    if (!(g = dlb_plan_group_get(plan, group)))
-        return DLB_ERR_NOMEM;
-    g->resource.memory = memory;
+    if (group) {
+        if (!(g = dlb_plan_group_get(plan, group)))
+            return DLB_ERR_NOMEM;
+        g->resource.memory = memory;
+    }
     if (!(p = dlb_plan_add_pod(plan, pod)))
         return DLB_ERR_NOMEM;
     p->resource.memory = memory;
@@ -109,10 +128,8 @@ static int is_oom_pod(const dlb_hist_job_t *job, const char *name)
     return 0;
 }
 
-/* Max over history pods of type of their last memory_used, x 1.2 for pods that
- * were OOMKilled in that job (their usage stopped at the limit). */
-static int history_last_memory(const dlb_history_t *h, const char *type, int64_t *max_mem,
-                               size_t *pods)
+/* An OOMKilled pod's usage stopped at its limit, hence the x 1.2. */
+int dlb_oom_history_memory(const dlb_history_t *h, const char *type, int64_t *max_mem, size_t *pods)
 {
     const char **seen = NULL;
     size_t seen_cnt, seen_cap = 0, i, j, k, n;
@@ -164,16 +181,18 @@ out:
     return err;
 }
 
-static int worker_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const char *name,
-                      const char *type, const dlb_pod_status_t *st_pod, const char *oom_event)
+static int worker_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const dlb_oom_target_t *t)
 {
-    const dlb_pod_usage_t *wp = window_pod(in->job, name);
+    const char *name = t->name, *type = t->type;
+    const char *oom_event = t->event[0] ? t->event : "unknown";
+    const dlb_pod_status_t *st_pod = t->st_pod;
+    const dlb_pod_usage_t *wp = dlb_oom_window_pod(in->job, name);
     int64_t hist_mem, cur, bumped, memory;
     const char *cur_src;
     size_t hist_pods;
     int err;
 
-    if ((err = history_last_memory(in->history, type, &hist_mem, &hist_pods)))
+    if ((err = dlb_oom_history_memory(in->history, type, &hist_mem, &hist_pods)))
         return err;
     /* The request at the OOM (node events carry it) first: it is fixed per OOM
      * event, so asking again for the same OOM gives the same memory instead of
@@ -193,8 +212,9 @@ static int worker_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const char *n
     }
     bumped = dlb_mem_add(cur, OOM_WORKER_STEP);
     memory = hist_mem > bumped ? hist_mem : bumped;
-    if ((err = set_memory(plan, type, name, memory)))
+    if ((err = dlb_oom_set_memory(plan, type, name, memory)))
         return err;
+    dlb_oom_answer(in, plan, t, memory);
     dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                        "%s%s %s OOMKilled (event %s): current memory %.2fGiB (%s); history: %zu "
                        "%s pods of %zu jobs, max last memory %.2fGiB (x1.2 if OOMKilled); "
@@ -205,9 +225,10 @@ static int worker_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const char *n
     return 0;
 }
 
-static int ps_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const char *name,
-                  const dlb_pod_status_t *st_pod, const char *oom_event)
+static int ps_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const dlb_oom_target_t *t)
 {
+    const char *name = t->name, *oom_event = t->event[0] ? t->event : "unknown";
+    const dlb_pod_status_t *st_pod = t->st_pod;
     const dlb_job_state_t *st = in->job;
     const dlb_runtime_sample_t *s = NULL;
     dlb_group_resource_t *g;
@@ -251,6 +272,7 @@ static int ps_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const char *name,
             if (!(g = dlb_plan_group_get(plan, "ps")))
                 return DLB_ERR_NOMEM;
             g->count = (int32_t)(2 * n);
+            dlb_oom_answer(in, plan, t, 0);
             dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                                "%sps %s OOMKilled (event %s), no runtime samples: PS memory "
                                "%.2fGiB (%s) >= 64GiB, so double the PS count %zu -> %d.",
@@ -258,8 +280,9 @@ static int ps_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const char *name,
                                cur_src, n, g->count);
             return 0;
         }
-        if (set_memory(plan, "ps", name, dlb_mem_scale(cur, 2, 1)))
+        if (dlb_oom_set_memory(plan, "ps", name, dlb_mem_scale(cur, 2, 1)))
             return DLB_ERR_NOMEM;
+        dlb_oom_answer(in, plan, t, dlb_mem_scale(cur, 2, 1));
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                            "%sps %s OOMKilled (event %s), no runtime samples: PS memory %.2fGiB "
                            "(%s) < 64GiB, so double it -> %.2fGiB.",
@@ -274,8 +297,9 @@ static int ps_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const char *name,
          * move its hot shard, a bigger PS does. */
         int64_t memory = dlb_mem_scale(max_used, 2, 1);
 
-        if (set_memory(plan, "ps", name, memory))
+        if (dlb_oom_set_memory(plan, "ps", name, memory))
             return DLB_ERR_NOMEM;
+        dlb_oom_answer(in, plan, t, memory);
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                            "%sps %s OOMKilled (event %s): sample %s shows %zu PS with memory used "
                            "max %.2fGiB avg %.2fGiB, (max-avg)/max=%.2f > 0.2 (unbalanced), so "
@@ -288,6 +312,7 @@ static int ps_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const char *name,
     if (!(g = dlb_plan_group_get(plan, "ps")))
         return DLB_ERR_NOMEM;
     g->count = (int32_t)(2 * n);
+    dlb_oom_answer(in, plan, t, 0);
     dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                        "%sps %s OOMKilled (event %s): sample %s shows %zu PS with memory used max "
                        "%.2fGiB avg %.2fGiB, balanced, so double the PS count %zu -> %d.",
@@ -296,43 +321,67 @@ static int ps_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const char *name,
     return 0;
 }
 
-int dlb_opt_oom(const dlb_opt_input_t *in, dlb_plan_t *plan)
+void dlb_oom_answer(const dlb_opt_input_t *in, const dlb_plan_t *plan, const dlb_oom_target_t *t,
+                    int64_t memory)
+{
+    dlb_oom_plan_t *a = in->answered;
+
+    if (!a || !t->event[0])
+        return; /* no event id: nothing to key the answer by */
+    memset(a, 0, sizeof(*a));
+    snprintf(a->pod_name, sizeof(a->pod_name), "%s", t->name);
+    snprintf(a->oom_event_id, sizeof(a->oom_event_id), "%s", t->event);
+    snprintf(a->plan_id, sizeof(a->plan_id), "%s", plan->plan_id);
+    a->memory = memory;
+    a->event_time_ms = plan->event_time_ms;
+}
+
+int dlb_oom_pick(const dlb_opt_input_t *in, int skip_answered, dlb_oom_target_t *t,
+                 dlb_plan_t *plan)
 {
     const dlb_plan_request_t *req = in->req;
-    const dlb_pod_status_t *st_pod = NULL;
     const dlb_pod_usage_t *wp;
-    const char *name = NULL, *oom_event;
-    char type[16] = "";
 
+    memset(t, 0, sizeof(*t));
     if (req->has_oom_pod && req->oom_pod[0]) {
-        name = req->oom_pod;
-        st_pod = pod_status(in->job, name);
-    } else if ((st_pod = newest_oom_pod(in->job))) {
-        name = st_pod->name;
+        t->name = req->oom_pod;
+        t->st_pod = dlb_job_state_pod(in->job, t->name);
+    } else if ((t->st_pod = newest_oom_pod(in, skip_answered))) {
+        t->name = t->st_pod->name;
     } else {
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                            "%sOOM: no OOM pod in the request or the job state, nothing to change.",
                            dlb_reason_sep(plan->reason));
         return 0;
     }
+    t->event = t->st_pod ? t->st_pod->last_oom_event_id : "";
 
     /* Type: node events name it; else a runtime sample; else the pod name. */
-    if (st_pod && st_pod->type[0])
-        strcpy(type, st_pod->type);
-    else if ((wp = window_pod(in->job, name)) && wp->type[0])
-        strcpy(type, wp->type);
-    else if (!type_from_name(name, type, sizeof(type)))
-        type[0] = '\0';
-    if (!type[0]) {
+    if (t->st_pod && t->st_pod->type[0])
+        snprintf(t->type, sizeof(t->type), "%s", t->st_pod->type);
+    else if ((wp = dlb_oom_window_pod(in->job, t->name)) && wp->type[0])
+        snprintf(t->type, sizeof(t->type), "%s", wp->type);
+    else if (!type_from_name(t->name, t->type, sizeof(t->type)))
+        t->type[0] = '\0';
+    if (!t->type[0]) {
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                            "%sOOM of pod %s: its type is unknown (no node event, no runtime "
                            "sample, name not <job>-<type>-<index>), nothing to change.",
-                           dlb_reason_sep(plan->reason), name);
+                           dlb_reason_sep(plan->reason), t->name);
         return 0;
     }
+    return 1;
+}
 
-    oom_event = st_pod && st_pod->last_oom_event_id[0] ? st_pod->last_oom_event_id : "unknown";
-    if (dlb_is_ps(type))
-        return ps_oom(in, plan, name, st_pod, oom_event);
-    return worker_oom(in, plan, name, type, st_pod, oom_event);
+/* DLRover answers every request for an OOM afresh (no record of earlier
+ * answers); it still reports the answer so the two sets store the same rows. */
+int dlb_opt_oom(const dlb_opt_input_t *in, dlb_plan_t *plan)
+{
+    dlb_oom_target_t t;
+
+    if (!dlb_oom_pick(in, 0, &t, plan))
+        return 0;
+    if (dlb_is_ps(t.type))
+        return ps_oom(in, plan, &t);
+    return worker_oom(in, plan, &t);
 }

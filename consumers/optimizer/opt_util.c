@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "err.h"
+
 void dlb_reason_appendf(char *reason, size_t size, const char *fmt, ...)
 {
     size_t len;
@@ -124,4 +126,116 @@ const dlb_tuning_t *dlb_opt_tuning(const dlb_opt_input_t *in)
     };
 
     return in && in->tuning ? in->tuning : &defaults;
+}
+
+size_t dlb_sample_count(const dlb_runtime_sample_t *s, const char *type)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < s->pods_cnt; i++)
+        if (!strcmp(s->pods[i].type, type))
+            n++;
+    return n;
+}
+
+const dlb_pod_usage_t *dlb_sample_pod(const dlb_runtime_sample_t *s, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < s->pods_cnt; i++)
+        if (!strcmp(s->pods[i].name, name))
+            return &s->pods[i];
+    return NULL;
+}
+
+int dlb_sample_same_ps(const dlb_runtime_sample_t *a, const dlb_runtime_sample_t *b)
+{
+    size_t i;
+
+    if (dlb_sample_count(a, "ps") != dlb_sample_count(b, "ps"))
+        return 0;
+    for (i = 0; i < a->pods_cnt; i++) {
+        const dlb_pod_usage_t *p;
+
+        if (!dlb_is_ps(a->pods[i].type))
+            continue;
+        if (!(p = dlb_sample_pod(b, a->pods[i].name)) || !dlb_is_ps(p->type))
+            return 0;
+    }
+    return 1;
+}
+
+int dlb_window_same_ps(const dlb_job_state_t *st, const dlb_runtime_sample_t ***out, size_t *cnt)
+{
+    const dlb_runtime_sample_t **recs, *newest;
+    size_t i, n = 0;
+
+    *out = NULL;
+    *cnt = 0;
+    if (st->window_cnt == 0)
+        return 0;
+    if (!(recs = malloc(st->window_cnt * sizeof(*recs))))
+        return DLB_ERR_NOMEM;
+    newest = &st->window[st->window_cnt - 1];
+    for (i = 0; i < st->window_cnt; i++)
+        if (dlb_sample_same_ps(&st->window[i], newest))
+            recs[n++] = &st->window[i];
+    *out = recs;
+    *cnt = n;
+    return 0;
+}
+
+double dlb_job_total_steps(const dlb_job_event_t *job)
+{
+    const dlb_hyper_params_t *hp = &job->hyper_params;
+    double steps = -1;
+
+    if (job->has_hyper_params && job->has_dataset && hp->batch_size > 0 && job->dataset.size > 0)
+        steps = (double)job->dataset.size / (double)hp->batch_size *
+                (double)(hp->epoch > 0 ? hp->epoch : 1);
+    if (job->has_hyper_params && hp->max_steps > 0 && (steps < 0 || steps > (double)hp->max_steps))
+        steps = (double)hp->max_steps;
+    return steps;
+}
+
+/* DLRover averages speeds over its newest 5 records. */
+#define SPEED_RECORDS 5
+
+double dlb_est_job_seconds(const dlb_job_event_t *job, const dlb_runtime_sample_t *const *recs,
+                           size_t n)
+{
+    double steps = dlb_job_total_steps(job), sum = 0;
+    size_t i, used = 0;
+
+    if (steps < 0)
+        return -1;
+    for (i = n; i-- > 0 && used < SPEED_RECORDS;) {
+        size_t workers = dlb_sample_count(recs[i], "worker");
+
+        if (workers == 0)
+            continue;
+        sum += recs[i]->speed / (double)workers;
+        used++;
+    }
+    if (used == 0 || sum <= 0)
+        return -1;
+    return steps / (sum / (double)used);
+}
+
+double dlb_remaining_seconds(const dlb_job_event_t *job, const dlb_runtime_sample_t *const *recs,
+                             size_t n)
+{
+    double steps = dlb_job_total_steps(job), sum = 0, left;
+    size_t i, used = 0;
+
+    if (steps < 0 || n == 0)
+        return -1;
+    left = steps - (double)recs[n - 1]->global_step;
+    if (left <= 0)
+        return 0;
+    for (i = n; i-- > 0 && used < SPEED_RECORDS; used++)
+        sum += recs[i]->speed;
+    if (sum <= 0)
+        return -1;
+    return left / (sum / (double)used);
 }

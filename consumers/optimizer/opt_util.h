@@ -1,5 +1,6 @@
 /* Helpers private to the optimizers: reason text, integer memory arithmetic,
- * and the "major cluster" statistic of DLRover's PS create optimizer. */
+ * the "major cluster" statistic of DLRover's PS create optimizer, and how the
+ * running-stage optimizers read the runtime window (PS sets, job time). */
 #ifndef DLB_OPT_UTIL_H
 #define DLB_OPT_UTIL_H
 
@@ -8,6 +9,7 @@
 
 #include "conf.h"
 #include "event.h"
+#include "state.h"
 
 /* Reasons print memory in GiB; the exact bytes are in the plan itself. */
 #define DLB_GIB_F(bytes) ((double)(bytes) / (double)DLB_GIB)
@@ -43,5 +45,41 @@ double dlb_major_cluster_mean(double *v, size_t n);
 
 /** @brief 1 when pod type t is "ps". */
 int dlb_is_ps(const char *type);
+
+/* ---- the runtime window, as the running-stage optimizers read it ---------- */
+
+/** @returns the number of pods of type in s. */
+size_t dlb_sample_count(const dlb_runtime_sample_t *s, const char *type);
+
+/** @returns the pod named name in s, or NULL. */
+const dlb_pod_usage_t *dlb_sample_pod(const dlb_runtime_sample_t *s, const char *name);
+
+/** @returns 1 when a and b hold PS pods of the same names (order ignored). */
+int dlb_sample_same_ps(const dlb_runtime_sample_t *a, const dlb_runtime_sample_t *b);
+
+/** @brief The window samples whose PS set equals the newest sample's (DLRover
+ *         only compares records of one PS layout), oldest first, as a new
+ *         array the caller frees; *out is NULL and *cnt 0 for an empty window.
+ *  @returns 0 or DLB_ERR_NOMEM. */
+int dlb_window_same_ps(const dlb_job_state_t *st, const dlb_runtime_sample_t ***out, size_t *cnt);
+
+/** @brief Training steps of the whole job: dataset.size / batch_size * epoch
+ *         (an unset epoch counts as 1), capped by max_steps when that is set;
+ *         max_steps alone when the dataset size or batch size is unknown.
+ *  @returns the steps, or -1 when unknown. */
+double dlb_job_total_steps(const dlb_job_event_t *job);
+
+/** @brief DLRover's "estimated job time": total steps / per-worker speed, the
+ *         per-worker speed (speed / worker pods) averaged over the newest 5 of
+ *         recs that have worker pods: what one worker would need.
+ *  @returns seconds, or -1 when the steps are unknown or the speed is 0. */
+double dlb_est_job_seconds(const dlb_job_event_t *job, const dlb_runtime_sample_t *const *recs,
+                           size_t n);
+
+/** @brief Remaining time: (total steps - newest global_step) / job speed, the
+ *         job speed averaged over the newest 5 of recs; 0 once the steps are done.
+ *  @returns seconds, or -1 when the steps are unknown or the speed is 0. */
+double dlb_remaining_seconds(const dlb_job_event_t *job, const dlb_runtime_sample_t *const *recs,
+                             size_t n);
 
 #endif

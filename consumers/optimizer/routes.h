@@ -31,4 +31,10 @@ extern const dlb_opt_set_t dlb_set_dlbrain;
  *         pod of the job was ever OOMKilled. */
 int dlb_needs_oom_dlrover(const dlb_opt_input_t *in);
 
+/** @brief The dlbrain set's OOM test: the request names a pod, or (outside
+ *         create) a pod's last OOM (pod, last_oom_event_id) is not answered yet
+ *         in in->oom_plans. An answered OOM no longer routes every later
+ *         request of the job to the OOM optimizer. */
+int dlb_needs_oom_dlbrain(const dlb_opt_input_t *in);
+
 #endif

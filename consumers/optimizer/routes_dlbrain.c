@@ -1,8 +1,40 @@
 /* The "dlbrain" optimizer set, the default: DLRover's formulas where they
- * are sound, and what DLRover-RM only describes where they are not. */
+ * are sound, and what DLRover-RM only describes where they are not.
+ *
+ * Running stages compose several optimizers into one plan, in this order:
+ *   worker stages:  health, memory trend, worker model
+ *   running stages: health, memory trend, hot PS, else PS utilisation
+ * A hang (health relaunches the workers) ends the chain: a stopped job's
+ * samples say nothing about memory or speed, and the relaunch comes first.
+ * Stragglers do not: replacing one pod and sizing the group are independent.
+ * plan->optimizer names the parts that fired (added a group, pod or action),
+ * joined by '+', or the route's name when none did. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "opt_oom.h"
 #include "routes.h"
+
+/* A pod answered for an OOM event already (in->oom_plans) does not route
+ * every later request to the OOM optimizer: only unanswered OOMs do, and a
+ * request that names the pod, which gets the earlier answer again. */
+int dlb_needs_oom_dlbrain(const dlb_opt_input_t *in)
+{
+    size_t i;
+
+    if (in->req->has_oom_pod && in->req->oom_pod[0])
+        return 1;
+    if (!strcmp(in->req->stage, DLB_STAGE_CREATE))
+        return 0;
+    for (i = 0; i < in->job->pods_cnt; i++) {
+        const dlb_pod_status_t *p = &in->job->pods[i];
+
+        if (p->oom_count > 0 && !dlb_oom_find_answer(in, p->name, p->last_oom_event_id))
+            return 1;
+    }
+    return 0;
+}
 
 static int opt_create(const dlb_opt_input_t *in, dlb_plan_t *plan)
 {
@@ -13,10 +45,113 @@ static int opt_create(const dlb_opt_input_t *in, dlb_plan_t *plan)
     return dlb_opt_ps_create(in, plan);
 }
 
+/* The parts of a composed plan that fired, "a+b". */
+typedef struct chain {
+    char fired[sizeof(((dlb_plan_t *)0)->optimizer)];
+} chain_t;
+
+/* Run one part. @returns 0 or its error; *did says whether it fired. */
+static int run(const dlb_opt_input_t *in, dlb_plan_t *plan, chain_t *ch, const char *name,
+               dlb_opt_fn fn, int *did)
+{
+    size_t g = plan->groups_cnt, p = plan->pods_cnt, a = plan->actions_cnt;
+    size_t len = strlen(ch->fired);
+    int err;
+
+    if ((err = fn(in, plan)))
+        return err;
+    *did = plan->groups_cnt != g || plan->pods_cnt != p || plan->actions_cnt != a;
+    if (*did)
+        snprintf(ch->fired + len, sizeof(ch->fired) - len, "%s%s", len ? "+" : "", name);
+    return 0;
+}
+
+static int hung(const dlb_plan_t *plan)
+{
+    size_t i;
+
+    for (i = 0; i < plan->actions_cnt; i++)
+        if (!strcmp(plan->actions[i].action, DLB_ACTION_RELAUNCH))
+            return 1;
+    return 0;
+}
+
+/* Two parts may size the same pod (memory trend and hot PS): one entry per
+ * pod, with the larger of each, which satisfies both. */
+static void merge_pods(dlb_plan_t *plan)
+{
+    size_t i, j;
+
+    for (i = 0; i < plan->pods_cnt; i++) {
+        dlb_resource_t *r = &plan->pods[i].resource;
+
+        for (j = i + 1; j < plan->pods_cnt;) {
+            const dlb_resource_t *o = &plan->pods[j].resource;
+
+            if (strcmp(plan->pods[i].name, plan->pods[j].name)) {
+                j++;
+                continue;
+            }
+            if (o->cpu > r->cpu)
+                r->cpu = o->cpu;
+            if (o->memory > r->memory)
+                r->memory = o->memory;
+            memmove(&plan->pods[j], &plan->pods[j + 1],
+                    (plan->pods_cnt - j - 1) * sizeof(plan->pods[0]));
+            plan->pods_cnt--;
+        }
+    }
+}
+
+/* The router releases groups and pods when a route fails; actions too. */
+static int finish(dlb_plan_t *plan, const chain_t *ch, int err)
+{
+    if (err) {
+        free(plan->actions);
+        plan->actions = NULL;
+        plan->actions_cnt = 0;
+        return err;
+    }
+    merge_pods(plan);
+    if (ch->fired[0])
+        snprintf(plan->optimizer, sizeof(plan->optimizer), "%s", ch->fired);
+    return 0;
+}
+
+static int opt_worker(const dlb_opt_input_t *in, dlb_plan_t *plan)
+{
+    chain_t ch = {""};
+    int did, err;
+
+    if ((err = run(in, plan, &ch, "dlbrain.health", dlb_opt_health, &did)) || hung(plan))
+        return finish(plan, &ch, err);
+    if (!(err = run(in, plan, &ch, "dlbrain.memory_trend", dlb_opt_memory_trend, &did)))
+        err = run(in, plan, &ch, "dlbrain.worker_model", dlb_opt_worker_model, &did);
+    return finish(plan, &ch, err);
+}
+
+static int opt_running(const dlb_opt_input_t *in, dlb_plan_t *plan)
+{
+    chain_t ch = {""};
+    int did = 0, err;
+
+    if ((err = run(in, plan, &ch, "dlbrain.health", dlb_opt_health, &did)) || hung(plan))
+        return finish(plan, &ch, err);
+    if (!(err = run(in, plan, &ch, "dlbrain.memory_trend", dlb_opt_memory_trend, &did)) &&
+        !(err = run(in, plan, &ch, "dlrover.hot_ps", dlb_opt_hot_ps, &did)) && !did)
+        err = run(in, plan, &ch, "dlrover.ps_util", dlb_opt_ps_util, &did);
+    return finish(plan, &ch, err);
+}
+
 static const dlb_route_t routes[] = {
     {DLB_STAGE_CREATE, "dlrover.create", opt_create},
+    {DLB_STAGE_PS_INITIAL, "dlrover.ps_initial", dlb_opt_ps_initial},
+    {DLB_STAGE_WORKER_INITIAL, "dlbrain.worker", opt_worker},
+    {DLB_STAGE_WORKER_RUNNING, "dlbrain.worker", opt_worker},
+    {DLB_STAGE_RUNNING, "dlbrain.running", opt_running},
+    {DLB_STAGE_PS_RUNNING, "dlbrain.running", opt_running},
     {NULL, NULL, NULL},
 };
 
-const dlb_opt_set_t dlb_set_dlbrain = {"dlbrain", dlb_needs_oom_dlrover, "dlrover.oom", dlb_opt_oom,
-                                       routes};
+const dlb_opt_set_t dlb_set_dlbrain = {"dlbrain", dlb_needs_oom_dlbrain, "dlbrain.oom",
+                                       dlb_opt_oom_vpa, routes};

@@ -52,6 +52,9 @@ static int fuzz_events_equal(const dlb_event_t *a, const dlb_event_t *b)
     case DLB_EV_PLAN:
         if (a->u.plan.groups_cnt != b->u.plan.groups_cnt ||
             a->u.plan.pods_cnt != b->u.plan.pods_cnt ||
+            a->u.plan.actions_cnt != b->u.plan.actions_cnt ||
+            (a->u.plan.actions_cnt && memcmp(a->u.plan.actions, b->u.plan.actions,
+                                             a->u.plan.actions_cnt * sizeof(*a->u.plan.actions))) ||
             (a->u.plan.groups_cnt && memcmp(a->u.plan.groups, b->u.plan.groups,
                                             a->u.plan.groups_cnt * sizeof(*a->u.plan.groups))) ||
             (a->u.plan.pods_cnt &&
@@ -59,6 +62,7 @@ static int fuzz_events_equal(const dlb_event_t *a, const dlb_event_t *b)
             return 0;
         x.u.plan.groups = y.u.plan.groups = NULL;
         x.u.plan.pods = y.u.plan.pods = NULL;
+        x.u.plan.actions = y.u.plan.actions = NULL;
         break;
     case DLB_EV_CONFIG_MATCH:
         if (a->u.cm.rule_ids_cnt != b->u.cm.rule_ids_cnt ||

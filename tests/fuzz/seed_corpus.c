@@ -6,6 +6,9 @@
  * tests/unit/codec_fixtures.h (each type with and without its optional parts)
  * and of every line of tests/system/data/pipeline.jsonl;
  * OUT_DIR/corpus/fuzz_json/: the same events as JSON lines;
+ * the full runtime sample and plan also as an older producer writes them
+ * (runtime_sample v1, id 2; plan v1, id 5: no pods[].speed, no actions), so
+ * the fuzzers start from the catalog's old-writer resolution path too;
  * OUT_DIR/dlbrain.dict: a libFuzzer dictionary of the schemas' field names,
  * the event types and every allowed enumerated value, bare and quoted.
  * Every seed is checked to validate and to read back to the same event. scripts/fuzz
@@ -21,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include <avro.h>
+#include <cJSON.h>
 
 #include "codec_fixtures.h"
 #include "codec_internal.h"
@@ -105,6 +111,67 @@ static void write_seeds(const char *out, const char *name, const dlb_event_t *ev
     free(json);
 }
 
+/* ev framed with the older schema old_id of its type, and as that schema's
+ * JSON: the newest fields it lacks (pods[].speed, actions) are left out. */
+static void write_old_seeds(const char *out, const char *name, const dlb_event_t *ev,
+                            int32_t old_id)
+{
+    const dlb_schema_entry_t *e = dlb_catalog_by_id(cat, old_id);
+    char dir[4096], file[256], err[512];
+    char *json = NULL, *line = NULL;
+    cJSON *j = NULL, *pod;
+    avro_value_t v;
+    avro_writer_t w;
+    uint8_t *buf;
+    size_t sz = 0;
+    dlb_event_t back;
+
+    if (!e || e->type != ev->type || !e->resolver)
+        die("%s: id %d is not an older schema of %s", name, (int)old_id,
+            dlb_event_type_name(ev->type));
+    if (dlb_event_to_json(cat, ev, &json, err, sizeof(err)) || !(j = cJSON_Parse(json)))
+        die("%s: JSON: %s", name, err);
+    free(json);
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "actions");
+    cJSON_ArrayForEach(pod, cJSON_GetObjectItemCaseSensitive(j, "pods"))
+        cJSON_DeleteItemFromObjectCaseSensitive(pod, "speed");
+    if (!(line = cJSON_PrintUnformatted(j)))
+        die("out of memory");
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "type");
+    if (avro_generic_value_new(e->iface, &v))
+        die("%s: %s", name, avro_strerror());
+    if (dlb_json_to_avro(cat, e, j, &v, "", err, sizeof(err)) || avro_value_sizeof(&v, &sz))
+        die("%s: id %d: %s", name, (int)old_id, err);
+    if (!(buf = calloc(1, DLB_FRAME_HEADER + sz)))
+        die("out of memory");
+    buf[1] = (uint8_t)((uint32_t)old_id >> 24);
+    buf[2] = (uint8_t)((uint32_t)old_id >> 16);
+    buf[3] = (uint8_t)((uint32_t)old_id >> 8);
+    buf[4] = (uint8_t)old_id;
+    if (!(w = avro_writer_memory((const char *)buf + DLB_FRAME_HEADER, (int64_t)sz)) ||
+        avro_value_write(w, &v))
+        die("%s: writing: %s", name, avro_strerror());
+    avro_writer_free(w);
+    avro_value_decref(&v);
+    cJSON_Delete(j);
+    /* Both must read (through the resolver, and through the v2 JSON reader). */
+    if (dlb_codec_decode(cat, buf, DLB_FRAME_HEADER + sz, &back, err, sizeof(err)) ||
+        dlb_event_validate(&back, err, sizeof(err)))
+        die("%s: id %d does not read back: %s", name, (int)old_id, err);
+    dlb_event_clear(&back);
+    if (dlb_json_to_event(cat, line, strlen(line), 0, &back, err, sizeof(err)))
+        die("%s: old JSON does not read back: %s", name, err);
+    dlb_event_clear(&back);
+    snprintf(dir, sizeof(dir), "%s/corpus/fuzz_codec", out);
+    snprintf(file, sizeof(file), "%s.bin", name);
+    write_file(dir, file, buf, DLB_FRAME_HEADER + sz);
+    snprintf(dir, sizeof(dir), "%s/corpus/fuzz_json", out);
+    snprintf(file, sizeof(file), "%s.json", name);
+    write_file(dir, file, line, strlen(line));
+    free(buf);
+    cJSON_free(line);
+}
+
 static void dict_add(const char *word)
 {
     for (size_t i = 0; i < dict_cnt; i++)
@@ -139,8 +206,9 @@ static void dict_fields(avro_schema_t s, int depth)
 
 static void write_dict(const char *out)
 {
-    const char *const *const lists[] = {dlb_stages, dlb_job_states, dlb_exit_reasons,
-                                        dlb_node_kinds, dlb_pod_types};
+    static const char *const actions[] = {DLB_ACTION_RELAUNCH, DLB_ACTION_REPLACE, NULL};
+    const char *const *const lists[] = {dlb_stages,     dlb_job_states, dlb_exit_reasons,
+                                        dlb_node_kinds, dlb_pod_types,  actions};
     char path[4096];
     FILE *f;
 
@@ -210,6 +278,10 @@ int main(int argc, char **argv)
         fx_sample(&ev, i);
         snprintf(name, sizeof(name), "fixture-%s-%s", dlb_event_type_name(ev.type), kind[i % 2]);
         write_seeds(argv[2], name, &ev);
+        if (i % 2 && (ev.type == DLB_EV_RUNTIME || ev.type == DLB_EV_PLAN)) {
+            snprintf(name, sizeof(name), "fixture-%s-full-v1", dlb_event_type_name(ev.type));
+            write_old_seeds(argv[2], name, &ev, ev.type == DLB_EV_RUNTIME ? 2 : 5);
+        }
         dlb_event_clear(&ev);
     }
     pipeline_seeds(argv[1], argv[2]);

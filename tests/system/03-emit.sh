@@ -32,6 +32,27 @@ expect_eq "metrics (rejected line)" "" "$(count metrics)"
 # Same key, same partition: one job's events stay in order on one partition.
 expect_eq "partitions of j1" 1 "$( { kcat -C -b "$DLBRAIN_BROKERS" -t dlbrain.job-events -e -q -f '%p\n'; kcat -C -b "$DLBRAIN_BROKERS" -t dlbrain.plan-requests -e -q -f '%p\n'; } | sort -u | wc -l)"
 
+# runtime_sample v2: pods[].speed is optional; a negative one is refused by name.
+cat >"$SYS_DIR/speed.jsonl" <<'JSON'
+{"type":"runtime_sample","event_id":"r2","event_time_ms":6,"job_uid":"j4","pods":[{"name":"j4-worker-0","type":"worker","speed":1.5},{"name":"j4-worker-1","type":"worker","speed":null},{"name":"j4-worker-2","type":"worker"}]}
+{"type":"runtime_sample","event_id":"r3","event_time_ms":7,"job_uid":"j4","pods":[{"name":"j4-worker-0","type":"worker","speed":-1}]}
+JSON
+rc=0
+"$DLBRAIN" emit --strict "$SYS_DIR/speed.jsonl" 2>"$SYS_DIR/emit3.log" || rc=$?
+expect_eq "exit status with a negative pod speed" 1 "$rc"
+grep -qF 'speed.jsonl:2: pods[0].speed: must be a finite non-negative number of steps/s (-1); line skipped' \
+    "$SYS_DIR/emit3.log" && ok "reported: pods[0].speed" || fail "$(cat "$SYS_DIR/emit3.log")"
+expect_eq "metrics keys (the sample with pod speeds)" "j4" "$(count metrics)"
+# Framed with the newest runtime_sample schema (id 7); pods[0].speed is union
+# branch 1 (0x02) and 1.5 as a little-endian double; the other pods' are null (0x00).
+hex=$(kcat -C -b "$DLBRAIN_BROKERS" -t dlbrain.metrics -e -q -f '%s' | od -An -tx1 -v | tr -d ' \n')
+expect_eq "schema id of the sample" 0000000007 "${hex:0:10}"
+case $hex in
+*02000000000000f83f*) ok "pods[0].speed 1.5 is in the frame" ;;
+*) fail "pods[0].speed 1.5 not in the frame: $hex" ;;
+esac
+expect_eq "pods[2]: memory 0 and 0, speed null (branch 0), end of the array" 00000000 "${hex: -8}"
+
 rc=0
 echo '{"type":"plan_request","job_uid":"j3","stage":"job_stage_create"}' | "$DLBRAIN" emit -q || rc=$?
 expect_eq "generated event_id and time without --strict" 0 "$rc"

@@ -18,7 +18,7 @@ max_bytes=4096
 sys_start_all 1 -X message.max.bytes=$max_bytes
 env=$(sys_schema)
 T0=1767312000000
-"$DLBRAIN" plans -q --format json --count 8 --timeout-ms 180000 >"$SYS_DIR/plans.json" \
+"$DLBRAIN" plans -q --format json --count 9 --timeout-ms 180000 >"$SYS_DIR/plans.json" \
     2>"$SYS_DIR/plans.log" &
 SYS_PIDS+=($!)
 
@@ -28,11 +28,13 @@ D1=3ff0000000000000   # 1.0
 D2=4000000000000000   # 2.0
 D4=4010000000000000   # 4.0
 DNAN=7ff8000000000000 # quiet NaN
+DM2=c000000000000000  # -2.0
 
-# Runtime sample (schema 2) up to its pods: event_id, event_time_ms, job_uid,
-# global_step, speed (SPEED_BITS).
+# Runtime sample (schema 2, or SCHEMA) up to its pods: event_id, event_time_ms,
+# job_uid, global_step, speed (SPEED_BITS).
+# rt_head EVENT_ID JOB SPEED_BITS [SCHEMA]
 rt_head() {
-    av_frame 2
+    av_frame "${4:-2}"
     av_str "$1"
     av_long "$T0"
     av_str "$2"
@@ -59,6 +61,18 @@ rt_sample() {
         av_long 8589934592
     done
     av_long 0 # end of the array
+}
+# rt_sample_v2 EVENT_ID JOB POD_SPEED_BITS: a runtime sample of schema 7
+# (runtime_sample v2) with one worker reporting its own speed.
+rt_sample_v2() {
+    rt_head "$1" "$2" $D1 7
+    av_long 1
+    pod_head "$2-worker-0" 0
+    av_long 6442450944
+    av_long 8589934592
+    av_long 1 # pods[0].speed: union branch 1, a double
+    av_double "$3"
+    av_long 0
 }
 # plan_request EVENT_ID JOB STAGE (schema 4), oom_pod null (union branch 0).
 plan_request() {
@@ -110,9 +124,14 @@ size() { stat -c %s "$SYS_DIR/$1.bin"; }
 rt_sample ctl-r1 ctl $D1 6442450944 >"$SYS_DIR/control.bin"
 kcat -P -b "$DLBRAIN_BROKERS" -t "$env.metrics" -k ctl "$SYS_DIR/control.bin" ||
     fail "kcat could not produce the control sample"
-next_offset[metrics]=1
-sys_wait_count runtime_pods 1 60
-ok "a runtime sample written by the av_* helpers is accepted"
+rt_sample_v2 ctl-r2 ctl $D2 >"$SYS_DIR/control-v2.bin"
+kcat -P -b "$DLBRAIN_BROKERS" -t "$env.metrics" -k ctl "$SYS_DIR/control-v2.bin" ||
+    fail "kcat could not produce the v2 control sample"
+next_offset[metrics]=2
+sys_wait_count runtime_pods 2 60
+ok "runtime samples of schemas 2 and 7 written by the av_* helpers are accepted"
+expect_eq "the v2 control's pod speed" 2 \
+    "$(sys_sql "SELECT speed FROM $env.runtime_pods WHERE event_id = 'ctl-r2'")"
 
 # (a) Oversized: a real-looking sample of 175 workers, over message.max.bytes.
 # The DLQ copy keeps the headers but not the body (it would not fit either).
@@ -156,6 +175,11 @@ bad_case negative-memory metrics validate invalid "pods[0].memory_used: negative
 rt_sample nan-r1 nan $DNAN 6442450944 >"$SYS_DIR/nan-speed.bin"
 bad_case nan-speed metrics validate invalid \
     "speed: must be a finite non-negative number of steps/s (nan)"
+
+# (f2) Negative per-pod speed (runtime_sample v2): a worker's own steps/s.
+rt_sample_v2 negspeed-r1 negspeed $DM2 >"$SYS_DIR/negative-pod-speed.bin"
+bad_case negative-pod-speed metrics validate invalid \
+    "pods[0].speed: must be a finite non-negative number of steps/s (-2)"
 
 # (g) Unknown stage: a newer master's stage.
 plan_request stage-q1 stage job_stage_autoscale >"$SYS_DIR/unknown-stage.bin"
@@ -213,7 +237,7 @@ wait "${SYS_PIDS[-1]}" || fail "dlbrain plans did not get its ${#cases[@]} plans
 unset 'SYS_PIDS[-1]'
 expect_eq "plans received" "$(printf 'plan-good-%s\n' "${cases[@]}" | sort | xargs)" \
     "$(jq -r .plan_id "$SYS_DIR/plans.json" | sort | xargs)"
-expect_eq "rows stored" "job_events=0 runtime_samples=1 plan_requests=${#cases[@]}" \
+expect_eq "rows stored" "job_events=0 runtime_samples=2 plan_requests=${#cases[@]}" \
     "job_events=$(sys_count job_events) runtime_samples=$(sys_count runtime_samples) plan_requests=$(sys_count plan_requests)"
 kill -0 "${SYS_PIDS[1]}" || fail "the optimizer died"
 ok "optimizer still running"

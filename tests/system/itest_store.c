@@ -19,9 +19,13 @@
 #include <hiredis.h>
 #include <libpq-fe.h>
 
+#include <avro.h>
+#include <cJSON.h>
+
 #include "cache_redis.h"
 #include "catalog.h"
 #include "codec.h"
+#include "codec_internal.h"
 #include "conf.h"
 #include "embedded.h"
 #include "err.h"
@@ -110,6 +114,12 @@ static void ev_rt(dlb_event_t *ev, const char *id, const char *uid, int64_t t, i
         p->cpu_requested = 8.0;
         p->memory_used = 3 * GIB + (t % 100000) * 1024 + i;
         p->memory_requested = 16 * GIB;
+        /* runtime_sample v2: workers report their own speed, the PS does not.
+         * A third is not exactly a double's decimal, so any text hop shows. */
+        if (i) {
+            p->has_speed = 1;
+            p->speed = (double)i / 3.0 + (double)((t / 1000) % 11);
+        }
     }
 }
 
@@ -236,6 +246,8 @@ static void assert_sample_equal(const dlb_runtime_sample_t *a, const dlb_runtime
         assert_true(a->pods[i].cpu_requested == b->pods[i].cpu_requested);
         assert_int_equal(a->pods[i].memory_used, b->pods[i].memory_used);
         assert_int_equal(a->pods[i].memory_requested, b->pods[i].memory_requested);
+        assert_int_equal(a->pods[i].has_speed, b->pods[i].has_speed);
+        assert_true(a->pods[i].speed == b->pods[i].speed);
     }
 }
 
@@ -418,6 +430,7 @@ static void test_pg_put_each_type_twice(void **unused)
 {
     char schema[64];
     dlb_event_t job, rt, node, req, plan, cm;
+    dlb_pod_action_t *act;
     dlb_pg_t *pg;
     (void)unused;
 
@@ -429,6 +442,8 @@ static void test_pg_put_each_type_twice(void **unused)
     ev_node(&node, "n1", "u1", T0 + 2000, "u1-worker-1", "oom_killed");
     ev_req(&req, "q1", "u1", T0 + 3000);
     ev_plan(&plan, "plan-q1", "u1", "q1");
+    assert_non_null(act = dlb_plan_add_action(&plan.u.plan, "u1-worker-1", DLB_ACTION_REPLACE));
+    snprintf(act->reason, sizeof(act->reason), "straggler");
     for (int round = 0; round < 2; round++) {
         /* The first round stores the caller's bytes, the second lets the store encode. */
         put(pg, &job, round == 0);
@@ -450,6 +465,17 @@ static void test_pg_put_each_type_twice(void **unused)
                              "u1-worker-2"),
                      rt.u.rt.pods[2].memory_used);
     assert_string_equal(sql_str(schema, "SELECT cpu_requested FROM runtime_pods LIMIT 1"), "8");
+    /* pods[].speed (runtime_sample v2): NULL when the pod reported none, else exact. */
+    assert_string_equal(sql_str(schema,
+                                "SELECT coalesce(speed::text, 'null') FROM runtime_pods "
+                                "WHERE pod_name = '%s'",
+                                "u1-ps-0"),
+                        "null");
+    assert_int_equal(sql_i64(schema,
+                             "SELECT count(*) FROM runtime_pods WHERE pod_name = 'u1-worker-2' "
+                             "AND speed = %.17g",
+                             rt.u.rt.pods[2].speed),
+                     1);
     assert_string_equal(sql_str(schema, "SELECT kind || '/' || pod_name || '/' || "
                                         "memory_requested FROM node_events"),
                         "oom_killed/u1-worker-1/17179869184");
@@ -461,9 +487,17 @@ static void test_pg_put_each_type_twice(void **unused)
                                         "(groups->0->'resource'->>'memory') || '/' || "
                                         "(pods->0->>'name') FROM plans"),
                         "ps/4/17179869184/w-0");
-    /* The raw bytes are the framed event. */
+    assert_string_equal(sql_str(schema, "SELECT actions::text FROM plans"),
+                        "[{\"pod\": \"u1-worker-1\", \"action\": \"replace\", \"reason\": "
+                        "\"straggler\"}]");
+    /* The raw bytes are the framed event, with the newest schema of its type. */
     assert_string_equal(sql_str(schema, "SELECT encode(substr(raw, 1, 5), 'hex') FROM job_events"),
                         "0000000001");
+    assert_string_equal(
+        sql_str(schema, "SELECT encode(substr(raw, 1, 5), 'hex') FROM runtime_samples"),
+        "0000000007");
+    assert_string_equal(sql_str(schema, "SELECT encode(substr(raw, 1, 5), 'hex') FROM plans"),
+                        "0000000008");
 
     /* Not an input event. */
     memset(&cm, 0, sizeof(cm));
@@ -552,6 +586,7 @@ static void test_pg_plans_idempotent(void **unused)
     assert_int_equal(dlb_pg_put_plan(pg, &p4.u.plan, NULL, 0, errstr, sizeof(errstr)), 0);
     assert_int_equal(dlb_pg_put_plan(pg, &p4.u.plan, NULL, 0, errstr, sizeof(errstr)), 0);
     assert_int_equal(count_of(pg, "plans"), 3);
+    assert_int_equal(sql_i64(schema, "SELECT count(*) FROM plans WHERE actions = '[]'::jsonb"), 3);
 
     /* The stored bytes come back as written: the first plan of the trigger. */
     {
@@ -573,6 +608,243 @@ static void test_pg_plans_idempotent(void **unused)
     dlb_event_clear(&p2);
     dlb_event_clear(&p3);
     dlb_event_clear(&p4);
+    dlb_pg_destroy(pg);
+}
+
+static dlb_oom_plan_t oom_plan(const char *pod, const char *oom_ev, const char *plan_id,
+                               int64_t memory, int64_t t)
+{
+    dlb_oom_plan_t op;
+
+    memset(&op, 0, sizeof(op));
+    snprintf(op.pod_name, sizeof(op.pod_name), "%s", pod);
+    snprintf(op.oom_event_id, sizeof(op.oom_event_id), "%s", oom_ev);
+    snprintf(op.plan_id, sizeof(op.plan_id), "%s", plan_id);
+    op.memory = memory;
+    op.event_time_ms = t;
+    return op;
+}
+
+static void put_oom_plan(dlb_pg_t *pg, const char *uid, const dlb_oom_plan_t *op)
+{
+    if (dlb_pg_put_oom_plan(pg, uid, op, errstr, sizeof(errstr)))
+        fail_msg("put_oom_plan %s/%s: %s", op->plan_id, op->pod_name, errstr);
+}
+
+/* Answered OOMs: idempotent puts inside the caller's transaction, loaded as
+ * of a time, oldest first, one job only. */
+static void test_pg_oom_plans(void **unused)
+{
+    const dlb_oom_plan_t ops[] = {
+        oom_plan("u1-worker-1", "n1", "plan-q3", 20 * GIB, T0 + 3000),
+        oom_plan("u1-worker-1", "n0", "plan-q1", 18 * GIB, T0 + 1000),
+        oom_plan("u1-worker-0", "n2", "plan-q2", 17 * GIB, T0 + 2000),
+        oom_plan("u1-ps-0", "n3", "plan-q2", 33 * GIB, T0 + 2000), /* two pods, one plan */
+        oom_plan("u1-worker-2", "n4", "plan-q4", 19 * GIB, T0 + 4000),
+    };
+    const size_t n = sizeof(ops) / sizeof(ops[0]);
+    dlb_oom_plan_t *got = (dlb_oom_plan_t *)1, other;
+    size_t cnt = 99;
+    char schema[64];
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "oomplans");
+    pg = pg_open(schema);
+    assert_int_equal(count_of(pg, "oom_plans"), 0);
+    assert_int_equal(
+        dlb_pg_load_oom_plans(pg, "u1", T0 + 10000, &got, &cnt, errstr, sizeof(errstr)), 0);
+    assert_null(got);
+    assert_int_equal(cnt, 0);
+
+    /* In a transaction, as the consumer writes them beside the plan: a
+     * rollback leaves nothing, a commit everything; puts repeat harmlessly. */
+    assert_int_equal(dlb_pg_begin(pg, errstr, sizeof(errstr)), 0);
+    for (size_t i = 0; i < n; i++)
+        put_oom_plan(pg, "u1", &ops[i]);
+    dlb_pg_rollback(pg);
+    assert_int_equal(count_of(pg, "oom_plans"), 0);
+    assert_int_equal(dlb_pg_begin(pg, errstr, sizeof(errstr)), 0);
+    for (size_t i = 0; i < n; i++)
+        put_oom_plan(pg, "u1", &ops[i]);
+    put_oom_plan(pg, "u1", &ops[0]);
+    assert_int_equal(dlb_pg_commit(pg, errstr, sizeof(errstr)), 0);
+    for (size_t i = 0; i < n; i++)
+        put_oom_plan(pg, "u1", &ops[i]); /* a redone batch */
+    /* Same (plan, pod) again with other values: the first row stays. */
+    other = oom_plan("u1-worker-1", "n9", "plan-q3", 1, T0);
+    put_oom_plan(pg, "u1", &other);
+    other = oom_plan("u2-worker-0", "m1", "plan-r1", 5 * GIB, T0 + 500);
+    put_oom_plan(pg, "u2", &other);
+    assert_int_equal(count_of(pg, "oom_plans"), (int64_t)n + 1);
+
+    /* Before T0 + 3000: the plans of T0 + 1000 and T0 + 2000 (ties by plan id,
+     * then pod name); not the one at exactly T0 + 3000, not u2's. */
+    assert_int_equal(dlb_pg_load_oom_plans(pg, "u1", T0 + 3000, &got, &cnt, errstr, sizeof(errstr)),
+                     0);
+    assert_int_equal(cnt, 3);
+    assert_string_equal(got[0].plan_id, "plan-q1");
+    assert_string_equal(got[0].pod_name, "u1-worker-1");
+    assert_string_equal(got[0].oom_event_id, "n0");
+    assert_int_equal(got[0].memory, 18 * GIB);
+    assert_int_equal(got[0].event_time_ms, T0 + 1000);
+    assert_string_equal(got[1].plan_id, "plan-q2");
+    assert_string_equal(got[1].pod_name, "u1-ps-0");
+    assert_int_equal(got[1].memory, 33 * GIB);
+    assert_string_equal(got[2].plan_id, "plan-q2");
+    assert_string_equal(got[2].pod_name, "u1-worker-0");
+    assert_string_equal(got[2].oom_event_id, "n2");
+    free(got);
+    assert_int_equal(dlb_pg_load_oom_plans(pg, "u1", T0 + 4001, &got, &cnt, errstr, sizeof(errstr)),
+                     0);
+    assert_int_equal(cnt, n);
+    assert_string_equal(got[3].plan_id, "plan-q3");
+    assert_string_equal(got[3].oom_event_id, "n1"); /* the first put of (plan-q3, worker-1) */
+    assert_int_equal(got[3].memory, 20 * GIB);
+    assert_string_equal(got[4].plan_id, "plan-q4");
+    assert_int_equal(got[4].event_time_ms, T0 + 4000);
+    free(got);
+    assert_int_equal(dlb_pg_load_oom_plans(pg, "u1", T0 + 1000, &got, &cnt, errstr, sizeof(errstr)),
+                     0);
+    assert_int_equal(cnt, 0);
+    assert_null(got);
+    assert_int_equal(dlb_pg_load_oom_plans(pg, "u2", T0 + 1000, &got, &cnt, errstr, sizeof(errstr)),
+                     0);
+    assert_int_equal(cnt, 1);
+    assert_string_equal(got[0].pod_name, "u2-worker-0");
+    free(got);
+
+    /* A row needs a job, a pod and a plan. */
+    other = oom_plan("", "m1", "plan-r1", 1, T0);
+    assert_int_equal(dlb_pg_put_oom_plan(pg, "u2", &other, errstr, sizeof(errstr)),
+                     DLB_ERR_INVALID);
+    other = oom_plan("p", "m1", "", 1, T0);
+    assert_int_equal(dlb_pg_put_oom_plan(pg, "u2", &other, errstr, sizeof(errstr)),
+                     DLB_ERR_INVALID);
+    assert_int_equal(dlb_pg_put_oom_plan(pg, "", &ops[0], errstr, sizeof(errstr)), DLB_ERR_INVALID);
+    assert_int_equal(count_of(pg, "oom_plans"), (int64_t)n + 1);
+    dlb_pg_destroy(pg);
+}
+
+/* A schema of the first release (001 only, with rows) migrates to 002: old
+ * rows read as "no speed" and "no actions", and new rows store both. */
+static void test_pg_migrate_from_v1(void **unused)
+{
+    char schema[64], sql[512];
+    const dlb_embedded_t *m1 = &dlb_embedded_migrations[0];
+    PGconn *c = PQconnectdb(env_or_fail("DLBRAIN_PG_DSN"));
+    dlb_event_t rt, plan;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "upgrade");
+    assert_string_equal(m1->name, "001_init.sql");
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    snprintf(sql, sizeof(sql),
+             "CREATE SCHEMA %s; SET search_path TO %s; CREATE TABLE schema_migrations (version "
+             "integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT "
+             "now()); INSERT INTO schema_migrations (version, name) VALUES (1, '001_init.sql');",
+             schema, schema);
+    PQclear(PQexec(c, sql));
+    PQclear(PQexec(c, m1->data));
+    PQclear(PQexec(c, "INSERT INTO runtime_samples VALUES ('s0', 'u1', 1, 1, 1.0, '\\x00'); "
+                      "INSERT INTO runtime_pods VALUES ('s0', 'p', 'worker', 0, 1, 1, 1, 1); "
+                      "INSERT INTO plans (plan_id, job_uid, stage, optimizer, reason, "
+                      "event_time_ms, groups, pods, raw) VALUES ('plan-0', 'u1', 's', 'o', 'r', 1, "
+                      "'[]', '[]', '\\x00')"));
+    PQfinish(c);
+    assert_int_equal(sql_i64(schema, "SELECT count(*) FROM runtime_pods"), 1);
+
+    pg = pg_open(schema);
+    assert_int_equal(count_of(pg, "schema_migrations"), (int64_t)migrations_cnt());
+    assert_string_equal(sql_str(schema, "SELECT name FROM schema_migrations WHERE version = 2"),
+                        "002_speed_actions_oom_plans.sql");
+    assert_string_equal(sql_str(schema, "SELECT coalesce(speed::text, 'null') FROM runtime_pods"),
+                        "null");
+    assert_string_equal(sql_str(schema, "SELECT actions::text FROM plans"), "[]");
+    assert_int_equal(count_of(pg, "oom_plans"), 0);
+    ev_rt(&rt, "s1", "u1", T0, 2);
+    put(pg, &rt, 1);
+    ev_plan(&plan, "plan-1", "u1", "q1");
+    assert_non_null(dlb_plan_add_action(&plan.u.plan, "u1-worker-0", DLB_ACTION_RELAUNCH));
+    put(pg, &plan, 0);
+    assert_int_equal(sql_i64(schema,
+                             "SELECT count(*) FROM runtime_pods WHERE speed IS NOT NULL AND "
+                             "event_id = 's1'"),
+                     1);
+    assert_string_equal(
+        sql_str(schema, "SELECT actions->0->>'action' FROM plans WHERE plan_id = 'plan-1'"),
+        "relaunch");
+    dlb_event_clear(&rt);
+    dlb_event_clear(&plan);
+    dlb_pg_destroy(pg);
+}
+
+/* A v1 frame (schema id 2, no pods[].speed) from an older producer: stored
+ * as sent, read back by the rebuild and the history without speeds. */
+static void test_pg_v1_raw_rows(void **unused)
+{
+    const dlb_schema_entry_t *v1 = dlb_catalog_by_id(cat, 2);
+    char schema[64], *json = NULL;
+    dlb_event_t ev, want;
+    dlb_job_state_t st;
+    dlb_history_t h;
+    cJSON *j, *pod;
+    avro_value_t v;
+    size_t sz = 0;
+    uint8_t *buf;
+    avro_writer_t w;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    assert_non_null(v1);
+    schema_for(schema, sizeof(schema), "v1raw");
+    pg = pg_open(schema);
+    ev_job(&ev, "j", "u1", T0 - 1000);
+    job_meta(&ev, "v1scn", "old");
+    put(pg, &ev, 1);
+    ev_rt(&ev, "s1", "u1", T0, 3);
+    assert_int_equal(dlb_event_to_json(cat, &ev, &json, errstr, sizeof(errstr)), 0);
+    assert_non_null(j = cJSON_Parse(json));
+    free(json);
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "type");
+    cJSON_ArrayForEach(pod, cJSON_GetObjectItemCaseSensitive(j, "pods"))
+        cJSON_DeleteItemFromObjectCaseSensitive(pod, "speed");
+    assert_int_equal(avro_generic_value_new(v1->iface, &v), 0);
+    if (dlb_json_to_avro(cat, v1, j, &v, "", errstr, sizeof(errstr)))
+        fail_msg("v1 value: %s", errstr);
+    cJSON_Delete(j);
+    assert_int_equal(avro_value_sizeof(&v, &sz), 0);
+    assert_non_null(buf = calloc(1, DLB_FRAME_HEADER + sz));
+    buf[4] = 2;
+    assert_non_null(w = avro_writer_memory((const char *)buf + DLB_FRAME_HEADER, (int64_t)sz));
+    assert_int_equal(avro_value_write(w, &v), 0);
+    avro_writer_free(w);
+    avro_value_decref(&v);
+    if (dlb_pg_put_event(pg, &ev, buf, DLB_FRAME_HEADER + sz, errstr, sizeof(errstr)))
+        fail_msg("put: %s", errstr);
+    free(buf);
+    /* The columns come from the struct, the rebuild from the raw frame. */
+    assert_string_equal(
+        sql_str(schema, "SELECT encode(substr(raw, 1, 5), 'hex') FROM runtime_samples"),
+        "0000000002");
+    assert_int_equal(dlb_event_copy(&want, &ev), 0);
+    for (size_t i = 0; i < want.u.rt.pods_cnt; i++) {
+        want.u.rt.pods[i].has_speed = 0;
+        want.u.rt.pods[i].speed = 0;
+    }
+    assert_int_equal(dlb_pg_load_job_state(pg, "u1", 5, &st, errstr, sizeof(errstr)), 0);
+    assert_int_equal(st.window_cnt, 1);
+    assert_sample_equal(&st.window[0], &want.u.rt);
+    dlb_job_state_clear(&st);
+    assert_int_equal(
+        dlb_pg_load_history(pg, "v1scn", NULL, T0 + 1, 1, 10, 10, &h, errstr, sizeof(errstr)), 0);
+    assert_int_equal(h.jobs_cnt, 1);
+    assert_int_equal(h.jobs[0].samples_cnt, 1);
+    assert_sample_equal(&h.jobs[0].samples[0], &want.u.rt);
+    dlb_history_clear(&h);
+    dlb_event_clear(&want);
+    dlb_event_clear(&ev);
     dlb_pg_destroy(pg);
 }
 
@@ -647,6 +919,14 @@ static void test_pg_load_history(void **unused)
     assert_string_equal(h.jobs[2].samples[1].event_id, "j1-s4");
     assert_int_equal(h.jobs[2].samples[1].pods_cnt, 2);
     assert_string_equal(h.jobs[2].samples[1].pods[1].name, "j1-worker-1");
+    assert_int_equal(h.jobs[2].samples[1].pods[0].has_speed, 0);
+    assert_int_equal(h.jobs[2].samples[1].pods[1].has_speed, 1);
+    {
+        dlb_event_t want;
+        ev_rt(&want, "j1-s4", "j1", until - 10 * HOUR_MS + 60000 * 5, 2);
+        assert_sample_equal(&h.jobs[2].samples[1], &want.u.rt);
+        dlb_event_clear(&want);
+    }
     assert_int_equal(h.jobs[0].samples_cnt, 2);
     assert_string_equal(h.jobs[0].samples[0].event_id, "j2-s1");
     assert_int_equal(h.jobs[1].samples_cnt, 0);
@@ -1073,6 +1353,25 @@ static void test_redis_miss(void **unused)
     found = -1;
     assert_int_equal(dlb_redis_load_job(r, "fresh", &st, &found, errstr, sizeof(errstr)), 0);
     assert_int_equal(found, 0);
+
+    /* An entry of cache format 1 (window members framed as runtime_sample v1)
+     * is a miss too: its job is rebuilt once from PostgreSQL in format 2. */
+    seed_empty(r, "old");
+    ev_rt(&ev, "s1", "old", T0, 2);
+    apply(r, &ev);
+    dlb_event_clear(&ev);
+    {
+        char key[256];
+        snprintf(key, sizeof(key), "%s:job:old", conf.env);
+        assert_int_equal(redis_int(0, "HSET %s v 1", key), 0);
+    }
+    found = -1;
+    assert_int_equal(dlb_redis_load_job(r, "old", &st, &found, errstr, sizeof(errstr)), 0);
+    assert_int_equal(found, 0);
+    seed_empty(r, "old");
+    assert_int_equal(dlb_redis_load_job(r, "old", &st, &found, errstr, sizeof(errstr)), 0);
+    assert_int_equal(found, 1);
+    dlb_job_state_clear(&st);
     dlb_redis_destroy(r);
     dlb_conf_destroy(&conf);
 }
@@ -1182,6 +1481,9 @@ int main(void)
         cmocka_unit_test(test_pg_put_each_type_twice),
         cmocka_unit_test(test_pg_job_upsert_merges),
         cmocka_unit_test(test_pg_plans_idempotent),
+        cmocka_unit_test(test_pg_oom_plans),
+        cmocka_unit_test(test_pg_migrate_from_v1),
+        cmocka_unit_test(test_pg_v1_raw_rows),
         cmocka_unit_test(test_pg_load_history),
         cmocka_unit_test(test_pg_load_job_state_equals_fold),
         cmocka_unit_test(test_pg_errors),

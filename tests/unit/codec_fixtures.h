@@ -78,6 +78,10 @@ static void fx_runtime(dlb_event_t *ev, size_t pods)
         p->cpu_requested = 4.0;
         p->memory_used = (int64_t)(i + 1) << 30;
         p->memory_requested = 8LL << 30;
+        if (i) { /* runtime_sample v2: workers report their own speed, the PS does not */
+            p->has_speed = 1;
+            p->speed = 4.25 * (double)i;
+        }
     }
 }
 
@@ -160,6 +164,15 @@ static void fx_plan(dlb_event_t *ev, int full)
     p->pods[0].resource.memory = 24LL << 30;
     strcpy(p->pods[1].name, "uid-42-ps-1");
     p->pods[1].resource.cpu = 12;
+    /* plan v2 */
+    p->actions = calloc(2, sizeof(*p->actions));
+    assert_non_null(p->actions);
+    p->actions_cnt = 2;
+    strcpy(p->actions[0].pod, "uid-42-worker-3");
+    strcpy(p->actions[0].action, DLB_ACTION_REPLACE);
+    strcpy(p->actions[0].reason, "0.4 steps/s against a median of 2.1");
+    strcpy(p->actions[1].pod, "uid-42-worker-5");
+    strcpy(p->actions[1].action, DLB_ACTION_RELAUNCH);
 }
 
 static char *fx_strdup(const char *s)
@@ -244,6 +257,10 @@ static void assert_events_equal(const dlb_event_t *a, const dlb_event_t *b)
     case DLB_EV_PLAN:
         assert_int_equal(a->u.plan.groups_cnt, b->u.plan.groups_cnt);
         assert_int_equal(a->u.plan.pods_cnt, b->u.plan.pods_cnt);
+        assert_int_equal(a->u.plan.actions_cnt, b->u.plan.actions_cnt);
+        if (a->u.plan.actions_cnt)
+            assert_memory_equal(a->u.plan.actions, b->u.plan.actions,
+                                a->u.plan.actions_cnt * sizeof(*a->u.plan.actions));
         if (a->u.plan.groups_cnt)
             assert_memory_equal(a->u.plan.groups, b->u.plan.groups,
                                 a->u.plan.groups_cnt * sizeof(*a->u.plan.groups));
@@ -252,6 +269,7 @@ static void assert_events_equal(const dlb_event_t *a, const dlb_event_t *b)
                                 a->u.plan.pods_cnt * sizeof(*a->u.plan.pods));
         x.u.plan.groups = y.u.plan.groups = NULL;
         x.u.plan.pods = y.u.plan.pods = NULL;
+        x.u.plan.actions = y.u.plan.actions = NULL;
         break;
     case DLB_EV_CONFIG_MATCH:
         assert_int_equal(a->u.cm.rule_ids_cnt, b->u.cm.rule_ids_cnt);

@@ -1,5 +1,6 @@
 /* The wire codec: Confluent framing, every schema both ways, error classes,
  * the schema catalog and reading data written with an older schema. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,9 +13,11 @@
 #include <cmocka.h>
 
 #include <avro.h>
+#include <cJSON.h>
 
 #include "catalog.h"
 #include "codec.h"
+#include "codec_internal.h"
 #include "embedded.h"
 #include "err.h"
 
@@ -142,25 +145,42 @@ static const char old_runtime_schema[] =
 
 static void test_catalog_embedded(void **state)
 {
-    static const dlb_event_type_t types[] = {DLB_EV_JOB,  DLB_EV_RUNTIME,
-                                             DLB_EV_NODE, DLB_EV_PLAN_REQUEST,
-                                             DLB_EV_PLAN, DLB_EV_CONFIG_MATCH};
+    static const struct {
+        dlb_event_type_t type;
+        const char *file;
+        int32_t newest; /* the id writers use for this type */
+    } want[] = {
+        {DLB_EV_JOB, "job_event.avsc", 1},
+        {DLB_EV_RUNTIME, "runtime_sample.avsc", 7},
+        {DLB_EV_NODE, "node_event.avsc", 3},
+        {DLB_EV_PLAN_REQUEST, "plan_request.avsc", 4},
+        {DLB_EV_PLAN, "plan.avsc", 8},
+        {DLB_EV_CONFIG_MATCH, "config_match.avsc", 6},
+        {DLB_EV_RUNTIME, "runtime_sample_v2.avsc", 7},
+        {DLB_EV_PLAN, "plan_v2.avsc", 8},
+    };
+    const size_t n = sizeof(want) / sizeof(want[0]);
+
     (void)state;
-    assert_int_equal(dlb_catalog_count(cat), 6);
-    for (size_t i = 0; i < 6; i++) {
+    assert_int_equal(dlb_catalog_count(cat), n);
+    for (size_t i = 0; i < n; i++) {
         const dlb_schema_entry_t *e = dlb_catalog_at(cat, i);
         assert_int_equal(e->id, (int32_t)i + 1);
-        assert_int_equal(e->type, types[i]);
+        assert_int_equal(e->type, want[i].type);
+        assert_string_equal(e->file, want[i].file);
         assert_ptr_equal(dlb_catalog_by_id(cat, e->id), e);
-        assert_ptr_equal(dlb_catalog_latest(cat, types[i]), e);
+        assert_int_equal(dlb_catalog_latest(cat, want[i].type)->id, want[i].newest);
         assert_non_null(e->schema);
         assert_non_null(e->iface);
         assert_non_null(e->json);
-        assert_null(e->resolver);
+        /* Older versions read through a resolver into the newest. */
+        if (e->id == want[i].newest)
+            assert_null(e->resolver);
+        else
+            assert_non_null(e->resolver);
     }
-    assert_string_equal(dlb_catalog_at(cat, 1)->file, "runtime_sample.avsc");
-    assert_null(dlb_catalog_at(cat, 6));
-    assert_null(dlb_catalog_by_id(cat, 7));
+    assert_null(dlb_catalog_at(cat, n));
+    assert_null(dlb_catalog_by_id(cat, 9));
     assert_null(dlb_catalog_by_id(cat, 0));
     assert_null(dlb_catalog_latest(cat, DLB_EV_NONE));
 }
@@ -259,8 +279,8 @@ static void test_roundtrip_all(void **state)
         assert_true(len > DLB_FRAME_HEADER);
         assert_int_equal(((uint8_t *)buf)[0], 0);
         assert_int_equal(dlb_codec_peek(buf, len, &id, err, sizeof(err)), 0);
-        assert_int_equal(id, (int32_t)in.type); /* ids 1..6 follow the type order */
-        memset(&out, 0xab, sizeof(out));        /* decode must not trust the old contents */
+        assert_int_equal(id, dlb_catalog_latest(cat, in.type)->id);
+        memset(&out, 0xab, sizeof(out)); /* decode must not trust the old contents */
         if (dlb_codec_decode(cat, buf, len, &out, err, sizeof(err)))
             fail_msg("sample %d: %s", i, err);
         assert_events_equal(&in, &out);
@@ -296,6 +316,23 @@ static void test_roundtrip_values(void **state)
     assert_true(out.u.rt.pods[1].cpu_requested == 4.0);
     assert_int_equal(out.u.rt.pods[1].memory_used, 2LL << 30);
     assert_int_equal(out.u.rt.pods[1].memory_requested, 8LL << 30);
+    assert_int_equal(out.u.rt.pods[0].has_speed, 0); /* runtime_sample v2: not reported */
+    assert_int_equal(out.u.rt.pods[1].has_speed, 1);
+    assert_true(out.u.rt.pods[1].speed == 4.25);
+    free(buf);
+    dlb_event_clear(&in);
+    dlb_event_clear(&out);
+
+    fx_plan(&in, 1);
+    assert_int_equal(dlb_codec_encode(cat, &in, &buf, &len, err, sizeof(err)), 0);
+    assert_int_equal(dlb_codec_decode(cat, buf, len, &out, err, sizeof(err)), 0);
+    assert_int_equal(out.u.plan.actions_cnt, 2);
+    assert_string_equal(out.u.plan.actions[0].pod, "uid-42-worker-3");
+    assert_string_equal(out.u.plan.actions[0].action, "replace");
+    assert_string_equal(out.u.plan.actions[0].reason, "0.4 steps/s against a median of 2.1");
+    assert_string_equal(out.u.plan.actions[1].pod, "uid-42-worker-5");
+    assert_string_equal(out.u.plan.actions[1].action, "relaunch");
+    assert_string_equal(out.u.plan.actions[1].reason, "");
     free(buf);
     dlb_event_clear(&in);
     dlb_event_clear(&out);
@@ -369,7 +406,7 @@ static void test_framing_errors(void **state)
     assert_int_equal(dlb_codec_peek(buf, len, &id, err, sizeof(err)), DLB_ERR_FRAMING);
     buf[0] = 0;
     buf[4] = 77;
-    expect_decode(buf, len, DLB_ERR_SCHEMA_ID, "schema id 77 is not in the catalog (known: 1..6)");
+    expect_decode(buf, len, DLB_ERR_SCHEMA_ID, "schema id 77 is not in the catalog (known: 1..8)");
     buf[1] = 0x80; /* ids are signed 32-bit on the wire, as in the registry */
     buf[4] = 0;
     expect_decode(buf, len, DLB_ERR_SCHEMA_ID, "schema id -2147483648 is not in the catalog");
@@ -407,11 +444,16 @@ static void test_truncated_message_names_field(void **state)
     uint8_t *buf = encode_sample(3, &len); /* runtime sample, 3 pods */
 
     (void)state;
-    /* The last byte ends the pods array; before it is pods[2].memory_requested,
+    /* The last byte ends the pods array; before it is pods[2].speed (a union
+     * branch byte and an 8-byte double), before that pods[2].memory_requested,
      * a varint of several bytes. */
     expect_decode(buf, len - 1, DLB_ERR_DECODE,
                   "pods: truncated Avro data: 1 more bytes needed at offset ");
     expect_decode(buf, len - 2, DLB_ERR_DECODE,
+                  "pods[2].speed: truncated Avro data: 8 more bytes needed at offset ");
+    expect_decode(buf, len - 10, DLB_ERR_DECODE,
+                  "pods[2].speed: truncated Avro data: 1 more bytes needed at offset ");
+    expect_decode(buf, len - 11, DLB_ERR_DECODE,
                   "pods[2].memory_requested: truncated Avro data: 1 more bytes needed at offset ");
     free(buf);
 }
@@ -600,6 +642,8 @@ static void decode_old_runtime(const char *new_schema, double want_speed, int64_
     assert_true(ev.u.rt.pods[0].cpu_requested == 2.0);
     assert_int_equal(ev.u.rt.pods[0].memory_used, 3LL << 30);
     assert_int_equal(ev.u.rt.pods[0].memory_requested, want_mem_req);
+    assert_int_equal(ev.u.rt.pods[0].has_speed, 0); /* v2's pods[].speed: default null */
+    assert_true(ev.u.rt.pods[0].speed == 0.0);
 
     /* Writers use the newest id. */
     assert_int_equal(dlb_codec_encode(c, &ev, &enc, &enc_len, err, sizeof(err)), 0);
@@ -626,13 +670,13 @@ static void decode_old_runtime(const char *new_schema, double want_speed, int64_
 static void test_evolution_default(void **state)
 {
     (void)state;
-    decode_old_runtime(embedded("runtime_sample.avsc"), 0.0, 0);
+    decode_old_runtime(embedded("runtime_sample_v2.avsc"), 0.0, 0);
 }
 
 /* Defaults come from the newest schema's JSON, not from zeroed memory. */
 static void test_evolution_nonzero_default(void **state)
 {
-    char *a = replace(embedded("runtime_sample.avsc"),
+    char *a = replace(embedded("runtime_sample_v2.avsc"),
                       "{\"name\": \"speed\", \"type\": \"double\", \"default\": 0.0",
                       "{\"name\": \"speed\", \"type\": \"double\", \"default\": 2.5");
     char *b = replace(a, "{\"name\": \"memory_requested\", \"type\": \"long\", \"default\": 0",
@@ -644,29 +688,196 @@ static void test_evolution_nonzero_default(void **state)
     free(b);
 }
 
-/* Every type through the resolver: each schema listed twice, old ids 1..6
- * and new ids 11..16; an encoded message relabelled with the old id decodes
- * through the projection and default filling to the same struct. */
+/* A message written with an older schema of the embedded catalog: the
+ * fixture's JSON without the fields that schema lacks, set into a value of
+ * that schema and framed with its id, the way an older producer writes it. */
+static uint8_t *frame_old(int32_t id, const dlb_event_t *ev, size_t *len)
+{
+    const dlb_schema_entry_t *e = dlb_catalog_by_id(cat, id);
+    cJSON *j, *pods, *pod;
+    avro_value_t v;
+    uint8_t *buf;
+    char *json = NULL, err[512] = "";
+
+    assert_non_null(e);
+    assert_int_equal(e->type, ev->type);
+    assert_non_null(e->resolver); /* older than the newest */
+    assert_int_equal(dlb_event_to_json(cat, ev, &json, err, sizeof(err)), 0);
+    assert_non_null(j = cJSON_Parse(json));
+    free(json);
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "type");
+    if (ev->type == DLB_EV_PLAN) {
+        assert_non_null(cJSON_GetObjectItemCaseSensitive(j, "actions"));
+        cJSON_DeleteItemFromObjectCaseSensitive(j, "actions");
+    }
+    if (ev->type == DLB_EV_RUNTIME && (pods = cJSON_GetObjectItemCaseSensitive(j, "pods")))
+        cJSON_ArrayForEach(pod, pods)
+        {
+            assert_non_null(cJSON_GetObjectItemCaseSensitive(pod, "speed"));
+            cJSON_DeleteItemFromObjectCaseSensitive(pod, "speed");
+        }
+    assert_int_equal(avro_generic_value_new(e->iface, &v), 0);
+    if (dlb_json_to_avro(cat, e, j, &v, "", err, sizeof(err)))
+        fail_msg("id %d: %s", (int)id, err);
+    buf = frame_value(id, &v, len);
+    avro_value_decref(&v);
+    cJSON_Delete(j);
+    return buf;
+}
+
+/* runtime_sample v1 (id 2) and plan v1 (id 5), the schemas of the first
+ * release, read by the v2 readers (ids 7, 8) through the catalog's projection
+ * and default filling: no pod speeds (null), no actions ([]). */
+static void test_evolution_v1_to_v2(void **state)
+{
+    (void)state;
+    for (int which = 2; which < 10; which++) {
+        dlb_event_t ev, want, back;
+        uint8_t *buf;
+        void *enc;
+        size_t len, enc_len;
+        int32_t old_id, id;
+        char err[512] = "";
+
+        fx_sample(&ev, which);
+        if (ev.type != DLB_EV_RUNTIME && ev.type != DLB_EV_PLAN) {
+            dlb_event_clear(&ev);
+            continue;
+        }
+        old_id = ev.type == DLB_EV_RUNTIME ? 2 : 5;
+        buf = frame_old(old_id, &ev, &len);
+        assert_int_equal(dlb_event_copy(&want, &ev), 0);
+        if (want.type == DLB_EV_RUNTIME) {
+            for (size_t i = 0; i < want.u.rt.pods_cnt; i++) {
+                want.u.rt.pods[i].has_speed = 0;
+                want.u.rt.pods[i].speed = 0;
+            }
+        } else {
+            free(want.u.plan.actions);
+            want.u.plan.actions = NULL;
+            want.u.plan.actions_cnt = 0;
+        }
+        if (dlb_codec_decode(cat, buf, len, &back, err, sizeof(err)))
+            fail_msg("sample %d as id %d: %s", which, (int)old_id, err);
+        assert_events_equal(&want, &back);
+        assert_int_equal(dlb_event_validate(&back, err, sizeof(err)), 0);
+        /* Re-encoded, it is a v2 message. */
+        assert_int_equal(dlb_codec_encode(cat, &back, &enc, &enc_len, err, sizeof(err)), 0);
+        assert_int_equal(dlb_codec_peek(enc, enc_len, &id, err, sizeof(err)), 0);
+        assert_int_equal(id, old_id == 2 ? 7 : 8);
+        /* Every cut of the old message is still a decode error. */
+        for (size_t cut = DLB_FRAME_HEADER; cut < len; cut++)
+            expect_decode(buf, cut, DLB_ERR_DECODE, "truncated Avro data");
+        free(enc);
+        free(buf);
+        dlb_event_clear(&back);
+        dlb_event_clear(&want);
+        dlb_event_clear(&ev);
+    }
+}
+
+/* The v1 JSON of a message read through the v2 reader shows the new fields
+ * as absent: pods[].speed null, actions []. */
+static void test_evolution_v1_json(void **state)
+{
+    dlb_event_t ev, back;
+    uint8_t *buf;
+    size_t len;
+    char *json = NULL, err[512] = "";
+
+    (void)state;
+    fx_runtime(&ev, 2);
+    buf = frame_old(2, &ev, &len);
+    assert_int_equal(dlb_codec_decode(cat, buf, len, &back, err, sizeof(err)), 0);
+    assert_int_equal(dlb_event_to_json(cat, &back, &json, err, sizeof(err)), 0);
+    assert_non_null(strstr(json, "\"memory_requested\":8589934592,\"speed\":null}"));
+    free(json);
+    free(buf);
+    dlb_event_clear(&back);
+    dlb_event_clear(&ev);
+
+    fx_plan(&ev, 0);
+    buf = frame_old(5, &ev, &len);
+    assert_int_equal(dlb_codec_decode(cat, buf, len, &back, err, sizeof(err)), 0);
+    assert_int_equal(dlb_event_to_json(cat, &back, &json, err, sizeof(err)), 0);
+    assert_non_null(strstr(json, "\"pods\":[],\"actions\":[],\"optimizer\":"));
+    free(json);
+    free(buf);
+    dlb_event_clear(&back);
+    dlb_event_clear(&ev);
+}
+
+/* ---- validation of the v2 fields ------------------------------------------- */
+
+static void expect_invalid(const dlb_event_t *ev, const char *want)
+{
+    char err[512] = "";
+    int rc = dlb_event_validate(ev, err, sizeof(err));
+
+    if (rc != DLB_ERR_INVALID)
+        fail_msg("validate returned %s (%s), expected invalid: %s", dlb_err_name(rc), err, want);
+    if (strcmp(err, want))
+        fail_msg("error \"%s\", expected \"%s\"", err, want);
+}
+
+static void test_validate_v2_fields(void **state)
+{
+    dlb_event_t ev;
+    char err[256];
+
+    (void)state;
+    fx_runtime(&ev, 3);
+    assert_int_equal(dlb_event_validate(&ev, err, sizeof(err)), 0);
+    ev.u.rt.pods[2].speed = -2;
+    expect_invalid(&ev, "pods[2].speed: must be a finite non-negative number of steps/s (-2)");
+    ev.u.rt.pods[2].speed = NAN;
+    expect_invalid(&ev, "pods[2].speed: must be a finite non-negative number of steps/s (nan)");
+    ev.u.rt.pods[2].speed = INFINITY;
+    expect_invalid(&ev, "pods[2].speed: must be a finite non-negative number of steps/s (inf)");
+    ev.u.rt.pods[2].has_speed = 0; /* not reported: whatever the double holds */
+    assert_int_equal(dlb_event_validate(&ev, err, sizeof(err)), 0);
+    ev.u.rt.pods[2].has_speed = 1;
+    ev.u.rt.pods[2].speed = 0;
+    assert_int_equal(dlb_event_validate(&ev, err, sizeof(err)), 0);
+    dlb_event_clear(&ev);
+
+    fx_plan(&ev, 1);
+    assert_int_equal(dlb_event_validate(&ev, err, sizeof(err)), 0);
+    strcpy(ev.u.plan.actions[1].action, "kill");
+    expect_invalid(&ev, "actions[1].action: unknown value \"kill\" (expected one of relaunch, "
+                        "replace)");
+    strcpy(ev.u.plan.actions[1].action, "");
+    expect_invalid(&ev, "actions[1].action: unknown value \"\" (expected one of relaunch, "
+                        "replace)");
+    strcpy(ev.u.plan.actions[1].action, DLB_ACTION_RELAUNCH);
+    ev.u.plan.actions[0].pod[0] = '\0';
+    expect_invalid(&ev, "actions[0].pod: must not be empty");
+    dlb_event_clear(&ev);
+}
+
+/* Every type through the resolver: each newest schema listed twice, old ids
+ * 1..6 and new ids 11..16; an encoded message relabelled with the old id
+ * decodes through the projection and default filling to the same struct. */
 static void test_resolution_all_types(void **state)
 {
     const tfile_t files[] = {
         {"catalog.tsv", "1\tjob_event\tjob_event.avsc\n"
-                        "2\truntime_sample\truntime_sample.avsc\n"
+                        "2\truntime_sample\truntime_sample_v2.avsc\n"
                         "3\tnode_event\tnode_event.avsc\n"
                         "4\tplan_request\tplan_request.avsc\n"
-                        "5\tplan\tplan.avsc\n"
+                        "5\tplan\tplan_v2.avsc\n"
                         "6\tconfig_match\tconfig_match.avsc\n"
                         "11\tjob_event\tjob_event.avsc\n"
-                        "12\truntime_sample\truntime_sample.avsc\n"
+                        "12\truntime_sample\truntime_sample_v2.avsc\n"
                         "13\tnode_event\tnode_event.avsc\n"
                         "14\tplan_request\tplan_request.avsc\n"
-                        "15\tplan\tplan.avsc\n"
+                        "15\tplan\tplan_v2.avsc\n"
                         "16\tconfig_match\tconfig_match.avsc\n"},
         {"job_event.avsc", NULL},
-        {"runtime_sample.avsc", NULL},
+        {"runtime_sample_v2.avsc", NULL},
         {"node_event.avsc", NULL},
         {"plan_request.avsc", NULL},
-        {"plan.avsc", NULL},
+        {"plan_v2.avsc", NULL},
         {"config_match.avsc", NULL},
     };
     dlb_catalog_t *c = NULL;
@@ -719,6 +930,9 @@ int main(void)
         cmocka_unit_test(test_evolution_default),
         cmocka_unit_test(test_evolution_nonzero_default),
         cmocka_unit_test(test_resolution_all_types),
+        cmocka_unit_test(test_evolution_v1_to_v2),
+        cmocka_unit_test(test_evolution_v1_json),
+        cmocka_unit_test(test_validate_v2_fields),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,6 +1,7 @@
 /* The demo's simulated cluster: every line is an event `emit` accepts, the
- * output is a function of the seed and base time, and each phase has the jobs,
- * plan requests and OOMs the demo script waits for. */
+ * output is a function of the seed and base time, each phase has the jobs,
+ * plan requests and OOMs the demo script waits for, and the live phase asks at
+ * every stage, each running job in the situation its optimizer is for. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +27,7 @@ typedef struct job_sum {
     char final_state[32];
     char exit_reason[32];
     int creates;      /* job_stage_create requests */
+    int requests;     /* all plan requests */
     int oom_requests; /* requests with oom_pod, each after the matching node event */
     int samples;
     int next_seq; /* event ids are "<uid>-ev-NNNN" in output order */
@@ -39,6 +41,7 @@ typedef struct sum {
     int jobs_cnt;
     int lines;
     int by_type[DLB_EV__CNT];
+    int by_stage[DLB_DEMO_STAGES];
     int plan_requests;
     int oom_events;
     int oom_requests;
@@ -49,18 +52,26 @@ typedef struct sum {
 
 #include "catalog_fixture.h"
 
-/* Generate a phase into memory. @returns the malloc'ed text. */
-static char *gen(dlb_demo_phase_t phase, uint64_t seed, int jobs, dlb_demo_counts_t *counts,
-                 size_t *len)
+/* Generate a phase into memory: *text is malloc'ed. */
+static void gen(dlb_demo_phase_t phase, uint64_t seed, int jobs, dlb_demo_counts_t *counts,
+                char **text, size_t *len)
 {
     dlb_demo_opts_t o = {.phase = phase, .seed = seed, .base_time_ms = BASE, .jobs = jobs};
-    char *buf = NULL, errstr[256];
-    FILE *fp = open_memstream(&buf, len);
+    char errstr[256];
+    FILE *fp = open_memstream(text, len);
 
     assert_non_null(fp);
     assert_int_equal(dlb_demo_write(&o, fp, counts, errstr, sizeof(errstr)), 0);
     assert_int_equal(fclose(fp), 0);
-    return buf;
+}
+
+static int stage_index(const char *stage)
+{
+    for (int i = 0; dlb_stages[i]; i++)
+        if (!strcmp(dlb_stages[i], stage))
+            return i;
+    fail_msg("unknown stage %s", stage);
+    return -1;
 }
 
 static job_sum_t *job_of(sum_t *s, const char *uid)
@@ -81,20 +92,33 @@ static void check_pod(const dlb_pod_usage_t *p)
     assert_true(p->cpu_used > 0 && p->cpu_used <= p->cpu_requested);
     assert_true(p->memory_used > 0 && p->memory_used <= p->memory_requested);
     if (!strcmp(p->type, "ps")) {
-        assert_true(gib >= 8.0 && gib <= 20.0);
-        assert_true(p->cpu_used >= 1.0 && p->cpu_used <= 8.0);
+        assert_true(gib >= 7.9 && gib <= 20.0);
+        assert_false(p->has_speed);
     } else {
         assert_string_equal(p->type, "worker");
-        assert_true(gib >= 4.0 && gib <= 12.0);
+        assert_true(gib >= 3.9 && gib <= 12.0);
+        /* Workers report their own speed (runtime_sample v2). */
+        assert_true(p->has_speed);
     }
 }
 
-/* Parse every line strictly (no generated ids or times), validate it, and
- * fold it into a per-job summary. */
+/* Parse one line strictly (no generated ids or times) and validate it. */
+static void parse_line(const char *line, size_t len, int lineno, dlb_event_t *ev)
+{
+    char errstr[512];
+
+    if (dlb_json_to_event(cat, line, len, 0, ev, errstr, sizeof(errstr)) ||
+        dlb_event_validate(ev, errstr, sizeof(errstr))) {
+        print_error("line %d: %s\n%.*s\n", lineno, errstr, (int)len, line);
+        fail();
+    }
+}
+
+/* Parse every line and fold it into a per-job summary. */
 static void summarize(const char *text, sum_t *s)
 {
     const char *line = text;
-    char errstr[512], want_id[DLB_ID_MAX + 16];
+    char want_id[DLB_ID_MAX + 16];
 
     memset(s, 0, sizeof(*s));
     s->min_time_ms = INT64_MAX;
@@ -106,11 +130,7 @@ static void summarize(const char *text, sum_t *s)
         int64_t t;
 
         s->lines++;
-        if (dlb_json_to_event(cat, line, len, 0, &ev, errstr, sizeof(errstr)) ||
-            dlb_event_validate(&ev, errstr, sizeof(errstr))) {
-            print_error("line %d: %s\n%.*s\n", s->lines, errstr, (int)len, line);
-            fail();
-        }
+        parse_line(line, len, s->lines, &ev);
         s->by_type[ev.type]++;
         j = job_of(s, dlb_event_job_uid(&ev));
         snprintf(want_id, sizeof(want_id), "%s-ev-%04d", j->uid, j->next_seq++);
@@ -137,7 +157,8 @@ static void summarize(const char *text, sum_t *s)
             break;
         case DLB_EV_RUNTIME:
             j->samples++;
-            assert_true(ev.u.rt.speed > 0 && ev.u.rt.global_step > 0);
+            /* Speed 0 only in the hung job, whose step stands still. */
+            assert_true(ev.u.rt.speed >= 0 && ev.u.rt.global_step > 0);
             for (size_t i = 0; i < ev.u.rt.pods_cnt; i++)
                 check_pod(&ev.u.rt.pods[i]);
             break;
@@ -154,17 +175,27 @@ static void summarize(const char *text, sum_t *s)
             break;
         case DLB_EV_PLAN_REQUEST:
             s->plan_requests++;
+            s->by_stage[stage_index(ev.u.req.stage)]++;
+            j->requests++;
             if (!strcmp(ev.u.req.stage, DLB_STAGE_CREATE)) {
                 assert_false(ev.u.req.has_oom_pod);
+                /* The first request of every job, before any sample. */
+                assert_int_equal(j->requests, 1);
+                assert_int_equal(j->samples, 0);
                 j->creates++;
-            } else {
-                assert_string_equal(ev.u.req.stage, DLB_STAGE_RUNNING);
-                assert_true(ev.u.req.has_oom_pod);
+            } else if (ev.u.req.has_oom_pod) {
+                assert_true(!strcmp(ev.u.req.stage, DLB_STAGE_RUNNING) ||
+                            !strcmp(ev.u.req.stage, DLB_STAGE_PS_RUNNING));
                 /* The master asks after the monitor reported the kill. */
                 assert_true(j->oom_pods_cnt > 0);
                 assert_string_equal(ev.u.req.oom_pod, j->oom_pods[j->oom_pods_cnt - 1]);
                 j->oom_requests++;
                 s->oom_requests++;
+            } else {
+                /* A job whose pod was OOMKilled asks nothing else: the router
+                 * would answer it with an OOM plan. */
+                assert_int_equal(j->oom_pods_cnt, 0);
+                assert_true(j->samples > 0);
             }
             break;
         default:
@@ -197,11 +228,12 @@ static void test_history_phase(void **state)
 {
     dlb_demo_counts_t c;
     size_t len;
-    char *text = gen(DLB_DEMO_HISTORY, 7, 0, &c, &len);
+    char *text = NULL;
     sum_t *s = calloc(1, sizeof(*s));
 
     (void)state;
     assert_non_null(s);
+    gen(DLB_DEMO_HISTORY, 7, 0, &c, &text, &len);
     summarize(text, s);
     /* 12 jobs x (meta, create request, 8 samples, final state) + 1 OOM. */
     assert_int_equal(s->lines, 133);
@@ -215,6 +247,7 @@ static void test_history_phase(void **state)
     assert_int_equal(s->by_type[DLB_EV_NODE], 1);
     assert_int_equal(s->plan_requests, 12);
     assert_int_equal(c.plan_requests, 12);
+    assert_int_equal(c.stage_requests[0], 12);
     assert_int_equal(s->oom_events, 1);
     assert_int_equal(s->worker_ooms, 1);
     assert_int_equal(s->oom_requests, 0);
@@ -236,60 +269,284 @@ static void test_history_phase(void **state)
 
 static void test_live_phase(void **state)
 {
+    /* 24 creates; 9 running jobs ask at ps_initial and worker_initial, then
+     * once each (the scaling job three times) at a running stage. */
+    static const int want_stage[DLB_DEMO_STAGES] = {24, 9, 9, 5, 2, 4};
     dlb_demo_counts_t c;
     size_t len;
-    char *text = gen(DLB_DEMO_LIVE, 7, 0, &c, &len);
+    char *text = NULL;
     sum_t *s = calloc(1, sizeof(*s));
     int running = 0;
 
     (void)state;
     assert_non_null(s);
+    gen(DLB_DEMO_LIVE, 7, 0, &c, &text, &len);
     summarize(text, s);
-    /* 24 x (meta, create) + 4 x (running, 3 samples, OOM, OOM request). */
-    assert_int_equal(s->lines, 72);
-    assert_int_equal(c.events, 72);
+    assert_int_equal(s->lines, 246);
+    assert_int_equal(c.events, 246);
     assert_int_equal(s->jobs_cnt, 24);
     assert_int_equal(jobs_in(s, "ctr-ranking"), 8);
     assert_int_equal(jobs_in(s, "recsys-dnn"), 8);
     assert_int_equal(jobs_in(s, "nlp-bert"), 8);
-    assert_int_equal(s->plan_requests, 28);
-    assert_int_equal(c.plan_requests, 28);
-    assert_int_equal(s->oom_requests, 4);
-    assert_int_equal(c.oom_requests, 4);
-    assert_int_equal(s->oom_events, 4);
-    assert_int_equal(c.oom_events, 4);
-    assert_int_equal(s->worker_ooms, 2);
-    assert_int_equal(s->ps_ooms, 2);
+    assert_int_equal(s->plan_requests, 53);
+    assert_int_equal(c.plan_requests, 53);
+    for (int i = 0; i < DLB_DEMO_STAGES; i++) {
+        assert_int_equal(s->by_stage[i], want_stage[i]);
+        assert_int_equal(c.stage_requests[i], want_stage[i]);
+    }
+    assert_int_equal(s->oom_requests, 2);
+    assert_int_equal(c.oom_requests, 2);
+    assert_int_equal(s->oom_events, 2);
+    assert_int_equal(c.oom_events, 2);
+    assert_int_equal(s->worker_ooms, 1);
+    assert_int_equal(s->ps_ooms, 1);
     assert_int_equal(c.finished_jobs, 0);
-    assert_int_equal(c.running_jobs, 4);
+    assert_int_equal(c.running_jobs, 9);
     for (int i = 0; i < s->jobs_cnt; i++) {
         const job_sum_t *j = &s->jobs[i];
         assert_int_equal(j->creates, 1);
         if (j->samples) {
             running++;
-            assert_int_equal(j->samples, 3);
-            assert_int_equal(j->oom_requests, 1);
+            assert_true(j->samples >= 11);
+            assert_true(j->requests >= 4);
             assert_string_equal(j->final_state, "running");
         } else {
-            assert_int_equal(j->oom_requests, 0);
+            assert_int_equal(j->requests, 1);
             assert_string_equal(j->final_state, "created");
         }
     }
-    assert_int_equal(running, 4);
+    assert_int_equal(running, 9);
     assert_true(s->min_time_ms == BASE);
     free(s);
     free(text);
 }
 
-static void test_same_seed_same_output(void **state)
+/* ---- situations: what each running-stage request sees ---------------------- */
+
+typedef enum sit {
+    SIT_CPU_HOT_PS,
+    SIT_MEM_HOT_PS,
+    SIT_PS_UNDERUSED,
+    SIT_SCALED,
+    SIT_MEMORY_TREND,
+    SIT_HANG,
+    SIT_STRAGGLER,
+    SIT__CNT
+} sit_t;
+
+#define MAX_SAMPLES 64
+
+typedef struct job_hist {
+    char uid[DLB_ID_MAX];
+    dlb_event_t samples[MAX_SAMPLES];
+    int cnt;
+} job_hist_t;
+
+static double avg_last(const job_hist_t *h, int n, const char *pod, int cpu_share)
 {
-    size_t len1, len2;
-    char *a = gen(DLB_DEMO_LIVE, 42, 0, NULL, &len1);
-    char *b = gen(DLB_DEMO_LIVE, 42, 0, NULL, &len2);
-    char *h1 = gen(DLB_DEMO_HISTORY, 42, 0, NULL, &len1);
-    char *h2 = gen(DLB_DEMO_HISTORY, 42, 0, NULL, &len2);
+    double sum = 0;
+    int seen = 0;
+
+    for (int k = h->cnt - n; k < h->cnt; k++) {
+        const dlb_runtime_sample_t *rt = &h->samples[k].u.rt;
+        for (size_t i = 0; i < rt->pods_cnt; i++)
+            if (!strcmp(rt->pods[i].name, pod)) {
+                sum += cpu_share ? rt->pods[i].cpu_used / rt->pods[i].cpu_requested
+                                 : rt->pods[i].cpu_used;
+                seen++;
+            }
+    }
+    return seen ? sum / seen : 0;
+}
+
+static const dlb_pod_usage_t *pod_at(const job_hist_t *h, int k, const char *pod)
+{
+    const dlb_runtime_sample_t *rt = &h->samples[k].u.rt;
+
+    for (size_t i = 0; i < rt->pods_cnt; i++)
+        if (!strcmp(rt->pods[i].name, pod))
+            return &rt->pods[i];
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The situations a request sees in its job's samples, by the thresholds of
+ * ../shared/reference/dlrover-brain-algorithms.md and the dlbrain.* defaults. */
+static unsigned situations(const job_hist_t *h, int64_t req_ms)
+{
+    const dlb_runtime_sample_t *last = &h->samples[h->cnt - 1].u.rt;
+    unsigned found = 0;
+    int busy = 0, idle = 0, counts[MAX_SAMPLES], distinct = 0;
+
+    assert_true(h->cnt >= 3);
+    for (size_t i = 0; i < last->pods_cnt; i++) {
+        const dlb_pod_usage_t *p = &last->pods[i];
+        int mem_hot = 1, rising = h->cnt >= 12;
+        double max_share = 0;
+
+        /* Hot PS: CPU over 80% of the request on average over the last 3,
+         * memory over 90% in each of them. */
+        if (!strcmp(p->type, "ps") && avg_last(h, 3, p->name, 1) > 0.8)
+            found |= 1u << SIT_CPU_HOT_PS;
+        for (int k = h->cnt - 3; k < h->cnt; k++) {
+            const dlb_pod_usage_t *q = pod_at(h, k, p->name);
+            mem_hot &= q && (double)q->memory_used > 0.9 * (double)q->memory_requested;
+        }
+        if (!strcmp(p->type, "ps") && mem_hot)
+            found |= 1u << SIT_MEM_HOT_PS;
+        /* PS utilisation: one PS averaging 25.6 cores or more, another whose
+         * highest CPU is under 40% of its request. */
+        for (int k = 0; k < h->cnt; k++) {
+            const dlb_pod_usage_t *q = pod_at(h, k, p->name);
+            if (q && q->cpu_used / q->cpu_requested > max_share)
+                max_share = q->cpu_used / q->cpu_requested;
+        }
+        if (!strcmp(p->type, "ps")) {
+            busy |= avg_last(h, h->cnt, p->name, 0) >= 25.6;
+            idle |= max_share < 0.4;
+        }
+        /* A memory trend: rising in each of the last 12 samples, under 90%
+         * now, past 90% of the request within 1800 s at that pace. */
+        for (int k = h->cnt - 11; rising && k < h->cnt; k++) {
+            const dlb_pod_usage_t *a = pod_at(h, k - 1, p->name), *b = pod_at(h, k, p->name);
+            rising = a && b && b->memory_used > a->memory_used;
+        }
+        if (rising) {
+            const dlb_pod_usage_t *a = pod_at(h, h->cnt - 12, p->name);
+            double slope = (double)(p->memory_used - a->memory_used) / 11.0; /* per 15 s */
+            if ((double)p->memory_used < 0.9 * (double)p->memory_requested &&
+                (double)p->memory_used + slope * 120 > 0.9 * (double)p->memory_requested)
+                found |= 1u << SIT_MEMORY_TREND;
+        }
+        /* Straggler: under half its peers' median speed in the last 3. */
+        if (p->has_speed) {
+            int slow = 1;
+            for (int k = h->cnt - 3; k < h->cnt; k++) {
+                const dlb_runtime_sample_t *rt = &h->samples[k].u.rt;
+                double peers[32];
+                size_t n = 0;
+                const dlb_pod_usage_t *me = pod_at(h, k, p->name);
+                for (size_t m = 0; m < rt->pods_cnt && n < 32; m++)
+                    if (rt->pods[m].has_speed && strcmp(rt->pods[m].name, p->name))
+                        peers[n++] = rt->pods[m].speed;
+                qsort(peers, n, sizeof(peers[0]), cmp_double);
+                slow &= me && n > 0 && peers[n / 2] > 0 && me->speed < 0.5 * peers[n / 2];
+            }
+            if (slow)
+                found |= 1u << SIT_STRAGGLER;
+        }
+    }
+    if (busy && idle && !(found & (1u << SIT_CPU_HOT_PS)))
+        found |= 1u << SIT_PS_UNDERUSED;
+    /* Throughput model: three worker counts or more. */
+    for (int k = 0; k < h->cnt; k++) {
+        int w = 0, seen = 0;
+        for (size_t i = 0; i < h->samples[k].u.rt.pods_cnt; i++)
+            w += !strcmp(h->samples[k].u.rt.pods[i].type, "worker");
+        for (int m = 0; m < distinct; m++)
+            seen |= counts[m] == w;
+        if (!seen)
+            counts[distinct++] = w;
+    }
+    if (distinct >= 3)
+        found |= 1u << SIT_SCALED;
+    /* Hang: no step for more than 600 s before the request. */
+    for (int k = h->cnt - 1; k > 0; k--)
+        if (h->samples[k - 1].u.rt.global_step != last->global_step) {
+            if (req_ms - h->samples[k - 1].u.rt.event_time_ms > 600000)
+                found |= 1u << SIT_HANG;
+            break;
+        }
+    return found;
+}
+
+/* Each situation is seen by exactly one job's request, whatever the seed. */
+static void live_situations(uint64_t seed)
+{
+    static const char *const names[SIT__CNT] = {"cpu-hot PS",      "memory-hot PS", "PS under-used",
+                                                "3 worker counts", "memory trend",  "hang",
+                                                "straggler"};
+    job_hist_t *hs = calloc(MAX_JOBS, sizeof(*hs));
+    int hs_cnt = 0, seen[SIT__CNT] = {0}, asked = 0, lineno = 0;
+    char *text = NULL;
+    const char *line;
+    size_t len;
+
+    assert_non_null(hs);
+    gen(DLB_DEMO_LIVE, seed, 0, NULL, &text, &len);
+    for (line = text; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line) : strlen(line);
+        dlb_event_t ev = {0};
+        job_hist_t *h = NULL;
+
+        parse_line(line, n, ++lineno, &ev);
+        for (int i = 0; i < hs_cnt; i++)
+            if (!strcmp(hs[i].uid, dlb_event_job_uid(&ev)))
+                h = &hs[i];
+        if (!h) {
+            assert_true(hs_cnt < MAX_JOBS);
+            h = &hs[hs_cnt++];
+            snprintf(h->uid, sizeof(h->uid), "%s", dlb_event_job_uid(&ev));
+        }
+        if (ev.type == DLB_EV_RUNTIME) {
+            assert_true(h->cnt < MAX_SAMPLES);
+            h->samples[h->cnt++] = ev;
+            memset(&ev, 0, sizeof(ev));
+        } else if (ev.type == DLB_EV_PLAN_REQUEST && !ev.u.req.has_oom_pod &&
+                   (!strcmp(ev.u.req.stage, DLB_STAGE_RUNNING) ||
+                    !strcmp(ev.u.req.stage, DLB_STAGE_PS_RUNNING) ||
+                    !strcmp(ev.u.req.stage, DLB_STAGE_WORKER_RUNNING))) {
+            unsigned f = situations(h, ev.u.req.event_time_ms);
+            asked++;
+            for (int i = 0; i < SIT__CNT; i++)
+                seen[i] += !!(f & (1u << i));
+        } else if (ev.type == DLB_EV_PLAN_REQUEST && !ev.u.req.has_oom_pod &&
+                   strcmp(ev.u.req.stage, DLB_STAGE_CREATE)) {
+            /* ps_initial, worker_initial: an ordinary running job. */
+            assert_int_equal(situations(h, ev.u.req.event_time_ms) & ~(1u << SIT_PS_UNDERUSED), 0);
+        }
+        dlb_event_clear(&ev);
+        line += n + (nl ? 1 : 0);
+    }
+    /* 9 running-stage requests without an OOM, the scaling job's three among
+     * them; each situation is seen by exactly one job's request. */
+    assert_int_equal(asked, 9);
+    for (int i = 0; i < SIT__CNT; i++)
+        if (seen[i] != 1)
+            fail_msg("seed %llu: %s: seen by %d requests, want 1", (unsigned long long)seed,
+                     names[i], seen[i]);
+    for (int i = 0; i < hs_cnt; i++)
+        for (int k = 0; k < hs[i].cnt; k++)
+            dlb_event_clear(&hs[i].samples[k]);
+    free(hs);
+    free(text);
+}
+
+static void test_live_situations(void **state)
+{
+    static const uint64_t seeds[] = {1, 7, 42, 1234, 99991};
 
     (void)state;
+    for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++)
+        live_situations(seeds[i]);
+}
+
+static void test_same_seed_same_output(void **state)
+{
+    size_t len;
+    char *a = NULL, *b = NULL, *h1 = NULL, *h2 = NULL;
+
+    (void)state;
+    gen(DLB_DEMO_LIVE, 42, 0, NULL, &a, &len);
+    gen(DLB_DEMO_LIVE, 42, 0, NULL, &b, &len);
+    gen(DLB_DEMO_HISTORY, 42, 0, NULL, &h1, &len);
+    gen(DLB_DEMO_HISTORY, 42, 0, NULL, &h2, &len);
     assert_string_equal(a, b);
     assert_string_equal(h1, h2);
     free(a);
@@ -303,8 +560,7 @@ static void test_same_seed_same_output(void **state)
 static void test_other_seed_other_numbers(void **state)
 {
     size_t len;
-    char *a = gen(DLB_DEMO_HISTORY, 1, 2, NULL, &len);
-    char *b = gen(DLB_DEMO_HISTORY, 2, 2, NULL, &len);
+    char *a = NULL, *b = NULL;
     sum_t *sa = calloc(1, sizeof(*sa)), *sb = calloc(1, sizeof(*sb));
     const char *ra, *rb;
     char errstr[512];
@@ -314,6 +570,8 @@ static void test_other_seed_other_numbers(void **state)
     (void)state;
     assert_non_null(sa);
     assert_non_null(sb);
+    gen(DLB_DEMO_HISTORY, 1, 2, NULL, &a, &len);
+    gen(DLB_DEMO_HISTORY, 2, 2, NULL, &b, &len);
     summarize(a, sa);
     summarize(b, sb);
     assert_int_equal(sa->lines, sb->lines);
@@ -385,18 +643,20 @@ static void test_base_time_shifts_times_only(void **state)
     free(b);
 }
 
-/* --jobs keeps the mix: live is a third per scenario, one in six runs (at
- * least a worker and a PS OOM); history alternates the two scenarios. */
+/* --jobs keeps the mix: live is a third per scenario; up to 9 jobs all run,
+ * above that a third (at least 9), roles in turn, the scaling one asking 5
+ * times and the others 3 besides the create; history alternates the two
+ * scenarios. */
 static void test_scaled_job_counts(void **state)
 {
     static const struct {
         dlb_demo_phase_t phase;
         int jobs, running, plan_requests, failed, per_scenario;
     } cases[] = {
-        {DLB_DEMO_LIVE, 1, 1, 2, 0, 1},    {DLB_DEMO_LIVE, 3, 2, 5, 0, 1},
-        {DLB_DEMO_LIVE, 6, 2, 8, 0, 2},    {DLB_DEMO_LIVE, 48, 8, 56, 0, 16},
-        {DLB_DEMO_HISTORY, 1, 0, 1, 0, 1}, {DLB_DEMO_HISTORY, 2, 0, 2, 1, 1},
-        {DLB_DEMO_HISTORY, 4, 0, 4, 1, 2},
+        {DLB_DEMO_LIVE, 1, 1, 4, 0, 1},      {DLB_DEMO_LIVE, 3, 3, 12, 0, 1},
+        {DLB_DEMO_LIVE, 6, 6, 26, 0, 2},     {DLB_DEMO_LIVE, 18, 9, 47, 0, 6},
+        {DLB_DEMO_LIVE, 48, 16, 100, 0, 16}, {DLB_DEMO_HISTORY, 1, 0, 1, 0, 1},
+        {DLB_DEMO_HISTORY, 2, 0, 2, 1, 1},   {DLB_DEMO_HISTORY, 4, 0, 4, 1, 2},
     };
     sum_t *s = calloc(1, sizeof(*s));
 
@@ -406,10 +666,10 @@ static void test_scaled_job_counts(void **state)
         dlb_demo_counts_t c, only;
         dlb_demo_opts_t o = {
             .phase = cases[i].phase, .seed = 9, .base_time_ms = BASE, .jobs = cases[i].jobs};
-        char errstr[256];
+        char errstr[256], *text = NULL;
         size_t len;
-        char *text = gen(cases[i].phase, 9, cases[i].jobs, &c, &len);
 
+        gen(cases[i].phase, 9, cases[i].jobs, &c, &text, &len);
         summarize(text, s);
         assert_int_equal(s->jobs_cnt, cases[i].jobs);
         assert_int_equal(c.running_jobs, cases[i].running);
@@ -449,6 +709,8 @@ static void test_bad_options(void **state)
     assert_int_equal(dlb_demo_phase_parse("history", &ph), 0);
     assert_int_equal(ph, DLB_DEMO_HISTORY);
     assert_int_equal(dlb_demo_phase_parse("past", &ph), DLB_ERR_INVALID);
+    assert_string_equal(dlb_demo_role_name(DLB_DEMO_HANG), "hang");
+    assert_string_equal(dlb_demo_role_name(DLB_DEMO_ROLES), "none");
 }
 
 int main(void)
@@ -456,6 +718,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_history_phase),
         cmocka_unit_test(test_live_phase),
+        cmocka_unit_test(test_live_situations),
         cmocka_unit_test(test_same_seed_same_output),
         cmocka_unit_test(test_other_seed_other_numbers),
         cmocka_unit_test(test_base_time_shifts_times_only),

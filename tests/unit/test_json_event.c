@@ -73,7 +73,8 @@ static void test_good_runtime_sample(void **state)
              "\"job_uid\":\"uid-1\",\"global_step\":100,\"speed\":2.5,\"pods\":["
              "{\"name\":\"uid-1-ps-0\",\"type\":\"ps\",\"index\":0,\"cpu_used\":1,"
              "\"cpu_requested\":2.5,\"memory_used\":1073741824,\"memory_requested\":2147483648},"
-             "{\"name\":\"uid-1-worker-3\",\"type\":\"worker\",\"index\":3}]}",
+             "{\"name\":\"uid-1-worker-3\",\"type\":\"worker\",\"index\":3,\"speed\":0.75},"
+             "{\"name\":\"uid-1-worker-4\",\"type\":\"worker\",\"speed\":null}]}",
              0, &ev);
     assert_int_equal(ev.type, DLB_EV_RUNTIME);
     assert_string_equal(rt->event_id, "r-1");
@@ -81,7 +82,7 @@ static void test_good_runtime_sample(void **state)
     assert_string_equal(rt->job_uid, "uid-1");
     assert_int_equal(rt->global_step, 100);
     assert_true(rt->speed == 2.5);
-    assert_int_equal(rt->pods_cnt, 2);
+    assert_int_equal(rt->pods_cnt, 3);
     assert_string_equal(rt->pods[0].name, "uid-1-ps-0");
     assert_string_equal(rt->pods[0].type, "ps");
     assert_int_equal(rt->pods[0].index, 0);
@@ -94,6 +95,44 @@ static void test_good_runtime_sample(void **state)
     assert_int_equal(rt->pods[1].index, 3);
     assert_true(rt->pods[1].cpu_used == 0.0);
     assert_int_equal(rt->pods[1].memory_used, 0);
+    /* runtime_sample v2: pods[].speed optional, left out or null = not reported */
+    assert_int_equal(rt->pods[0].has_speed, 0);
+    assert_int_equal(rt->pods[1].has_speed, 1);
+    assert_true(rt->pods[1].speed == 0.75);
+    assert_int_equal(rt->pods[2].has_speed, 0);
+    dlb_event_clear(&ev);
+}
+
+/* A plan line (plan v2) with actions, and one without (actions default []). */
+static void test_good_plan_actions(void **state)
+{
+    dlb_event_t ev;
+    const dlb_plan_t *p = &ev.u.plan;
+
+    (void)state;
+    parse_ok("{\"type\":\"plan\",\"event_id\":\"plan-q1\",\"event_time_ms\":5,\"plan_id\":"
+             "\"plan-q1\",\"job_uid\":\"u\",\"stage\":\"job_stage_running\",\"actions\":["
+             "{\"pod\":\"u-worker-2\",\"action\":\"replace\",\"reason\":\"straggler\"},"
+             "{\"pod\":\"u-worker-0\",\"action\":\"relaunch\",\"reason\":\"hang\"}],"
+             "\"optimizer\":\"dlbrain.health\",\"reason\":\"r\",\"trigger_event_id\":\"q1\"}",
+             0, &ev);
+    assert_int_equal(ev.type, DLB_EV_PLAN);
+    assert_int_equal(p->groups_cnt, 0);
+    assert_int_equal(p->actions_cnt, 2);
+    assert_string_equal(p->actions[0].pod, "u-worker-2");
+    assert_string_equal(p->actions[0].action, "replace");
+    assert_string_equal(p->actions[0].reason, "straggler");
+    assert_string_equal(p->actions[1].pod, "u-worker-0");
+    assert_string_equal(p->actions[1].action, "relaunch");
+    assert_string_equal(p->actions[1].reason, "hang");
+    dlb_event_clear(&ev);
+
+    parse_ok("{\"type\":\"plan\",\"event_id\":\"plan-q1\",\"event_time_ms\":5,\"plan_id\":"
+             "\"plan-q1\",\"job_uid\":\"u\",\"stage\":\"job_stage_running\","
+             "\"optimizer\":\"dlbrain.health\",\"reason\":\"r\",\"trigger_event_id\":\"q1\"}",
+             0, &ev);
+    assert_int_equal(p->actions_cnt, 0);
+    assert_null(p->actions);
     dlb_event_clear(&ev);
 }
 
@@ -159,6 +198,11 @@ static void test_good_plan_request(void **state)
 #define RT_HEAD                                                                                    \
     "{\"type\":\"runtime_sample\",\"event_id\":\"r-1\",\"event_time_ms\":1,\"job_uid\":\"u\","
 #define POD0 "{\"name\":\"p0\",\"type\":\"ps\"}"
+#define PLAN_HEAD                                                                                  \
+    "{\"type\":\"plan\",\"event_id\":\"p\",\"event_time_ms\":1,\"plan_id\":\"p\",\"job_uid\":"     \
+    "\"u\","                                                                                       \
+    "\"stage\":\"job_stage_running\",\"optimizer\":\"o\",\"reason\":\"r\",\"trigger_event_id\":"   \
+    "\"q\","
 #define NODE_HEAD                                                                                  \
     "{\"type\":\"node_event\",\"event_id\":\"n-1\",\"event_time_ms\":1,\"job_uid\":\"u\","
 #define UID200                                                                                     \
@@ -226,6 +270,22 @@ static const bad_line_t bad_lines[] = {
      DLB_ERR_INVALID, "pods[0].memory_used: negative (-5)"},
     {"negative speed (JSON has no NaN)", RT_HEAD "\"speed\":-1.5}", DLB_ERR_INVALID,
      "speed: must be a finite non-negative number of steps/s (-1.5)"},
+    {"negative pod speed",
+     RT_HEAD "\"pods\":[" POD0 ",{\"name\":\"p1\",\"type\":\"worker\",\"speed\":-2}]}",
+     DLB_ERR_INVALID, "pods[1].speed: must be a finite non-negative number of steps/s (-2)"},
+    {"pod speed not a number",
+     RT_HEAD "\"pods\":[{\"name\":\"p0\",\"type\":\"ps\",\"speed\":\"x\"}]}", DLB_ERR_DECODE,
+     "pods[0].speed: expected a number, got \"x\""},
+    {"unknown action",
+     PLAN_HEAD "\"actions\":[{\"pod\":\"w\",\"action\":\"kill\",\"reason\":\"\"}]}",
+     DLB_ERR_INVALID,
+     "actions[0].action: unknown value \"kill\" (expected one of relaunch, replace)"},
+    {"action without a pod",
+     PLAN_HEAD "\"actions\":[{\"pod\":\"w\",\"action\":\"replace\",\"reason\":\"\"},"
+               "{\"pod\":\"\",\"action\":\"relaunch\",\"reason\":\"\"}]}",
+     DLB_ERR_INVALID, "actions[1].pod: must not be empty"},
+    {"action missing a field", PLAN_HEAD "\"actions\":[{\"pod\":\"w\",\"reason\":\"\"}]}",
+     DLB_ERR_DECODE, "actions[0].action: missing required field"},
     {"unknown stage", REQ_HEAD "\"stage\":\"job_stage_lunch\"}", DLB_ERR_INVALID,
      "stage: unknown value \"job_stage_lunch\" (expected one of job_stage_create, "
      "job_stage_ps_initial, job_stage_worker_initial, job_stage_running, job_stage_ps_running, "
@@ -350,6 +410,22 @@ static void test_to_json_shape(void **state)
     assert_non_null(strstr(json, ",\"memory_requested\":4294967296,\"cpu_requested\":2.5}"));
     free(json);
 
+    /* v2: pods[].speed a number or null, actions after pods. */
+    fx_runtime(&ev, 2);
+    assert_int_equal(dlb_event_to_json(cat, &ev, &json, err, sizeof(err)), 0);
+    assert_non_null(strstr(json, "\"memory_requested\":8589934592,\"speed\":null},"));
+    assert_non_null(strstr(json, "\"memory_requested\":8589934592,\"speed\":4.25}]"));
+    free(json);
+    dlb_event_clear(&ev);
+    fx_plan(&ev, 1);
+    assert_int_equal(dlb_event_to_json(cat, &ev, &json, err, sizeof(err)), 0);
+    assert_non_null(strstr(json, "}}],\"actions\":[{\"pod\":\"uid-42-worker-3\","
+                                 "\"action\":\"replace\",\"reason\":\"0.4 steps/s against a "
+                                 "median of 2.1\"},{\"pod\":\"uid-42-worker-5\",\"action\":"
+                                 "\"relaunch\",\"reason\":\"\"}],\"optimizer\":"));
+    free(json);
+    dlb_event_clear(&ev);
+
     memset(&ev, 0, sizeof(ev));
     assert_int_equal(dlb_event_to_json(cat, &ev, &json, err, sizeof(err)), DLB_ERR_INVALID);
     assert_null(json);
@@ -444,12 +520,12 @@ static void test_json_roundtrip(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_job_event),  cmocka_unit_test(test_good_runtime_sample),
-        cmocka_unit_test(test_good_node_event), cmocka_unit_test(test_good_plan_request),
-        cmocka_unit_test(test_bad_lines),       cmocka_unit_test(test_length_bounds_input),
-        cmocka_unit_test(test_gen_defaults),    cmocka_unit_test(test_to_json_shape),
-        cmocka_unit_test(test_json_roundtrip),  cmocka_unit_test(test_json_double_exact),
-        cmocka_unit_test(test_json_long_exact),
+        cmocka_unit_test(test_good_job_event),      cmocka_unit_test(test_good_runtime_sample),
+        cmocka_unit_test(test_good_node_event),     cmocka_unit_test(test_good_plan_request),
+        cmocka_unit_test(test_good_plan_actions),   cmocka_unit_test(test_bad_lines),
+        cmocka_unit_test(test_length_bounds_input), cmocka_unit_test(test_gen_defaults),
+        cmocka_unit_test(test_to_json_shape),       cmocka_unit_test(test_json_roundtrip),
+        cmocka_unit_test(test_json_double_exact),   cmocka_unit_test(test_json_long_exact),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

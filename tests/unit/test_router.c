@@ -71,6 +71,36 @@ static dlb_hist_job_t hist_jobs[] = {
 };
 static const dlb_history_t history = {.jobs = hist_jobs, .jobs_cnt = 1};
 
+/* Running jobs for the running stages, 3 records each, 4 workers at 3 CPU /
+ * 10G. hot_job: one PS at 7 of 8 CPU (0.875, CPU-hot), 10G of 16G.
+ * util_job: j-ps-0 at 26 of 40 (0.65, not hot, but averaging >= 25.6) and
+ * j-ps-1 at 3 of 16 (5G of 16G), neither hot. */
+#define RPS(n, cpu, creq, mem)                                                                     \
+    {                                                                                              \
+        .name = n, .type = "ps", .cpu_used = cpu, .cpu_requested = creq, .memory_used = mem,       \
+        .memory_requested = 16 * GIB                                                               \
+    }
+#define RW(n) POD(n, "worker", 3, 10 * GIB)
+#define RSAMPLE(id, ...)                                                                           \
+    {                                                                                              \
+        .event_id = id, .speed = 4,                                                                \
+        .pods = (dlb_pod_usage_t[]){__VA_ARGS__, RW("j-worker-0"), RW("j-worker-1"),               \
+                                    RW("j-worker-2"), RW("j-worker-3")},                           \
+        .pods_cnt = COUNT_OF(dlb_pod_usage_t, __VA_ARGS__) + 4                                     \
+    }
+static dlb_runtime_sample_t hot_window[] = {
+    RSAMPLE("h-r1", RPS("j-ps-0", 7, 8, 10 * GIB)),
+    RSAMPLE("h-r2", RPS("j-ps-0", 7, 8, 10 * GIB)),
+    RSAMPLE("h-r3", RPS("j-ps-0", 7, 8, 10 * GIB)),
+};
+static const dlb_job_state_t hot_job = {.window = hot_window, .window_cnt = 3};
+static dlb_runtime_sample_t util_window[] = {
+    RSAMPLE("u-r1", RPS("j-ps-0", 26, 40, 8 * GIB), RPS("j-ps-1", 2, 16, 5 * GIB)),
+    RSAMPLE("u-r2", RPS("j-ps-0", 26, 40, 8 * GIB), RPS("j-ps-1", 3, 16, 5 * GIB)),
+    RSAMPLE("u-r3", RPS("j-ps-0", 26, 40, 8 * GIB), RPS("j-ps-1", 2, 16, 5 * GIB)),
+};
+static const dlb_job_state_t util_job = {.window = util_window, .window_cnt = 3};
+
 static void plan_free(dlb_plan_t *plan)
 {
     free(plan->groups);
@@ -124,6 +154,10 @@ typedef struct route_case {
     } groups[3];
     size_t pods_cnt;
     const char *reason; /* expected substring */
+    /* the first pod entry when not NULL; else the OOM pod with the group memory */
+    const char *pod;
+    double pod_cpu;
+    int64_t pod_memory;
 } route_case_t;
 
 static const route_case_t route_cases[] = {
@@ -174,61 +208,148 @@ static const route_case_t route_cases[] = {
      {{"worker", 1, 12, 16 * GIB}, {"ps", 4, 12, 16 * GIB}},
      0,
      "Worker create"},
-    {"ps_initial: nothing yet",
+    /* hot_job, PS init-adjust: recv ops unknown -> 16; ceil(7)+4 = 11 < 16;
+     * job time unknown -> target 20; freeRate = 16/(7*1/15) = 34.3, ceil(34.3*4)
+     * = 138 >= 20; replica = ceil(20/4 * 7/16) = ceil(2.19) = 3; memory 10G*1.2 */
+    {"ps_initial: PS init-adjust",
+     "dlrover",
+     DLB_STAGE_PS_INITIAL,
+     NULL,
+     &hot_job,
+     &history,
+     0,
+     "dlrover.ps_initial",
+     {{"ps", 3, 16, 12884901888}},
+     0,
+     "PS init-adjust: 3 records with the 1 PS of the newest sample, 4 workers"},
+    {"ps_initial: no samples, nothing to change",
      "dlrover",
      DLB_STAGE_PS_INITIAL,
      NULL,
      &empty_job,
      &history,
      0,
-     "none",
+     "dlrover.ps_initial",
      {{NULL}},
      0,
-     "no optimizer for stage job_stage_ps_initial in set dlrover yet"},
-    {"worker_initial: nothing yet",
+     "PS init-adjust: no runtime sample with PS pods yet, nothing to change."},
+    /* hot_job, worker resource: PS util 7/8 = 0.875 in [0.8, 0.95], count
+     * kept; cpu ceil(3+1) = 4; memory 10G*1.2 */
+    {"worker_initial: worker resource",
      "dlrover",
      DLB_STAGE_WORKER_INITIAL,
      NULL,
-     &empty_job,
+     &hot_job,
      &history,
      0,
-     "none",
-     {{NULL}},
+     "dlrover.worker_resource",
+     {{"worker", 0, 4, 12884901888}},
      0,
-     "no optimizer for stage job_stage_worker_initial in set dlrover yet"},
-    {"running: nothing yet",
+     "in [0.8, 0.95], count kept"},
+    {"worker_running: worker resource",
      "dlrover",
-     DLB_STAGE_RUNNING,
+     DLB_STAGE_WORKER_RUNNING,
      NULL,
-     &empty_job,
+     &hot_job,
      &history,
      0,
-     "none",
-     {{NULL}},
+     "dlrover.worker_resource",
+     {{"worker", 0, 4, 12884901888}},
      0,
-     "no optimizer for stage job_stage_running in set dlrover yet"},
-    {"ps_running: nothing yet",
-     "dlbrain",
-     DLB_STAGE_PS_RUNNING,
-     NULL,
-     &empty_job,
-     &history,
-     0,
-     "none",
-     {{NULL}},
-     0,
-     "no optimizer for stage job_stage_ps_running in set dlbrain yet"},
-    {"worker_running: nothing yet",
+     "Worker resource: 3 usable records"},
+    {"worker_running: no samples, nothing to change",
      "dlrover",
      DLB_STAGE_WORKER_RUNNING,
      NULL,
      &empty_job,
      &history,
      0,
-     "none",
+     "dlrover.worker_resource",
      {{NULL}},
      0,
-     "no optimizer for stage job_stage_worker_running in set dlrover yet"},
+     "need 3, nothing to change."},
+    /* hot_job, hot PS: 7/8 > 0.8; coeff 32/4 = 8, 7*8 = 56 > 32 -> capped
+     * -> j-ps-0 at 32 cores */
+    {"running: hot PS fires",
+     "dlrover",
+     DLB_STAGE_RUNNING,
+     NULL,
+     &hot_job,
+     &history,
+     0,
+     "dlrover.hot_ps",
+     {{NULL}},
+     1,
+     "j-ps-0 8->32.",
+     "j-ps-0",
+     32,
+     0},
+    {"ps_running: hot PS fires",
+     "dlrover",
+     DLB_STAGE_PS_RUNNING,
+     NULL,
+     &hot_job,
+     &history,
+     0,
+     "dlrover.hot_ps",
+     {{NULL}},
+     1,
+     "Hot PS: last 3 of 3 records",
+     "j-ps-0",
+     32,
+     0},
+    /* util_job: nothing hot; PS utilisation: j-ps-0 averages 26 >= 25.6,
+     * j-ps-1 max 3/16 < 0.4 -> ceil(3)+4 = 7 CPU, 5G*1.2 = 6G */
+    {"running: hot PS does not fire, PS utilisation does",
+     "dlrover",
+     DLB_STAGE_RUNNING,
+     NULL,
+     &util_job,
+     &history,
+     0,
+     "dlrover.ps_util",
+     {{NULL}},
+     1,
+     "nothing to change. PS utilisation: 3 records",
+     "j-ps-1",
+     7,
+     6 * GIB},
+    {"ps_running: neither fires",
+     "dlrover",
+     DLB_STAGE_PS_RUNNING,
+     NULL,
+     &empty_job,
+     &history,
+     0,
+     "dlrover.ps_running",
+     {{NULL}},
+     0,
+     "Hot PS: no PS pods in the newest runtime sample, nothing to change. PS utilisation: no PS "
+     "pods in the newest runtime sample, nothing to change."},
+    /* OOM from node events at a worker stage: as at running below -> 20G */
+    {"worker_running, OOM from the pod state",
+     "dlrover",
+     DLB_STAGE_WORKER_RUNNING,
+     NULL,
+     &oom_job,
+     &history,
+     0,
+     "dlrover.oom",
+     {{"worker", 0, 0, 20 * GIB}},
+     1,
+     "worker j-worker-1 OOMKilled (event ne-7)"},
+    /* PS OOM named by the request at PS init-adjust: no samples, 8G < 64G -> 16G */
+    {"ps_initial, PS OOM named by the request",
+     "dlrover",
+     DLB_STAGE_PS_INITIAL,
+     "j-ps-0",
+     &oom_job,
+     &empty_history,
+     0,
+     "dlrover.oom",
+     {{"ps", 0, 0, 16 * GIB}},
+     1,
+     "ps j-ps-0 OOMKilled (event unknown), no runtime samples"},
     /* OOM pod from the state at a running stage: current 16G + 4e9 =
      * 21179869184 < history h1-worker-0 last used 20G = 21474836480 -> 20G */
     {"running, OOM from the pod state",
@@ -256,7 +377,7 @@ static const route_case_t route_cases[] = {
      "memory=max(history, current+4e9 bytes)=19.73GiB"},
     /* PS OOM named by the request: no samples, 8G < 64G -> 16G */
     {"worker_initial, PS OOM named by the request",
-     "dlbrain",
+     "dlrover",
      DLB_STAGE_WORKER_INITIAL,
      "j-ps-0",
      &oom_job,
@@ -355,7 +476,11 @@ static void test_router_table(void **state)
                          c->groups[g].memory);
         assert_int_equal(plan.groups_cnt, g);
         assert_int_equal(plan.pods_cnt, c->pods_cnt);
-        if (c->pods_cnt) {
+        if (c->pods_cnt && c->pod) {
+            assert_string_equal(plan.pods[0].name, c->pod);
+            assert_true(fabs(plan.pods[0].resource.cpu - c->pod_cpu) < 1e-9);
+            assert_int_equal(plan.pods[0].resource.memory, c->pod_memory);
+        } else if (c->pods_cnt) {
             assert_string_equal(plan.pods[0].name, c->oom_pod ? c->oom_pod : "j-worker-1");
             assert_int_equal(plan.pods[0].resource.memory, c->groups[0].memory);
         }

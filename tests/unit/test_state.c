@@ -199,13 +199,19 @@ static void test_samples_deep_copy(void **unused)
     dlb_event_t ev = rt_ev("s1", 100, &pod);
     (void)unused;
 
+    pod.has_speed = 1; /* runtime_sample v2: the worker's own speed travels with it */
+    pod.speed = 0.5;
     assert_int_equal(dlb_job_state_apply(&st, &ev, 60), 0);
     pod.memory_used = -1;
+    pod.has_speed = 0;
+    pod.speed = 9;
     snprintf(pod.name, sizeof(pod.name), "changed");
     assert_ptr_not_equal(st.window[0].pods, &pod);
     assert_int_equal(st.window[0].pods[0].memory_used, 100);
     assert_string_equal(st.window[0].pods[0].name, "job-1-worker-0");
     assert_string_equal(st.window[0].pods[0].type, "worker");
+    assert_int_equal(st.window[0].pods[0].has_speed, 1);
+    assert_true(st.window[0].pods[0].speed == 0.5);
 
     /* A sample without pods stores no array. */
     dlb_event_t empty = rt_ev("s2", 200, &pod);

@@ -1,0 +1,376 @@
+/* The dlbrain set's worker count ("dlbrain.worker_model"): a throughput model
+ * fitted per job from its own runtime window, as DLRover-RM describes (PVLDB
+ * 2024, section "auto-scaling"):
+ *
+ *     1 / speed = a / w + b / p + c,    a, b, c >= 0
+ *
+ * w = workers, p = total PS CPU, speed = global steps/s. a/w is the part of a
+ * step the workers share, b/p the part the PS serve, c what neither helps.
+ * Fitted by non-negative least squares, each sample weighted equally. The
+ * count then grows while one more worker still pays for itself. DLRover's Go
+ * Brain only has a rule of thumb (dlb_opt_worker_resource), used here when the
+ * window cannot determine the model. */
+#include "optimizer.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "opt_dlbrain.h"
+#include "opt_util.h"
+
+#define MODEL_MIN_SAMPLES 4 /* 3 unknowns and at least one degree of freedom */
+#define MODEL_MIN_COUNTS  2 /* one worker count cannot separate a/w from c */
+#define NCOEF             3
+
+/* One usable sample: the model's inputs and 1/speed. */
+typedef struct point {
+    double x[NCOEF]; /* 1/w, 1/p, 1 */
+    double y;        /* 1/speed, seconds per step */
+    int workers;
+} point_t;
+
+typedef struct model {
+    double coef[NCOEF]; /* a, b, c */
+    double ss_res, ss_tot;
+} model_t;
+
+static int is_worker(const dlb_pod_usage_t *p)
+{
+    return !strcmp(p->type, "worker");
+}
+
+/* Workers and PS CPU of a sample. PS CPU is the sum of the PS requests, a
+ * PS's cpu_used standing in when its request is unknown: the request is what
+ * a plan sets, while cpu_used grows with the worker count itself and would
+ * make b/p a second worker term. */
+static void sample_inputs(const dlb_runtime_sample_t *s, int *workers, double *ps_cpu)
+{
+    size_t k;
+
+    *workers = 0;
+    *ps_cpu = 0;
+    for (k = 0; k < s->pods_cnt; k++) {
+        const dlb_pod_usage_t *p = &s->pods[k];
+
+        if (is_worker(p))
+            (*workers)++;
+        else if (dlb_is_ps(p->type))
+            *ps_cpu += p->cpu_requested > 0 ? p->cpu_requested : p->cpu_used;
+    }
+}
+
+/* Solve the normal equations G z = h restricted to the columns in mask, by
+ * Gaussian elimination with partial pivoting. A pivot below 1e-12 of the
+ * largest diagonal entry means the columns are (nearly) dependent, e.g. 1/p
+ * and 1 when p never changed: @returns 0, and that active set is skipped. */
+static int solve_subset(const double g[NCOEF][NCOEF], const double h[NCOEF], unsigned mask,
+                        double z[NCOEF])
+{
+    double m[NCOEF][NCOEF + 1], scale = 0;
+    int idx[NCOEF], n = 0, i, j, r;
+
+    for (i = 0; i < NCOEF; i++)
+        if (mask & (1u << i))
+            idx[n++] = i;
+    for (i = 0; i < n; i++) {
+        for (j = 0; j < n; j++)
+            m[i][j] = g[idx[i]][idx[j]];
+        m[i][n] = h[idx[i]];
+        if (fabs(m[i][i]) > scale)
+            scale = fabs(m[i][i]);
+    }
+    for (i = 0; i < n; i++) {
+        int piv = i;
+
+        for (r = i + 1; r < n; r++)
+            if (fabs(m[r][i]) > fabs(m[piv][i]))
+                piv = r;
+        if (!(fabs(m[piv][i]) > 1e-12 * scale))
+            return 0;
+        if (piv != i)
+            for (j = 0; j <= n; j++) {
+                double t = m[i][j];
+
+                m[i][j] = m[piv][j];
+                m[piv][j] = t;
+            }
+        for (r = i + 1; r < n; r++) {
+            double f = m[r][i] / m[i][i];
+
+            for (j = i; j <= n; j++)
+                m[r][j] -= f * m[i][j];
+        }
+    }
+    memset(z, 0, NCOEF * sizeof(*z));
+    for (i = n; i-- > 0;) {
+        double v = m[i][n];
+
+        for (j = i + 1; j < n; j++)
+            v -= m[i][j] * z[idx[j]];
+        z[idx[i]] = v / m[i][i];
+    }
+    return 1;
+}
+
+static double residual(const point_t *pts, size_t n, const double z[NCOEF])
+{
+    double ss = 0;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        double e = pts[i].y - (z[0] * pts[i].x[0] + z[1] * pts[i].x[1] + z[2] * pts[i].x[2]);
+
+        ss += e * e;
+    }
+    return ss;
+}
+
+/* Non-negative least squares for 3 unknowns, exactly. The NNLS optimum is the
+ * unconstrained least-squares solution on its active set (the coefficients
+ * that are not held at 0), and some optimum has linearly independent active
+ * columns; with 3 unknowns there are only 2^3 = 8 active sets, so try each:
+ * solve the least squares on it, keep it when every coefficient is >= 0, and
+ * take the feasible one with the smallest residual. This is what Lawson-Hanson
+ * converges to, without its iteration and tolerances. Active sets are tried in
+ * a fixed order, fewer coefficients first and c before b, and a later one wins
+ * only when clearly better (by 1e-12 of sum y^2), so ties are deterministic
+ * and go to the simpler model. allowed masks out coefficients (b when there
+ * are no PS). */
+static void nnls3(const point_t *pts, size_t n, unsigned allowed, model_t *m)
+{
+    static const unsigned order[] = {0x0, 0x4, 0x1, 0x2, 0x5, 0x6, 0x3, 0x7};
+    double g[NCOEF][NCOEF] = {{0}}, h[NCOEF] = {0}, yy = 0, ymean = 0, best = INFINITY;
+    size_t i, o;
+    int r, c;
+
+    for (i = 0; i < n; i++) {
+        for (r = 0; r < NCOEF; r++) {
+            for (c = 0; c < NCOEF; c++)
+                g[r][c] += pts[i].x[r] * pts[i].x[c];
+            h[r] += pts[i].x[r] * pts[i].y;
+        }
+        yy += pts[i].y * pts[i].y;
+        ymean += pts[i].y;
+    }
+    ymean /= (double)n;
+    memset(m, 0, sizeof(*m));
+    for (o = 0; o < sizeof(order) / sizeof(order[0]); o++) {
+        double z[NCOEF], ss;
+
+        if (order[o] & ~allowed)
+            continue;
+        if (!solve_subset((const double(*)[NCOEF])g, h, order[o], z))
+            continue;
+        if (z[0] < 0 || z[1] < 0 || z[2] < 0)
+            continue;
+        ss = residual(pts, n, z);
+        if (ss < best - 1e-12 * yy) {
+            best = ss;
+            memcpy(m->coef, z, sizeof(z));
+        }
+    }
+    m->ss_res = residual(pts, n, m->coef);
+    for (i = 0; i < n; i++)
+        m->ss_tot += (pts[i].y - ymean) * (pts[i].y - ymean);
+}
+
+/* Model speed at w workers: w / (a + k w), k = b/p + c at today's PS CPU. */
+static double model_speed(double a, double k, int w)
+{
+    return (double)w / (a + k * (double)w);
+}
+
+/* What the (w+1)-th worker adds, as a fraction of the speed per worker at w:
+ * (speed(w+1) - speed(w)) / (speed(w) / w) = a / (a + k (w+1)). */
+static double gain_ratio(double a, double k, int w)
+{
+    return a / (a + k * (double)(w + 1));
+}
+
+static void plan_free_scratch(dlb_plan_t *p)
+{
+    free(p->groups);
+    free(p->pods);
+    free(p->actions);
+}
+
+/* Worker CPU and memory as DLRover's worker resource rule computes them. */
+static int worker_resource(const dlb_opt_input_t *in, dlb_resource_t *res)
+{
+    dlb_plan_t scratch;
+    const dlb_group_resource_t *g;
+    int err;
+
+    memset(&scratch, 0, sizeof(scratch));
+    memset(res, 0, sizeof(*res));
+    if (!(err = dlb_opt_worker_resource(in, &scratch)) && (g = dlb_plan_group(&scratch, "worker")))
+        *res = g->resource;
+    plan_free_scratch(&scratch);
+    return err;
+}
+
+static int fall_back(const dlb_opt_input_t *in, dlb_plan_t *plan, const char *why, size_t usable,
+                     size_t counts)
+{
+    dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                       "%sWorker model: %s (%zu usable samples, %zu worker counts; needs >= %d "
+                       "and >= %d), DLRover's worker resource rule instead.",
+                       dlb_reason_sep(plan->reason), why, usable, counts, MODEL_MIN_SAMPLES,
+                       MODEL_MIN_COUNTS);
+    return dlb_opt_worker_resource(in, plan);
+}
+
+int dlb_opt_worker_model(const dlb_opt_input_t *in, dlb_plan_t *plan)
+{
+    const dlb_tuning_t *tun = dlb_opt_tuning(in);
+    const dlb_job_state_t *st = in->job;
+    point_t *pts = NULL;
+    size_t i, j, n = 0, counts = 0, with_ps = 0;
+    int w_cur = 0, w_min = INT_MAX, w_max = 0, w, steps = 0, step_max, max_w, err = 0;
+    double p_cur = 0, k, ratio = 0, r2;
+    const char *stop = "";
+    dlb_resource_t res;
+    unsigned allowed = 0x7;
+    model_t m;
+
+    if (st->window_cnt && !(pts = malloc(st->window_cnt * sizeof(*pts))))
+        return DLB_ERR_NOMEM;
+    /* Usable: a speed and workers. When some samples know the PS CPU, those
+     * that do not are left out; when none do (no PS: all-reduce), b is 0. */
+    for (i = 0; i < st->window_cnt; i++) {
+        int wk;
+        double p;
+
+        sample_inputs(&st->window[i], &wk, &p);
+        if (st->window[i].speed > 0 && wk > 0 && p > 0)
+            with_ps++;
+    }
+    if (!with_ps)
+        allowed = 0x5;
+    for (i = 0; i < st->window_cnt; i++) {
+        const dlb_runtime_sample_t *s = &st->window[i];
+        int wk;
+        double p;
+
+        sample_inputs(s, &wk, &p);
+        if (!(s->speed > 0) || wk <= 0 || (with_ps && !(p > 0)))
+            continue;
+        pts[n].x[0] = 1.0 / wk;
+        pts[n].x[1] = with_ps ? 1.0 / p : 0;
+        pts[n].x[2] = 1;
+        pts[n].y = 1.0 / s->speed;
+        pts[n].workers = wk;
+        for (j = 0; j < n && pts[j].workers != wk; j++)
+            ;
+        counts += j == n; /* a worker count not seen before */
+        n++;
+        if (wk < w_min)
+            w_min = wk;
+        if (wk > w_max)
+            w_max = wk;
+        /* Today's configuration: the newest usable sample's. */
+        w_cur = wk;
+        p_cur = p;
+    }
+    if (n < MODEL_MIN_SAMPLES || counts < MODEL_MIN_COUNTS) {
+        err = fall_back(in, plan, "too little to fit", n, counts);
+        goto out;
+    }
+
+    nnls3(pts, n, allowed, &m);
+    k = m.coef[1] * (with_ps ? 1.0 / p_cur : 0) + m.coef[2];
+    if (!(m.coef[0] + k > 0)) {
+        err = fall_back(in, plan, "the fit is degenerate (a = b = c = 0)", n, counts);
+        goto out;
+    }
+
+    /* Grow one worker at a time while the next one adds at least
+     * scale_min_gain of the speed per worker; if not even one is added and the
+     * last worker does not pay either, shrink the same way. The ratio that
+     * decided the stop is kept for the reason. */
+    step_max = tun->scale_step_max > 0 ? tun->scale_step_max : 0;
+    max_w = in->limits && in->limits->max_workers > 0 ? in->limits->max_workers : INT_MAX;
+    w = w_cur;
+    for (;;) {
+        ratio = gain_ratio(m.coef[0], k, w);
+        if (steps >= step_max) {
+            stop = "the step cap";
+            break;
+        }
+        if (w >= max_w) {
+            stop = "the worker limit";
+            break;
+        }
+        if (ratio < tun->scale_min_gain) {
+            stop = "";
+            break;
+        }
+        w++;
+        steps++;
+    }
+    if (w == w_cur && !stop[0]) {
+        while (w > 1 && (ratio = gain_ratio(m.coef[0], k, w - 1)) < tun->scale_min_gain) {
+            if (steps >= step_max) {
+                stop = "the step cap";
+                break;
+            }
+            w--;
+            steps++;
+        }
+        if (w == 1 && w < w_cur)
+            stop = "one worker";
+    }
+
+    r2 = m.ss_tot > 0 ? 1.0 - m.ss_res / m.ss_tot : 1.0;
+    dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                       "%sWorker model from %zu samples (%d..%d workers): 1/speed = %.6g/w + "
+                       "%.6g/p + %.6g, R^2=%.4f, rms residual %.4fs; at p=%g PS cores "
+                       "speed(%d)=%.4g steps/s, speed(%d)=%.4g: workers %d -> %d",
+                       dlb_reason_sep(plan->reason), n, w_min, w_max, m.coef[0], m.coef[1],
+                       m.coef[2], r2, sqrt(m.ss_res / (double)n), p_cur, w_cur,
+                       model_speed(m.coef[0], k, w_cur), w, model_speed(m.coef[0], k, w), w_cur, w);
+    if (w < w_cur && !stop[0])
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           " (worker %d added %.3f < %.2f of the speed per worker; shrunk until "
+                           "worker %d adds %.3f).",
+                           w_cur, gain_ratio(m.coef[0], k, w_cur - 1), tun->scale_min_gain, w,
+                           ratio);
+    else if (w < w_cur)
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           " (worker %d added %.3f < %.2f of the speed per worker; shrunk until "
+                           "%s).",
+                           w_cur, gain_ratio(m.coef[0], k, w_cur - 1), tun->scale_min_gain,
+                           !strcmp(stop, "one worker") ? "one worker was left" : "the step cap");
+    else if (stop[0])
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           " (stopped by %s; worker %d would add %.3f of the speed per worker).",
+                           stop, w + 1, gain_ratio(m.coef[0], k, w));
+    else
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           " (worker %d would add %.3f < %.2f of the speed per worker).", w + 1,
+                           gain_ratio(m.coef[0], k, w), tun->scale_min_gain);
+
+    if ((err = worker_resource(in, &res)))
+        goto out;
+    if (w != w_cur || res.cpu > 0 || res.memory > 0) {
+        dlb_group_resource_t *g;
+
+        if (!(g = dlb_plan_group_get(plan, "worker"))) {
+            err = DLB_ERR_NOMEM;
+            goto out;
+        }
+        g->count = w != w_cur ? w : 0;
+        g->resource.cpu = res.cpu;
+        g->resource.memory = res.memory;
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           " Worker cpu %g, memory %.2fGiB by DLRover's worker resource rule (0 = "
+                           "keep).",
+                           res.cpu, DLB_GIB_F(res.memory));
+    }
+out:
+    free(pts);
+    return err;
+}

@@ -1,0 +1,314 @@
+/* The dlbrain worker model (dlb_opt_worker_model): 1/speed = a/w + b/p + c by
+ * NNLS from the job's window, then workers added while one more pays
+ * (>= scale_min_gain of the speed per worker), else removed. Windows are
+ * synthetic: speed = 1 / (a/w + b/p + c) for chosen a, b, c, so the fit is
+ * known by construction. With k = b/p + c at today's p, the (w+1)-th worker
+ * adds a / (a + k (w+1)) of the speed per worker at w (see opt_model.c). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dlbrain_fixture.h"
+#include "optimizer.h"
+
+/* One sample: w workers, ps PS of ps_cpu requested cores each, 1/speed. */
+typedef struct mspec {
+    int workers;
+    int ps;
+    double ps_cpu;
+    double inv_speed; /* 0 = a sample with speed 0 */
+} mspec_t;
+
+#define MAX_SPECS 8
+
+typedef struct model_case {
+    const char *name;
+    mspec_t spec[MAX_SPECS]; /* oldest first, workers 0 ends */
+    const dlb_tuning_t *tuning;
+    int max_workers; /* limits; 0 = none */
+    int fallback;    /* 1 = DLRover's rule answers, the plan is its plan */
+    int32_t count;   /* expected worker count in the plan, 0 = kept */
+    const char *reason;
+} model_case_t;
+
+static const dlb_tuning_t step3 = {.hang_seconds = 600,
+                                   .straggler_ratio = 0.5,
+                                   .straggler_samples = 3,
+                                   .memory_horizon_seconds = 1800,
+                                   .memory_trigger = 0.9,
+                                   .scale_min_gain = 0.5,
+                                   .scale_step_max = 3};
+static const dlb_tuning_t step2 = {.hang_seconds = 600,
+                                   .straggler_ratio = 0.5,
+                                   .straggler_samples = 3,
+                                   .memory_horizon_seconds = 1800,
+                                   .memory_trigger = 0.9,
+                                   .scale_min_gain = 0.5,
+                                   .scale_step_max = 2};
+
+/* a = 4, b = 8, c = 0.1 over (w, p) = (1, 16) 4 + 0.5 + 0.1 = 4.6, (2, 16) 2.6,
+ * (8, 32) 0.5 + 0.25 + 0.1 = 0.85, (4, 16) 1.6, (4, 32) 1.35; plus a sample
+ * with speed 0 (skipped) and one without PS (skipped: others have PS). Today
+ * p = 32: k = 8/32 + 0.1 = 0.35. */
+#define EXACT                                                                                      \
+    {1, 2, 8, 4.6}, {2, 2, 8, 2.6}, {3, 2, 8, 0}, {8, 2, 16, 0.85}, {5, 0, 0, 1.0},                \
+        {4, 2, 8, 1.6},                                                                            \
+    {                                                                                              \
+        4, 2, 16, 1.35                                                                             \
+    }
+/* 1/speed = 4/w + 0.6 at a constant p = 16 (b/p is a constant, like c). */
+#define NO_B(last)                                                                                 \
+    {1, 2, 8, 4.6}, {4, 2, 8, 1.6}, {8, 2, 8, 1.1},                                                \
+    {                                                                                              \
+        last, 2, 8, 4.0 / last + 0.6                                                               \
+    }
+
+static const model_case_t model_cases[] = {
+    /* NNLS recovers 4, 8, 0.1 exactly (R^2 = 1). From 4 workers: the (w+1)-th adds
+     * 4 / (4 + 0.35 (w+1)) >= 0.5 while w+1 <= 11.4: worker 11 adds 4/7.85 = 0.510,
+     * worker 12 4/8.2 = 0.488 < 0.5 -> 11 (7 steps <= 8). speed(4) = 4 / (4 + 1.4) =
+     * 0.7407, speed(11) = 11 / 7.85 = 1.401 */
+    {"recovers a, b, c; grows while it pays",
+     {EXACT},
+     NULL,
+     0,
+     0,
+     11,
+     "Worker model from 5 samples (1..8 workers): 1/speed = 4/w + 8/p + 0.1, R^2=1.0000, rms "
+     "residual 0.0000s; at p=32 PS cores speed(4)=0.7407 steps/s, speed(11)=1.401: workers 4 -> 11 "
+     "(worker 12 would add 0.488 < 0.50 of the speed per worker)."},
+    /* (w, 1/speed) = (1, 1), (2, 0.4), (4, 0.1), (4, 0.1), p = 16: the unconstrained
+     * line in 1/w is 1.2/w - 0.2 (mean x 0.5, mean y 0.4, Sxy 0.45, Sxx 0.375): c < 0.
+     * NNLS holds c = b = 0: a = Sum xy / Sum x^2 = 1.25 / 1.375 = 10/11 = 0.909091;
+     * residual 1.18 - 1.25^2 / 1.375 = 0.043636, Sum (y - 0.4)^2 = 0.54, R^2 = 0.9192.
+     * k = 0: every worker adds 1.0 of the speed per worker -> the step cap, 4 -> 12;
+     * speed(4) = 4 / (10/11) = 4.4, speed(12) = 13.2 */
+    {"a coefficient clamped at 0; step cap",
+     {{1, 2, 8, 1.0}, {2, 2, 8, 0.4}, {4, 2, 8, 0.1}, {4, 2, 8, 0.1}},
+     NULL,
+     0,
+     0,
+     12,
+     "1/speed = 0.909091/w + 0/p + 0, R^2=0.9192, rms residual 0.1044s; at p=16 PS cores "
+     "speed(4)=4.4 steps/s, speed(12)=13.2: workers 4 -> 12 (stopped by the step cap; worker 13 "
+     "would add 1.000 of the speed per worker)."},
+    /* b/p and c are the same column: the tie goes to c. k = 0.6: worker 6 adds
+     * 4 / (4 + 3.6) = 0.526, worker 7 4 / 8.2 = 0.488 -> 2 -> 6 */
+    {"PS CPU never changed: b goes to c",
+     {NO_B(2)},
+     NULL,
+     0,
+     0,
+     6,
+     "1/speed = 4/w + 0/p + 0.6, R^2=1.0000"},
+    /* the same without PS (all-reduce): b is not fitted, p = 0; speed(w) = w / (4 + 0.6 w):
+     * speed(2) = 2 / 5.2 = 0.3846, speed(6) = 6 / 7.6 = 0.7895 */
+    {"no PS",
+     {{1, 0, 0, 4.6}, {4, 0, 0, 1.6}, {8, 0, 0, 1.1}, {2, 0, 0, 2.6}},
+     NULL,
+     0,
+     0,
+     6,
+     "1/speed = 4/w + 0/p + 0.6, R^2=1.0000, rms residual 0.0000s; at p=0 PS cores speed(2)=0.3846 "
+     "steps/s, speed(6)=0.7895: workers 2 -> 6 (worker 7 would add 0.488 < 0.50"},
+    /* already at 6: worker 7 adds 0.488 < 0.5, worker 6 added 0.526 >= 0.5: kept */
+    {"at the optimum: count kept",
+     {NO_B(6)},
+     NULL,
+     0,
+     0,
+     0,
+     "workers 6 -> 6 (worker 7 would add 0.488 < 0.50 of the speed per worker)."},
+    /* 1/speed = 4/w + 1.8: the w-th worker adds 4 / (4 + 1.8 w) of the speed per
+     * worker at w-1: worker 6 0.270, 5 0.308, 4 0.357, 3 0.426 (< 0.5, removed),
+     * worker 2 4/7.6 = 0.526 (kept) -> 6 -> 2 */
+    {"shrink while the last worker does not pay",
+     {{2, 2, 8, 3.8}, {4, 2, 8, 2.8}, {8, 2, 8, 2.3}, {6, 2, 8, 4.0 / 6 + 1.8}},
+     NULL,
+     0,
+     0,
+     2,
+     "workers 6 -> 2 (worker 6 added 0.270 < 0.50 of the speed per worker; shrunk until worker 2 "
+     "adds 0.526)."},
+    /* the same with at most 2 steps: 6 -> 4 */
+    {"shrink: step cap",
+     {{2, 2, 8, 3.8}, {4, 2, 8, 2.8}, {8, 2, 8, 2.3}, {6, 2, 8, 4.0 / 6 + 1.8}},
+     &step2,
+     0,
+     0,
+     4,
+     "workers 6 -> 4 (worker 6 added 0.270 < 0.50 of the speed per worker; shrunk until the step "
+     "cap)."},
+    /* 1/speed = 4/w + 10: worker 3 adds 4/34 = 0.118, worker 2 4/24 = 0.167 -> 1 */
+    {"shrink to one worker",
+     {{1, 2, 8, 14}, {2, 2, 8, 12}, {4, 2, 8, 11}, {3, 2, 8, 4.0 / 3 + 10}},
+     NULL,
+     0,
+     0,
+     1,
+     "workers 3 -> 1 (worker 3 added 0.118 < 0.50 of the speed per worker; shrunk until one "
+     "worker was left)."},
+    /* the first case with at most 3 steps: 4 -> 7; worker 8 would add 4 / (4 + 2.8) = 0.588 */
+    {"grow: step cap",
+     {EXACT},
+     &step3,
+     0,
+     0,
+     7,
+     "workers 4 -> 7 (stopped by the step cap; worker 8 would add 0.588 of the speed per "
+     "worker)."},
+    /* the first case with limits.workers.max 6: worker 7 would add 4 / 6.45 = 0.620 */
+    {"grow: worker limit",
+     {EXACT},
+     NULL,
+     6,
+     0,
+     6,
+     "workers 4 -> 6 (stopped by the worker limit; worker 7 would add 0.620 of the speed per "
+     "worker)."},
+    {"one worker count: DLRover's rule",
+     {{4, 2, 8, 1.6}, {4, 2, 8, 1.5}, {4, 2, 8, 1.7}, {4, 2, 8, 1.6}, {4, 2, 8, 1.6}},
+     NULL,
+     0,
+     1,
+     0,
+     "Worker model: too little to fit (5 usable samples, 1 worker counts; needs >= 4 and >= 2), "
+     "DLRover's worker resource rule instead. Worker resource:"},
+    {"three samples: DLRover's rule",
+     {{1, 2, 8, 4.6}, {2, 2, 8, 2.6}, {4, 2, 8, 1.6}},
+     NULL,
+     0,
+     1,
+     0,
+     "Worker model: too little to fit (3 usable samples, 3 worker counts; needs >= 4 and >= 2)"},
+    {"no samples: DLRover's rule",
+     {{0}},
+     NULL,
+     0,
+     1,
+     0,
+     "Worker model: too little to fit (0 usable samples, 0 worker counts"},
+};
+
+/* The window of a spec: workers use 2 cores and 4 GiB, PS half their request. */
+static void build(const mspec_t *spec, dlb_job_state_t *st)
+{
+    size_t n = 0, i;
+
+    memset(st, 0, sizeof(*st));
+    while (n < MAX_SPECS && spec[n].workers)
+        n++;
+    if (!n)
+        return;
+    assert_non_null(st->window = calloc(n, sizeof(*st->window)));
+    st->window_cnt = n;
+    for (i = 0; i < n; i++) {
+        dlb_runtime_sample_t *s = &st->window[i];
+        int k;
+
+        snprintf(s->event_id, sizeof(s->event_id), "r%zu", i + 1);
+        s->event_time_ms = (int64_t)i * 15000;
+        s->global_step = (int64_t)i * 100;
+        s->speed = spec[i].inv_speed > 0 ? 1.0 / spec[i].inv_speed : 0;
+        s->pods_cnt = (size_t)(spec[i].workers + spec[i].ps);
+        assert_non_null(s->pods = calloc(s->pods_cnt, sizeof(*s->pods)));
+        for (k = 0; k < spec[i].workers; k++) {
+            dlb_pod_usage_t *p = &s->pods[k];
+
+            snprintf(p->name, sizeof(p->name), "j-worker-%d", k);
+            snprintf(p->type, sizeof(p->type), "worker");
+            p->cpu_used = 2;
+            p->memory_used = 4 * GIB;
+        }
+        for (k = 0; k < spec[i].ps; k++) {
+            dlb_pod_usage_t *p = &s->pods[spec[i].workers + k];
+
+            snprintf(p->name, sizeof(p->name), "j-ps-%d", k);
+            snprintf(p->type, sizeof(p->type), "ps");
+            p->cpu_requested = spec[i].ps_cpu;
+            p->cpu_used = spec[i].ps_cpu / 2;
+            p->memory_used = 2 * GIB;
+        }
+    }
+}
+
+static void unbuild(dlb_job_state_t *st)
+{
+    size_t i;
+
+    for (i = 0; i < st->window_cnt; i++)
+        free(st->window[i].pods);
+    free(st->window);
+    memset(st, 0, sizeof(*st));
+}
+
+static void test_model_table(void **state)
+{
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(model_cases) / sizeof(model_cases[0]); i++) {
+        const model_case_t *c = &model_cases[i];
+        static const dlb_history_t none = {0};
+        dlb_limits_t limits = {.max_workers = c->max_workers};
+        dlb_plan_request_t req = {
+            .event_id = "req-1", .job_uid = "j", .stage = "job_stage_running"};
+        dlb_opt_input_t in = {
+            .req = &req, .history = &none, .tuning = c->tuning, .limits = &limits};
+        dlb_plan_t plan = {0}, rule = {0};
+        const dlb_group_resource_t *g, *rg;
+        dlb_job_state_t job;
+
+        print_message("case %s\n", c->name);
+        build(c->spec, &job);
+        in.job = &job;
+        assert_int_equal(dlb_opt_worker_model(&in, &plan), 0);
+        assert_int_equal(dlb_opt_worker_resource(&in, &rule), 0);
+        if (!strstr(plan.reason, c->reason)) {
+            print_error("reason \"%s\" lacks \"%s\"\n", plan.reason, c->reason);
+            fail();
+        }
+        rg = dlb_plan_group(&rule, "worker");
+        g = dlb_plan_group(&plan, "worker");
+        if (c->fallback) {
+            /* exactly DLRover's plan */
+            assert_int_equal(plan.groups_cnt, rule.groups_cnt);
+            if (rg) {
+                assert_non_null(g);
+                assert_memory_equal(g, rg, sizeof(*g));
+            }
+        } else {
+            /* the model's count; CPU and memory from DLRover's rule: ceil(2 + 1) = 3
+             * cores, 4G + ceil(4G / 5) = 4294967296 + 858993460 = 5153960756 */
+            assert_non_null(rg);
+            assert_true(rg->resource.cpu == 3);
+            assert_int_equal(rg->resource.memory, 5153960756);
+            assert_non_null(g);
+            assert_int_equal(plan.groups_cnt, 1);
+            assert_int_equal(g->count, c->count);
+            assert_true(g->resource.cpu == rg->resource.cpu);
+            assert_int_equal(g->resource.memory, rg->resource.memory);
+        }
+        assert_int_equal(plan.pods_cnt, 0);
+        assert_int_equal(plan.actions_cnt, 0);
+        fixture_plan_free(&plan);
+        fixture_plan_free(&rule);
+        unbuild(&job);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_model_table),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

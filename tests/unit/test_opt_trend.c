@@ -1,0 +1,216 @@
+/* The dlbrain memory trend (dlb_opt_memory_trend): least-squares line of each
+ * pod's memory_used, extrapolated to now + horizon, VPA growth within DLRover's
+ * caps. Samples a minute apart; memory in MiB so the arithmetic is exact. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dlbrain_fixture.h"
+#include "optimizer.h"
+
+#define REQ (10240 * MIB) /* 10GiB; 0.9 of it is 9216MiB */
+
+/* Four samples a minute apart (t = 0, 60, 120, 180 s) of one pod. */
+#define RUN4(pod, m0, m1, m2, m3, req)                                                             \
+    TSAMPLE("r1", 0, 1, MPOD(pod, "worker", (m0)*MIB, req)),                                       \
+        TSAMPLE("r2", 60, 2, MPOD(pod, "worker", (m1)*MIB, req)),                                  \
+        TSAMPLE("r3", 120, 3, MPOD(pod, "worker", (m2)*MIB, req)),                                 \
+        TSAMPLE("r4", 180, 4, MPOD(pod, "worker", (m3)*MIB, req))
+
+static const dlb_tuning_t short_horizon = {.hang_seconds = 600,
+                                           .straggler_ratio = 0.5,
+                                           .straggler_samples = 3,
+                                           .memory_horizon_seconds = 600,
+                                           .memory_trigger = 0.8,
+                                           .scale_min_gain = 0.5,
+                                           .scale_step_max = 8};
+
+typedef struct trend_case {
+    const char *name;
+    dlb_job_state_t job;
+    int64_t now_s;              /* request time */
+    const dlb_tuning_t *tuning; /* NULL = defaults: 1800 s, 0.9 */
+    struct {
+        const char *pod;
+        int64_t memory;
+    } want[2]; /* expected pod entries, pod NULL ends */
+    const char *reason;
+} trend_case_t;
+
+/* The line through 8000, 8050, 8100, 8150 MiB at x = -180, -120, -60, 0 s:
+ * mean x = -90, mean y = 8075; Sxx = 90^2 + 30^2 + 30^2 + 90^2 = 18000;
+ * Sxy = (-90)(-75) + (-30)(-25) + 30*25 + 90*75 = 15000 MiB s; slope = 15000/18000
+ * MiB/s = 50 MiB/min. At now + 1800 s (x = 1800): 8075 + 15000 * 1890 / 18000 =
+ * 8075 + 1575 = 9650 MiB > 0.9 * 10240 = 9216 MiB. VPA = max(9650 * 1.2 = 11580,
+ * 9650 + 100) = 11580 MiB = 12142510080; cap = min(max(min(20480, 65536), 10240),
+ * 10240 + 8192 = 18432) MiB -> 11580 MiB. */
+#define RISING RUN4("j-worker-0", 8000, 8050, 8100, 8150, REQ)
+
+static const trend_case_t trend_cases[] = {
+    {"rising past the trigger",
+     {WINDOW(TSAMPLE("r1", 0, 1, MPOD("j-worker-0", "worker", 8000 * MIB, REQ),
+                     MPOD("j-ps-0", "ps", 4 * GIB, 8 * GIB)),
+             TSAMPLE("r2", 60, 2, MPOD("j-worker-0", "worker", 8050 * MIB, REQ),
+                     MPOD("j-ps-0", "ps", 4 * GIB, 8 * GIB)),
+             TSAMPLE("r3", 120, 3, MPOD("j-worker-0", "worker", 8100 * MIB, REQ),
+                     MPOD("j-ps-0", "ps", 4 * GIB, 8 * GIB)),
+             TSAMPLE("r4", 180, 4, MPOD("j-worker-0", "worker", 8150 * MIB, REQ),
+                     MPOD("j-ps-0", "ps", 4 * GIB, 8 * GIB)))},
+     180,
+     NULL,
+     {{"j-worker-0", 12142510080}},
+     "Memory trend: j-worker-0 used 7.96GiB rising 50.0MiB/min over 4 samples, predicted 9.42GiB "
+     "in 1800s > 0.90 x request 10.00GiB: memory=11.31GiB (VPA 11.31GiB, cap 18.00GiB)."},
+    /* request a minute after the newest sample: x = 1860, 8075 + 15000 * 1950 / 18000 =
+     * 9700 MiB; * 1.2 = 11640 MiB = 12205424640 */
+    {"now is the request time",
+     {WINDOW(RISING)},
+     240,
+     NULL,
+     {{"j-worker-0", 12205424640}},
+     "predicted 9.47GiB in 1860s"},
+    /* 4096, 4608, 5120, 5632 MiB: 512 MiB/min, 5632 + 512 * 30 = 20992 MiB;
+     * VPA 20992 * 1.2 = 25190.4 MiB > cap 18432 MiB = 19327352832 */
+    {"growth capped at +8GiB",
+     {WINDOW(RUN4("j-worker-0", 4096, 4608, 5120, 5632, REQ))},
+     180,
+     NULL,
+     {{"j-worker-0", 18 * GIB}},
+     "memory=18.00GiB (VPA 24.60GiB, cap 18.00GiB)"},
+    /* both pods of one window: 11580 MiB and the 18 GiB cap */
+    {"two pods",
+     {WINDOW(TSAMPLE("r1", 0, 1, MPOD("j-worker-0", "worker", 8000 * MIB, REQ),
+                     MPOD("j-worker-1", "worker", 4096 * MIB, REQ)),
+             TSAMPLE("r2", 60, 2, MPOD("j-worker-0", "worker", 8050 * MIB, REQ),
+                     MPOD("j-worker-1", "worker", 4608 * MIB, REQ)),
+             TSAMPLE("r3", 120, 3, MPOD("j-worker-0", "worker", 8100 * MIB, REQ),
+                     MPOD("j-worker-1", "worker", 5120 * MIB, REQ)),
+             TSAMPLE("r4", 180, 4, MPOD("j-worker-0", "worker", 8150 * MIB, REQ),
+                     MPOD("j-worker-1", "worker", 5632 * MIB, REQ)))},
+     180,
+     NULL,
+     {{"j-worker-0", 12142510080}, {"j-worker-1", 18 * GIB}},
+     "Memory trend: j-worker-1 used 5.50GiB rising 512.0MiB/min"},
+    /* 600 s horizon, trigger 0.8: 8075 + 15000 * 690 / 18000 = 8650 MiB > 8192 MiB;
+     * 8650 * 1.2 = 10380 MiB = 10884218880 */
+    {"tuning: horizon and trigger",
+     {WINDOW(RISING)},
+     180,
+     &short_horizon,
+     {{"j-worker-0", 10884218880}},
+     "predicted 8.45GiB in 600s > 0.80 x request 10.00GiB: memory=10.14GiB"},
+    {"three points are too few",
+     {WINDOW(TSAMPLE("r2", 60, 2, MPOD("j-worker-0", "worker", 4096 * MIB, REQ)),
+             TSAMPLE("r3", 120, 3, MPOD("j-worker-0", "worker", 8192 * MIB, REQ)),
+             TSAMPLE("r4", 180, 4, MPOD("j-worker-0", "worker", 9999 * MIB, REQ)))},
+     180,
+     NULL,
+     {{NULL}},
+     "Memory trend: 0 pods fitted, none predicted above 0.90 x its request in 1800s (1 with < 4 "
+     "samples at their request, 0 without a request)."},
+    /* r2 lacks the pod (relaunched): only r3..r5 count */
+    {"a sample without the pod ends the run",
+     {WINDOW(TSAMPLE("r1", 0, 1, MPOD("j-worker-0", "worker", 1000 * MIB, REQ)),
+             TSAMPLE("r2", 60, 2, MPOD("j-ps-0", "ps", GIB, 8 * GIB)),
+             TSAMPLE("r3", 120, 3, MPOD("j-worker-0", "worker", 4096 * MIB, REQ)),
+             TSAMPLE("r4", 180, 4, MPOD("j-worker-0", "worker", 8192 * MIB, REQ)),
+             TSAMPLE("r5", 240, 5, MPOD("j-worker-0", "worker", 9999 * MIB, REQ)))},
+     240,
+     NULL,
+     {{NULL}},
+     "(1 with < 4 samples at their request"},
+    /* r1, r2 at 8G, r3..r5 at 10G: the pod was resized, only 3 points */
+    {"a new request ends the run",
+     {WINDOW(TSAMPLE("r1", 0, 1, MPOD("j-worker-0", "worker", 1000 * MIB, 8 * GIB)),
+             TSAMPLE("r2", 60, 2, MPOD("j-worker-0", "worker", 2000 * MIB, 8 * GIB)),
+             TSAMPLE("r3", 120, 3, MPOD("j-worker-0", "worker", 4096 * MIB, REQ)),
+             TSAMPLE("r4", 180, 4, MPOD("j-worker-0", "worker", 8192 * MIB, REQ)),
+             TSAMPLE("r5", 240, 5, MPOD("j-worker-0", "worker", 9999 * MIB, REQ)))},
+     240,
+     NULL,
+     {{NULL}},
+     "(1 with < 4 samples at their request"},
+    /* flat at 9500 MiB > 9216: predicted 9500 above the trigger, but slope 0 */
+    {"flat above the trigger",
+     {WINDOW(RUN4("j-worker-0", 9500, 9500, 9500, 9500, REQ))},
+     180,
+     NULL,
+     {{NULL}},
+     "Memory trend: 1 pods fitted, none predicted above 0.90"},
+    /* 9900, 9880, 9860, 9840: Sxy = -6000, slope -20 MiB/min; predicted
+     * 9870 - 6000 * 1890 / 18000 = 9240 MiB > 9216, but falling */
+    {"falling, still above the trigger",
+     {WINDOW(RUN4("j-worker-0", 9900, 9880, 9860, 9840, REQ))},
+     180,
+     NULL,
+     {{NULL}},
+     "Memory trend: 1 pods fitted, none predicted above 0.90"},
+    /* 5000..5030: 10 MiB/min, 5030 + 300 = 5330 MiB < 9216 */
+    {"rising, below the trigger",
+     {WINDOW(RUN4("j-worker-0", 5000, 5010, 5020, 5030, REQ))},
+     180,
+     NULL,
+     {{NULL}},
+     "Memory trend: 1 pods fitted"},
+    {"no request: nothing to compare with",
+     {WINDOW(RUN4("j-worker-0", 4096, 4608, 5120, 5632, 0))},
+     180,
+     NULL,
+     {{NULL}},
+     "0 with < 4 samples at their request, 1 without a request"},
+    {"no samples",
+     NOJOB,
+     0,
+     NULL,
+     {{NULL}},
+     "Memory trend: no runtime samples, nothing to change."},
+};
+
+static void test_trend_table(void **state)
+{
+    size_t i, k;
+
+    (void)state;
+    for (i = 0; i < sizeof(trend_cases) / sizeof(trend_cases[0]); i++) {
+        const trend_case_t *c = &trend_cases[i];
+        static const dlb_history_t none = {0};
+        dlb_plan_request_t req = {.event_id = "req-1",
+                                  .event_time_ms = c->now_s * 1000,
+                                  .job_uid = "j",
+                                  .stage = "job_stage_running"};
+        dlb_opt_input_t in = {.req = &req, .job = &c->job, .history = &none, .tuning = c->tuning};
+        dlb_plan_t plan = {0};
+
+        print_message("case %s\n", c->name);
+        assert_int_equal(dlb_opt_memory_trend(&in, &plan), 0);
+        if (!strstr(plan.reason, c->reason)) {
+            print_error("reason \"%s\" lacks \"%s\"\n", plan.reason, c->reason);
+            fail();
+        }
+        for (k = 0; k < 2 && c->want[k].pod; k++) {
+            assert_true(k < plan.pods_cnt);
+            assert_string_equal(plan.pods[k].name, c->want[k].pod);
+            assert_int_equal(plan.pods[k].resource.memory, c->want[k].memory);
+            assert_true(plan.pods[k].resource.cpu == 0);
+        }
+        assert_int_equal(plan.pods_cnt, k);
+        assert_int_equal(plan.groups_cnt, 0);
+        assert_int_equal(plan.actions_cnt, 0);
+        fixture_plan_free(&plan);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_trend_table),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
