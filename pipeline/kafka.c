@@ -128,7 +128,7 @@ static const char *kafka_prop(const dlb_conf_t *conf, const char *key)
 int dlb_kafka_txn_producer_new(const dlb_conf_t *conf, const char *default_txn_id, rd_kafka_t **out,
                                char *errstr, size_t errstr_size)
 {
-    const char *extra[5];
+    const char *extra[7];
     int n = 0;
 
     if (!kafka_prop(conf, "transactional.id")) {
@@ -138,6 +138,15 @@ int dlb_kafka_txn_producer_new(const dlb_conf_t *conf, const char *default_txn_i
     if (!kafka_prop(conf, "transaction.timeout.ms")) {
         extra[n++] = "transaction.timeout.ms";
         extra[n++] = "10000";
+    }
+    /* A transaction begun right after a commit is often refused with
+     * CONCURRENT_TRANSACTIONS while the broker still writes the markers of the
+     * last one; librdkafka waits retry.backoff.ms (100) before asking again,
+     * which was most of a plan's round trip. The Java producer retries that
+     * case after 20 ms (KAFKA-5477). */
+    if (!kafka_prop(conf, "retry.backoff.ms")) {
+        extra[n++] = "retry.backoff.ms";
+        extra[n++] = "20";
     }
     extra[n] = NULL;
     return dlb_kafka_producer_new(conf, extra, out, errstr, errstr_size);

@@ -51,6 +51,7 @@ typedef struct part {
     int32_t partition;
     int64_t max_ts; /* newest event time consumed from it, INT64_MIN if none */
     int at_eof;     /* consumed to its end and nothing since */
+    int assigned;   /* ours now (revoked entries are kept, unassigned) */
     int paused;     /* we paused its fetching (we hold messages of it) */
     int64_t next;   /* offset after the last message polled from it, -1 if none */
     int held;       /* scratch: messages of it held back this round */
@@ -166,6 +167,7 @@ static part_t *part_get(ctx_t *c, int rank, int32_t partition)
     p->partition = partition;
     p->max_ts = INT64_MIN;
     p->at_eof = 0;
+    p->assigned = 0;
     p->paused = 0;
     p->next = -1;
     return p;
@@ -237,6 +239,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             if (p) {
                 p->max_ts = INT64_MIN;
                 p->at_eof = 0;
+                p->assigned = 1;
                 p->paused = 0;
                 p->next = -1;
             }
@@ -247,20 +250,55 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
          * start every assigned partition unpaused. */
         rd_kafka_resume_partitions(rk, parts);
     } else {
+        for (int i = 0; i < parts->cnt; i++) {
+            int rank = topic_rank(c, parts->elems[i].topic);
+            part_t *p = rank >= 0 ? part_get(c, rank, parts->elems[i].partition) : NULL;
+            if (p)
+                p->assigned = 0;
+        }
         items_filter(c, keep_unrevoked, parts);
         dlb_info("kafka: %d partition(s) revoked", parts->cnt);
         rd_kafka_assign(rk, NULL);
     }
 }
 
+/* How many messages of the assigned partitions we fetch are not polled yet,
+ * as of their last fetch responses (librdkafka's cached high watermarks),
+ * counted up to enough. A partition not polled from since its assignment
+ * counts as enough until it showed its end (EOF): it may hold a backlog. */
+static int64_t lag(const ctx_t *c, int64_t enough)
+{
+    int64_t sum = 0;
+
+    for (size_t i = 0; i < c->parts_cnt && sum < enough; i++) {
+        const part_t *p = &c->parts[i];
+        int64_t lo, hi;
+
+        if (!p->assigned || p->paused)
+            continue;
+        if (p->next < 0)
+            sum += p->at_eof ? 0 : enough;
+        else if (rd_kafka_get_watermark_offsets(c->consumer, c->topics[p->rank], p->partition, &lo,
+                                                &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                 hi > p->next)
+            sum += hi - p->next;
+    }
+    return sum;
+}
+
 /* Back-pressure for the ordering barrier (Kafka Streams pauses partitions
- * with buffered records the same way): while we hold messages of a
- * partition, stop fetching it, so polling brings the lagging partitions a held
- * plan request is waiting for instead of more of what is already ahead. */
+ * with buffered records the same way): while a batch or more is waiting to
+ * be polled and we hold messages of a partition, stop fetching it, so polling
+ * brings the lagging partitions a held plan request is waiting for instead of
+ * more of what is already ahead. Otherwise there is little to bring first,
+ * and a pause costs a seek on resume: a partition holding a plan request in
+ * its grace keeps fetching, so the requests behind it are read, and their
+ * grace runs, meanwhile (latency). */
 static void flow_control(ctx_t *c)
 {
     rd_kafka_topic_partition_list_t *pause = rd_kafka_topic_partition_list_new(8);
     rd_kafka_topic_partition_list_t *resume = rd_kafka_topic_partition_list_new(8);
+    int behind = lag(c, c->conf->batch_size) >= c->conf->batch_size;
 
     for (size_t i = 0; i < c->parts_cnt; i++)
         c->parts[i].held = 0;
@@ -273,13 +311,15 @@ static void flow_control(ctx_t *c)
     for (size_t i = 0; i < c->parts_cnt; i++) {
         part_t *p = &c->parts[i];
         rd_kafka_topic_partition_t *t;
-        if (p->held && !p->paused) {
+        int stop = p->held && (behind || p->paused);
+
+        if (stop && !p->paused) {
             rd_kafka_topic_partition_list_add(pause, c->topics[p->rank], p->partition);
-        } else if (!p->held && p->paused) {
+        } else if (!stop && p->paused) {
             t = rd_kafka_topic_partition_list_add(resume, c->topics[p->rank], p->partition);
             t->offset = p->next;
         }
-        p->paused = p->held;
+        p->paused = stop;
     }
     /* Errors only for partitions no longer assigned: nothing to do then. */
     if (pause->cnt)
@@ -301,10 +341,38 @@ static void flow_control(ctx_t *c)
     rd_kafka_topic_partition_list_destroy(resume);
 }
 
-/* Add up to batch_size new messages, waiting at most poll_ms. */
+/* How long the next poll may wait for a first message: consumer.poll.ms, or
+ * less when a held plan request falls due sooner (its grace ends, or its
+ * whole wait), so it is answered then and not a poll later. */
+static int poll_wait_ms(const ctx_t *c)
+{
+    int64_t now = now_ms(), wait = c->conf->poll_ms;
+
+    for (size_t i = 0; i < c->items_cnt; i++) {
+        const item_t *it = &c->items[i];
+        int64_t due;
+
+        if (!it->ok || it->ev.type != DLB_EV_PLAN_REQUEST)
+            continue;
+        due = it->polled_at + c->conf->order_grace_ms;
+        if (due <= now)
+            /* Past its grace: due when its whole wait ends, if the barrier
+             * holds it; if it waits behind another request, that one's. */
+            due = it->blocked_since ? it->blocked_since + c->conf->order_wait_ms : 0;
+        if (due > now && due - now < wait)
+            wait = due - now;
+    }
+    return (int)wait;
+}
+
+/* Add up to batch_size new messages, waiting at most poll_wait_ms. Behind
+ * (a backlog), the batch is filled: one PostgreSQL and one Kafka transaction
+ * per batch is what makes a backlog go fast. Caught up, what has been
+ * fetched is the batch: a plan request is answered as soon as it is read,
+ * not after a batch that is not coming (latency). */
 static void batch_poll(ctx_t *c)
 {
-    int64_t deadline = now_ms() + c->conf->poll_ms;
+    int64_t deadline = now_ms() + poll_wait_ms(c);
     size_t added = 0;
 
     while (added < (size_t)c->conf->batch_size && c->items_cnt < c->items_cap && !*c->stop) {
@@ -315,8 +383,14 @@ static void batch_poll(ctx_t *c)
 
         if (left <= 0)
             break;
-        if (!(m = rd_kafka_consumer_poll(c->consumer, (int)left)))
-            continue;
+        /* Whether we are caught up is asked only when the local queue is
+         * empty: once per batch when caught up, not once per message. */
+        if (!(m = rd_kafka_consumer_poll(c->consumer, 0))) {
+            if (added && lag(c, 1) == 0)
+                break;
+            if (!(m = rd_kafka_consumer_poll(c->consumer, (int)left)))
+                continue;
+        }
         rank = m->rkt ? topic_rank(c, rd_kafka_topic_name(m->rkt)) : -1;
         p = rank >= 0 ? part_get(c, rank, m->partition) : NULL;
         if (m->err) {
@@ -937,6 +1011,7 @@ int dlb_optimizer_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop,
 {
     ctx_t c = {.conf = conf, .stop = stop, .st = stats};
     char err_buf[1024];
+    int64_t t_start, t_processed = 0;
     int err, fatal;
 
     if ((err = setup(&c, errstr, errstr_size)))
@@ -955,8 +1030,12 @@ int dlb_optimizer_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop,
             continue;
         }
         fatal = 0;
-        if ((err = batch_process(&c, err_buf, sizeof(err_buf))) ||
-            (err = batch_publish(&c, &fatal, err_buf, sizeof(err_buf)))) {
+        t_start = now_ms();
+        if (!(err = batch_process(&c, err_buf, sizeof(err_buf)))) {
+            t_processed = now_ms();
+            err = batch_publish(&c, &fatal, err_buf, sizeof(err_buf));
+        }
+        if (err) {
             if (*stop)
                 break;
             stats->retries++;
@@ -976,6 +1055,10 @@ int dlb_optimizer_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop,
             continue;
         }
         stats->batches++;
+        dlb_dbg("batch of %zu message(s), %zu plan(s): PostgreSQL and Redis %lld ms, Kafka "
+                "transaction %lld ms",
+                c.order_cnt, c.out_cnt, (long long)(t_processed - t_start),
+                (long long)(now_ms() - t_processed));
         items_filter(&c, keep_unreleased, NULL);
         out_clear(&c);
         flow_control(&c);

@@ -30,4 +30,18 @@ n=$(jq -r 'select(.job_uid | test("^(ctr|rec)-l")) | select(.stage == "job_stage
 [ "$n" = 0 ] && ok "live jobs of known scenarios planned from history" || fail "$n live create plans were cold starts"
 n=$(jq -r 'select(.optimizer | test("[.]oom$")) | .plan_id' "$out" | wc -l)
 [ "$n" -ge 2 ] && ok "$n OOM plans" || fail "only $n OOM plans"
+# The demo shows every stage, and each optimizer of the default set changes
+# something for the job whose situation it is there for.
+for st in create ps_initial worker_initial running ps_running worker_running; do
+    n=$(jq -r --arg st "job_stage_$st" 'select(.stage == $st) | .plan_id' "$out" | wc -l)
+    [ "$n" -ge 1 ] && ok "$n plans at job_stage_$st" || fail "no plan at job_stage_$st"
+done
+for o in dlrover.create dlrover.ps_initial dlbrain.oom dlbrain.worker_model dlbrain.memory_trend \
+    dlbrain.health dlrover.hot_ps dlrover.ps_util; do
+    n=$(jq -r --arg o "$o" 'select(.optimizer | split("+") | index($o))
+        | select((.groups | length) + (.pods | length) + ((.actions // []) | length) > 0) | .plan_id' "$out" | wc -l)
+    [ "$n" -ge 1 ] && ok "$o changed something in $n plans" || fail "no plan where $o changed something"
+done
+n=$(jq -r '.actions // [] | .[] | .action' "$out" | sort -u | xargs)
+[ "$n" = "relaunch replace" ] && ok "plan actions: $n" || fail "plan actions: [$n], want relaunch and replace"
 echo "12-scale: all checks passed"

@@ -43,7 +43,11 @@ sys_cleanup() {
             tail -n 40 "$f"
         done
     fi
-    rm -rf "$SYS_DIR"
+    if [ "${DLB_TEST_KEEP:-0}" = 1 ]; then
+        echo "kept $SYS_DIR (DLB_TEST_KEEP=1)"
+    else
+        rm -rf "$SYS_DIR"
+    fi
     exit "$rc"
 }
 trap sys_cleanup EXIT
