@@ -146,7 +146,7 @@ int dlb_opt_ps_create(const dlb_opt_input_t *in, dlb_plan_t *plan)
     ps_hist_t ph;
     double cpu, total, replica;
     int64_t max_mem, memory;
-    int err, capped = 0, mem_raised = 0;
+    int err, capped = 0, mem_raised = 0, mem_cold = 0;
 
     if ((err = ps_history(in->history, &ph)))
         return err;
@@ -184,8 +184,10 @@ int dlb_opt_ps_create(const dlb_opt_input_t *in, dlb_plan_t *plan)
     memory = dlb_mem_scale(max_mem, PS_MEMORY_NUM, PS_MEMORY_DEN);
     /* History without memory figures says nothing about memory: 0 would mean
      * "keep" and a new job has nothing to keep, so use the cold-start size. */
-    if (memory == 0)
+    if (memory == 0) {
         memory = PS_COLD_MEMORY;
+        mem_cold = 1;
+    }
 
     g->count = (int32_t)replica;
     g->resource.cpu = cpu;
@@ -203,9 +205,9 @@ int dlb_opt_ps_create(const dlb_opt_input_t *in, dlb_plan_t *plan)
     if (mem_raised)
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                            ", maxMem raised to maxJobPSMem/replica=%.2fGiB", DLB_GIB_F(max_mem));
-    dlb_reason_appendf(plan->reason, sizeof(plan->reason),
-                       ", memory=maxMem*1.2: %d PS x %g CPU x %.2fGiB.", g->count, g->resource.cpu,
-                       DLB_GIB_F(g->resource.memory));
+    dlb_reason_appendf(plan->reason, sizeof(plan->reason), ", memory=%s: %d PS x %g CPU x %.2fGiB.",
+                       mem_cold ? "the cold-start size (no PS memory in history)" : "maxMem*1.2",
+                       g->count, g->resource.cpu, DLB_GIB_F(g->resource.memory));
     return 0;
 }
 
@@ -271,4 +273,14 @@ int dlb_opt_worker_create(const dlb_opt_input_t *in, dlb_plan_t *plan)
                            DLB_GIB_F(max_mem), max_cpu, g->count, g->resource.cpu,
                            DLB_GIB_F(g->resource.memory));
     return 0;
+}
+
+/* DLRover runs worker create and PS create and merges their plans. */
+int dlb_opt_create(const dlb_opt_input_t *in, dlb_plan_t *plan)
+{
+    int err;
+
+    if ((err = dlb_opt_worker_create(in, plan)))
+        return err;
+    return dlb_opt_ps_create(in, plan);
 }

@@ -256,12 +256,13 @@ static int ps_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const dlb_oom_tar
         for (i = 0; i < st->pods_cnt; i++)
             if (dlb_is_ps(st->pods[i].type))
                 n++;
-        if (n == 0)
-            n = 1;
+        if (!st_pod || !dlb_is_ps(st_pod->type))
+            n++; /* the OOM'd PS, when its node events did not count it (none, or no type) */
         cur = st_pod ? st_pod->memory_requested : 0;
-        for (i = 0; cur == 0 && i < st->pods_cnt; i++)
-            if (dlb_is_ps(st->pods[i].type) && st->pods[i].memory_requested > cur)
-                cur = st->pods[i].memory_requested;
+        if (cur == 0)
+            for (i = 0; i < st->pods_cnt; i++)
+                if (dlb_is_ps(st->pods[i].type) && st->pods[i].memory_requested > cur)
+                    cur = st->pods[i].memory_requested;
         if (cur == 0) {
             cur = OOM_ASSUMED_MEMORY;
             cur_src = "unknown, assumed the cold-start size";

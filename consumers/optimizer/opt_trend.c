@@ -72,7 +72,7 @@ int dlb_opt_memory_trend(const dlb_opt_input_t *in, dlb_plan_t *plan)
     const dlb_tuning_t *tun = dlb_opt_tuning(in);
     const dlb_job_state_t *st = in->job;
     const dlb_runtime_sample_t *newest;
-    size_t k, fitted = 0, short_run = 0, no_request = 0, fired = 0;
+    size_t k, fitted = 0, short_run = 0, no_request = 0, fired = 0, capped = 0;
     int64_t now;
     double ahead_s;
 
@@ -121,6 +121,7 @@ int dlb_opt_memory_trend(const dlb_opt_input_t *in, dlb_plan_t *plan)
                                f.slope * 60.0 / (double)DLB_MIB, f.predicted / (double)DLB_GIB,
                                ahead_s, tun->memory_trigger, DLB_GIB_F(f.requested),
                                DLB_GIB_F(g.cap));
+            capped++;
             continue;
         }
         if (!(pr = dlb_plan_add_pod(plan, pod->name)))
@@ -136,7 +137,9 @@ int dlb_opt_memory_trend(const dlb_opt_input_t *in, dlb_plan_t *plan)
                            ahead_s, tun->memory_trigger, DLB_GIB_F(f.requested),
                            DLB_GIB_F(g.memory), DLB_GIB_F(g.vpa), DLB_GIB_F(g.cap));
     }
-    if (!fired)
+    /* A capped pod was predicted above the trigger, and said so: "none
+     * predicted above" would contradict it. */
+    if (!fired && !capped)
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                            "%sMemory trend: %zu pods fitted, none predicted above %.2f x its "
                            "request in %.0fs (%zu with < %d samples at their request, %zu "

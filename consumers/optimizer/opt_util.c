@@ -148,12 +148,11 @@ const dlb_pod_usage_t *dlb_sample_pod(const dlb_runtime_sample_t *s, const char 
     return NULL;
 }
 
-int dlb_sample_same_ps(const dlb_runtime_sample_t *a, const dlb_runtime_sample_t *b)
+/* 1 when every PS name of a is the name of a PS in b. */
+static int ps_names_in(const dlb_runtime_sample_t *a, const dlb_runtime_sample_t *b)
 {
     size_t i;
 
-    if (dlb_sample_count(a, "ps") != dlb_sample_count(b, "ps"))
-        return 0;
     for (i = 0; i < a->pods_cnt; i++) {
         const dlb_pod_usage_t *p;
 
@@ -163,6 +162,15 @@ int dlb_sample_same_ps(const dlb_runtime_sample_t *a, const dlb_runtime_sample_t
             return 0;
     }
     return 1;
+}
+
+/* Both ways: equal counts and a in b alone would call {p0, p0} the same set
+ * as {p0, p1} when a sample lists a PS twice. */
+int dlb_sample_same_ps(const dlb_runtime_sample_t *a, const dlb_runtime_sample_t *b)
+{
+    if (dlb_sample_count(a, "ps") != dlb_sample_count(b, "ps"))
+        return 0;
+    return ps_names_in(a, b) && ps_names_in(b, a);
 }
 
 int dlb_window_same_ps(const dlb_job_state_t *st, const dlb_runtime_sample_t ***out, size_t *cnt)

@@ -53,6 +53,8 @@ void dlb_limits_apply(const dlb_limits_t *limits, dlb_plan_t *plan);
 int dlb_opt_ps_create(const dlb_opt_input_t *in, dlb_plan_t *plan);
 /** DLRover worker create from completed history jobs. */
 int dlb_opt_worker_create(const dlb_opt_input_t *in, dlb_plan_t *plan);
+/** DLRover's create stage: worker create and PS create, merged into one plan. */
+int dlb_opt_create(const dlb_opt_input_t *in, dlb_plan_t *plan);
 /** OOM memory plan for the pod named by the request (or the job's newest OOM pod). */
 int dlb_opt_oom(const dlb_opt_input_t *in, dlb_plan_t *plan);
 

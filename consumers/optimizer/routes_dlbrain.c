@@ -36,15 +36,6 @@ int dlb_needs_oom_dlbrain(const dlb_opt_input_t *in)
     return 0;
 }
 
-static int opt_create(const dlb_opt_input_t *in, dlb_plan_t *plan)
-{
-    int err;
-
-    if ((err = dlb_opt_worker_create(in, plan)))
-        return err;
-    return dlb_opt_ps_create(in, plan);
-}
-
 /* The parts of a composed plan that fired, "a+b". */
 typedef struct chain {
     char fired[sizeof(((dlb_plan_t *)0)->optimizer)];
@@ -144,7 +135,7 @@ static int opt_running(const dlb_opt_input_t *in, dlb_plan_t *plan)
 }
 
 static const dlb_route_t routes[] = {
-    {DLB_STAGE_CREATE, "dlrover.create", opt_create},
+    {DLB_STAGE_CREATE, "dlrover.create", dlb_opt_create},
     {DLB_STAGE_PS_INITIAL, "dlrover.ps_initial", dlb_opt_ps_initial},
     {DLB_STAGE_WORKER_INITIAL, "dlbrain.worker", opt_worker},
     {DLB_STAGE_WORKER_RUNNING, "dlbrain.worker", opt_worker},

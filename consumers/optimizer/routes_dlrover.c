@@ -25,16 +25,6 @@ int dlb_needs_oom_dlrover(const dlb_opt_input_t *in)
     return 0;
 }
 
-/* DLRover runs worker create and PS create and merges their plans. */
-static int opt_create(const dlb_opt_input_t *in, dlb_plan_t *plan)
-{
-    int err;
-
-    if ((err = dlb_opt_worker_create(in, plan)))
-        return err;
-    return dlb_opt_ps_create(in, plan);
-}
-
 /* DLRover's PS running optimizer: hot PS first, PS utilisation only when
  * hot PS planned nothing. plan->optimizer names the one that fired; when
  * neither did it stays the route's "dlrover.ps_running" and the reason holds
@@ -61,7 +51,7 @@ static int opt_ps_running(const dlb_opt_input_t *in, dlb_plan_t *plan)
  * where Go only knows job_stage_running (reference section 1): all three
  * are answered. */
 static const dlb_route_t routes[] = {
-    {DLB_STAGE_CREATE, "dlrover.create", opt_create},
+    {DLB_STAGE_CREATE, "dlrover.create", dlb_opt_create},
     {DLB_STAGE_PS_INITIAL, "dlrover.ps_initial", dlb_opt_ps_initial},
     {DLB_STAGE_WORKER_INITIAL, "dlrover.worker_resource", dlb_opt_worker_resource},
     {DLB_STAGE_WORKER_RUNNING, "dlrover.worker_resource", dlb_opt_worker_resource},

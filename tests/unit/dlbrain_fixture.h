@@ -1,4 +1,4 @@
-/* Fixtures of the dlbrain-set optimizer tests (test_opt_vpa.c,
+/* Fixtures of the optimizer tests (test_opt_oom.c, test_opt_vpa.c,
  * test_opt_trend.c, test_opt_health.c, test_opt_model.c,
  * test_router_dlbrain.c): static compound literals, nothing to free. */
 #ifndef DLB_TEST_DLBRAIN_FIXTURE_H
@@ -84,5 +84,19 @@ static inline void fixture_plan_free(dlb_plan_t *plan)
     free(plan->actions);
     memset(plan, 0, sizeof(*plan));
 }
+
+/* Worker history shared by the OOM tests.
+ * h1: w0 last memory_used 11G (its earlier 30G is not "last"), w1 last 12G;
+ * h2: w0 was OOMKilled, last 20G -> 20G*1.2 = 24G = 25769803776 (exact);
+ * the PS in h1 (90G) is not a worker. Max = 24G. */
+#define HIST_WITH_OOM                                                                              \
+    HISTORY({.job_uid = "h1",                                                                      \
+             SAMPLES(SAMPLE("h1-r1", MPOD("h1-worker-0", "worker", 30 * GIB, 0),                   \
+                            MPOD("h1-worker-1", "worker", 12 * GIB, 0),                            \
+                            MPOD("h1-ps-0", "ps", 90 * GIB, 0)),                                   \
+                     SAMPLE("h1-r2", MPOD("h1-worker-0", "worker", 11 * GIB, 0)))},                \
+            {.job_uid = "h2",                                                                      \
+             SAMPLES(SAMPLE("h2-r1", MPOD("h2-worker-0", "worker", 20 * GIB, 0))),                 \
+             OOMS("h2-worker-0")})
 
 #endif

@@ -173,6 +173,13 @@ static const ps_case_t ps_cases[] = {
     {"idle PS history still gives one PS",
      HISTORY(HJOB("i", 1, SAMPLE("r1", PS("i-ps-0", 0, GIB)))), 1, 4, 1288490189,
      "1 PS x 4 CPU x 1.20GiB"},
+    /* PS samples without memory figures: sum 2+4 = 6 = avgJobPSCPU; maxCPU 4;
+     * cpu = 8; total = 9; replica = ceil(9/8) = 2; maxMem = maxJobPSMem = 0, so
+     * maxMem*1.2 = 0, which would mean "keep": the cold-start 16G instead */
+    {"history without PS memory figures: cold-start memory",
+     HISTORY(HJOB("m", 1, SAMPLE("r1", PS("m-ps-0", 2, 0), PS("m-ps-1", 4, 0)))), 2, 8, 16 * GIB,
+     "maxMem=0.00GiB maxJobPSMem=0.00GiB; cpu=maxCPU+4, replica=ceil(avgJobPSCPU*1.5/cpu), "
+     "memory=the cold-start size (no PS memory in history): 2 PS x 8 CPU x 16.00GiB."},
 };
 
 static void test_ps_create(void **state)
@@ -256,6 +263,12 @@ static const worker_case_t worker_cases[] = {
     {"completed history below the floors",
      HISTORY(HJOB("c", 1, SAMPLE("r1", WK("c-worker-0", 3.5, 8 * GIB)))), 12, 16 * GIB,
      "1 worker x 12 CPU x 16.00GiB"},
+    /* the maxima of different workers: w0 14 cores / 8G, w1 10 cores / 20G ->
+     * cpu ceil(14) = 14, memory 20G*1.5 = 30G = 32212254720 */
+    {"completed history, CPU and memory maxima of different workers",
+     HISTORY(
+         HJOB("c", 1, SAMPLE("r1", WK("c-worker-0", 14, 8 * GIB), WK("c-worker-1", 10, 20 * GIB)))),
+     14, 32212254720, "max worker memory 20.00GiB, max worker CPU 14.00"},
 };
 
 static void test_worker_create(void **state)

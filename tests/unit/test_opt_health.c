@@ -24,6 +24,14 @@
 #define PODS4(s)                                                                                   \
     SPOD("j-worker-0", 1), SPOD("j-worker-1", 1), SPOD("j-worker-2", 1.2), SPOD("j-worker-3", s)
 
+/* dlbrain.straggler.samples 0: taken as 1, the newest sample alone. */
+static const dlb_tuning_t one_sample = {.hang_seconds = 600,
+                                        .straggler_ratio = 0.5,
+                                        .straggler_samples = 0,
+                                        .memory_horizon_seconds = 1800,
+                                        .memory_trigger = 0.9,
+                                        .scale_min_gain = 0.5,
+                                        .scale_step_max = 8};
 static const dlb_tuning_t tuned = {.hang_seconds = 300,
                                    .straggler_ratio = 0.7,
                                    .straggler_samples = 2,
@@ -167,6 +175,42 @@ static const health_case_t health_cases[] = {
      {{NULL}},
      NULL,
      "Stragglers: none among 4 workers"},
+    /* worker-0 is the only worker with a speed: no peer at all in any sample */
+    {"a lone worker with a speed",
+     {WINDOW(TSAMPLE("r1", 0, 10, SPOD("j-worker-0", 1), MPOD("j-worker-1", "worker", GIB, GIB)),
+             TSAMPLE("r2", 15, 20, SPOD("j-worker-0", 1), MPOD("j-worker-1", "worker", GIB, GIB)),
+             TSAMPLE("r3", 30, 30, SPOD("j-worker-0", 1), MPOD("j-worker-1", "worker", GIB, GIB)))},
+     NULL,
+     {{NULL}},
+     NULL,
+     "Stragglers: none among 1 workers with a speed over the newest 3 samples (1 without 2 peers "
+     "with a speed)."},
+    /* worker-3 reports no speed in r2 (it does in r3 and r4): not slow in each */
+    {"a sample where the pod has no speed",
+     {WINDOW(TSAMPLE("r1", 0, 10, PODS4(0.1)),
+             TSAMPLE("r2", 15, 20, SPOD("j-worker-0", 1), SPOD("j-worker-1", 1),
+                     SPOD("j-worker-2", 1.2), MPOD("j-worker-3", "worker", GIB, GIB)),
+             TSAMPLE("r3", 30, 30, PODS4(0.1)), TSAMPLE("r4", 45, 40, PODS4(0.1)))},
+     NULL,
+     {{NULL}},
+     NULL,
+     "Stragglers: none among 4 workers"},
+    /* one sample: a run of 1, no hang; too few samples for stragglers */
+    {"one sample",
+     {WINDOW(TSAMPLE("r1", 0, 10, PODS4(0.1)))},
+     NULL,
+     {{NULL}},
+     NULL,
+     "Health: no hang (global_step 10 unchanged for 0s over 1 samples, < 600s). Stragglers: 1 "
+     "samples < the 3 needed, not checked."},
+    /* straggler samples 0 -> 1: worker-3 at 0.4 < 0.5 x median(1, 1, 1.2) in the
+     * newest sample is enough */
+    {"straggler samples 0 means the newest sample",
+     {WINDOW(TSAMPLE("r1", 0, 10, PODS4(0.4)))},
+     &one_sample,
+     {{"j-worker-3", DLB_ACTION_REPLACE}},
+     "straggler: 0.4 steps/s < 0.50 x median 1 of 3 peers, in each of the newest 1 samples",
+     "Straggler j-worker-3"},
     {"no samples", NOJOB, NULL, {{NULL}}, NULL, "Health: no runtime samples, nothing to check."},
 };
 

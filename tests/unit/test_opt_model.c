@@ -173,6 +173,37 @@ static const model_case_t model_cases[] = {
      6,
      "workers 4 -> 6 (stopped by the worker limit; worker 7 would add 0.620 of the speed per "
      "worker)."},
+    /* 1/speed = 4/w + 10 as above, today 1 worker: worker 2 would add
+     * 4 / (4 + 20) = 0.167 < 0.5, and there is none to remove: kept */
+    {"one worker that pays alone: count kept",
+     {{2, 2, 8, 12}, {4, 2, 8, 11}, {3, 2, 8, 4.0 / 3 + 10}, {1, 2, 8, 14}},
+     NULL,
+     0,
+     0,
+     0,
+     "workers 1 -> 1 (worker 2 would add 0.167 < 0.50 of the speed per worker)."},
+    /* the same speed at 1, 2, 4 and 8 workers: 1/speed = 1 (c alone; a and b
+     * do not fit it clearly better), every y equal so Sum (y - mean)^2 = 0 and
+     * R^2 is taken as 1. Workers add nothing (a = 0): 8 -> 1 in 7 steps */
+    {"speed independent of the workers: shrink to one",
+     {{1, 2, 8, 1}, {2, 2, 8, 1}, {4, 2, 8, 1}, {8, 2, 8, 1}},
+     NULL,
+     0,
+     0,
+     1,
+     "1/speed = 0/w + 0/p + 1, R^2=1.0000, rms residual 0.0000s; at p=16 PS cores speed(8)=1 "
+     "steps/s, speed(1)=1: workers 8 -> 1 (worker 8 added 0.000 < 0.50 of the speed per worker; "
+     "shrunk until one worker was left)."},
+    /* the first case with limits.workers.max 4, today's count: no room to grow,
+     * and a stop is no reason to shrink: kept; worker 5 would add 4 / 5.75 = 0.696 */
+    {"worker limit already reached: count kept",
+     {EXACT},
+     NULL,
+     4,
+     0,
+     0,
+     "workers 4 -> 4 (stopped by the worker limit; worker 5 would add 0.696 of the speed per "
+     "worker)."},
     {"one worker count: DLRover's rule",
      {{4, 2, 8, 1.6}, {4, 2, 8, 1.5}, {4, 2, 8, 1.7}, {4, 2, 8, 1.6}, {4, 2, 8, 1.6}},
      NULL,
@@ -188,6 +219,18 @@ static const model_case_t model_cases[] = {
      1,
      0,
      "Worker model: too little to fit (3 usable samples, 3 worker counts; needs >= 4 and >= 2)"},
+    /* speeds of 1e200 steps/s (finite, so valid input): 1/speed = 1e-200, whose
+     * square underflows to 0. Sum y^2 = 0, so the empty model (a = b = c = 0,
+     * residual 0) is not beaten "clearly" by any other (residual >= 0): the fit
+     * is degenerate and DLRover's rule answers. No real speed gets there. */
+    {"degenerate fit: DLRover's rule",
+     {{1, 2, 8, 1e-200}, {2, 2, 8, 1e-200}, {4, 2, 8, 1e-200}, {4, 2, 8, 1e-200}},
+     NULL,
+     0,
+     1,
+     0,
+     "Worker model: the fit is degenerate (a = b = c = 0) (4 usable samples, 3 worker counts; "
+     "needs >= 4 and >= 2), DLRover's worker resource rule instead. Worker resource:"},
     {"no samples: DLRover's rule",
      {{0}},
      NULL,

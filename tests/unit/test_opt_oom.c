@@ -10,52 +10,10 @@
 
 #include <cmocka.h>
 
+#include "dlbrain_fixture.h"
 #include "optimizer.h"
 
-#define GIB  DLB_GIB
 #define STEP ((int64_t)4000000000) /* DLRover's OOM step: 4e9 bytes */
-
-#define COUNT_OF(type, ...) (sizeof((type[]){__VA_ARGS__}) / sizeof(type))
-/* A runtime sample's pod: name, type, memory used, memory requested. */
-#define POD(n, t, used, req)                                                                       \
-    {                                                                                              \
-        .name = n, .type = t, .memory_used = used, .memory_requested = req                         \
-    }
-#define SAMPLE(id, ...)                                                                            \
-    {                                                                                              \
-        .event_id = id, .pods = (dlb_pod_usage_t[]){__VA_ARGS__},                                  \
-        .pods_cnt = COUNT_OF(dlb_pod_usage_t, __VA_ARGS__)                                         \
-    }
-#define SAMPLES(...)                                                                               \
-    .samples = (dlb_runtime_sample_t[]){__VA_ARGS__},                                              \
-    .samples_cnt = COUNT_OF(dlb_runtime_sample_t, __VA_ARGS__)
-#define WINDOW(...)                                                                                \
-    .window = (dlb_runtime_sample_t[]){__VA_ARGS__},                                               \
-    .window_cnt = COUNT_OF(dlb_runtime_sample_t, __VA_ARGS__)
-#define OOMS(...)                                                                                  \
-    .oom_pods = (char[][DLB_ID_MAX]){__VA_ARGS__},                                                 \
-    .oom_pods_cnt = sizeof((char[][DLB_ID_MAX]){__VA_ARGS__}) / DLB_ID_MAX
-#define HISTORY(...)                                                                               \
-    {                                                                                              \
-        .jobs = (dlb_hist_job_t[]){__VA_ARGS__}, .jobs_cnt = COUNT_OF(dlb_hist_job_t, __VA_ARGS__) \
-    }
-/* A pod status: name, type, time, OOM count, OOM event, memory requested. */
-#define STATUS(n, t, time, ooms, ev, req)                                                          \
-    {                                                                                              \
-        .name = n, .type = t, .last_event_time_ms = time, .oom_count = ooms,                       \
-        .last_oom_event_id = ev, .last_kind = "oom_killed", .memory_requested = req                \
-    }
-#define STATUSES(...)                                                                              \
-    .pods = (dlb_pod_status_t[]){__VA_ARGS__}, .pods_cnt = COUNT_OF(dlb_pod_status_t, __VA_ARGS__)
-
-#define NOJOB                                                                                      \
-    {                                                                                              \
-        .pods_cnt = 0                                                                              \
-    }
-#define NOHIST                                                                                     \
-    {                                                                                              \
-        .jobs_cnt = 0                                                                              \
-    }
 
 typedef struct oom_case {
     const char *name;
@@ -69,27 +27,14 @@ typedef struct oom_case {
     const char *reason; /* expected substring */
 } oom_case_t;
 
-/* History shared by the worker cases.
- * h1: w0 last memory_used 11G (its earlier 30G is not "last"), w1 last 12G;
- * h2: w0 was OOMKilled, last 20G -> 20G*1.2 = 24G = 25769803776 (exact);
- * the PS in h1 (90G) is not a worker. Max = 24G. */
-#define HIST_WITH_OOM                                                                              \
-    HISTORY({.job_uid = "h1",                                                                      \
-             SAMPLES(SAMPLE("h1-r1", POD("h1-worker-0", "worker", 30 * GIB, 0),                    \
-                            POD("h1-worker-1", "worker", 12 * GIB, 0),                             \
-                            POD("h1-ps-0", "ps", 90 * GIB, 0)),                                    \
-                     SAMPLE("h1-r2", POD("h1-worker-0", "worker", 11 * GIB, 0)))},                 \
-            {.job_uid = "h2",                                                                      \
-             SAMPLES(SAMPLE("h2-r1", POD("h2-worker-0", "worker", 20 * GIB, 0))),                  \
-             OOMS("h2-worker-0")})
 /* The same without the OOM: h2's 20G counts as is, h1's 12G < 20G -> max 20G. */
 #define HIST_NO_OOM                                                                                \
     HISTORY(                                                                                       \
         {.job_uid = "h1",                                                                          \
-         SAMPLES(SAMPLE("h1-r1", POD("h1-worker-0", "worker", 30 * GIB, 0),                        \
-                        POD("h1-worker-1", "worker", 12 * GIB, 0)),                                \
-                 SAMPLE("h1-r2", POD("h1-worker-0", "worker", 11 * GIB, 0)))},                     \
-        {.job_uid = "h2", SAMPLES(SAMPLE("h2-r1", POD("h2-worker-0", "worker", 20 * GIB, 0)))})
+         SAMPLES(SAMPLE("h1-r1", MPOD("h1-worker-0", "worker", 30 * GIB, 0),                       \
+                        MPOD("h1-worker-1", "worker", 12 * GIB, 0)),                               \
+                 SAMPLE("h1-r2", MPOD("h1-worker-0", "worker", 11 * GIB, 0)))},                    \
+        {.job_uid = "h2", SAMPLES(SAMPLE("h2-r1", MPOD("h2-worker-0", "worker", 20 * GIB, 0)))})
 
 static const oom_case_t oom_cases[] = {
     /* ---- worker ---- */
@@ -134,9 +79,9 @@ static const oom_case_t oom_cases[] = {
      * holding it (w-r2: requested 8G; w-r3 does not have it): 8G + 4e9 */
     {"worker, current from the runtime window",
      "j-worker-2",
-     {WINDOW(SAMPLE("w-r1", POD("j-worker-2", "worker", GIB, 2 * GIB)),
-             SAMPLE("w-r2", POD("j-worker-2", "worker", 7 * GIB, 8 * GIB)),
-             SAMPLE("w-r3", POD("j-ps-0", "ps", GIB, 2 * GIB)))},
+     {WINDOW(SAMPLE("w-r1", MPOD("j-worker-2", "worker", GIB, 2 * GIB)),
+             SAMPLE("w-r2", MPOD("j-worker-2", "worker", 7 * GIB, 8 * GIB)),
+             SAMPLE("w-r3", MPOD("j-ps-0", "ps", GIB, 2 * GIB)))},
      NOHIST,
      "worker",
      0,
@@ -146,7 +91,7 @@ static const oom_case_t oom_cases[] = {
     /* window has no request, only usage: 6G + 4e9 */
     {"worker, current from memory_used",
      "j-worker-2",
-     {WINDOW(SAMPLE("w-r1", POD("j-worker-2", "worker", 6 * GIB, 0)))},
+     {WINDOW(SAMPLE("w-r1", MPOD("j-worker-2", "worker", 6 * GIB, 0)))},
      NOHIST,
      "worker",
      0,
@@ -179,8 +124,59 @@ static const oom_case_t oom_cases[] = {
      0,
      12 * GIB + STEP,
      "j-worker-0 OOMKilled (event ne-0)"},
+    /* same time, the smaller name first this time: j-worker-5 does not replace it */
+    {"worker, OOM pods tie on time, smaller name first",
+     NULL,
+     {STATUSES(STATUS("j-worker-0", "worker", 100, 1, "ne-0", 12 * GIB),
+               STATUS("j-worker-5", "worker", 100, 1, "ne-5", 30 * GIB))},
+     NOHIST,
+     "worker",
+     0,
+     12 * GIB + STEP,
+     "j-worker-0 OOMKilled (event ne-0)"},
+    /* history: r1 lists w0 at 20G before w1 at 10G: max 20G = 21474836480 >
+     * 16G + 4e9 = 21179869184 */
+    {"worker, history max not the last pod seen",
+     "j-worker-1",
+     {STATUSES(STATUS("j-worker-1", "worker", 100, 1, "ne-7", 16 * GIB))},
+     HISTORY({.job_uid = "h1",
+              SAMPLES(SAMPLE("h1-r1", MPOD("h1-worker-0", "worker", 20 * GIB, 0),
+                             MPOD("h1-worker-1", "worker", 10 * GIB, 0)))}),
+     "worker",
+     0,
+     20 * GIB,
+     "history: 2 worker pods of 1 jobs, max last memory 20.00GiB"},
+    /* node events without a request, a sample with neither request nor usage:
+     * memory assumed 16G -> 16G + 4e9 */
+    {"worker, no request at its node events, no figures in its sample",
+     "j-worker-2",
+     {STATUSES(STATUS("j-worker-2", "worker", 100, 1, "ne-8", 0)),
+      WINDOW(SAMPLE("w-r1", MPOD("j-worker-2", "worker", 0, 0)))},
+     NOHIST,
+     "worker",
+     0,
+     16 * GIB + STEP,
+     "worker j-worker-2 OOMKilled (event ne-8): current memory 16.00GiB (unknown, assumed the "
+     "cold-start size)"},
+    /* no node event, no sample: the type from "<name>-<index>" alone, the first
+     * token is the type: 16G + 4e9 */
+    {"worker, type from a name without a job prefix", "worker-3", NOJOB, NOHIST, "worker", 0,
+     16 * GIB + STEP, "worker worker-3 OOMKilled (event unknown)"},
     {"unknown type: nothing to change", "mystery", NOJOB, NOHIST, NULL, 0, 0,
      "its type is unknown"},
+    /* names the type cannot be read from: the last token is not all digits
+     * (a letter, a '.'), is empty, or has no type before it; a type token too
+     * long for any type */
+    {"unknown type: index not a number", "j-worker-x", NOJOB, NOHIST, NULL, 0, 0,
+     "OOM of pod j-worker-x: its type is unknown"},
+    {"unknown type: index with a dot", "j-worker-1.5", NOJOB, NOHIST, NULL, 0, 0,
+     "OOM of pod j-worker-1.5: its type is unknown"},
+    {"unknown type: no index", "j-worker-", NOJOB, NOHIST, NULL, 0, 0,
+     "OOM of pod j-worker-: its type is unknown"},
+    {"unknown type: no type before the index", "-3", NOJOB, NOHIST, NULL, 0, 0,
+     "OOM of pod -3: its type is unknown"},
+    {"unknown type: type token too long", "j-averyveryverylongtype-3", NOJOB, NOHIST, NULL, 0, 0,
+     "OOM of pod j-averyveryverylongtype-3: its type is unknown"},
     {"no OOM pod: nothing to change",
      NULL,
      {STATUSES(STATUS("j-worker-0", "worker", 100, 0, "", 16 * GIB))},
@@ -218,11 +214,12 @@ static const oom_case_t oom_cases[] = {
      * memory = 2 * 10G = 20G */
     {"ps, unbalanced: 2 x max used",
      "j-ps-0",
-     {WINDOW(SAMPLE("r1", POD("j-ps-0", "ps", 1 * GIB, 0), POD("j-ps-1", "ps", GIB, 0)),
-             SAMPLE("r2", POD("j-ps-0", "ps", 10 * GIB, 12 * GIB),
-                    POD("j-ps-1", "ps", 6 * GIB, 12 * GIB), POD("j-ps-2", "ps", 5 * GIB, 12 * GIB),
-                    POD("j-worker-0", "worker", 30 * GIB, 32 * GIB)),
-             SAMPLE("r3", POD("j-worker-0", "worker", 30 * GIB, 32 * GIB))),
+     {WINDOW(SAMPLE("r1", MPOD("j-ps-0", "ps", 1 * GIB, 0), MPOD("j-ps-1", "ps", GIB, 0)),
+             SAMPLE("r2", MPOD("j-ps-0", "ps", 10 * GIB, 12 * GIB),
+                    MPOD("j-ps-1", "ps", 6 * GIB, 12 * GIB),
+                    MPOD("j-ps-2", "ps", 5 * GIB, 12 * GIB),
+                    MPOD("j-worker-0", "worker", 30 * GIB, 32 * GIB)),
+             SAMPLE("r3", MPOD("j-worker-0", "worker", 30 * GIB, 32 * GIB))),
       STATUSES(STATUS("j-ps-0", "ps", 100, 1, "ne-3", 12 * GIB))},
      NOHIST,
      "ps",
@@ -233,15 +230,85 @@ static const oom_case_t oom_cases[] = {
     /* used 10G 6G 8G: avg 8G, (10-8)/10 = 0.2 exactly, not > 0.2 -> count 2*3 = 6 */
     {"ps, balanced at the 0.2 edge: double count",
      "j-ps-2",
-     {WINDOW(SAMPLE("r1", POD("j-ps-0", "ps", 10 * GIB, 12 * GIB),
-                    POD("j-ps-1", "ps", 6 * GIB, 12 * GIB),
-                    POD("j-ps-2", "ps", 8 * GIB, 12 * GIB)))},
+     {WINDOW(SAMPLE("r1", MPOD("j-ps-0", "ps", 10 * GIB, 12 * GIB),
+                    MPOD("j-ps-1", "ps", 6 * GIB, 12 * GIB),
+                    MPOD("j-ps-2", "ps", 8 * GIB, 12 * GIB)))},
      NOHIST,
      "ps",
      6,
      0,
      "ps j-ps-2 OOMKilled (event unknown): sample r1 shows 3 PS with memory used max 10.00GiB avg "
      "8.00GiB, balanced, so double the PS count 3 -> 6."},
+    /* no PS usage figures (max 0): not unbalanced -> count 2*2 = 4 */
+    {"ps, samples without usage: double count",
+     "j-ps-0",
+     {WINDOW(SAMPLE("r1", MPOD("j-ps-0", "ps", 0, 8 * GIB), MPOD("j-ps-1", "ps", 0, 8 * GIB)))},
+     NOHIST,
+     "ps",
+     4,
+     0,
+     "ps j-ps-0 OOMKilled (event unknown): sample r1 shows 2 PS with memory used max 0.00GiB avg "
+     "0.00GiB, balanced, so double the PS count 2 -> 4."},
+    /* no samples; the node events tell of no PS (only a worker) and nothing of
+     * the OOM'd one: type from its name, 1 PS, size assumed 16G < 64G -> 32G */
+    {"ps, no data, no PS at node events: assumed size",
+     "j-ps-0",
+     {STATUSES(STATUS("j-worker-0", "worker", 50, 0, "", 8 * GIB))},
+     NOHIST,
+     "ps",
+     0,
+     32 * GIB,
+     "ps j-ps-0 OOMKilled (event unknown), no runtime samples: PS memory 16.00GiB (unknown, "
+     "assumed the cold-start size) < 64GiB, so double it -> 32.00GiB."},
+    /* its node event has no type (type from the name): no PS counted, taken as
+     * 1; 64G >= 64G -> count 2*1 = 2 */
+    {"ps, no data, node event without a type: one PS",
+     "j-ps-0",
+     {STATUSES(STATUS("j-ps-0", "", 100, 1, "ne-9", 64 * GIB))},
+     NOHIST,
+     "ps",
+     2,
+     0,
+     "ps j-ps-0 OOMKilled (event ne-9), no runtime samples: PS memory 64.00GiB (requested at its "
+     "node events) >= 64GiB, so double the PS count 1 -> 2."},
+    /* the request names j-ps-2, which has no node event: j-ps-0 and j-ps-1
+     * are counted at node events, j-ps-2 counts too -> 3 PS; the largest PS
+     * request there is 64G >= 64G -> count 2*3 = 6 */
+    {"ps, no data, OOM'd PS without node events: counted with the others",
+     "j-ps-2",
+     {STATUSES(STATUS("j-ps-0", "ps", 50, 0, "", 64 * GIB),
+               STATUS("j-ps-1", "ps", 50, 1, "ne-1", 32 * GIB))},
+     NOHIST,
+     "ps",
+     6,
+     0,
+     "ps j-ps-2 OOMKilled (event unknown), no runtime samples: PS memory 64.00GiB (largest PS "
+     "request at node events) >= 64GiB, so double the PS count 3 -> 6."},
+    /* the OOM'd PS has no request at its node events: the largest PS request
+     * there, max(20G, 24G, 16G) = 24G (the worker's 40G is not a PS) -> 48G */
+    {"ps, no data, no request of its own: the largest PS request",
+     "j-ps-1",
+     {STATUSES(
+         STATUS("j-ps-0", "ps", 50, 0, "", 20 * GIB), STATUS("j-ps-1", "ps", 100, 1, "ne-9", 0),
+         STATUS("j-worker-0", "worker", 50, 0, "", 40 * GIB),
+         STATUS("j-ps-2", "ps", 50, 0, "", 24 * GIB), STATUS("j-ps-3", "ps", 50, 0, "", 16 * GIB))},
+     NOHIST,
+     "ps",
+     0,
+     48 * GIB,
+     "ps j-ps-1 OOMKilled (event ne-9), no runtime samples: PS memory 24.00GiB (largest PS request "
+     "at node events) < 64GiB, so double it -> 48.00GiB."},
+    /* no node event for the OOM'd PS (type from the name): max(12G, 20G) = 20G -> 40G */
+    {"ps, no data, no node event of its own: the largest PS request",
+     "j-ps-2",
+     {STATUSES(STATUS("j-ps-0", "ps", 50, 0, "", 12 * GIB),
+               STATUS("j-ps-1", "ps", 50, 0, "", 20 * GIB))},
+     NOHIST,
+     "ps",
+     0,
+     40 * GIB,
+     "ps j-ps-2 OOMKilled (event unknown), no runtime samples: PS memory 20.00GiB (largest PS "
+     "request at node events) < 64GiB, so double it -> 40.00GiB."},
 };
 
 static void plan_free(dlb_plan_t *plan)
@@ -305,7 +372,7 @@ static void test_oom_idempotent(void **state)
 {
     dlb_job_state_t job = {
         STATUSES(STATUS("j-worker-1", "worker", 100, 1, "ne-7", 16 * GIB)),
-        WINDOW(SAMPLE("w-r9", POD("j-worker-1", "worker", 3 * GIB, 16 * GIB + STEP)))};
+        WINDOW(SAMPLE("w-r9", MPOD("j-worker-1", "worker", 3 * GIB, 16 * GIB + STEP)))};
     static const dlb_history_t none = {0};
     dlb_plan_request_t req = {.event_id = "req-10", .stage = "job_stage_running"};
     dlb_opt_input_t in = {.req = &req, .job = &job, .history = &none};

@@ -157,6 +157,44 @@ static const ps_case_t initial_cases[] = {
      1288490189,
      {{NULL}},
      "recv_op_count unknown -> psCPU=16"},
+    /* recv_op_count 0 is as good as unknown -> 16, not ceil(0)+4 = 4 */
+    {"ps_initial: recv ops 0 -> 16 CPU",
+     dlb_opt_ps_initial,
+     {.job = {MODEL(0)},
+      WINDOW(REC("r1", 0, 0, PS("j-ps-0", 1, 16, GIB, 0), PS("j-ps-1", 1, 16, GIB, 0)))},
+     1,
+     0,
+     16,
+     1288490189,
+     {{NULL}},
+     "recv_op_count unknown -> psCPU=16"},
+    /* 4 workers, but the PS used no CPU yet: max sum 0, the count formula has
+     * nothing to scale; psCPU = max(16, ceil(0)+4 = 4) = 16; memory 1G*1.2 */
+    {"ps_initial: no PS CPU used yet, count kept",
+     dlb_opt_ps_initial,
+     {WINDOW(REC("r1", 4, 0, PS("j-ps-0", 0, 16, GIB, 0), PS("j-ps-1", 0, 16, GIB, 0), W4))},
+     1,
+     0,
+     16,
+     1288490189,
+     {{NULL}},
+     "at least ceil(busiest PS avg CPU 0.00 (j-ps-0))+4=4 -> psCPU=16; no PS CPU used yet, PS "
+     "count kept; memory=max PS memory 1.00GiB*1.2=1.20GiB -> ps count kept, cpu 16, memory "
+     "1.20GiB."},
+    /* PS at 6 and 5.5, 4 workers: psCPU = max(16, ceil(6)+4 = 10) = 16;
+     * freeRate = 16 / (6*2/15) = 20; the gap 6 - 5.5 = 0.5 would cap it at
+     * 16/0.5 = 32 >= 20: no cap. ceil(20*4) = 80 >= 20 (job time unknown);
+     * replica = ceil(20/4 * 11.5/16) = ceil(3.59) = 4 */
+    {"ps_initial: a small gap does not cap freeRate",
+     dlb_opt_ps_initial,
+     {WINDOW(REC("r1", 4, 0, PS("j-ps-0", 6, 16, 0, 0), PS("j-ps-1", 5.5, 16, 0, 0), W4))},
+     1,
+     4,
+     16,
+     0,
+     {{NULL}},
+     "freeRate=psCPU/(maxPSCPU*2/15)=20.00; replica=ceil(20/4 workers*max PS CPU sum "
+     "11.50/psCPU)=4; no PS memory figures, memory kept -> ps count 4, cpu 16, memory kept."},
     /* steps 10000/10*1 = 1000; per-worker speed 4/4 = 1 -> 1000 s <= 1800 ->
      * target 10; 36 >= 10 keeps it; replica = ceil(10/4 * 10/9) = ceil(2.78) = 3 */
     {"ps_initial: short job -> target 10 workers",
@@ -424,6 +462,34 @@ static const ps_case_t hot_cases[] = {
      0,
      {{NULL}},
      "j-ps-0 7.10/8; no worker pods in the newest sample, CPU kept; nothing to change."},
+    /* j-ps-2 has no CPU request (and used none): never hot, no CPU planned; the
+     * others as in the first case -> j-ps-0 29 */
+    {"hot_ps: a PS without a CPU request is left alone",
+     dlb_opt_hot_ps,
+     {WINDOW(HOT0("r1", 7, GIB, GIB, PS("j-ps-2", 0, 0, GIB, 0), W8),
+             HOT0("r2", 7, GIB, GIB, PS("j-ps-2", 0, 0, GIB, 0), W8),
+             HOT0("r3", 7.3, GIB, GIB, PS("j-ps-2", 0, 0, GIB, 0), W8))},
+     0,
+     0,
+     0,
+     0,
+     {{"j-ps-0", 29, 0}},
+     "Hot PS: last 3 of 3 records with the newest PS set (3 PS, 8 workers): CPU-hot "
+     "(avg/request > 0.8): j-ps-0 7.10/8; coeff=32/8 workers=4.000; CPU ceil(avg*coeff): "
+     "j-ps-0 8->29."},
+    /* no PS has a CPU request: no CPU utilisation at all; memory 1G/16G = 0.06 */
+    {"hot_ps: no CPU requests, nothing hot",
+     dlb_opt_hot_ps,
+     {WINDOW(REC("r1", 1, 0, PS("j-ps-0", 7, 0, GIB, 16 * GIB), W8),
+             REC("r2", 1, 0, PS("j-ps-0", 7, 0, GIB, 16 * GIB), W8),
+             REC("r3", 1, 0, PS("j-ps-0", 7, 0, GIB, 16 * GIB), W8))},
+     0,
+     0,
+     0,
+     0,
+     {{NULL}},
+     "no PS hot (max avg CPU/request 0.00 of none, not > 0.8; max memory used/request in all 3 "
+     "0.06 of j-ps-0, not > 0.9), nothing to change."},
     {"hot_ps: no PS",
      dlb_opt_hot_ps,
      {WINDOW(REC("r1", 1, 0, W4))},
@@ -564,6 +630,55 @@ static const ps_case_t util_cases[] = {
      0,
      {{NULL}},
      "max memory*1.2: none, nothing to change."},
+    /* j-ps-0 (26 of 40) triggers, listed last. j-ps-1 (1.5 of 4 CPU, 2G of
+     * 2G): 0.375 < 0.4 but ceil(1.5)+4 = 6 >= 4 and 2G*1.2 >= 2G: nothing to
+     * shrink, skipped. j-ps-2: no CPU request, left alone. j-ps-3 (1 of 8, no
+     * memory figures) and j-ps-4 (1 of 8, 1G used, no memory request): CPU
+     * ceil(1)+4 = 5 < 8, memory kept. Util max 0.65 (j-ps-0 over j-ps-1's 0.375);
+     * busiest avg 26 (j-ps-0, after 1.5 of j-ps-1). */
+    {"ps_util: nothing to shrink, no CPU request, no memory figures",
+     dlb_opt_ps_util,
+     {WINDOW(REC("r1", 1, 0, PS("j-ps-1", 1.5, 4, 2 * GIB, 2 * GIB),
+                 PS("j-ps-2", 1, 0, GIB, 8 * GIB), PS("j-ps-3", 1, 8, 0, 0),
+                 PS("j-ps-4", 1, 8, GIB, 0), PS("j-ps-0", 26, 40, 8 * GIB, 16 * GIB), W4),
+             REC("r2", 1, 0, PS("j-ps-1", 1.5, 4, 2 * GIB, 2 * GIB),
+                 PS("j-ps-2", 1, 0, GIB, 8 * GIB), PS("j-ps-3", 1, 8, 0, 0),
+                 PS("j-ps-4", 1, 8, GIB, 0), PS("j-ps-0", 26, 40, 8 * GIB, 16 * GIB), W4),
+             REC("r3", 1, 0, PS("j-ps-1", 1.5, 4, 2 * GIB, 2 * GIB),
+                 PS("j-ps-2", 1, 0, GIB, 8 * GIB), PS("j-ps-3", 1, 8, 0, 0),
+                 PS("j-ps-4", 1, 8, GIB, 0), PS("j-ps-0", 26, 40, 8 * GIB, 16 * GIB), W4))},
+     0,
+     0,
+     0,
+     0,
+     {{"j-ps-3", 5, 0}, {"j-ps-4", 5, 0}},
+     "PS utilisation: 3 records with the newest PS set (5 PS, 4 workers), remaining time unknown "
+     "(taken as long); max PS CPU util 0.65 (j-ps-0), busiest PS avg 26.00 CPU (j-ps-0); shrink PS "
+     "with max CPU/request < 0.4 to ceil(max)+4 CPU, max memory*1.2: j-ps-3 (max 1.00/8) cpu 8->5 "
+     "j-ps-4 (max 1.00/8) cpu 8->5."},
+    /* no CPU requests: no utilisation; a PS averaging 26 cores still triggers,
+     * but nothing has a utilisation to be low */
+    {"ps_util: no CPU requests, triggered by a big PS",
+     dlb_opt_ps_util,
+     {WINDOW(REC("r1", 1, 0, PS("j-ps-0", 26, 0, 8 * GIB, 16 * GIB), W4),
+             REC("r2", 1, 0, PS("j-ps-0", 26, 0, 8 * GIB, 16 * GIB), W4),
+             REC("r3", 1, 0, PS("j-ps-0", 26, 0, 8 * GIB, 16 * GIB), W4))},
+     0,
+     0,
+     0,
+     0,
+     {{NULL}},
+     "max PS CPU util 0.00 (none), busiest PS avg 26.00 CPU (j-ps-0); shrink PS with max "
+     "CPU/request < 0.4 to ceil(max)+4 CPU, max memory*1.2: none, nothing to change."},
+    {"ps_util: no PS in the samples",
+     dlb_opt_ps_util,
+     {WINDOW(REC("r1", 4, 0, W4), REC("r2", 4, 0, W4), REC("r3", 4, 0, W4))},
+     0,
+     0,
+     0,
+     0,
+     {{NULL}},
+     "PS utilisation: no PS pods in the newest runtime sample, nothing to change."},
     {"ps_util: no PS",
      dlb_opt_ps_util,
      {.window_cnt = 0},
@@ -736,6 +851,8 @@ static void test_same_ps(void **state)
     const dlb_runtime_sample_t e = REC("e", 0, 0, PS("p1", 0, 0, 0, 0), WK("p0", 0, 0));
     const dlb_runtime_sample_t f = REC("f", 0, 0, WK("w0", 0, 0));
     const dlb_runtime_sample_t g = REC("g", 0, 0, WK("w1", 0, 0));
+    /* a PS listed twice: p0, p0 is not the set p0, p1, either way round */
+    const dlb_runtime_sample_t h = REC("h", 0, 0, PS("p0", 0, 0, 0, 0), PS("p0", 0, 0, 0, 0));
 
     (void)state;
     assert_true(dlb_sample_same_ps(&a, &b)); /* order and workers do not matter */
@@ -744,6 +861,9 @@ static void test_same_ps(void **state)
     assert_false(dlb_sample_same_ps(&d, &a));
     assert_false(dlb_sample_same_ps(&e, &a));
     assert_true(dlb_sample_same_ps(&f, &g)); /* both without PS */
+    assert_false(dlb_sample_same_ps(&h, &b));
+    assert_false(dlb_sample_same_ps(&b, &h));
+    assert_true(dlb_sample_same_ps(&h, &h));
     assert_int_equal(dlb_sample_count(&a, "ps"), 2);
     assert_int_equal(dlb_sample_count(&a, "worker"), 1);
     assert_ptr_equal(dlb_sample_pod(&a, "p1"), &a.pods[2]);

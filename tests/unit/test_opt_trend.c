@@ -41,6 +41,7 @@ typedef struct trend_case {
         int64_t memory;
     } want[2]; /* expected pod entries, pod NULL ends */
     const char *reason;
+    const char *absent; /* must not be in the reason; NULL = nothing */
 } trend_case_t;
 
 /* The line through 8000, 8050, 8100, 8150 MiB at x = -180, -120, -60, 0 s:
@@ -105,6 +106,42 @@ static const trend_case_t trend_cases[] = {
      &short_horizon,
      {{"j-worker-0", 10884218880}},
      "predicted 8.45GiB in 600s > 0.80 x request 10.00GiB: memory=10.14GiB"},
+    /* 70G request = 71680 MiB, trigger 0.9 -> 64512 MiB. 64000..64150 MiB: as
+     * RISING, 64075 + 1575 = 65650 MiB predicted > 64512. VPA 65650 * 1.2 = 78780
+     * MiB, but cap = min(max(min(143360, 65536), 71680), 71680 + 8192) = 71680 MiB,
+     * the request itself (no growth past 64GiB): no entry, and no "none predicted
+     * above" after the sentence that says it was */
+    {"predicted above the trigger, but the cap allows no growth",
+     {WINDOW(RUN4("j-worker-0", 64000, 64050, 64100, 64150, 70 * GIB))},
+     180,
+     NULL,
+     {{NULL}},
+     "Memory trend: j-worker-0 used 62.65GiB rising 50.0MiB/min, predicted 64.11GiB in 1800s > "
+     "0.90 x request 70.00GiB, but the cap allows no growth past 70.00GiB.",
+     "none predicted above"},
+    /* a run of 0, 0, 0, 4e18 bytes (3814697265625 MiB): mean 1e18, Sxy =
+     * 90e18 + 30e18 - 30e18 + 270e18 = 360e18, predicted 1e18 + 360e18 * 1890 /
+     * 18000 = 3.88e19 bytes, past INT64_MAX / 2: the peak is held there (no
+     * overflow converting it), VPA saturates at INT64_MAX = 8589934592.00GiB,
+     * the cap 10G + 8G = 18G decides */
+    {"an absurd prediction is held below INT64_MAX",
+     {WINDOW(RUN4("j-worker-0", 0, 0, 0, 3814697265625, REQ))},
+     180,
+     NULL,
+     {{"j-worker-0", 18 * GIB}},
+     "memory=18.00GiB (VPA 8589934592.00GiB, cap 18.00GiB)."},
+    /* four samples at one time (t = 180): Sxx = 0, no line; counted with the
+     * pods that have no line */
+    {"points at a single time",
+     {WINDOW(TSAMPLE("r1", 180, 1, MPOD("j-worker-0", "worker", 8000 * MIB, REQ)),
+             TSAMPLE("r2", 180, 2, MPOD("j-worker-0", "worker", 8050 * MIB, REQ)),
+             TSAMPLE("r3", 180, 3, MPOD("j-worker-0", "worker", 8100 * MIB, REQ)),
+             TSAMPLE("r4", 180, 4, MPOD("j-worker-0", "worker", 8150 * MIB, REQ)))},
+     180,
+     NULL,
+     {{NULL}},
+     "Memory trend: 0 pods fitted, none predicted above 0.90 x its request in 1800s (1 with < 4 "
+     "samples at their request, 0 without a request)."},
     {"three points are too few",
      {WINDOW(TSAMPLE("r2", 60, 2, MPOD("j-worker-0", "worker", 4096 * MIB, REQ)),
              TSAMPLE("r3", 120, 3, MPOD("j-worker-0", "worker", 8192 * MIB, REQ)),
@@ -191,6 +228,10 @@ static void test_trend_table(void **state)
         assert_int_equal(dlb_opt_memory_trend(&in, &plan), 0);
         if (!strstr(plan.reason, c->reason)) {
             print_error("reason \"%s\" lacks \"%s\"\n", plan.reason, c->reason);
+            fail();
+        }
+        if (c->absent && strstr(plan.reason, c->absent)) {
+            print_error("reason \"%s\" has \"%s\"\n", plan.reason, c->absent);
             fail();
         }
         for (k = 0; k < 2 && c->want[k].pod; k++) {

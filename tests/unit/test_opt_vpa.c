@@ -16,18 +16,6 @@
 
 #define STEP ((int64_t)4000000000) /* DLRover's OOM step: 4e9 bytes */
 
-/* Worker history: h1 w0 last 11G, w1 last 12G, h2 w0 OOMKilled last 20G ->
- * 20G * 1.2 = 24G = 25769803776 (exact). The 90G PS of h1 is not a worker. */
-#define HIST_WITH_OOM                                                                              \
-    HISTORY({.job_uid = "h1",                                                                      \
-             SAMPLES(SAMPLE("h1-r1", MPOD("h1-worker-0", "worker", 30 * GIB, 0),                   \
-                            MPOD("h1-worker-1", "worker", 12 * GIB, 0),                            \
-                            MPOD("h1-ps-0", "ps", 90 * GIB, 0)),                                   \
-                     SAMPLE("h1-r2", MPOD("h1-worker-0", "worker", 11 * GIB, 0)))},                \
-            {.job_uid = "h2",                                                                      \
-             SAMPLES(SAMPLE("h2-r1", MPOD("h2-worker-0", "worker", 20 * GIB, 0))),                 \
-             OOMS("h2-worker-0")})
-
 /* One worker OOMKilled at event ne-7 with req bytes requested. */
 #define W1_OOM(req) STATUSES(STATUS("j-worker-1", "worker", 100, 1, "ne-7", req))
 
@@ -63,6 +51,18 @@ static const vpa_case_t vpa_cases[] = {
      "9.00GiB over 2 samples, current 10.00GiB (requested at its node events)); VPA max(peak*1.2, "
      "peak+100MiB)=12.00GiB, cap min(max(min(2*cur,64GiB),cur),cur+8GiB)=18.00GiB, history floor "
      "0.00GiB (0 worker pods of 0 jobs): memory=12.00GiB for the worker group and pod."},
+    /* the request has an OOM pod field, but empty: the job's OOM pod, as the
+     * first case -> 12884901888 */
+    {"an empty pod name in the request: the job's OOM pod",
+     "",
+     {W1_OOM(10 * GIB)},
+     NOHIST,
+     NO_ANSWERS,
+     "worker",
+     "j-worker-1",
+     12884901888,
+     "ne-7",
+     "worker j-worker-1 OOMKilled (event ne-7), first answer: peak 10.00GiB"},
     /* peak = used 12G > request 8G; VPA = ceil(12884901888 * 6/5) = ceil(15461882265.6) =
      * 15461882266; cap = min(max(min(16G, 64G), 8G), 8G + 8G) = 16G -> 15461882266 */
     {"first bump: used peak above the request",
@@ -223,6 +223,19 @@ static const vpa_case_t vpa_cases[] = {
      12884901888,
      "ne-2",
      "worker j-worker-1 OOMKilled (event ne-2), first answer"},
+    /* the same, the unanswered OOM listed first: the answered worker-0 (newer)
+     * seen after it does not replace it */
+    {"the unanswered OOM goes first, listed first",
+     NULL,
+     {STATUSES(STATUS("j-worker-1", "worker", 200, 1, "ne-2", 10 * GIB),
+               STATUS("j-worker-0", "worker", 300, 1, "ne-3", 20 * GIB))},
+     NOHIST,
+     ANSWERS(ANSWER("j-worker-0", "ne-3", "plan-e", 24 * GIB)),
+     "worker",
+     "j-worker-1",
+     12884901888,
+     "ne-2",
+     "worker j-worker-1 OOMKilled (event ne-2), first answer"},
     /* both answered (called without the router): the newest repeats its answer */
     {"all answered: the newest repeats",
      NULL,
@@ -242,6 +255,28 @@ static const vpa_case_t vpa_cases[] = {
      "train-job-worker-3", 20615843021, NULL,
      "worker train-job-worker-3 OOMKilled (event unknown), first answer: peak 16.00GiB = max(used "
      "peak 0.00GiB over 0 samples, current 16.00GiB (unknown, assumed the cold-start size))"},
+    /* node events without a request: the newest sample's (r3: 9G; r2 lacks the
+     * pod); used peak 6G (r1) over 2 samples. peak = max(6G, 9G) = 9G;
+     * VPA = max(ceil(9663676416 * 6/5) = ceil(11596411699.2) = 11596411700,
+     * 9G + 100MiB = 9768534016) = 11596411700; cap = min(max(min(18G, 64G), 9G),
+     * 9G + 8G) = 17G -> 11596411700 (10.80GiB) */
+    {"request from the newest sample when node events carry none",
+     "j-worker-1",
+     {STATUSES(STATUS("j-worker-1", "worker", 100, 1, "ne-7", 0)),
+      WINDOW(SAMPLE("r1", MPOD("j-worker-1", "worker", 6 * GIB, 8 * GIB)),
+             SAMPLE("r2", MPOD("j-ps-0", "ps", GIB, 2 * GIB)),
+             SAMPLE("r3", MPOD("j-worker-1", "worker", 5 * GIB, 9 * GIB)))},
+     NOHIST,
+     NO_ANSWERS,
+     "worker",
+     "j-worker-1",
+     11596411700,
+     "ne-7",
+     "worker j-worker-1 OOMKilled (event ne-7), first answer: peak 9.00GiB = max(used peak "
+     "6.00GiB over 2 samples, current 9.00GiB (requested in its newest runtime sample)); VPA "
+     "max(peak*1.2, peak+100MiB)=10.80GiB, cap min(max(min(2*cur,64GiB),cur),cur+8GiB)=17.00GiB, "
+     "history floor 0.00GiB (0 worker pods of 0 jobs): memory=10.80GiB for the worker group and "
+     "pod."},
     /* no node event, no request in the samples: current = peak = used 7G;
      * VPA = ceil(7516192768 * 6/5) = ceil(9019431321.6) = 9019431322; cap = min(14G, 15G) */
     {"request unknown: the used peak is current",

@@ -98,6 +98,18 @@ static const wr_case_t cases[] = {
      2,
      24 * GIB,
      "ceil(0.8/0.200*5)=20, stable and faster: 5+min(4, that-5)=9 -> 9 workers"},
+    /* no speed before the change (0): nothing to decelerate from, 0 -> 10 is
+     * faster: as the first case, 7 */
+    {"stable, no speed before the change",
+     {WINDOW(REC("r1", 0, PS("j-ps-0", 1, 10), WK(0.3, 10 * GIB)),
+             REC("r2", 0, PS("j-ps-0", 1, 10), WK(0.3, 10 * GIB)),
+             REC("r3", 0, PS("j-ps-0", 1, 10), WK(0.3, 10 * GIB)), DLR_AFTER("r4", 6, 10),
+             DLR_AFTER("r5", 6, 10), DLR_AFTER("r6", 6, 10))},
+     1,
+     7,
+     2,
+     24 * GIB,
+     "phase stable: workers 1 -> 5, mean speed 0.00 -> 10.00 steps/s (increased)"},
     /* speed 8 -> 7: 7 <= 8*0.9 = 7.2, decelerated: count kept */
     {"stable, decelerated: count kept",
      {DLR_WINDOW(6, 7)},
@@ -300,6 +312,42 @@ static const wr_case_t cases[] = {
      0,
      "Worker resource: 0 usable records (0 of 0 with the newest PS set, 0 singularity records "
      "dropped), need 3, nothing to change."},
+    /* PS at 2 of 16 (0.125), but no worker pods: nothing to scale, count kept;
+     * no worker figures either: nothing to change */
+    {"no worker pods in the newest sample: count kept",
+     {WINDOW(INIT_REC("r1", 4, 2, ), INIT_REC("r2", 4, 2, ), INIT_REC("r3", 4, 2, ))},
+     0,
+     0,
+     0,
+     0,
+     "Worker resource: 3 usable records (3 of 3 with the newest PS set, 0 singularity records "
+     "dropped), 0 workers now; phase initial (worker count never changed); max PS CPU util 0.125 "
+     "(j-ps-0, mean of 3 records), no worker pods in the newest sample, count kept; no worker CPU "
+     "figures, cpu kept; no worker memory figures, memory kept: nothing to change."},
+    /* j-ps-1 has no CPU request: no utilisation of its own (not 5/0); j-ps-0 at
+     * 2/16 = 0.125 decides: ceil(0.8/0.125*4) = 26 (job time unknown: at most
+     * 32); cpu ceil(3+1) = 4, memory 8G*1.2 */
+    {"a PS without a CPU request has no utilisation",
+     {WINDOW(REC("r1", 4, PS("j-ps-1", 5, 0), PS("j-ps-0", 2, 16), WX4(3, 8 * GIB)),
+             REC("r2", 4, PS("j-ps-1", 5, 0), PS("j-ps-0", 2, 16), WX4(3, 8 * GIB)),
+             REC("r3", 4, PS("j-ps-1", 5, 0), PS("j-ps-0", 2, 16), WX4(3, 8 * GIB)))},
+     1,
+     26,
+     4,
+     MEM_8G_MARGIN,
+     "max PS CPU util 0.125 (j-ps-0, mean of 3 records) < 0.8: ceil(0.8/0.125*4)=26, estimated "
+     "job time unknown (taken as long) -> at most 32 -> 26 workers"},
+    /* PS at 0 of 16: util 0, idle, count kept (0.8/0 has no meaning); the
+     * workers report memory but no CPU: memory 8G*1.2 only */
+    {"PS idle: count kept",
+     {WINDOW(INIT_REC("r1", 4, 0, WX4(0, 8 * GIB)), INIT_REC("r2", 4, 0, WX4(0, 8 * GIB)),
+             INIT_REC("r3", 4, 0, WX4(0, 8 * GIB)))},
+     1,
+     0,
+     0,
+     MEM_8G_MARGIN,
+     "max PS CPU util 0.000 (j-ps-0, mean of 3 records), PS idle, count kept; no worker CPU "
+     "figures, cpu kept; memory=max 8.00GiB+min(20%, 8GiB)=9.60GiB."},
     /* no PS (an allreduce job): no util, count kept; cpu 3 -> 4, memory 8G*1.2 */
     {"no PS: count kept, CPU and memory planned",
      {WINDOW(REC("r1", 4, WX4(3, 8 * GIB)), REC("r2", 4, WX4(3, 8 * GIB)),

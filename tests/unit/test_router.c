@@ -14,6 +14,7 @@
 #include "err.h"
 #include "opt_util.h"
 #include "optimizer.h"
+#include "plan_assert.h"
 
 #define GIB  DLB_GIB
 #define MIB  DLB_MIB
@@ -431,6 +432,28 @@ static const route_case_t route_cases[] = {
      {{NULL}},
      0,
      "optimizer set \"(null)\": unknown"},
+    {"no job state",
+     "dlrover",
+     DLB_STAGE_CREATE,
+     NULL,
+     NULL,
+     &empty_history,
+     DLB_ERR_GENERIC,
+     "",
+     {{NULL}},
+     0,
+     "router: missing input"},
+    {"no history",
+     "dlbrain",
+     DLB_STAGE_RUNNING,
+     NULL,
+     &empty_job,
+     NULL,
+     DLB_ERR_GENERIC,
+     "",
+     {{NULL}},
+     0,
+     "router: missing input"},
 };
 
 static void test_router_table(void **state)
@@ -491,6 +514,19 @@ static void test_router_table(void **state)
         assert_null(strstr(plan.reason, "clamped"));
         plan_free(&plan);
     }
+
+    /* no input, or no request: the same error */
+    {
+        dlb_opt_input_t in = {
+            .job = &empty_job, .history = &empty_history, .optimizer_set = "dlrover"};
+        dlb_plan_t plan;
+        char errstr[256] = "";
+
+        assert_int_equal(dlb_router_plan(NULL, &plan, errstr, sizeof(errstr)), DLB_ERR_GENERIC);
+        assert_string_equal(errstr, "router: missing input");
+        assert_int_equal(dlb_router_plan(&in, &plan, errstr, sizeof(errstr)), DLB_ERR_GENERIC);
+        assert_null(plan.groups);
+    }
 }
 
 /* Limits apply last: create from history with a 10-core, 20G, 1-PS cap. */
@@ -537,21 +573,12 @@ static void test_router_deterministic(void **state)
                               .optimizer_set = "dlbrain"};
         dlb_plan_t a, b;
         char errstr[256];
-        size_t i;
 
         snprintf(req.stage, sizeof(req.stage), "%s", stages[s]);
         assert_int_equal(dlb_router_plan(&in, &a, errstr, sizeof(errstr)), 0);
         assert_int_equal(dlb_router_plan(&in, &b, errstr, sizeof(errstr)), 0);
-        assert_string_equal(a.plan_id, b.plan_id);
-        assert_string_equal(a.optimizer, b.optimizer);
-        assert_string_equal(a.reason, b.reason);
         assert_true(a.reason[0] != '\0');
-        assert_int_equal(a.groups_cnt, b.groups_cnt);
-        assert_int_equal(a.pods_cnt, b.pods_cnt);
-        for (i = 0; i < a.groups_cnt; i++)
-            assert_memory_equal(&a.groups[i], &b.groups[i], sizeof(a.groups[i]));
-        for (i = 0; i < a.pods_cnt; i++)
-            assert_memory_equal(&a.pods[i], &b.pods[i], sizeof(a.pods[i]));
+        assert_plans_equal(&a, &b);
         plan_free(&a);
         plan_free(&b);
     }
@@ -569,6 +596,10 @@ static void test_plan_id(void **state)
     assert_string_equal(small, "plan-abc");
     dlb_plan_id(&req, small, 3);
     assert_string_equal(small, "pl");
+    /* no room at all, or no buffer: nothing written */
+    dlb_plan_id(&req, small, 0);
+    assert_string_equal(small, "pl");
+    dlb_plan_id(&req, NULL, sizeof(small));
     /* a 127-byte id: cut to the 128-byte buffer */
     memset(req.event_id, 'x', sizeof(req.event_id) - 1);
     req.event_id[sizeof(req.event_id) - 1] = '\0';
@@ -734,6 +765,10 @@ static void test_reason_append(void **state)
     buf[0] = '\0';
     dlb_reason_appendf(buf, sizeof(buf), "%s", "123456789012345");
     assert_string_equal(buf, "123456789012345");
+    /* not terminated (a caller's bug): terminated at its last byte, nothing appended */
+    memset(buf, 'x', sizeof(buf));
+    dlb_reason_appendf(buf, sizeof(buf), "more");
+    assert_string_equal(buf, "xxxxxxxxxxxxxxx");
 }
 
 static void test_mem_helpers(void **state)

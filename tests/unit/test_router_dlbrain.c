@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "dlbrain_fixture.h"
+#include "plan_assert.h"
 #include "optimizer.h"
 #include "routes.h"
 
@@ -113,6 +114,30 @@ static const dlb_job_state_t straggler_job = {WINDOW(
 static const dlb_job_state_t hot_ps_job = {WINDOW(HOTPS("r1", 0, 9300), HOTPS("r2", 60, 9400),
                                                   HOTPS("r3", 120, 9500), HOTPS("r4", 180, 9600))};
 
+/* PS j-ps-0 CPU-hot (7 of 8 cores, 0.875 > 0.8) and, like worker-0, memory
+ * rising 8000, 8050, 8100, 8150 MiB of 10G (trend: 11580 MiB = 12142510080
+ * each, see test_opt_trend.c; 8150 / 10240 = 0.80 is not memory-hot). The
+ * memory trend sizes j-ps-0 then j-worker-0, hot PS j-ps-0 again: 2 workers,
+ * coeff 32/2 = 16, 7 * 16 = 112 > 32 -> capped to 32/7 -> ceil(7 * 32/7) = 32.
+ * Merged: j-ps-0 with the trend's memory and hot PS's 32 cores (the later
+ * entry has the larger CPU), past j-worker-0 between them. */
+#define MERGE(id, t, mem)                                                                          \
+    TSAMPLE(                                                                                       \
+        id, t, (t) + 1,                                                                            \
+        {.name = "j-ps-0",                                                                         \
+         .type = "ps",                                                                             \
+         .cpu_used = 7,                                                                            \
+         .cpu_requested = 8,                                                                       \
+         .memory_used = (mem)*MIB,                                                                 \
+         .memory_requested = REQ},                                                                 \
+        {.name = "j-worker-0",                                                                     \
+         .type = "worker",                                                                         \
+         .memory_used = (mem)*MIB,                                                                 \
+         .memory_requested = REQ},                                                                 \
+        {.name = "j-worker-1", .type = "worker", .memory_used = 4 * GIB, .memory_requested = REQ})
+static const dlb_job_state_t merge_job = {WINDOW(MERGE("r1", 0, 8000), MERGE("r2", 60, 8050),
+                                                 MERGE("r3", 120, 8100), MERGE("r4", 180, 8150))};
+
 typedef struct route_case {
     const char *name;
     const char *stage;
@@ -126,6 +151,7 @@ typedef struct route_case {
     const char *first_pod; /* name of pods[0], when pods */
     int64_t memory;        /* of pods[0] and, for a worker OOM, of the group */
     const char *reason;    /* expected substring */
+    double cpu;            /* of pods[0] */
 } route_case_t;
 
 static const route_case_t route_cases[] = {
@@ -171,6 +197,12 @@ static const route_case_t route_cases[] = {
     {"memory trend and hot PS size one pod", DLB_STAGE_RUNNING, NULL, &hot_ps_job, NO_ANSWERS, 180,
      "dlbrain.memory_trend+dlrover.hot_ps", 0, 1, 0, "j-ps-0", 18 * GIB,
      "Memory trend: j-ps-0 used 9.38GiB rising 100.0MiB/min"},
+    {"memory trend and hot PS size one pod, another pod between", DLB_STAGE_RUNNING, NULL,
+     &merge_job, NO_ANSWERS, 180, "dlbrain.memory_trend+dlrover.hot_ps", 0, 2, 0, "j-ps-0",
+     12142510080,
+     "coeff=32/2 workers=16.000, capped to 4.571 so no PS passes 32 cores; CPU ceil(avg*coeff): "
+     "j-ps-0 8->32.",
+     32},
 };
 
 static void test_router_dlbrain_table(void **state)
@@ -212,6 +244,7 @@ static void test_router_dlbrain_table(void **state)
         if (c->pods) {
             assert_string_equal(plan.pods[0].name, c->first_pod);
             assert_int_equal(plan.pods[0].resource.memory, c->memory);
+            assert_true(plan.pods[0].resource.cpu == c->cpu);
         }
         if (c->groups && !strcmp(c->optimizer, "dlbrain.oom"))
             assert_int_equal(plan.groups[0].resource.memory, c->memory);
@@ -276,7 +309,7 @@ static void test_router_answered(void **state)
 static void test_router_dlbrain_deterministic(void **state)
 {
     const char *stages[] = {DLB_STAGE_RUNNING, DLB_STAGE_WORKER_RUNNING};
-    size_t s, i;
+    size_t s;
 
     (void)state;
     for (s = 0; s < 2; s++) {
@@ -292,17 +325,7 @@ static void test_router_dlbrain_deterministic(void **state)
         snprintf(req.stage, sizeof(req.stage), "%s", stages[s]);
         assert_int_equal(dlb_router_plan(&in, &a, errstr, sizeof(errstr)), 0);
         assert_int_equal(dlb_router_plan(&in, &b, errstr, sizeof(errstr)), 0);
-        assert_string_equal(a.optimizer, b.optimizer);
-        assert_string_equal(a.reason, b.reason);
-        assert_int_equal(a.groups_cnt, b.groups_cnt);
-        assert_int_equal(a.pods_cnt, b.pods_cnt);
-        assert_int_equal(a.actions_cnt, b.actions_cnt);
-        for (i = 0; i < a.groups_cnt; i++)
-            assert_memory_equal(&a.groups[i], &b.groups[i], sizeof(a.groups[i]));
-        for (i = 0; i < a.pods_cnt; i++)
-            assert_memory_equal(&a.pods[i], &b.pods[i], sizeof(a.pods[i]));
-        for (i = 0; i < a.actions_cnt; i++)
-            assert_memory_equal(&a.actions[i], &b.actions[i], sizeof(a.actions[i]));
+        assert_plans_equal(&a, &b);
         fixture_plan_free(&a);
         fixture_plan_free(&b);
     }
@@ -337,6 +360,8 @@ static void test_needs_oom(void **state)
         {"both answered, pod named", DLB_STAGE_RUNNING, "j-worker-1", &two_ooms, both, 2, 1, 1},
         {"create", DLB_STAGE_CREATE, NULL, &two_ooms, NULL, 0, 0, 0},
         {"create, pod named", DLB_STAGE_CREATE, "j-worker-1", &two_ooms, NULL, 0, 1, 1},
+        /* an empty pod name names no pod: the state decides */
+        {"empty pod named", DLB_STAGE_RUNNING, "", &empty, NULL, 0, 0, 0},
     };
     size_t i;
 
