@@ -15,9 +15,12 @@ int cmd_mock_kafka_main(int argc, char **argv);
 int cmd_emit_main(int argc, char **argv);
 int cmd_optimizer_main(int argc, char **argv);
 int cmd_plans_main(int argc, char **argv);
+int cmd_configurer_main(int argc, char **argv);
+int cmd_configs_main(int argc, char **argv);
 int cmd_simulate_main(int argc, char **argv);
 int cmd_schemas_main(int argc, char **argv);
 int cmd_settings_main(int argc, char **argv);
 int cmd_bench_main(int argc, char **argv);
+int cmd_config_main(int argc, char **argv);
 
 #endif

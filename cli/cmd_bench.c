@@ -7,6 +7,9 @@
  *              through a running `dlbrain optimizer`, against the raw Kafka
  *              produce -> consume round trip on the same broker in the same run
  *              (producers/bench_roundtrip.c)
+ *   matcher    the configuration matcher alone (dlb_matcher_match) on synthetic
+ *              rules and jobs, against a plain scan of every rule
+ *              (pipeline/bench_matcher.c)
  *
  * scripts/bench makes the recording and starts the servers. */
 #include <errno.h>
@@ -16,6 +19,7 @@
 
 #include <cJSON.h>
 
+#include "bench_matcher.h"
 #include "bench_optimizer.h"
 #include "bench_roundtrip.h"
 #include "cmd.h"
@@ -26,7 +30,8 @@
 static void usage(FILE *fp)
 {
     fprintf(fp, "usage: dlbrain bench optimizer --events FILE [options]\n"
-                "       dlbrain bench roundtrip [options]\n\n"
+                "       dlbrain bench roundtrip [options]\n"
+                "       dlbrain bench matcher [--seconds N] [--json FILE]\n\n"
                 "optimizer: plans per second of the optimizer core alone (dlb_router_plan, one\n"
                 "core, no I/O). FILE holds events as JSON lines ('dlbrain emit' input, with\n"
                 "event_id and event_time_ms), e.g. from 'dlbrain simulate'. Each job's events\n"
@@ -58,7 +63,11 @@ static void usage(FILE *fp)
                 "  -d, --drain-ms MS     wait after the last request for late answers (default\n"
                 "                        10000); what is still missing then counts as lost\n"
                 "  -l, --label TEXT      what the run is on, e.g. mock or real (printed)\n\n"
-                "both:\n"
+                "matcher: matches per second of the configuration matcher alone (one core, no\n"
+                "I/O) against 10, 1000 and 10000 synthetic rules (fixed seed: the same rules and\n"
+                "jobs every run), beside a plain scan of every rule with no index and no cache.\n"
+                "  -s, --seconds N       timed seconds per rule count, for each (default 1)\n\n"
+                "all:\n"
                 "  -j, --json FILE       also write the results as JSON\n" CLI_COMMON_HELP);
 }
 
@@ -91,19 +100,37 @@ static int write_json(const char *path, cJSON *root)
     return rc;
 }
 
-static int bench_optimizer(const dlb_conf_t *conf, const dlb_bench_optimizer_opts_t *o,
-                           const char *json_path)
+/* The end of a benchmark that returns err and maybe json: log the error or
+ * write the JSON. @returns the exit status. */
+static int bench_done(int err, const char *errstr, cJSON *json, const char *json_path)
 {
-    cJSON *json = NULL;
-    char errstr[512];
     int rc = 1;
 
-    if (dlb_bench_optimizer(conf, o, json_path ? &json : NULL, errstr, sizeof(errstr)))
+    if (err)
         dlb_err("%s", errstr);
     else if (!json || !write_json(json_path, json))
         rc = cli_stop ? 1 : 0;
     cJSON_Delete(json);
     return rc;
+}
+
+static int bench_optimizer(const dlb_conf_t *conf, const dlb_bench_optimizer_opts_t *o,
+                           const char *json_path)
+{
+    cJSON *json = NULL;
+    char errstr[512];
+    int err = dlb_bench_optimizer(conf, o, json_path ? &json : NULL, errstr, sizeof(errstr));
+
+    return bench_done(err, errstr, json, json_path);
+}
+
+static int bench_matcher(const dlb_bench_matcher_opts_t *o, const char *json_path)
+{
+    cJSON *json = NULL;
+    char errstr[512];
+    int err = dlb_bench_matcher(o, json_path ? &json : NULL, errstr, sizeof(errstr));
+
+    return bench_done(err, errstr, json, json_path);
 }
 
 static int bench_roundtrip(const dlb_conf_t *conf, const dlb_bench_roundtrip_opts_t *o,
@@ -163,8 +190,8 @@ int cmd_bench_main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     mode = argv[1];
-    if (strcmp(mode, "optimizer") && strcmp(mode, "roundtrip")) {
-        fprintf(stderr, "bench: unknown benchmark '%s' (optimizer or roundtrip)\n", mode);
+    if (strcmp(mode, "optimizer") && strcmp(mode, "roundtrip") && strcmp(mode, "matcher")) {
+        fprintf(stderr, "bench: unknown benchmark '%s' (optimizer, roundtrip or matcher)\n", mode);
         return 2;
     }
     argc--;
@@ -255,6 +282,10 @@ int cmd_bench_main(int argc, char **argv)
                                          .out = stdout,
                                          .stop = &cli_stop};
         rc = bench_optimizer(&conf, &bo, json_path);
+    } else if (!strcmp(mode, "matcher")) {
+        dlb_bench_matcher_opts_t mo = {
+            .seconds = seconds < 0 ? 1.0 : (double)seconds, .out = stdout, .stop = &cli_stop};
+        rc = bench_matcher(&mo, json_path);
     } else {
         dlb_bench_roundtrip_opts_t ro = {.rate = (double)rate,
                                          .seconds = seconds < 0 ? 10 : seconds,

@@ -2,10 +2,13 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "codec.h"
 #include "log.h"
+#include "subscribe.h"
 
 volatile sig_atomic_t cli_stop;
 
@@ -123,4 +126,126 @@ int cli_write_file(const char *path, const char *content)
         return -1;
     }
     return rename(tmp, path);
+}
+
+int cli_consumer_main(int argc, char **argv, const char *program, void (*usage)(FILE *),
+                      cli_consumer_fn run, const char *outputs)
+{
+    static const struct option longopts[] = {
+        {"dump-config", no_argument, 0, 'D'}, CLI_COMMON_LONG, {0, 0, 0, 0}};
+    cli_opts_t o = {0};
+    dlb_conf_t conf;
+    dlb_stream_stats_t st = {0};
+    char errstr[1024];
+    int c, dump = 0, rc;
+
+    while ((c = getopt_long(argc, argv, "D" CLI_COMMON_SHORT, longopts, NULL)) != -1) {
+        switch (c) {
+        case 'D':
+            dump = 1;
+            break;
+        default:
+            if ((rc = cli_default_opt(&o, c, optarg, usage)) >= 0)
+                return rc;
+        }
+    }
+    if (cli_conf_build(&o, &conf, program))
+        return 2;
+    if (dump) {
+        dlb_conf_dump(&conf, stdout);
+        dlb_conf_destroy(&conf);
+        return 0;
+    }
+    cli_signals_install();
+    rc = run(&conf, &cli_stop, &st, errstr, sizeof(errstr)) ? 1 : 0;
+    if (rc)
+        dlb_err("%s; exiting", errstr);
+    dlb_info("stopped: %lld consumed, %lld accepted, %lld to DLQ, %lld %s, %lld batches, %lld "
+             "retried",
+             (long long)st.consumed, (long long)st.accepted, (long long)st.dlq,
+             (long long)st.outputs, outputs, (long long)st.batches, (long long)st.retries);
+    dlb_conf_destroy(&conf);
+    return rc;
+}
+
+typedef struct sub_print {
+    int json;
+    void (*row)(const dlb_event_t *ev);
+} sub_print_t;
+
+static void sub_print(const dlb_catalog_t *cat, const dlb_event_t *ev, void *opaque)
+{
+    const sub_print_t *p = opaque;
+    char errstr[256], *s = NULL;
+
+    if (!p->json)
+        p->row(ev);
+    else if (!dlb_event_to_json(cat, ev, &s, errstr, sizeof(errstr)))
+        printf("%s\n", s);
+    else
+        dlb_warn("%s %s: %s", dlb_event_type_name(ev->type), dlb_event_id(ev), errstr);
+    free(s);
+    fflush(stdout);
+}
+
+int cli_subscriber_main(int argc, char **argv, const char *program, void (*usage)(FILE *),
+                        const char *topic, dlb_event_type_t type, const char *header,
+                        void (*row)(const dlb_event_t *ev))
+{
+    static const struct option longopts[] = {{"job", required_argument, 0, 'j'},
+                                             {"count", required_argument, 0, 'n'},
+                                             {"timeout-ms", required_argument, 0, 't'},
+                                             {"format", required_argument, 0, 'f'},
+                                             {"all", no_argument, 0, 'a'},
+                                             CLI_COMMON_LONG,
+                                             {0, 0, 0, 0}};
+    const char *jobs[64];
+    dlb_subscribe_opts_t so = {.topic = topic, .type = type, .jobs = jobs, .timeout_ms = -1};
+    sub_print_t pr = {0, row};
+    cli_opts_t o = {0};
+    dlb_conf_t conf;
+    char errstr[512];
+    long delivered;
+    int c, rc;
+
+    while ((c = getopt_long(argc, argv, "j:n:t:f:a" CLI_COMMON_SHORT, longopts, NULL)) != -1) {
+        switch (c) {
+        case 'j':
+            if (so.njobs < sizeof(jobs) / sizeof(jobs[0]))
+                jobs[so.njobs++] = optarg;
+            break;
+        case 'n':
+            so.count = atol(optarg);
+            break;
+        case 't':
+            so.timeout_ms = atol(optarg);
+            break;
+        case 'a':
+            so.all = 1;
+            break;
+        case 'f':
+            pr.json = !strcmp(optarg, "json");
+            if (!pr.json && strcmp(optarg, "table")) {
+                usage(stderr);
+                return 2;
+            }
+            break;
+        default:
+            if ((rc = cli_default_opt(&o, c, optarg, usage)) >= 0)
+                return rc;
+        }
+    }
+    if (cli_conf_build(&o, &conf, program))
+        return 2;
+    cli_signals_install();
+    so.stop = &cli_stop;
+    if (!pr.json) {
+        printf("%s\n", header);
+        fflush(stdout);
+    }
+    rc = dlb_subscribe_run(&conf, &so, sub_print, &pr, &delivered, errstr, sizeof(errstr)) ? 1 : 0;
+    if (rc)
+        dlb_err("%s", errstr);
+    dlb_conf_destroy(&conf);
+    return rc;
 }

@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include "conf.h"
+#include "stream.h"
 
 #define CLI_MAX_X 256
 
@@ -52,6 +53,36 @@ int cli_conf_build(const cli_opts_t *o, dlb_conf_t *conf, const char *program);
 /* Set by SIGINT/SIGTERM once cli_signals_install() ran. */
 extern volatile sig_atomic_t cli_stop;
 void cli_signals_install(void);
+
+/* A consumer role's run function (dlb_optimizer_run, dlb_configurer_run). */
+typedef int (*cli_consumer_fn)(const dlb_conf_t *conf, volatile sig_atomic_t *stop,
+                               dlb_stream_stats_t *stats, char *errstr, size_t errstr_size);
+
+/** @brief main() of a consumer command: options (-D prints the effective
+ *         configuration), signals, run until SIGINT/SIGTERM, a last log line
+ *         counting what was done ("N <outputs>").
+ *  @returns the exit status: 0, 1 (could not run), 2 (usage). */
+int cli_consumer_main(int argc, char **argv, const char *program, void (*usage)(FILE *),
+                      cli_consumer_fn run, const char *outputs);
+
+/* Options of a subscriber command (plans, configs); what is one output, what
+ * are several. */
+#define CLI_SUBSCRIBER_HELP(one, many)                                                             \
+    "  -j, --job UID         only " many " of this job (repeatable)\n"                             \
+    "  -n, --count N         exit after N " many " (exit 1 if the timeout comes first)\n"          \
+    "  -t, --timeout-ms N    give up after N ms (default: wait forever)\n"                         \
+    "  -f, --format F        table (default) or json (one " one " per line)\n"                     \
+    "  -a, --all             show every copy of a redelivered " one " (default: each id once)\n"
+
+/** @brief main() of a subscriber command: options (CLI_SUBSCRIBER_HELP),
+ *         subscribe to topic like a job master (producers/subscribe.h) and print
+ *         each output of type as it arrives: header then row(ev) per output in
+ *         table format, or one JSON object per line.
+ *  @returns the exit status: 0, 1 (timeout before --count, or could not
+ *           subscribe), 2 (usage). */
+int cli_subscriber_main(int argc, char **argv, const char *program, void (*usage)(FILE *),
+                        const char *topic, dlb_event_type_t type, const char *header,
+                        void (*row)(const dlb_event_t *ev));
 
 /** @brief Write a file atomically (temp + rename). @returns 0 or -1 with errno. */
 int cli_write_file(const char *path, const char *content);

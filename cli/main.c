@@ -9,9 +9,12 @@ static const dlb_cmd_t cmds[] = {
     {"emit", cmd_emit_main, "publish JSON-lines events to the pipeline"},
     {"optimizer", cmd_optimizer_main, "run the plan-making consumer"},
     {"plans", cmd_plans_main, "subscribe to plans as a job master would"},
+    {"configurer", cmd_configurer_main, "run the configuration-matching consumer"},
+    {"configs", cmd_configs_main, "subscribe to configuration matches as a job master would"},
     {"simulate", cmd_simulate_main, "print a simulated training cluster's events (demo)"},
     {"schemas", cmd_schemas_main, "list the Avro schema catalog or print a schema"},
     {"settings", cmd_settings_main, "print the effective settings or the settings reference"},
+    {"config", cmd_config_main, "apply, list, show, diff and roll back configuration rules"},
     {"bench", cmd_bench_main, "measure plans/s of the optimizer core and the plan round trip"},
     {NULL, NULL, NULL},
 };

@@ -797,3 +797,44 @@ int dlb_redis_invalidate_all(dlb_redis_t *r, char *errstr, size_t errstr_size)
     } while (strcmp(cursor, "0"));
     return 0;
 }
+
+int dlb_redis_get(dlb_redis_t *r, const char *key, char **val, size_t *len, int *found,
+                  char *errstr, size_t errstr_size)
+{
+    redisReply *rep = NULL;
+    int n = 0, err;
+
+    *val = NULL;
+    *len = 0;
+    *found = 0;
+    if ((err = redis_ensure(r, errstr, errstr_size)))
+        return err;
+    if (r_append(r, &n, "GET %s:%s", r->prefix, key))
+        return redis_lost(r, "GET", errstr, errstr_size);
+    if ((err = r_collect(r, n, &rep, "GET", errstr, errstr_size)))
+        return err;
+    if (rep->type == REDIS_REPLY_STRING) {
+        if (!(*val = malloc(rep->len + 1))) {
+            freeReplyObject(rep);
+            return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        }
+        memcpy(*val, rep->str, rep->len);
+        (*val)[rep->len] = '\0';
+        *len = rep->len;
+        *found = 1;
+    }
+    freeReplyObject(rep);
+    return 0;
+}
+
+int dlb_redis_set(dlb_redis_t *r, const char *key, const char *val, size_t len, int ttl_s,
+                  char *errstr, size_t errstr_size)
+{
+    int n = 0, err;
+
+    if ((err = redis_ensure(r, errstr, errstr_size)))
+        return err;
+    if (r_append(r, &n, "SET %s:%s %b EX %d", r->prefix, key, val, len, ttl_s))
+        return redis_lost(r, "SET", errstr, errstr_size);
+    return r_collect(r, n, NULL, "SET", errstr, errstr_size);
+}

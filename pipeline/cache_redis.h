@@ -48,4 +48,16 @@ int dlb_redis_apply_event(dlb_redis_t *r, const dlb_event_t *ev, char *errstr, s
  *  @returns 0, or DLB_ERR_TRANSIENT. */
 int dlb_redis_invalidate_all(dlb_redis_t *r, char *errstr, size_t errstr_size);
 
+/** @brief Read the string at "<prefix>:<key>".
+ *  @param val  set to a malloc'ed, NUL-terminated copy (the caller frees), or
+ *              NULL with *found = 0 when the key does not exist
+ *  @returns 0, or DLB_ERR_TRANSIENT when Redis is unreachable. */
+int dlb_redis_get(dlb_redis_t *r, const char *key, char **val, size_t *len, int *found,
+                  char *errstr, size_t errstr_size);
+
+/** @brief Set "<prefix>:<key>" to val, expiring after ttl_s seconds.
+ *  @returns 0, or DLB_ERR_TRANSIENT when Redis is unreachable. */
+int dlb_redis_set(dlb_redis_t *r, const char *key, const char *val, size_t len, int ttl_s,
+                  char *errstr, size_t errstr_size);
+
 #endif

@@ -19,9 +19,13 @@
 /* The record each event type's schema must hold: Avro resolution matches
  * records by name, so a renamed record could never read older data anyway. */
 static const char *const type_records[DLB_EV__CNT] = {
-    [DLB_EV_JOB] = "JobEvent",   [DLB_EV_RUNTIME] = "RuntimeSample",
-    [DLB_EV_NODE] = "NodeEvent", [DLB_EV_PLAN_REQUEST] = "PlanRequest",
-    [DLB_EV_PLAN] = "Plan",      [DLB_EV_CONFIG_MATCH] = "ConfigMatch",
+    [DLB_EV_JOB] = "JobEvent",
+    [DLB_EV_RUNTIME] = "RuntimeSample",
+    [DLB_EV_NODE] = "NodeEvent",
+    [DLB_EV_PLAN_REQUEST] = "PlanRequest",
+    [DLB_EV_PLAN] = "Plan",
+    [DLB_EV_CONFIG_MATCH] = "ConfigMatch",
+    [DLB_EV_CONFIG_REQUEST] = "ConfigRequest",
 };
 
 typedef struct record_json {

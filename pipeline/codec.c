@@ -197,10 +197,19 @@ static const fdesc_t config_match_fields[] = {
     FS(dlb_config_match_t, trigger_event_id),
     FEND};
 
+static const fdesc_t config_request_fields[] = {
+    FS(dlb_config_request_t, event_id), FL(dlb_config_request_t, event_time_ms),
+    FS(dlb_config_request_t, job_uid), FOR(dlb_config_request_t, meta, has_meta, meta_fields),
+    FEND};
+
 static const fdesc_t *const type_fields[DLB_EV__CNT] = {
-    [DLB_EV_JOB] = job_fields,   [DLB_EV_RUNTIME] = runtime_fields,
-    [DLB_EV_NODE] = node_fields, [DLB_EV_PLAN_REQUEST] = request_fields,
-    [DLB_EV_PLAN] = plan_fields, [DLB_EV_CONFIG_MATCH] = config_match_fields,
+    [DLB_EV_JOB] = job_fields,
+    [DLB_EV_RUNTIME] = runtime_fields,
+    [DLB_EV_NODE] = node_fields,
+    [DLB_EV_PLAN_REQUEST] = request_fields,
+    [DLB_EV_PLAN] = plan_fields,
+    [DLB_EV_CONFIG_MATCH] = config_match_fields,
+    [DLB_EV_CONFIG_REQUEST] = config_request_fields,
 };
 
 static int avro_fail(char *errstr, size_t size, const char *field, const char *what)

@@ -32,7 +32,8 @@ static const key_def_t keys[] = {
      "Environment name: prefix of topics, consumer groups, PostgreSQL schema, Redis keys."},
     {"brokers", K_STR, F(brokers), "localhost:9092", 0, "Kafka bootstrap servers."},
     {"group.id", K_STR, F(group_id), "", 0,
-     "Consumer group of the optimizer (default <env>.optimizer)."},
+     "Consumer group of a consumer process (default <env>.<role>: <env>.optimizer, "
+     "<env>.configurer)."},
     {"pg.dsn", K_STR, F(pg_dsn), "", 1,
      "libpq conninfo; empty uses libpq's PG* environment. Keep passwords in "
      "PGPASSWORD/PGPASSFILE."},
@@ -56,9 +57,9 @@ static const key_def_t keys[] = {
     {"consumer.poll.ms", K_INT, N(poll_ms), "200", 0,
      "Longest wait for a message when idle; a batch is what has been fetched by then."},
     {"consumer.order.wait.ms", K_INT, N(order_wait_ms), "2000", 0,
-     "Longest a plan request waits for its job's events on the other input topics."},
+     "Longest a request (plan or config) waits for its job's events on the other input topics."},
     {"consumer.order.grace.ms", K_INT, N(order_grace_ms), "100", 0,
-     "How long a plan request waits before trusting that its job's other topics hold nothing "
+     "How long a request waits before trusting that its job's other topics hold nothing "
      "older (covers a producer's events still in flight to another topic)."},
     {"consumer.retry.backoff.ms", K_INT, N(retry_backoff_ms), "1000", 0,
      "Pause before retrying after PostgreSQL/Redis/Kafka failed."},
@@ -66,6 +67,11 @@ static const key_def_t keys[] = {
      "Largest message a consumer decodes; larger ones go to the DLQ."},
     {"optimizer.set", K_OPTSET, F(optimizer_set), "dlbrain", 0,
      "Optimizer set: dlrover or dlbrain."},
+    {"config.refresh.ms", K_INT, N(config_refresh_ms), "5000", 0,
+     "How often the configurer looks for a new configuration rules version in PostgreSQL."},
+    {"config.cache.ttl.s", K_INT, N(config_cache_ttl_s), "86400", 0,
+     "Life of a cached match result in Redis (its key holds the rules version, so a new version "
+     "never reads it)."},
     {"dlbrain.hang.seconds", K_INT, N(tuning.hang_seconds), "600", 0,
      "dlbrain set: no global-step progress for this long is a hang (relaunch plan)."},
     {"dlbrain.straggler.ratio", K_DBL, N(tuning.straggler_ratio), "0.5", 0,
@@ -415,12 +421,18 @@ void dlb_conf_destroy(dlb_conf_t *conf)
 
 void dlb_conf_finish(dlb_conf_t *conf)
 {
-    if (!conf->group_id[0])
-        snprintf(conf->group_id, sizeof(conf->group_id), "%s.optimizer", conf->env);
     if (!conf->pg_schema[0]) {
         snprintf(conf->pg_schema, sizeof(conf->pg_schema), "%s", conf->env);
         for (char *p = conf->pg_schema; *p; p++)
             if (*p == '-' || *p == '.')
                 *p = '_';
     }
+}
+
+const char *dlb_conf_group(const dlb_conf_t *conf, const char *role, char *buf, size_t size)
+{
+    if (conf->group_id[0])
+        return conf->group_id;
+    snprintf(buf, size, "%s.%s", conf->env, role);
+    return buf;
 }

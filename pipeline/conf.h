@@ -51,7 +51,7 @@ typedef struct dlb_kv {
 typedef struct dlb_conf {
     char env[64];             /* env: topic / group / schema / key prefix, default "dlbrain" */
     char brokers[1024];       /* brokers (= bootstrap.servers), default "localhost:9092" */
-    char group_id[256];       /* group.id of the optimizer; default "<env>.optimizer" */
+    char group_id[256];       /* group.id; "" = "<env>.<role>" (dlb_conf_group) */
     char pg_dsn[1024];        /* pg.dsn, libpq conninfo; default "" = libpq environment */
     char pg_schema[64];       /* pg.schema; default = env */
     char redis_host[256];     /* redis.host, default 127.0.0.1 */
@@ -74,6 +74,9 @@ typedef struct dlb_conf {
                            */
     int64_t max_message_bytes; /* message.max.bytes accepted by decoders, default 1 MiB */
     char optimizer_set[32];    /* optimizer.set: "dlrover" or "dlbrain", default "dlbrain" */
+    int config_refresh_ms;     /* config.refresh.ms: how often the configurer looks for a new
+                                  rules version, default 5000 */
+    int config_cache_ttl_s;    /* config.cache.ttl.s: life of a cached match in Redis, 86400 */
     dlb_tuning_t tuning;       /* dlbrain.* */
     dlb_limits_t limits;       /* limits.cpu.min, limits.cpu.max, limits.memory.min.mib,
                                   limits.memory.max.mib, limits.workers.max, limits.ps.max */
@@ -105,6 +108,10 @@ int dlb_conf_set_kv(dlb_conf_t *conf, const char *kv, char *errstr, size_t errst
 /** @brief Topic name "<env>.<name>", e.g. dlb_conf_topic(c, "plans", buf, sizeof buf). */
 const char *dlb_conf_topic(const dlb_conf_t *conf, const char *name, char *buf, size_t size);
 
+/** @brief The consumer group of a role: group.id when set, else "<env>.<role>"
+ *         written to buf. @returns group.id or buf. */
+const char *dlb_conf_group(const dlb_conf_t *conf, const char *role, char *buf, size_t size);
+
 /** @brief Print every setting and its value; secrets are masked. */
 void dlb_conf_dump(const dlb_conf_t *conf, void *fp);
 
@@ -118,13 +125,14 @@ void dlb_conf_finish(dlb_conf_t *conf);
 void dlb_conf_destroy(dlb_conf_t *conf);
 
 /* Topic short names, joined to the env prefix by dlb_conf_topic(). */
-#define DLB_TOPIC_JOB_EVENTS    "job-events"
-#define DLB_TOPIC_METRICS       "metrics"
-#define DLB_TOPIC_K8S_EVENTS    "k8s-events"
-#define DLB_TOPIC_PLAN_REQUESTS "plan-requests"
-#define DLB_TOPIC_PLANS         "plans"
-#define DLB_TOPIC_CONFIGS       "configs"
-#define DLB_TOPIC_DLQ           "dlq"
+#define DLB_TOPIC_JOB_EVENTS      "job-events"
+#define DLB_TOPIC_METRICS         "metrics"
+#define DLB_TOPIC_K8S_EVENTS      "k8s-events"
+#define DLB_TOPIC_PLAN_REQUESTS   "plan-requests"
+#define DLB_TOPIC_PLANS           "plans"
+#define DLB_TOPIC_CONFIGS         "configs"
+#define DLB_TOPIC_CONFIG_REQUESTS "config-requests"
+#define DLB_TOPIC_DLQ             "dlq"
 
 #define DLB_MIB ((int64_t)1024 * 1024)
 #define DLB_GIB ((int64_t)1024 * 1024 * 1024)

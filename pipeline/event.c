@@ -1,6 +1,7 @@
 #include "event.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,24 @@ const char *const dlb_pod_types[] = {"ps", "worker", "chief", "evaluator", NULL}
 /* Actions a plan (v2) may ask for on one pod. */
 static const char *const pod_actions[] = {DLB_ACTION_RELAUNCH, DLB_ACTION_REPLACE, NULL};
 
+const char *const dlb_meta_attr_names[DLB_META_ATTRS + 1] = {
+    "user", "group", "app", "cluster", "namespace", "scenario", "framework", "name", NULL};
+static const size_t meta_attr_offs[DLB_META_ATTRS] = {
+    offsetof(dlb_job_meta_t, user),      offsetof(dlb_job_meta_t, group),
+    offsetof(dlb_job_meta_t, app),       offsetof(dlb_job_meta_t, cluster),
+    offsetof(dlb_job_meta_t, ns),        offsetof(dlb_job_meta_t, scenario),
+    offsetof(dlb_job_meta_t, framework), offsetof(dlb_job_meta_t, name)};
+
+char *dlb_meta_attr(dlb_job_meta_t *meta, size_t i)
+{
+    return (char *)meta + meta_attr_offs[i];
+}
+
+const char *dlb_meta_attr_c(const dlb_job_meta_t *meta, size_t i)
+{
+    return (const char *)meta + meta_attr_offs[i];
+}
+
 static const char *const type_names[DLB_EV__CNT] = {
     [DLB_EV_NONE] = "none",
     [DLB_EV_JOB] = "job_event",
@@ -38,6 +57,7 @@ static const char *const type_names[DLB_EV__CNT] = {
     [DLB_EV_PLAN_REQUEST] = "plan_request",
     [DLB_EV_PLAN] = "plan",
     [DLB_EV_CONFIG_MATCH] = "config_match",
+    [DLB_EV_CONFIG_REQUEST] = "config_request",
 };
 
 static const char *const type_topics[DLB_EV__CNT] = {
@@ -48,6 +68,7 @@ static const char *const type_topics[DLB_EV__CNT] = {
     [DLB_EV_PLAN_REQUEST] = DLB_TOPIC_PLAN_REQUESTS,
     [DLB_EV_PLAN] = DLB_TOPIC_PLANS,
     [DLB_EV_CONFIG_MATCH] = DLB_TOPIC_CONFIGS,
+    [DLB_EV_CONFIG_REQUEST] = DLB_TOPIC_CONFIG_REQUESTS,
 };
 
 const char *dlb_event_type_name(dlb_event_type_t type)
@@ -97,6 +118,8 @@ const char *dlb_event_id(const dlb_event_t *ev)
         return ev->u.plan.event_id;
     case DLB_EV_CONFIG_MATCH:
         return ev->u.cm.event_id;
+    case DLB_EV_CONFIG_REQUEST:
+        return ev->u.creq.event_id;
     default:
         return "";
     }
@@ -117,6 +140,8 @@ const char *dlb_event_job_uid(const dlb_event_t *ev)
         return ev->u.plan.job_uid;
     case DLB_EV_CONFIG_MATCH:
         return ev->u.cm.job_uid;
+    case DLB_EV_CONFIG_REQUEST:
+        return ev->u.creq.job_uid;
     default:
         return "";
     }
@@ -137,6 +162,8 @@ int64_t dlb_event_time_ms(const dlb_event_t *ev)
         return ev->u.plan.event_time_ms;
     case DLB_EV_CONFIG_MATCH:
         return ev->u.cm.event_time_ms;
+    case DLB_EV_CONFIG_REQUEST:
+        return ev->u.creq.event_time_ms;
     default:
         return 0;
     }

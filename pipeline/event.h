@@ -17,12 +17,13 @@
 
 typedef enum dlb_event_type {
     DLB_EV_NONE = 0,
-    DLB_EV_JOB = 1,          /* job_event */
-    DLB_EV_RUNTIME = 2,      /* runtime_sample */
-    DLB_EV_NODE = 3,         /* node_event */
-    DLB_EV_PLAN_REQUEST = 4, /* plan_request */
-    DLB_EV_PLAN = 5,         /* plan */
-    DLB_EV_CONFIG_MATCH = 6, /* config_match */
+    DLB_EV_JOB = 1,            /* job_event */
+    DLB_EV_RUNTIME = 2,        /* runtime_sample */
+    DLB_EV_NODE = 3,           /* node_event */
+    DLB_EV_PLAN_REQUEST = 4,   /* plan_request */
+    DLB_EV_PLAN = 5,           /* plan */
+    DLB_EV_CONFIG_MATCH = 6,   /* config_match */
+    DLB_EV_CONFIG_REQUEST = 7, /* config_request */
     DLB_EV__CNT
 } dlb_event_type_t;
 
@@ -44,6 +45,16 @@ typedef struct dlb_job_meta {
     char scenario[DLB_NAME_MAX];
     char framework[DLB_NAME_MAX];
 } dlb_job_meta_t;
+
+/* The job attributes configuration rules select on, in one order: their
+ * names in rules (and the namespace field's, "ns" here) and where each
+ * lives in dlb_job_meta_t. */
+#define DLB_META_ATTRS 8
+/* "user" "group" "app" "cluster" "namespace" "scenario" "framework" "name", NULL */
+extern const char *const dlb_meta_attr_names[DLB_META_ATTRS + 1];
+/** @returns attribute i (< DLB_META_ATTRS) of meta: a DLB_NAME_MAX buffer. */
+char *dlb_meta_attr(dlb_job_meta_t *meta, size_t i);
+const char *dlb_meta_attr_c(const dlb_job_meta_t *meta, size_t i);
 
 typedef struct dlb_hyper_params {
     int64_t batch_size;
@@ -208,6 +219,17 @@ typedef struct dlb_config_match {
     char trigger_event_id[DLB_ID_MAX];
 } dlb_config_match_t;
 
+/* ---- config_request ----------------------------------------------------- */
+/* A job asks for its configuration; has_meta when the asker sent attributes
+ * (an empty one is taken from the job's own job events). */
+typedef struct dlb_config_request {
+    char event_id[DLB_ID_MAX];
+    int64_t event_time_ms;
+    char job_uid[DLB_ID_MAX];
+    int has_meta;
+    dlb_job_meta_t meta;
+} dlb_config_request_t;
+
 /* ---- the tagged union every codec function takes ------------------------ */
 typedef struct dlb_event {
     dlb_event_type_t type;
@@ -218,6 +240,7 @@ typedef struct dlb_event {
         dlb_plan_request_t req;
         dlb_plan_t plan;
         dlb_config_match_t cm;
+        dlb_config_request_t creq;
     } u;
 } dlb_event_t;
 

@@ -251,9 +251,15 @@ int dlb_kafka_produce(rd_kafka_t *producer, const char *topic, const char *key, 
     return 0;
 }
 
-static const char *const pipeline_topics[] = {
-    DLB_TOPIC_JOB_EVENTS, DLB_TOPIC_METRICS, DLB_TOPIC_K8S_EVENTS, DLB_TOPIC_PLAN_REQUESTS,
-    DLB_TOPIC_PLANS,      DLB_TOPIC_CONFIGS, DLB_TOPIC_DLQ,        NULL};
+static const char *const pipeline_topics[] = {DLB_TOPIC_JOB_EVENTS,
+                                              DLB_TOPIC_METRICS,
+                                              DLB_TOPIC_K8S_EVENTS,
+                                              DLB_TOPIC_PLAN_REQUESTS,
+                                              DLB_TOPIC_CONFIG_REQUESTS,
+                                              DLB_TOPIC_PLANS,
+                                              DLB_TOPIC_CONFIGS,
+                                              DLB_TOPIC_DLQ,
+                                              NULL};
 
 int dlb_kafka_create_topics(rd_kafka_t *rk, const dlb_conf_t *conf, int timeout_ms, char *errstr,
                             size_t errstr_size)

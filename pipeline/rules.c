@@ -1,11 +1,11 @@
 /* Configuration rules from YAML, read with libyaml's event parser so every
  * error has the line and column of the offending token and nesting is bounded
- * before anything recurses. */
+ * before anything recurses; rule files, and the helpers of the whole set
+ * (rules_internal.h). Canonical JSON is rules_json.c, YAML out and the diff
+ * rules_text.c, the canonical text of scalars rules_canon.c. */
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +15,7 @@
 
 #include "err.h"
 #include "rules.h"
-
-static const char *const rule_attrs[] = {"user",     "group",     "app",  "cluster", "namespace",
-                                         "scenario", "framework", "name", NULL};
+#include "rules_internal.h"
 
 typedef struct pctx {
     yaml_parser_t p;
@@ -27,11 +25,6 @@ typedef struct pctx {
     char *errstr;
     size_t errstr_size;
 } pctx_t;
-
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-} sbuf_t;
 
 static int fail(pctx_t *c, const yaml_mark_t *m, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -132,189 +125,11 @@ static int bool_text(const char *s, size_t n)
     return -1;
 }
 
-/* ---- growing text buffer ---------------------------------------------------- */
-static int sb_put(sbuf_t *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        char *p;
+/* ---- Configure values --------------------------------------------------------- */
 
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        if (!(p = realloc(b->p, cap)))
-            return DLB_ERR_NOMEM;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return 0;
-}
-
-static int sb_str(sbuf_t *b, const char *s)
-{
-    return sb_put(b, s, strlen(s));
-}
-
-static int sb_json_string(sbuf_t *b, const char *s, size_t n)
-{
-    int rc;
-
-    if ((rc = sb_put(b, "\"", 1)))
-        return rc;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        char esc[8];
-
-        if (ch == '"' || ch == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)ch;
-            rc = sb_put(b, esc, 2);
-        } else if (ch == '\n' || ch == '\t' || ch == '\r') {
-            esc[0] = '\\';
-            esc[1] = ch == '\n' ? 'n' : ch == '\t' ? 't' : 'r';
-            rc = sb_put(b, esc, 2);
-        } else if (ch < 0x20 || ch == 0x7f) {
-            snprintf(esc, sizeof(esc), "\\u%04x", ch);
-            rc = sb_put(b, esc, 6);
-        } else {
-            rc = sb_put(b, (const char *)&s[i], 1);
-        }
-        if (rc)
-            return rc;
-    }
-    return sb_put(b, "\"", 1);
-}
-
-/* ---- plain scalar typing ------------------------------------------------------ */
-
-/* Integers: decimal written back without '_'; binary, octal and hex converted
- * to decimal. Returns 1 and appends, 0 if s is no integer, or an error. */
-static int json_int(sbuf_t *b, const char *s, size_t n, int *rc)
-{
-    size_t i = 0, digits = 0;
-    int neg = 0, base = 10;
-    uint64_t v = 0;
-    char out[32];
-
-    *rc = 0;
-    if (i < n && (s[i] == '-' || s[i] == '+'))
-        neg = s[i++] == '-';
-    if (i >= n)
-        return 0;
-    if (n - i > 2 && s[i] == '0' && (s[i + 1] == 'b' || s[i + 1] == 'x')) {
-        base = s[i + 1] == 'b' ? 2 : 16;
-        i += 2;
-    } else if (n - i > 1 && s[i] == '0') {
-        base = 8;
-        i++;
-    } else if (s[i] == '_') {
-        return 0;
-    }
-    if (base == 10) {
-        sbuf_t d = {0};
-
-        /* Any length is a valid JSON number; no leading zeros by the pattern. */
-        for (size_t j = i; j < n; j++)
-            if (!(s[j] >= '0' && s[j] <= '9') && s[j] != '_')
-                return 0;
-        if (neg && (*rc = sb_put(&d, "-", 1)))
-            return 0;
-        for (size_t j = i; j < n && !*rc; j++)
-            if (s[j] != '_')
-                *rc = sb_put(&d, &s[j], 1);
-        if (!*rc)
-            *rc = sb_put(b, d.p, d.len);
-        free(d.p);
-        return *rc ? 0 : 1;
-    }
-    for (; i < n; i++) {
-        int dv;
-
-        if (s[i] == '_')
-            continue;
-        if (s[i] >= '0' && s[i] <= '9')
-            dv = s[i] - '0';
-        else if (s[i] >= 'a' && s[i] <= 'f')
-            dv = s[i] - 'a' + 10;
-        else if (s[i] >= 'A' && s[i] <= 'F')
-            dv = s[i] - 'A' + 10;
-        else
-            return 0;
-        if (dv >= base)
-            return 0;
-        if (v > (UINT64_MAX - (uint64_t)dv) / (uint64_t)base)
-            return 0;
-        v = v * (uint64_t)base + (uint64_t)dv;
-        digits++;
-    }
-    if (!digits || v > (uint64_t)INT64_MAX + (neg ? 1u : 0u))
-        return 0;
-    snprintf(out, sizeof(out), "%s%llu", neg && v ? "-" : "", (unsigned long long)v);
-    *rc = sb_str(b, out);
-    return *rc ? 0 : 1;
-}
-
-static int json_float(sbuf_t *b, const char *s, size_t n, int *rc)
-{
-    size_t i = 0, k = 0, idig = 0, fdig = 0, edig = 0;
-    int dot = 0, expo = 0;
-    char clean[128], out[64];
-    double d;
-
-    *rc = 0;
-    if (n >= sizeof(clean))
-        return 0;
-    if (i < n && (s[i] == '-' || s[i] == '+'))
-        clean[k++] = s[i++];
-    if (i < n && s[i] == '_')
-        return 0;
-    for (; i < n && ((s[i] >= '0' && s[i] <= '9') || s[i] == '_'); i++)
-        if (s[i] != '_') {
-            clean[k++] = s[i];
-            idig++;
-        }
-    if (i < n && s[i] == '.') {
-        dot = 1;
-        clean[k++] = s[i++];
-        for (; i < n && ((s[i] >= '0' && s[i] <= '9') || s[i] == '_'); i++)
-            if (s[i] != '_') {
-                clean[k++] = s[i];
-                fdig++;
-            }
-    }
-    if (!idig && !fdig)
-        return 0;
-    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-        expo = 1;
-        clean[k++] = s[i++];
-        if (i < n && (s[i] == '-' || s[i] == '+'))
-            clean[k++] = s[i++];
-        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, edig++)
-            clean[k++] = s[i];
-        if (!edig)
-            return 0;
-    }
-    if (i != n || (!dot && !expo))
-        return 0;
-    clean[k] = '\0';
-    d = strtod(clean, NULL);
-    if (!isfinite(d))
-        return 0;
-    /* Shortest of %.15g..%.17g that reads back to the same double. */
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(out, sizeof(out), "%.*g", prec, d);
-        if (strtod(out, NULL) == d)
-            break;
-    }
-    if (!strpbrk(out, ".eEn"))
-        strcat(out, ".0"); /* keep it visibly a float: 1.0, not 1 */
-    *rc = sb_str(b, out);
-    return *rc ? 0 : 1;
-}
-
-static int scalar_json(const yaml_event_t *ev, sbuf_t *b)
+/* A scalar as JSON: plain ones typed (rules.h; numbers in rules_canon.c), any
+ * other a string. */
+static int scalar_json(const yaml_event_t *ev, dlb_sbuf_t *b)
 {
     const char *s = sval(ev);
     size_t n = ev->data.scalar.length;
@@ -322,69 +137,25 @@ static int scalar_json(const yaml_event_t *ev, sbuf_t *b)
 
     if (is_plain(ev)) {
         if (is_null_text(s, n))
-            return sb_str(b, "null");
+            return dlb_sbuf_str(b, "null");
         if ((t = bool_text(s, n)) >= 0)
-            return sb_str(b, t ? "true" : "false");
-        if (json_int(b, s, n, &rc) || rc)
+            return dlb_sbuf_str(b, t ? "true" : "false");
+        if (dlb_rules_json_int(b, s, n, &rc) || rc)
             return rc;
-        if (json_float(b, s, n, &rc) || rc)
+        if (dlb_rules_json_float(b, s, n, &rc) || rc)
             return rc;
     }
-    return sb_json_string(b, s, n);
+    return dlb_rules_json_string(b, s, n);
 }
 
-/* ---- Configure values --------------------------------------------------------- */
-typedef struct keyset {
-    char **k;
-    size_t *n;
-    size_t cnt, cap;
-} keyset_t;
+static int value_json(pctx_t *c, const yaml_event_t *start, dlb_sbuf_t *b, int depth);
 
-static void keyset_free(keyset_t *ks)
-{
-    for (size_t i = 0; i < ks->cnt; i++)
-        free(ks->k[i]);
-    free(ks->k);
-    free(ks->n);
-    memset(ks, 0, sizeof(*ks));
-}
-
-/* 1 if already there, 0 added, <0 out of memory. Linear: rule files are small
- * and bounded by DLB_RULES_MAX_BYTES. */
-static int keyset_add(keyset_t *ks, const char *s, size_t n)
-{
-    for (size_t i = 0; i < ks->cnt; i++)
-        if (ks->n[i] == n && !memcmp(ks->k[i], s, n))
-            return 1;
-    if (ks->cnt == ks->cap) {
-        size_t cap = ks->cap ? ks->cap * 2 : 8;
-        char **k = realloc(ks->k, cap * sizeof(*k));
-        size_t *nn;
-
-        if (!k)
-            return DLB_ERR_NOMEM;
-        ks->k = k;
-        if (!(nn = realloc(ks->n, cap * sizeof(*nn))))
-            return DLB_ERR_NOMEM;
-        ks->n = nn;
-        ks->cap = cap;
-    }
-    if (!(ks->k[ks->cnt] = malloc(n + 1)))
-        return DLB_ERR_NOMEM;
-    memcpy(ks->k[ks->cnt], s, n);
-    ks->k[ks->cnt][n] = '\0';
-    ks->n[ks->cnt++] = n;
-    return 0;
-}
-
-static int value_json(pctx_t *c, const yaml_event_t *start, sbuf_t *b, int depth);
-
-static int seq_json(pctx_t *c, sbuf_t *b, int depth)
+static int seq_json(pctx_t *c, dlb_sbuf_t *b, int depth)
 {
     yaml_event_t ev;
     int rc, first = 1;
 
-    if ((rc = sb_put(b, "[", 1)))
+    if ((rc = dlb_sbuf_put(b, "[", 1)))
         return nomem(c);
     for (;;) {
         if ((rc = next_event(c, &ev)))
@@ -393,7 +164,7 @@ static int seq_json(pctx_t *c, sbuf_t *b, int depth)
             yaml_event_delete(&ev);
             break;
         }
-        if (!first && sb_put(b, ",", 1))
+        if (!first && dlb_sbuf_put(b, ",", 1))
             rc = nomem(c);
         first = 0;
         if (!rc)
@@ -402,16 +173,16 @@ static int seq_json(pctx_t *c, sbuf_t *b, int depth)
         if (rc)
             return rc;
     }
-    return sb_put(b, "]", 1) ? nomem(c) : 0;
+    return dlb_sbuf_put(b, "]", 1) ? nomem(c) : 0;
 }
 
-static int map_json(pctx_t *c, sbuf_t *b, int depth)
+static int map_json(pctx_t *c, dlb_sbuf_t *b, int depth)
 {
-    keyset_t ks = {0};
+    dlb_rules_keyset_t ks = {0};
     yaml_event_t ev;
     int rc = 0, first = 1;
 
-    if (sb_put(b, "{", 1))
+    if (dlb_sbuf_put(b, "{", 1))
         return nomem(c);
     for (;;) {
         if ((rc = next_event(c, &ev)))
@@ -422,10 +193,11 @@ static int map_json(pctx_t *c, sbuf_t *b, int depth)
         }
         if (ev.type != YAML_SCALAR_EVENT) {
             rc = fail(c, &ev.start_mark, "mapping keys must be scalars");
-        } else if ((rc = keyset_add(&ks, sval(&ev), ev.data.scalar.length))) {
+        } else if ((rc = dlb_rules_keyset_add(&ks, sval(&ev), ev.data.scalar.length))) {
             rc = rc > 0 ? fail(c, &ev.start_mark, "duplicate key \"%.64s\"", sval(&ev)) : nomem(c);
-        } else if ((!first && sb_put(b, ",", 1)) ||
-                   sb_json_string(b, sval(&ev), ev.data.scalar.length) || sb_put(b, ":", 1)) {
+        } else if ((!first && dlb_sbuf_put(b, ",", 1)) ||
+                   dlb_rules_json_string(b, sval(&ev), ev.data.scalar.length) ||
+                   dlb_sbuf_put(b, ":", 1)) {
             rc = nomem(c);
         }
         first = 0;
@@ -439,14 +211,14 @@ static int map_json(pctx_t *c, sbuf_t *b, int depth)
         if (rc)
             goto out;
     }
-    if (sb_put(b, "}", 1))
+    if (dlb_sbuf_put(b, "}", 1))
         rc = nomem(c);
 out:
-    keyset_free(&ks);
+    dlb_rules_keyset_free(&ks);
     return rc;
 }
 
-static int value_json(pctx_t *c, const yaml_event_t *start, sbuf_t *b, int depth)
+static int value_json(pctx_t *c, const yaml_event_t *start, dlb_sbuf_t *b, int depth)
 {
     if (depth > DLB_RULES_MAX_DEPTH)
         return fail(c, &start->start_mark, "nested deeper than %d levels", DLB_RULES_MAX_DEPTH);
@@ -477,6 +249,7 @@ static void match_free(dlb_rule_match_t *m, size_t cnt)
 static void rule_free(dlb_rule_t *r)
 {
     free(r->id);
+    free(r->file);
     match_free(r->include, r->include_cnt);
     match_free(r->exclude, r->exclude_cnt);
     for (size_t i = 0; i < r->configure_cnt; i++) {
@@ -494,21 +267,6 @@ static int scalar_dup(pctx_t *c, const yaml_event_t *ev, const char *what, char 
         return fail(c, &ev->start_mark, "%s contains a NUL character", what);
     if (!(*out = strdup(sval(ev))))
         return nomem(c);
-    return 0;
-}
-
-static int grow(void **p, size_t *cap, size_t cnt, size_t elem)
-{
-    void *np;
-    size_t ncap;
-
-    if (cnt < *cap)
-        return 0;
-    ncap = *cap ? *cap * 2 : 4;
-    if (!(np = realloc(*p, ncap * elem)))
-        return DLB_ERR_NOMEM;
-    *p = np;
-    *cap = ncap;
     return 0;
 }
 
@@ -543,7 +301,7 @@ static int match_values(pctx_t *c, const yaml_event_t *start, const char *attr, 
             rc = fail(c, &ev.start_mark, "values of attribute %s must be scalars", attr);
         else if (!ev.data.scalar.length)
             rc = fail(c, &ev.start_mark, "attribute %s has an empty value", attr);
-        else if (grow((void **)&m->values, &cap, m->values_cnt, sizeof(*m->values)))
+        else if (dlb_rules_grow((void **)&m->values, &cap, m->values_cnt, sizeof(*m->values)))
             rc = nomem(c);
         else if (!(rc = scalar_dup(c, &ev, "value", &m->values[m->values_cnt])))
             m->values_cnt++;
@@ -580,10 +338,10 @@ static int section_matches(pctx_t *c, const yaml_event_t *start, const char *sec
         if (ev.type != YAML_SCALAR_EVENT) {
             rc = fail(c, &ev.start_mark, "%s keys must be attribute names", section);
         } else {
-            for (size_t i = 0; rule_attrs[i] && !attr; i++)
-                if (strlen(rule_attrs[i]) == ev.data.scalar.length &&
-                    !strcasecmp(rule_attrs[i], sval(&ev)))
-                    attr = rule_attrs[i];
+            for (size_t i = 0; dlb_meta_attr_names[i] && !attr; i++)
+                if (strlen(dlb_meta_attr_names[i]) == ev.data.scalar.length &&
+                    !strcasecmp(dlb_meta_attr_names[i], sval(&ev)))
+                    attr = dlb_meta_attr_names[i];
             if (!attr)
                 rc = fail(c, &ev.start_mark, "unknown attribute \"%.64s\" in %s", sval(&ev),
                           section);
@@ -594,7 +352,7 @@ static int section_matches(pctx_t *c, const yaml_event_t *start, const char *sec
         yaml_event_delete(&ev);
         if (rc)
             return rc;
-        if (grow((void **)out, &cap, *out_cnt, sizeof(**out)))
+        if (dlb_rules_grow((void **)out, &cap, *out_cnt, sizeof(**out)))
             return nomem(c);
         m = &(*out)[*out_cnt];
         memset(m, 0, sizeof(*m));
@@ -622,7 +380,7 @@ static int section_configure(pctx_t *c, const yaml_event_t *start, dlb_rule_t *r
         return fail(c, &start->start_mark, "Configure must be a mapping of key to value");
     for (;;) {
         dlb_config_value_t *v;
-        sbuf_t b = {0};
+        dlb_sbuf_t b = {0};
 
         if ((rc = next_event(c, &ev)))
             return rc;
@@ -635,7 +393,8 @@ static int section_configure(pctx_t *c, const yaml_event_t *start, dlb_rule_t *r
         for (size_t i = 0; !rc && i < r->configure_cnt; i++)
             if (!strcmp(r->configure[i].key, sval(&ev)))
                 rc = fail(c, &ev.start_mark, "duplicate Configure key \"%.64s\"", sval(&ev));
-        if (!rc && grow((void **)&r->configure, &cap, r->configure_cnt, sizeof(*r->configure)))
+        if (!rc &&
+            dlb_rules_grow((void **)&r->configure, &cap, r->configure_cnt, sizeof(*r->configure)))
             rc = nomem(c);
         if (!rc) {
             v = &r->configure[r->configure_cnt];
@@ -701,6 +460,8 @@ static int parse_rule(pctx_t *c, const yaml_event_t *start, dlb_rules_t *rs, siz
     r.line = (int)start->start_mark.line + 1;
     if (start->type != YAML_MAPPING_START_EVENT)
         return fail(c, &start->start_mark, "a rule must be a mapping");
+    if (!(r.file = strdup(c->name)))
+        return nomem(c);
     for (;;) {
         int k = -1;
 
@@ -767,7 +528,7 @@ static int parse_rule(pctx_t *c, const yaml_event_t *start, dlb_rules_t *rs, siz
                       rs->rules[i].line);
             goto out;
         }
-    if (grow((void **)&rs->rules, cap, rs->cnt, sizeof(*rs->rules))) {
+    if (dlb_rules_grow((void **)&rs->rules, cap, rs->cnt, sizeof(*rs->rules))) {
         rc = nomem(c);
         goto out;
     }
@@ -912,4 +673,149 @@ void dlb_rules_clear(dlb_rules_t *r)
     free(r->rules);
     r->rules = NULL;
     r->cnt = 0;
+}
+
+/* ---- several files ----------------------------------------------------------------- */
+
+int dlb_rules_load_files(const char *const *paths, size_t n, dlb_rules_t *out, char *errstr,
+                         size_t errstr_size)
+{
+    dlb_rules_t all = {0};
+    size_t cap = 0, dup = 0, first = 0;
+    int rc = 0;
+
+    out->rules = NULL;
+    out->cnt = 0;
+    for (size_t f = 0; f < n && !rc; f++) {
+        dlb_rules_t one;
+
+        if ((rc = dlb_rules_load_file(paths[f], &one, errstr, errstr_size)))
+            break;
+        for (size_t i = 0; i < one.cnt && !rc; i++) {
+            if (dlb_rules_grow((void **)&all.rules, &cap, all.cnt, sizeof(*all.rules))) {
+                rc = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s: out of memory", paths[f]);
+                break;
+            }
+            all.rules[all.cnt++] = one.rules[i];
+            memset(&one.rules[i], 0, sizeof(one.rules[i]));
+        }
+        dlb_rules_clear(&one);
+    }
+    /* Each file's parse refused its own repeated ids: a repetition here is
+     * across files. */
+    if (!rc && (rc = dlb_rules_find_dup_id(&all, &dup, &first)) < 0)
+        dlb_seterr(errstr, errstr_size, rc, "out of memory");
+    else if (rc > 0)
+        rc = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                        "%s:%d: duplicate rule id \"%.64s\" (first at %s:%d)", all.rules[dup].file,
+                        all.rules[dup].line, all.rules[dup].id, all.rules[first].file,
+                        all.rules[first].line);
+    if (rc) {
+        dlb_rules_clear(&all);
+        return rc;
+    }
+    *out = all;
+    return 0;
+}
+
+/* ---- helpers of the whole set (rules_internal.h) --------------------------------- */
+
+int dlb_rules_grow(void **p, size_t *cap, size_t cnt, size_t elem)
+{
+    void *np;
+    size_t ncap;
+
+    if (cnt < *cap)
+        return 0;
+    ncap = *cap ? *cap * 2 : 4;
+    if (!(np = realloc(*p, ncap * elem)))
+        return DLB_ERR_NOMEM;
+    *p = np;
+    *cap = ncap;
+    return 0;
+}
+
+void dlb_rules_keyset_free(dlb_rules_keyset_t *ks)
+{
+    for (size_t i = 0; i < ks->cnt; i++)
+        free(ks->k[i]);
+    free(ks->k);
+    free(ks->n);
+    memset(ks, 0, sizeof(*ks));
+}
+
+/* 1 if already there, 0 added, <0 out of memory. Linear: rule files are small
+ * and bounded by DLB_RULES_MAX_BYTES. */
+int dlb_rules_keyset_add(dlb_rules_keyset_t *ks, const char *s, size_t n)
+{
+    for (size_t i = 0; i < ks->cnt; i++)
+        if (ks->n[i] == n && !memcmp(ks->k[i], s, n))
+            return 1;
+    if (ks->cnt == ks->cap) {
+        size_t cap = ks->cap ? ks->cap * 2 : 8;
+        char **k = realloc(ks->k, cap * sizeof(*k));
+        size_t *nn;
+
+        if (!k)
+            return DLB_ERR_NOMEM;
+        ks->k = k;
+        if (!(nn = realloc(ks->n, cap * sizeof(*nn))))
+            return DLB_ERR_NOMEM;
+        ks->n = nn;
+        ks->cap = cap;
+    }
+    if (!(ks->k[ks->cnt] = malloc(n + 1)))
+        return DLB_ERR_NOMEM;
+    memcpy(ks->k[ks->cnt], s, n);
+    ks->k[ks->cnt][n] = '\0';
+    ks->n[ks->cnt++] = n;
+    return 0;
+}
+
+/* Rule ids sorted, to find duplicates and look rules up without comparing
+ * every pair (a set may hold many thousands of rules). */
+static int idref_cmp(const void *a, const void *b)
+{
+    const dlb_rules_idref_t *x = a, *y = b;
+    int c = strcmp(x->id, y->id);
+
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+dlb_rules_idref_t *dlb_rules_ids_sorted(const dlb_rules_t *rs)
+{
+    dlb_rules_idref_t *ix = malloc((rs->cnt ? rs->cnt : 1) * sizeof(*ix));
+
+    if (!ix)
+        return NULL;
+    for (size_t i = 0; i < rs->cnt; i++) {
+        ix[i].id = rs->rules[i].id;
+        ix[i].i = i;
+    }
+    qsort(ix, rs->cnt, sizeof(*ix), idref_cmp);
+    return ix;
+}
+
+/* The earliest rule (in set order) whose id an earlier rule has: 1 with
+ * *dup and *first set, 0 when ids are unique, or DLB_ERR_NOMEM. */
+int dlb_rules_find_dup_id(const dlb_rules_t *rs, size_t *dup, size_t *first)
+{
+    dlb_rules_idref_t *ix = dlb_rules_ids_sorted(rs);
+    int found = 0;
+
+    if (!ix)
+        return DLB_ERR_NOMEM;
+    for (size_t k = 1; k < rs->cnt; k++) {
+        /* Sorted by (id, index): the first two of a run of equal ids are its
+         * first use and its first repetition. */
+        if (strcmp(ix[k].id, ix[k - 1].id) || (k >= 2 && !strcmp(ix[k].id, ix[k - 2].id)))
+            continue;
+        if (!found || ix[k].i < *dup) {
+            *dup = ix[k].i;
+            *first = ix[k - 1].i;
+            found = 1;
+        }
+    }
+    free(ix);
+    return found;
 }

@@ -60,7 +60,8 @@ typedef struct dlb_rule {
     size_t exclude_cnt;
     dlb_config_value_t *configure; /* key -> value as JSON text (pipeline/event.h) */
     size_t configure_cnt;
-    int line; /* 1-based line of the rule in its file */
+    char *file; /* the file (name given to dlb_rules_parse()) it came from */
+    int line;   /* 1-based line of the rule in its file */
 } dlb_rule_t;
 
 typedef struct dlb_rules {
@@ -80,6 +81,77 @@ int dlb_rules_parse(const char *name, const char *text, size_t len, dlb_rules_t 
  *  @returns as dlb_rules_parse(), or DLB_ERR_NOTFOUND (no such file),
  *           DLB_ERR_CONF (unreadable). */
 int dlb_rules_load_file(const char *path, dlb_rules_t *out, char *errstr, size_t errstr_size);
+
+/** @brief Load several files into one set, in the given order (a rule of a
+ *         later file comes after every rule of an earlier one), all or
+ *         nothing: any file's error, or a rule id used in two files
+ *         ("b.yaml:7: duplicate rule id \"x\" (first at a.yaml:2)"), leaves
+ *         *out empty.
+ *  @returns as dlb_rules_load_file(). */
+int dlb_rules_load_files(const char *const *paths, size_t n, dlb_rules_t *out, char *errstr,
+                         size_t errstr_size);
+
+/* Canonical JSON (dlb_rules_to_json()): an array of rules, each an object with
+ * the keys id, priority, include, exclude, configure, file, line in that
+ * order; include / exclude map attribute -> array of values and configure maps
+ * key -> value, all in the order of the rule; Configure values are the JSON
+ * they are, written compactly, numbers as the YAML loader types them (1e3 ->
+ * 1000.0), strings with only \" \\ \n \t \r and \u00XX escapes:
+ *
+ *   [{"id":"a","priority":0,"include":{"user":["u1","u2"]},"exclude":{},
+ *     "configure":{"lr":0.1},"file":"a.yaml","line":1}]      (one line)
+ *
+ * Two rule sets with the same rules in the same order have the same canonical
+ * JSON byte for byte, however their YAML was laid out (quoting, flow or block
+ * style, comments, 0x1F or 31), as long as they come from the same files and
+ * lines; without file and line (NO_SOURCE below), wherever they came from. */
+
+/* Flags of dlb_rules_to_json(). PRETTY: indented, for people (not canonical;
+ * dlb_rules_from_json() reads it). NO_SOURCE: without file and line, what a
+ * version's checksum covers, so that moving a rule to another file or line
+ * changes nothing. */
+#define DLB_RULES_JSON_PRETTY    1u
+#define DLB_RULES_JSON_NO_SOURCE 2u
+
+/** @brief Write rules as canonical JSON (flags 0), or as flags say.
+ *  @param out  set to a malloc'ed NUL-terminated string the caller frees
+ *  @returns 0, DLB_ERR_INVALID (a Configure value that is not JSON, or a
+ *           string that is not UTF-8; errstr names the rule index and field,
+ *           e.g. "rules[0].configure.lr: expected a JSON value (offset 0)")
+ *           or DLB_ERR_NOMEM; *out is NULL on error. */
+int dlb_rules_to_json(const dlb_rules_t *rules, unsigned flags, char **out, char *errstr,
+                      size_t errstr_size);
+
+/** @brief Read rules back from dlb_rules_to_json() output (canonical or
+ *         pretty; with file and line). Strict: any JSON (RFC 8259), but every
+ *         key is required, none may be unknown or repeated, types must match,
+ *         attribute names must be the lower-case ones, values and ids
+ *         non-empty, ids unique. Configure values are re-written canonically.
+ *  @returns 0 or DLB_ERR_INVALID (errstr names the rule index and field, e.g.
+ *           "rules[2].include.user: expected a non-empty string (offset 181)")
+ *           or DLB_ERR_NOMEM. On error *out is empty. */
+int dlb_rules_from_json(const char *json, size_t len, dlb_rules_t *out, char *errstr,
+                        size_t errstr_size);
+
+/** @brief Write rules in the YAML format dlb_rules_parse() reads, one document
+ *         per rule with its id, Priority and non-empty sections, strings
+ *         double-quoted and Configure values as JSON (YAML flow), so that
+ *         parsing the text gives the same canonical JSON without source.
+ *  @param out  set to a malloc'ed string the caller frees
+ *  @returns as dlb_rules_to_json(). */
+int dlb_rules_to_yaml(const dlb_rules_t *rules, char **out, char *errstr, size_t errstr_size);
+
+/** @brief What changed from rules a to rules b, by rule id, one line each:
+ *         "- id" removed; "~ id" changed, followed by one indented line per
+ *         changed field ("    priority: 0 -> 10", "    include.user:
+ *         [\"a\"] -> [\"a\",\"b\"]", "    configure.lr: 0.1 -> (none)");
+ *         "+ id (file:line)" added; and last "~ order: [ids] -> [ids]" when
+ *         the rules of both come in another order. Removed rules come first
+ *         (in a's order), then changed and added ones in b's order.
+ *  @param out  set to a malloc'ed string, "" when the sets are equal
+ *  @returns 0 or DLB_ERR_NOMEM. */
+int dlb_rules_diff(const dlb_rules_t *a, const dlb_rules_t *b, char **out, char *errstr,
+                   size_t errstr_size);
 
 /** @brief Free everything and leave r empty. Safe on an empty or cleared r. */
 void dlb_rules_clear(dlb_rules_t *r);

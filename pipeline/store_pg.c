@@ -1,4 +1,5 @@
 #include "store_pg.h"
+#include "store_pg_internal.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -211,18 +212,36 @@ static int pg_fail(dlb_pg_t *pg, const PGresult *res, const char *what, char *er
                       state ? " (SQLSTATE " : "", state ? state : "", state ? ")" : "");
 }
 
+int dlb_pg_exec(dlb_pg_t *pg, const char *sql, int nparams, const char *const *values,
+                const int *lens, int binary_result, PGresult **out, const char *what, char *errstr,
+                size_t errstr_size)
+{
+    int formats[32] = {0};
+    PGresult *res;
+    ExecStatusType st;
+    int err = 0;
+
+    if (nparams > (int)(sizeof(formats) / sizeof(formats[0])))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "%s: too many parameters", what);
+    for (int i = 0; lens && i < nparams; i++)
+        formats[i] = lens[i] > 0;
+    res = PQexecParams(pg->conn, sql, nparams, NULL, values, lens, lens ? formats : NULL,
+                       binary_result);
+    st = PQresultStatus(res);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        err = pg_fail(pg, res, what, errstr, errstr_size);
+    if (out && !err)
+        *out = res;
+    else
+        PQclear(res);
+    return err;
+}
+
 /* Run a statement that returns no rows (or whose rows are ignored). */
 static int pg_command(dlb_pg_t *pg, const char *sql, int nparams, const char *const *values,
                       const char *what, char *errstr, size_t errstr_size)
 {
-    PGresult *res = PQexecParams(pg->conn, sql, nparams, NULL, values, NULL, NULL, 0);
-    ExecStatusType st = PQresultStatus(res);
-    int err = 0;
-
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        err = pg_fail(pg, res, what, errstr, errstr_size);
-    PQclear(res);
-    return err;
+    return dlb_pg_exec(pg, sql, nparams, values, NULL, 0, NULL, what, errstr, errstr_size);
 }
 
 static int pg_prepare(dlb_pg_t *pg, int st, char *errstr, size_t errstr_size)
@@ -375,6 +394,16 @@ static int pg_ensure(dlb_pg_t *pg, char *errstr, size_t errstr_size)
                           "postgresql: connection lost inside a transaction: %s",
                           PQerrorMessage(pg->conn));
     return dlb_pg_reconnect(pg, errstr, errstr_size);
+}
+
+int dlb_pg_ensure(dlb_pg_t *pg, char *errstr, size_t errstr_size)
+{
+    return pg_ensure(pg, errstr, errstr_size);
+}
+
+int dlb_pg_in_tx(const dlb_pg_t *pg)
+{
+    return pg->in_tx;
 }
 
 int dlb_pg_begin(dlb_pg_t *pg, char *errstr, size_t errstr_size)
@@ -613,6 +642,12 @@ static int raw_bytes(dlb_pg_t *pg, const dlb_event_t *ev, const void **raw, size
         return err;
     *raw = *owned;
     return 0;
+}
+
+int dlb_pg_raw_bytes(dlb_pg_t *pg, const dlb_event_t *ev, const void **raw, size_t *raw_len,
+                     void **owned, char *errstr, size_t errstr_size)
+{
+    return raw_bytes(pg, ev, raw, raw_len, owned, errstr, errstr_size);
 }
 
 #define I64(buf, v) (snprintf(buf, sizeof(buf), "%" PRId64, (int64_t)(v)), (const char *)buf)
@@ -995,7 +1030,6 @@ int dlb_pg_get_plan(dlb_pg_t *pg, const char *plan_id, void **raw, size_t *raw_l
 {
     const char *v[1] = {plan_id};
     PGresult *res = NULL;
-    size_t len;
     int err;
 
     *raw = NULL;
@@ -1003,16 +1037,25 @@ int dlb_pg_get_plan(dlb_pg_t *pg, const char *plan_id, void **raw, size_t *raw_l
     if ((err = pg_ensure(pg, errstr, errstr_size)) ||
         (err = pg_run(pg, ST_GET_PLAN, 1, v, NULL, 1, &res, errstr, errstr_size)))
         return err;
-    if (PQntuples(res) > 0) {
-        len = (size_t)PQgetlength(res, 0, 0);
-        if (!(*raw = malloc(len ? len : 1))) {
-            PQclear(res);
-            return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
-        }
-        memcpy(*raw, PQgetvalue(res, 0, 0), len);
-        *raw_len = len;
-    }
+    err = dlb_pg_first_bytes(res, raw, raw_len, errstr, errstr_size);
     PQclear(res);
+    return err;
+}
+
+int dlb_pg_first_bytes(const PGresult *res, void **raw, size_t *raw_len, char *errstr,
+                       size_t errstr_size)
+{
+    size_t len;
+
+    *raw = NULL;
+    *raw_len = 0;
+    if (PQntuples(res) < 1)
+        return 0;
+    len = (size_t)PQgetlength(res, 0, 0);
+    if (!(*raw = malloc(len ? len : 1)))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    memcpy(*raw, PQgetvalue(res, 0, 0), len);
+    *raw_len = len;
     return 0;
 }
 

@@ -257,7 +257,8 @@ static int hist_job(const rec_job_t *j, int64_t until_ms, int max_samples, dlb_h
             snprintf(h->oom_pods[h->oom_pods_cnt++], DLB_ID_MAX, "%s", ev->u.node.pod_name);
     }
     /* DISTINCT pod names, sorted. */
-    qsort(h->oom_pods, h->oom_pods_cnt, sizeof(*h->oom_pods), cmp_id);
+    if (h->oom_pods_cnt)
+        qsort(h->oom_pods, h->oom_pods_cnt, sizeof(*h->oom_pods), cmp_id);
     n = 0;
     for (size_t k = 0; k < h->oom_pods_cnt; k++)
         if (!n || strcmp(h->oom_pods[n - 1], h->oom_pods[k]))
@@ -289,7 +290,8 @@ static int build_history(const dlb_recording_t *rec, const rec_job_t *self, cons
             j->created_ms < until_ms)
             cand[n++] = j;
     }
-    qsort(cand, n, sizeof(*cand), cmp_hist_job);
+    if (n)
+        qsort(cand, n, sizeof(*cand), cmp_hist_job);
     if (n > (size_t)conf->history_max_jobs)
         n = (size_t)conf->history_max_jobs;
     if (n && !(out->jobs = calloc(n, sizeof(*out->jobs))))

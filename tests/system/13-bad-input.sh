@@ -200,7 +200,7 @@ bad_case unknown-stage plan-requests validate invalid \
     av_str "cold start"
     av_str x1 # trigger_event_id
 } >"$SYS_DIR/plan-as-input.bin"
-bad_case plan-as-input plan-requests validate invalid "a plan is an output, not an input event"
+bad_case plan-as-input plan-requests validate invalid "a plan is not an input of the optimizer"
 
 # ---- the dead-letter topic ------------------------------------------------------
 sys_dlq_read "${#cases[@]}" 30

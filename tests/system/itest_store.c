@@ -30,7 +30,9 @@
 #include "embedded.h"
 #include "err.h"
 #include "event.h"
+#include "rules.h"
 #include "state.h"
+#include "store_config.h"
 #include "store_pg.h"
 
 #define T0      1700000000000LL
@@ -1122,6 +1124,255 @@ static void test_pg_errors(void **unused)
     dlb_pg_destroy(pg);
 }
 
+/* ---- configuration versions and matches (store_config.h) -------------------------- */
+
+static void cm_init(dlb_config_match_t *m, const char *id, int64_t version, char **ids,
+                    size_t ids_cnt, dlb_config_value_t *values, size_t values_cnt,
+                    const char *trigger)
+{
+    memset(m, 0, sizeof(*m));
+    snprintf(m->event_id, sizeof(m->event_id), "%s", id);
+    snprintf(m->job_uid, sizeof(m->job_uid), "u1");
+    m->event_time_ms = T0;
+    m->rules_version = version;
+    m->rule_ids = ids;
+    m->rule_ids_cnt = ids_cnt;
+    m->values = values;
+    m->values_cnt = values_cnt;
+    snprintf(m->trigger_event_id, sizeof(m->trigger_event_id), "%s", trigger);
+}
+
+/* The framed bytes of m as the configurer sends them. */
+static void cm_encode(const dlb_config_match_t *m, void **buf, size_t *len)
+{
+    dlb_event_t ev = {.type = DLB_EV_CONFIG_MATCH};
+
+    ev.u.cm = *m; /* shallow: encoding only reads it */
+    if (dlb_codec_encode(cat, &ev, buf, len, errstr, sizeof(errstr)))
+        fail_msg("encode: %s", errstr);
+}
+
+static void assert_match_bytes(dlb_pg_t *pg, const char *id, const void *want, size_t want_len)
+{
+    void *got = NULL;
+    size_t got_len = 0;
+
+    assert_int_equal(dlb_cfg_get_match(pg, id, &got, &got_len, errstr, sizeof(errstr)), 0);
+    assert_non_null(got);
+    assert_int_equal(got_len, want_len);
+    assert_memory_equal(got, want, want_len);
+    free(got);
+}
+
+static void test_cfg_matches(void **unused)
+{
+    char schema[64], *ids[] = {"big-batch", "lr"};
+    dlb_config_value_t values[] = {
+        {"A", "1"}, {"opt", "{\"name\":\"adam\",\"beta\":[0.9,0.999]}"}, {"note", "\"tf\""}};
+    dlb_config_match_t m, again, none;
+    void *raw = NULL, *raw0 = NULL, *got = (void *)1;
+    size_t len = 0, len0 = 0, got_len = 1;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "cfgmatch");
+    pg = pg_open(schema);
+    cm_init(&m, "cm-1", 3, ids, 2, values, 3, "req-1");
+    cm_encode(&m, &raw, &len);
+
+    /* Put then get: the bytes as sent. */
+    assert_int_equal(dlb_cfg_put_match(pg, &m, raw, len, errstr, sizeof(errstr)), 0);
+    assert_match_bytes(pg, "cm-1", raw, len);
+
+    /* The same event id again, even with other content: nothing changes. */
+    cm_init(&again, "cm-1", 4, ids, 1, values, 1, "req-2");
+    assert_int_equal(dlb_cfg_put_match(pg, &again, NULL, 0, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_cfg_put_match(pg, &m, raw, len, errstr, sizeof(errstr)), 0);
+    assert_int_equal(count_of(pg, "config_matches"), 1);
+    assert_match_bytes(pg, "cm-1", raw, len);
+    assert_string_equal(sql_str(schema,
+                                "SELECT concat_ws('|', job_uid, event_time_ms - %s, "
+                                "rules_version, trigger_event_id) FROM config_matches",
+                                "1700000000000"),
+                        "u1|0|3|req-1");
+
+    /* Unknown id: no bytes, no error. */
+    assert_int_equal(dlb_cfg_get_match(pg, "nope", &got, &got_len, errstr, sizeof(errstr)), 0);
+    assert_null(got);
+    assert_int_equal(got_len, 0);
+
+    /* rules_version 0 (no rules yet), nothing matched, no trigger; the store encodes. */
+    cm_init(&none, "cm-0", 0, NULL, 0, NULL, 0, "");
+    assert_int_equal(dlb_cfg_put_match(pg, &none, NULL, 0, errstr, sizeof(errstr)), 0);
+    cm_encode(&none, &raw0, &len0);
+    assert_match_bytes(pg, "cm-0", raw0, len0);
+    assert_string_equal(sql_str(schema,
+                                "SELECT concat_ws('|', rules_version, rule_ids::text, "
+                                "values::text, coalesce(trigger_event_id, 'null')) "
+                                "FROM config_matches WHERE event_id = '%s'",
+                                "cm-0"),
+                        "0|[]|{}|null");
+    assert_int_equal(count_of(pg, "config_matches"), 2);
+
+    /* rule_ids and values are jsonb that answers queries. */
+    assert_string_equal(sql_str(schema, "SELECT rule_ids::text FROM config_matches "
+                                        "WHERE event_id = 'cm-1'"),
+                        "[\"big-batch\", \"lr\"]");
+    assert_string_equal(sql_str(schema, "SELECT (rule_ids = '[\"big-batch\",\"lr\"]'::jsonb AND "
+                                        "values = '{\"A\":1,\"opt\":{\"name\":\"adam\",\"beta\":"
+                                        "[0.9,0.999]},\"note\":\"tf\"}'::jsonb)::text "
+                                        "FROM config_matches WHERE event_id = 'cm-1'"),
+                        "true");
+    assert_string_equal(sql_str(schema,
+                                "SELECT concat_ws('|', rule_ids->>0, values->'opt'->>'name',"
+                                " values->'opt'->'beta'->>1, values->>'note') "
+                                "FROM config_matches WHERE event_id = 'cm-1'"),
+                        "big-batch|adam|0.999|tf");
+    assert_int_equal(sql_i64(schema, "SELECT count(*) FROM config_matches WHERE rule_ids ? "
+                                     "'lr' AND values @> '{\"A\": 1}'"),
+                     1);
+
+    /* A match needs its event id. */
+    cm_init(&again, "", 1, NULL, 0, NULL, 0, "");
+    assert_int_equal(dlb_cfg_put_match(pg, &again, NULL, 0, errstr, sizeof(errstr)),
+                     DLB_ERR_INVALID);
+    free(raw);
+    free(raw0);
+    dlb_pg_destroy(pg);
+}
+
+/* Rules from YAML text, and their canonical JSON (flags as dlb_rules_to_json()). */
+static void rules_of(const char *name, const char *yaml, dlb_rules_t *rs)
+{
+    if (dlb_rules_parse(name, yaml, strlen(yaml), rs, errstr, sizeof(errstr)))
+        fail_msg("parse: %s", errstr);
+}
+
+static char *rules_json(const dlb_rules_t *rs, unsigned flags)
+{
+    char *json = NULL;
+
+    if (dlb_rules_to_json(rs, flags, &json, errstr, sizeof(errstr)))
+        fail_msg("to_json: %s", errstr);
+    return json;
+}
+
+/* The rules of a version (0: the newest) as canonical JSON; *loaded the version. */
+static char *loaded_json(dlb_pg_t *pg, int64_t version, int64_t *loaded)
+{
+    dlb_rules_t rs;
+    char *json;
+
+    if (dlb_cfg_load(pg, version, &rs, loaded, errstr, sizeof(errstr)))
+        fail_msg("load %" PRId64 ": %s", version, errstr);
+    json = rules_json(&rs, 0);
+    dlb_rules_clear(&rs);
+    return json;
+}
+
+/* Apply, load, rollback, list at the C level (tests/system/04-config.sh drives the CLI). */
+static void test_cfg_versions(void **unused)
+{
+    char schema[64], *j1, *j2, *got, *bare;
+    dlb_rules_t r1, r2, rs;
+    dlb_cfg_version_t v1, v2, v3, v, *list = NULL;
+    int64_t loaded = -1;
+    size_t n = 0;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "cfg");
+    pg = pg_open(schema);
+    /* Nothing applied yet. */
+    assert_int_equal(dlb_cfg_latest(pg, &v, errstr, sizeof(errstr)), 0);
+    assert_int_equal(v.version, 0);
+    assert_int_equal(dlb_cfg_load(pg, 0, &rs, &loaded, errstr, sizeof(errstr)), 0);
+    assert_int_equal(rs.cnt, 0);
+    assert_int_equal(loaded, 0);
+
+    rules_of("a.yaml",
+             "id: big\nPriority: 10\nInclude: {user: u1}\nConfigure: {A: 1}\n---\n"
+             "Include: {app: ctr}\nConfigure: {lr: 0.001}\n",
+             &r1);
+    rules_of("b.yaml", "id: big\nPriority: 20\nInclude: {user: [u1, u2]}\nConfigure: {A: 2}\n",
+             &r2);
+    j1 = rules_json(&r1, 0);
+    j2 = rules_json(&r2, 0);
+
+    assert_int_equal(dlb_cfg_apply(pg, &r1, "cli", "first", &v1, errstr, sizeof(errstr)), 0);
+    assert_int_equal(v1.version, 1);
+    assert_int_equal(v1.rules, 2);
+    /* The checksum: SHA-256 of the JSON without file and line (no quote in it to escape). */
+    bare = rules_json(&r1, DLB_RULES_JSON_NO_SOURCE);
+    assert_string_equal(
+        sql_str(schema, "SELECT encode(sha256(convert_to('%s', 'UTF8')), 'hex')", bare),
+        v1.checksum);
+    free(bare);
+    assert_int_equal(dlb_cfg_apply(pg, &r2, "configmap:/rules", NULL, &v2, errstr, sizeof(errstr)),
+                     0);
+    assert_int_equal(v2.version, 2);
+    assert_string_not_equal(v2.checksum, v1.checksum);
+
+    /* Loads give back the rules with file and line, byte for byte. */
+    got = loaded_json(pg, 1, &loaded);
+    assert_string_equal(got, j1);
+    assert_int_equal(loaded, 1);
+    free(got);
+    got = loaded_json(pg, 0, &loaded);
+    assert_string_equal(got, j2);
+    assert_int_equal(loaded, 2);
+    free(got);
+
+    /* A rollback is a new version with the old rules and checksum. */
+    assert_int_equal(dlb_cfg_rollback(pg, 1, "undo", &v3, errstr, sizeof(errstr)), 0);
+    assert_int_equal(v3.version, 3);
+    assert_int_equal(v3.rollback_of, 1);
+    assert_int_equal(v3.rules, 2);
+    assert_string_equal(v3.source, "rollback");
+    assert_string_equal(v3.checksum, v1.checksum);
+    got = loaded_json(pg, 0, &loaded);
+    assert_string_equal(got, j1);
+    assert_int_equal(loaded, 3);
+    free(got);
+
+    assert_int_equal(dlb_cfg_list(pg, &list, &n, errstr, sizeof(errstr)), 0);
+    assert_int_equal(n, 3);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(list[i].version, (int64_t)i + 1);
+    assert_string_equal(list[0].message, "first");
+    assert_string_equal(list[1].source, "configmap:/rules");
+    assert_string_equal(list[1].message, "");
+    assert_string_equal(list[2].message, "undo");
+    assert_true(list[0].created_ms <= list[2].created_ms);
+    free(list);
+    assert_int_equal(dlb_cfg_latest(pg, &v, errstr, sizeof(errstr)), 0);
+    assert_int_equal(v.version, 3);
+
+    /* Unknown versions; nothing added by the failed rollback. */
+    assert_int_equal(dlb_cfg_get(pg, 99, &v, errstr, sizeof(errstr)), DLB_ERR_NOTFOUND);
+    assert_int_equal(dlb_cfg_load(pg, 99, &rs, &loaded, errstr, sizeof(errstr)), DLB_ERR_NOTFOUND);
+    assert_int_equal(dlb_cfg_rollback(pg, 99, NULL, &v, errstr, sizeof(errstr)), DLB_ERR_NOTFOUND);
+    assert_int_equal(v.version, 0);
+    assert_int_equal(count_of(pg, "config_versions"), 3);
+    assert_int_equal(count_of(pg, "config_rules"), 5);
+
+    /* No rules at all is a version too: how every rule is removed. */
+    memset(&rs, 0, sizeof(rs));
+    assert_int_equal(dlb_cfg_apply(pg, &rs, "cli", "empty", &v, errstr, sizeof(errstr)), 0);
+    assert_int_equal(v.version, 4);
+    assert_int_equal(v.rules, 0);
+    got = loaded_json(pg, 0, &loaded);
+    assert_string_equal(got, "[]");
+    assert_int_equal(loaded, 4);
+    free(got);
+
+    free(j1);
+    free(j2);
+    dlb_rules_clear(&r1);
+    dlb_rules_clear(&r2);
+    dlb_pg_destroy(pg);
+}
+
 /* ---- Redis ------------------------------------------------------------------ */
 
 static void redis_conf(dlb_conf_t *conf, const char *tag, int window)
@@ -1487,6 +1738,8 @@ int main(void)
         cmocka_unit_test(test_pg_load_history),
         cmocka_unit_test(test_pg_load_job_state_equals_fold),
         cmocka_unit_test(test_pg_errors),
+        cmocka_unit_test(test_cfg_matches),
+        cmocka_unit_test(test_cfg_versions),
         cmocka_unit_test(test_redis_window_trims),
         cmocka_unit_test(test_redis_duplicates),
         cmocka_unit_test(test_redis_round_trip),

@@ -209,7 +209,24 @@ static void fx_config_match(dlb_event_t *ev, int full)
     c->values_cnt = 2;
 }
 
-/* Fills ev with sample `which` (0..11): each type with optional sections and
+static void fx_config_request(dlb_event_t *ev, int full)
+{
+    dlb_config_request_t *r = &ev->u.creq;
+
+    memset(ev, 0, sizeof(*ev));
+    ev->type = DLB_EV_CONFIG_REQUEST;
+    strcpy(r->event_id, "cq-1");
+    r->event_time_ms = FX_T0 + 4;
+    strcpy(r->job_uid, "uid-42");
+    if (!full)
+        return;
+    r->has_meta = 1;
+    strcpy(r->meta.user, "ana");
+    strcpy(r->meta.cluster, "c1");
+    strcpy(r->meta.name, "ctr-train-7");
+}
+
+/* Fills ev with sample `which` (0..13): each type with optional sections and
  * lists present (odd) and absent (even). */
 static void fx_sample(dlb_event_t *ev, int which)
 {
@@ -231,12 +248,15 @@ static void fx_sample(dlb_event_t *ev, int which)
     case 4:
         fx_plan(ev, full);
         break;
-    default:
+    case 5:
         fx_config_match(ev, full);
+        break;
+    default:
+        fx_config_request(ev, full);
         break;
     }
 }
-#define FX_SAMPLES 12
+#define FX_SAMPLES 14
 
 static void assert_events_equal(const dlb_event_t *a, const dlb_event_t *b)
 {

@@ -158,6 +158,7 @@ static void test_catalog_embedded(void **state)
         {DLB_EV_CONFIG_MATCH, "config_match.avsc", 6},
         {DLB_EV_RUNTIME, "runtime_sample_v2.avsc", 7},
         {DLB_EV_PLAN, "plan_v2.avsc", 8},
+        {DLB_EV_CONFIG_REQUEST, "config_request.avsc", 9},
     };
     const size_t n = sizeof(want) / sizeof(want[0]);
 
@@ -180,7 +181,7 @@ static void test_catalog_embedded(void **state)
             assert_non_null(e->resolver);
     }
     assert_null(dlb_catalog_at(cat, n));
-    assert_null(dlb_catalog_by_id(cat, 9));
+    assert_null(dlb_catalog_by_id(cat, 10));
     assert_null(dlb_catalog_by_id(cat, 0));
     assert_null(dlb_catalog_latest(cat, DLB_EV_NONE));
 }
@@ -406,7 +407,7 @@ static void test_framing_errors(void **state)
     assert_int_equal(dlb_codec_peek(buf, len, &id, err, sizeof(err)), DLB_ERR_FRAMING);
     buf[0] = 0;
     buf[4] = 77;
-    expect_decode(buf, len, DLB_ERR_SCHEMA_ID, "schema id 77 is not in the catalog (known: 1..8)");
+    expect_decode(buf, len, DLB_ERR_SCHEMA_ID, "schema id 77 is not in the catalog (known: 1..9)");
     buf[1] = 0x80; /* ids are signed 32-bit on the wire, as in the registry */
     buf[4] = 0;
     expect_decode(buf, len, DLB_ERR_SCHEMA_ID, "schema id -2147483648 is not in the catalog");
@@ -856,7 +857,7 @@ static void test_validate_v2_fields(void **state)
 }
 
 /* Every type through the resolver: each newest schema listed twice, old ids
- * 1..6 and new ids 11..16; an encoded message relabelled with the old id
+ * 1..7 and new ids 11..17; an encoded message relabelled with the old id
  * decodes through the projection and default filling to the same struct. */
 static void test_resolution_all_types(void **state)
 {
@@ -867,27 +868,30 @@ static void test_resolution_all_types(void **state)
                         "4\tplan_request\tplan_request.avsc\n"
                         "5\tplan\tplan_v2.avsc\n"
                         "6\tconfig_match\tconfig_match.avsc\n"
+                        "7\tconfig_request\tconfig_request.avsc\n"
                         "11\tjob_event\tjob_event.avsc\n"
                         "12\truntime_sample\truntime_sample_v2.avsc\n"
                         "13\tnode_event\tnode_event.avsc\n"
                         "14\tplan_request\tplan_request.avsc\n"
                         "15\tplan\tplan_v2.avsc\n"
-                        "16\tconfig_match\tconfig_match.avsc\n"},
+                        "16\tconfig_match\tconfig_match.avsc\n"
+                        "17\tconfig_request\tconfig_request.avsc\n"},
         {"job_event.avsc", NULL},
         {"runtime_sample_v2.avsc", NULL},
         {"node_event.avsc", NULL},
         {"plan_request.avsc", NULL},
         {"plan_v2.avsc", NULL},
         {"config_match.avsc", NULL},
+        {"config_request.avsc", NULL},
     };
     dlb_catalog_t *c = NULL;
     char dir[64], err[512] = "";
 
     (void)state;
-    make_dir(dir, files, 7);
+    make_dir(dir, files, 8);
     if (dlb_catalog_load_dir(&c, dir, err, sizeof(err)))
         fail_msg("load: %s", err);
-    remove_dir(dir, files, 7);
+    remove_dir(dir, files, 8);
     for (int i = 0; i < FX_SAMPLES; i++) {
         dlb_event_t in, out;
         uint8_t *buf;

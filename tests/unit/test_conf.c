@@ -30,13 +30,14 @@ static void write_file(const char *name, const char *text, char *path, size_t si
 static void test_defaults(void **state)
 {
     dlb_conf_t c;
-    char topic[64];
+    char topic[64], buf[64];
     (void)state;
 
     dlb_conf_init(&c);
     dlb_conf_finish(&c);
     assert_string_equal(c.env, "dlbrain");
-    assert_string_equal(c.group_id, "dlbrain.optimizer");
+    assert_string_equal(c.group_id, "");
+    assert_string_equal(dlb_conf_group(&c, "optimizer", buf, sizeof(buf)), "dlbrain.optimizer");
     assert_string_equal(c.pg_schema, "dlbrain");
     assert_int_equal(c.redis_port, 6379);
     assert_int_equal(c.window_size, 60);
@@ -55,7 +56,7 @@ static void test_defaults(void **state)
 static void test_precedence(void **state)
 {
     dlb_conf_t c;
-    char path[256], err[256];
+    char path[256], err[256], buf[64];
     (void)state;
 
     write_file("a.conf",
@@ -74,7 +75,7 @@ static void test_precedence(void **state)
     assert_int_equal(c.redis_port, 7001);    /* environment over file */
     assert_int_equal(c.window_size, 12);     /* -X over environment */
     assert_string_equal(c.brokers, "h:1");   /* alias of brokers */
-    assert_string_equal(c.group_id, "from-file.optimizer");
+    assert_string_equal(dlb_conf_group(&c, "configurer", buf, sizeof(buf)), "from-file.configurer");
     assert_string_equal(c.pg_schema, "from_file"); /* '-' is not an identifier char */
     /* Unknown keys go to librdkafka untouched. */
     assert_int_equal(c.kafka_cnt, 1);

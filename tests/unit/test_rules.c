@@ -387,6 +387,463 @@ static void test_load_file(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* ---- canonical JSON, YAML out, several files, diff -------------------------------- */
+
+static char *to_json(const dlb_rules_t *rs, unsigned flags)
+{
+    char err[512] = "", *out = NULL;
+
+    if (dlb_rules_to_json(rs, flags, &out, err, sizeof(err)))
+        fail_msg("dlb_rules_to_json: %s", err);
+    return out;
+}
+
+static dlb_rules_t from_json_ok(const char *json)
+{
+    dlb_rules_t rs;
+    char err[512] = "";
+
+    if (dlb_rules_from_json(json, strlen(json), &rs, err, sizeof(err)))
+        fail_msg("dlb_rules_from_json: %s\n%s", err, json);
+    return rs;
+}
+
+/* JSON -> rules -> JSON gives back the same bytes; so does the pretty form. */
+static void assert_json_fixed_point(const char *json)
+{
+    dlb_rules_t rs = from_json_ok(json);
+    char *again = to_json(&rs, 0), *pretty = to_json(&rs, DLB_RULES_JSON_PRETTY);
+
+    assert_string_equal(again, json);
+    dlb_rules_clear(&rs);
+    rs = from_json_ok(pretty);
+    free(again);
+    again = to_json(&rs, 0);
+    assert_string_equal(again, json);
+    dlb_rules_clear(&rs);
+    free(again);
+    free(pretty);
+}
+
+static const char seed_yaml[] = "id: big-batch\n"
+                                "Priority: 10\n"
+                                "Include:\n"
+                                "  User: \"user1\"\n"
+                                "  Group: [group2, group3]\n"
+                                "Exclude:\n"
+                                "  Cluster: \"cluster4\"\n"
+                                "Configure:\n"
+                                "  A: 1\n"
+                                "  B: \"C\"\n"
+                                "---\n"
+                                "Include: {user: u2}\n";
+
+static void test_to_json(void **state)
+{
+    dlb_rules_t rs = parse_ok("seed.yaml", seed_yaml), none = {0};
+    char *json = to_json(&rs, 0), *bare, *pretty;
+    (void)state;
+
+    assert_string_equal(json, "[{\"id\":\"big-batch\",\"priority\":10,\"include\":{\"user\":["
+                              "\"user1\"],\"group\":[\"group2\",\"group3\"]},\"exclude\":{"
+                              "\"cluster\":[\"cluster4\"]},\"configure\":{\"A\":1,\"B\":\"C\"},"
+                              "\"file\":\"seed.yaml\",\"line\":1},{\"id\":\"seed.yaml#2\","
+                              "\"priority\":0,\"include\":{\"user\":[\"u2\"]},\"exclude\":{},"
+                              "\"configure\":{},\"file\":\"seed.yaml\",\"line\":12}]");
+    assert_string_equal(rs.rules[1].file, "seed.yaml");
+    assert_json_fixed_point(json);
+    bare = to_json(&rs, DLB_RULES_JSON_NO_SOURCE);
+    assert_string_equal(bare, "[{\"id\":\"big-batch\",\"priority\":10,\"include\":{\"user\":["
+                              "\"user1\"],\"group\":[\"group2\",\"group3\"]},\"exclude\":{"
+                              "\"cluster\":[\"cluster4\"]},\"configure\":{\"A\":1,\"B\":\"C\"}},"
+                              "{\"id\":\"seed.yaml#2\",\"priority\":0,\"include\":{\"user\":["
+                              "\"u2\"]},\"exclude\":{},\"configure\":{}}]");
+    free(bare);
+    dlb_rules_clear(&rs);
+
+    rs = parse_ok("p.yaml", "id: p\nInclude: {app: [x]}\nConfigure: {k: {a: [1, []], b: {}}}\n");
+    pretty = to_json(&rs, DLB_RULES_JSON_PRETTY);
+    assert_string_equal(pretty, "[\n"
+                                "  {\n"
+                                "    \"id\": \"p\",\n"
+                                "    \"priority\": 0,\n"
+                                "    \"include\": {\n"
+                                "      \"app\": [\n"
+                                "        \"x\"\n"
+                                "      ]\n"
+                                "    },\n"
+                                "    \"exclude\": {},\n"
+                                "    \"configure\": {\n"
+                                "      \"k\": {\n"
+                                "        \"a\": [\n"
+                                "          1,\n"
+                                "          []\n"
+                                "        ],\n"
+                                "        \"b\": {}\n"
+                                "      }\n"
+                                "    },\n"
+                                "    \"file\": \"p.yaml\",\n"
+                                "    \"line\": 1\n"
+                                "  }\n"
+                                "]\n");
+    free(pretty);
+    dlb_rules_clear(&rs);
+    free(json);
+
+    json = to_json(&none, 0);
+    assert_string_equal(json, "[]");
+    assert_json_fixed_point(json);
+    free(json);
+}
+
+/* Every Configure value of test_configure_json, and strings that need
+ * escaping in JSON and in YAML, survive YAML -> rules -> JSON -> rules ->
+ * JSON byte for byte, and YAML -> rules -> YAML -> rules unchanged. */
+static void test_round_trips(void **state)
+{
+    static const char strings[] =
+        "id: \"we\\\"ird: # id\\\\\"\n"
+        "Include:\n"
+        "  user: [\"caf\\u00e9\", \"nel\\u0085x\", \"ls\\u2028ps\\u2029\","
+        " \"bom\\ufeff\", \"c1\\u0080\\u009f\", \"tab\\tnl\\ncr\\r\","
+        " \"del\\u007f\", \"astral\\U0001F600\", \"- [x]\", \"*\"]\n"
+        "Configure:\n"
+        "  \"k: v, #\": \"s\\u0085\\u2028\\ufffe\"\n"
+        "  \"\": {\"\\\"\": [\"\\\\\", \"\\u0001\"]}\n";
+    char text[16384], key[1500], *json, *again, *yaml, err[512];
+    size_t n = 0;
+    dlb_rules_t rs, back;
+    (void)state;
+
+    n += (size_t)snprintf(text + n, sizeof(text) - n, "id: values\nConfigure:\n");
+    for (size_t i = 0; i < sizeof(json_cases) / sizeof(json_cases[0]); i++)
+        n += (size_t)snprintf(text + n, sizeof(text) - n, "  k%zu: %s\n", i, json_cases[i].yaml);
+    n += (size_t)snprintf(text + n, sizeof(text) - n, "---\n%s---\nid: empty\n", strings);
+    /* Keys past YAML's 1024 characters for an implicit key, raw and as
+     * escapes that the YAML written must use for U+0085. */
+    memset(key, 'k', sizeof(key) - 1);
+    key[sizeof(key) - 1] = '\0';
+    n += (size_t)snprintf(text + n, sizeof(text) - n,
+                          "---\nid: long keys\nConfigure:\n  ? %s\n  : {? %s : [{? %s : 1}]}\n",
+                          key, key, key);
+    strcpy(key, "\"");
+    for (int i = 0; i < 200; i++)
+        strcat(key, "\\u0085");
+    n += (size_t)snprintf(text + n, sizeof(text) - n, "  short: {? %s\" : 1}\n", key);
+    rs = parse_ok("trip.yaml", text);
+    assert_int_equal(rs.cnt, 4);
+    assert_int_equal(rs.rules[0].configure_cnt, sizeof(json_cases) / sizeof(json_cases[0]));
+
+    json = to_json(&rs, 0);
+    assert_json_fixed_point(json);
+
+    assert_int_equal(dlb_rules_to_yaml(&rs, &yaml, err, sizeof(err)), 0);
+    back = parse_ok("shown.yaml", yaml);
+    free(json);
+    json = to_json(&rs, DLB_RULES_JSON_NO_SOURCE);
+    again = to_json(&back, DLB_RULES_JSON_NO_SOURCE);
+    if (strcmp(json, again))
+        fail_msg("YAML round trip differs:\n%s\n%s\nYAML:\n%s", json, again, yaml);
+    dlb_rules_clear(&back);
+    dlb_rules_clear(&rs);
+    free(json);
+    free(again);
+    free(yaml);
+}
+
+static void test_to_yaml(void **state)
+{
+    dlb_rules_t rs = parse_ok("seed.yaml", seed_yaml), none = {0};
+    char *yaml, err[512];
+    (void)state;
+
+    assert_int_equal(dlb_rules_to_yaml(&rs, &yaml, err, sizeof(err)), 0);
+    assert_string_equal(yaml, "--- # seed.yaml:1\n"
+                              "id: \"big-batch\"\n"
+                              "Priority: 10\n"
+                              "Include:\n"
+                              "  user: [\"user1\"]\n"
+                              "  group: [\"group2\", \"group3\"]\n"
+                              "Exclude:\n"
+                              "  cluster: [\"cluster4\"]\n"
+                              "Configure:\n"
+                              "  \"A\": 1\n"
+                              "  \"B\": \"C\"\n"
+                              "--- # seed.yaml:12\n"
+                              "id: \"seed.yaml#2\"\n"
+                              "Priority: 0\n"
+                              "Include:\n"
+                              "  user: [\"u2\"]\n");
+    free(yaml);
+    dlb_rules_clear(&rs);
+    assert_int_equal(dlb_rules_to_yaml(&none, &yaml, err, sizeof(err)), 0);
+    assert_string_equal(yaml, "# no rules\n");
+    rs = parse_ok("none.yaml", yaml);
+    assert_int_equal(rs.cnt, 0);
+    free(yaml);
+}
+
+/* A rule made in code: Configure values in any JSON layout come out
+ * canonical; a value that is not JSON, or a string that is not UTF-8, is
+ * refused by name. */
+static void test_to_json_built(void **state)
+{
+    dlb_config_value_t cv[2] = {{"a", " { \"x\" : [ 1e3 , \"\\u00e9\\/\" ] } "}, {"b", "tru"}};
+    char *vals[1] = {"u\xff"};
+    dlb_rule_match_t inc = {"user", vals, 1};
+    dlb_rule_t r = {.id = "r", .configure = cv, .configure_cnt = 1};
+    dlb_rules_t rs = {&r, 1};
+    char *out = (char *)1, err[512];
+    (void)state;
+
+    assert_int_equal(dlb_rules_to_json(&rs, DLB_RULES_JSON_NO_SOURCE, &out, err, sizeof(err)), 0);
+    assert_string_equal(out, "[{\"id\":\"r\",\"priority\":0,\"include\":{},\"exclude\":{},"
+                             "\"configure\":{\"a\":{\"x\":[1000.0,\"\xc3\xa9/\"]}}}]");
+    free(out);
+    r.configure_cnt = 2;
+    assert_int_equal(dlb_rules_to_json(&rs, 0, &out, err, sizeof(err)), DLB_ERR_INVALID);
+    assert_string_equal(err, "rules[0].configure.b: expected a JSON value (offset 0)");
+    assert_null(out);
+    r.configure_cnt = 0;
+    r.include = &inc;
+    r.include_cnt = 1;
+    assert_int_equal(dlb_rules_to_yaml(&rs, &out, err, sizeof(err)), DLB_ERR_INVALID);
+    assert_string_equal(err, "rules[0].Include: not UTF-8");
+    assert_null(out);
+}
+
+#define R0H "{\"id\":\"a\",\"priority\":0,\"include\":{},\"exclude\":{},"
+#define R0  R0H "\"configure\":{},"
+#define R1  "\"file\":\"f\",\"line\":1}"
+
+/* A rule whose Configure value k is levels arrays deep. */
+static void deep_json(char *buf, size_t size, int levels)
+{
+    size_t n = (size_t)snprintf(buf, size, "[" R0H "\"configure\":{\"k\":");
+
+    for (int i = 0; i < 2 * levels && n + 1 < size; i++)
+        buf[n++] = i < levels ? '[' : ']';
+    snprintf(buf + n, size - n, "}," R1 "]");
+}
+
+static const struct {
+    const char *json;
+    const char *err;
+} from_json_errors[] = {
+    {"", "rules: expected an array of rules (offset 0)"},
+    {"{}", "rules: expected an array of rules (offset 0)"},
+    {"[", "rules[0]: expected a rule object (offset 1)"},
+    {"[1]", "rules[0]: expected a rule object (offset 1)"},
+    {"[" R0 R1 ",]", "rules[1]: expected a rule object (offset 86)"},
+    {"[" R0 R1 " " R0 R1 "]", "rules: expected ',' or ']' (offset 86)"},
+    {"[" R0 R1 "] x", "rules: unexpected text after the rules (offset 87)"},
+    {"[{\"id\":\"a\"}]", "rules[0]: missing field \"priority\" (offset 11)"},
+    {"[{\"id\":\"a\",\"x\":1}]", "rules[0]: unknown field \"x\" (offset 11)"},
+    {"[{\"id\":\"a\",\"id\":\"b\"}]", "rules[0]: duplicate field \"id\" (offset 11)"},
+    {"[{\"ID\":\"a\"}]", "rules[0]: unknown field \"ID\" (offset 2)"},
+    {"[{\"id\":\"\"}]", "rules[0].id: expected a non-empty string (offset 7)"},
+    {"[{\"id\":\"a\\u0000b\"}]", "rules[0].id: contains a NUL character (offset 7)"},
+    {"[{\"id\":7}]", "rules[0].id: expected a string (offset 7)"},
+    {"[{\"priority\":\"high\"}]", "rules[0].priority: expected an integer (offset 13)"},
+    {"[{\"priority\":1.5}]", "rules[0].priority: expected an integer (offset 13)"},
+    {"[{\"priority\":2147483648}]", "rules[0].priority: integer out of range (offset 13)"},
+    {"[{\"line\":-1}]", "rules[0].line: integer out of range (offset 9)"},
+    {"[{\"priority\":01}]", "rules[0]: expected ',' or '}' (offset 14)"},
+    {"[{\"include\":[]}]",
+     "rules[0].include: expected an object of attribute to values (offset 12)"},
+    {"[{\"include\":{\"owner\":[\"x\"]}}]",
+     "rules[0].include: unknown attribute \"owner\" (offset 13)"},
+    {"[{\"exclude\":{\"User\":[\"x\"]}}]",
+     "rules[0].exclude: unknown attribute \"User\" (offset 13)"},
+    {"[{\"include\":{\"user\":[\"x\"],\"user\":[\"y\"]}}]",
+     "rules[0].include: duplicate attribute \"user\" (offset 26)"},
+    {"[{\"include\":{\"user\":\"x\"}}]",
+     "rules[0].include.user: expected a non-empty array of strings (offset 20)"},
+    {"[{\"include\":{\"user\":[]}}]",
+     "rules[0].include.user: expected a non-empty array of strings (offset 22)"},
+    {"[{\"include\":{\"user\":[\"\"]}}]",
+     "rules[0].include.user: expected a non-empty string (offset 21)"},
+    {"[{\"include\":{\"user\":[1]}}]", "rules[0].include.user: expected a string (offset 21)"},
+    {"[{\"configure\":[]}]", "rules[0].configure: expected an object of key to value (offset 14)"},
+    {"[{\"configure\":{\"k\":1,\"k\":2}}]", "rules[0].configure: duplicate key \"k\" (offset 21)"},
+    {"[{\"configure\":{\"k\":tru}}]", "rules[0].configure.k: expected a JSON value (offset 19)"},
+    {"[{\"configure\":{\"k\":1e400}}]",
+     "rules[0].configure.k: number 1e400 does not fit a double (offset 19)"},
+    {"[{\"configure\":{\"k\":-}}]", "rules[0].configure.k: expected a JSON value (offset 19)"},
+    {"[{\"configure\":{\"k\":1.}}]", "rules[0].configure.k: expected a digit (offset 21)"},
+    {"[{\"configure\":{\"k\":{\"a\":1,\"a\":2}}}]",
+     "rules[0].configure.k: duplicate key \"a\" (offset 26)"},
+    {"[{\"configure\":{\"k\":[1,]}}]", "rules[0].configure.k: expected a JSON value (offset 22)"},
+    {"[{\"configure\":{\"k\":\"a\\x\"}}]",
+     "rules[0].configure.k: bad escape in a string (offset 22)"},
+    {"[{\"configure\":{\"k\":\"\\ud800\"}}]",
+     "rules[0].configure.k: unpaired surrogate in a \\u escape (offset 26)"},
+    {"[{\"configure\":{\"k\":\"\\udc00\"}}]",
+     "rules[0].configure.k: unpaired surrogate in a \\u escape (offset 26)"},
+    {"[{\"configure\":{\"k\":\"\xc3\"}}]", "rules[0].configure.k: invalid UTF-8 (offset 20)"},
+    {"[{\"configure\":{\"k\":\"a\nb\"}}]",
+     "rules[0].configure.k: control character in a string (offset 21)"},
+    {"[{\"configure\":{\"k\":\"ab}}]", "rules[0].configure.k: unterminated string (offset 25)"},
+    {"[" R0 R1 "," R0 R1 "]", "rules[1].id: duplicate rule id \"a\" (first at rules[0])"},
+    {"[" R0 R1 ",{\"id\":2}]", "rules[1].id: expected a string (offset 92)"},
+};
+
+static void test_from_json(void **state)
+{
+    char deep[256], err[512];
+    dlb_rules_t rs;
+    char *json;
+    (void)state;
+
+    for (size_t i = 0; i < sizeof(from_json_errors) / sizeof(from_json_errors[0]); i++) {
+        rs.rules = (dlb_rule_t *)&rs;
+        rs.cnt = 9;
+        if (dlb_rules_from_json(from_json_errors[i].json, strlen(from_json_errors[i].json), &rs,
+                                err, sizeof(err)) != DLB_ERR_INVALID ||
+            strcmp(err, from_json_errors[i].err))
+            fail_msg("case %zu: %s\n  got  \"%s\"\n  want \"%s\"", i, from_json_errors[i].json, err,
+                     from_json_errors[i].err);
+        assert_null(rs.rules);
+        assert_int_equal(rs.cnt, 0);
+    }
+
+    /* Any JSON layout; values come out as the YAML loader writes them. */
+    rs = from_json_ok(" [ { \"line\" : 3 , \"file\" : \"x\\/y\" , \"configure\" : { \"n\" : "
+                      "[ 1E3 , -0 , 0.10 , 12345678901234567890123 , \"\\u00e9\\ud83d\\ude00\" , "
+                      "true , null ] } , \"exclude\" : { } , \"include\" : { \"name\" : [ \"a\" ] "
+                      "} , \"priority\" : -2 , \"id\" : \"i\" } ] \n");
+    json = to_json(&rs, 0);
+    assert_string_equal(json, "[{\"id\":\"i\",\"priority\":-2,\"include\":{\"name\":[\"a\"]},"
+                              "\"exclude\":{},\"configure\":{\"n\":[1000.0,-0,0.1,"
+                              "12345678901234567890123,\"\xc3\xa9\xf0\x9f\x98\x80\",true,null]},"
+                              "\"file\":\"x/y\",\"line\":3}]");
+    free(json);
+    dlb_rules_clear(&rs);
+
+    /* The YAML loader's depth limit: rule 1, Configure value 2. */
+    deep_json(deep, sizeof(deep), 31);
+    rs = from_json_ok(deep);
+    dlb_rules_clear(&rs);
+    deep_json(deep, sizeof(deep), 32);
+    assert_int_equal(dlb_rules_from_json(deep, strlen(deep), &rs, err, sizeof(err)),
+                     DLB_ERR_INVALID);
+    assert_string_equal(err, "rules[0].configure.k: nested deeper than 32 levels (offset 98)");
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+
+    assert_non_null(fp);
+    fputs(text, fp);
+    assert_int_equal(fclose(fp), 0);
+}
+
+static void test_load_files(void **state)
+{
+    char dir[] = "/tmp/dlb-rules-XXXXXX", a[64], b[64], c[64], err[512], want[512];
+    const char *paths[3] = {a, b, c};
+    dlb_rules_t rs = {(dlb_rule_t *)&rs, 5};
+    (void)state;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(a, sizeof(a), "%s/a.yaml", dir);
+    snprintf(b, sizeof(b), "%s/b.yaml", dir);
+    snprintf(c, sizeof(c), "%s/c.yaml", dir);
+    write_file(a, "id: one\nConfigure: {x: 1}\n---\nInclude: {user: u}\n");
+    write_file(b, "- id: two\n  Priority: 3\n- id: three\n");
+
+    assert_int_equal(dlb_rules_load_files(paths, 2, &rs, err, sizeof(err)), 0);
+    assert_int_equal(rs.cnt, 4);
+    assert_string_equal(rs.rules[0].id, "one");
+    assert_string_equal(rs.rules[0].file, a);
+    assert_int_equal(rs.rules[0].line, 1);
+    snprintf(want, sizeof(want), "%s#2", a);
+    assert_string_equal(rs.rules[1].id, want);
+    assert_int_equal(rs.rules[1].line, 4);
+    assert_string_equal(rs.rules[2].id, "two");
+    assert_string_equal(rs.rules[2].file, b);
+    assert_int_equal(rs.rules[2].priority, 3);
+    assert_string_equal(rs.rules[3].id, "three");
+    assert_int_equal(rs.rules[3].line, 3);
+    dlb_rules_clear(&rs);
+
+    /* A bad later file: nothing, and its own file:line:col. */
+    write_file(c, "id: four\nPriority: high\n");
+    rs.rules = (dlb_rule_t *)&rs;
+    rs.cnt = 5;
+    assert_int_equal(dlb_rules_load_files(paths, 3, &rs, err, sizeof(err)), DLB_ERR_INVALID);
+    snprintf(want, sizeof(want), "%s:2:11: Priority must be an integer", c);
+    assert_string_equal(err, want);
+    assert_null(rs.rules);
+    assert_int_equal(rs.cnt, 0);
+
+    /* An id of an earlier file: both places named. */
+    write_file(c, "id: four\n---\nid: two\n");
+    assert_int_equal(dlb_rules_load_files(paths, 3, &rs, err, sizeof(err)), DLB_ERR_INVALID);
+    snprintf(want, sizeof(want), "%s:3: duplicate rule id \"two\" (first at %s:1)", c, b);
+    assert_string_equal(err, want);
+    assert_null(rs.rules);
+
+    /* The same file twice: its default ids repeat. */
+    paths[1] = a;
+    assert_int_equal(dlb_rules_load_files(paths, 2, &rs, err, sizeof(err)), DLB_ERR_INVALID);
+    snprintf(want, sizeof(want), "%s:1: duplicate rule id \"one\" (first at %s:1)", a, a);
+    assert_string_equal(err, want);
+
+    /* A missing file. */
+    paths[1] = "/nonexistent/x.yaml";
+    assert_int_equal(dlb_rules_load_files(paths, 2, &rs, err, sizeof(err)), DLB_ERR_NOTFOUND);
+    assert_string_equal(err, "/nonexistent/x.yaml: No such file or directory");
+    assert_null(rs.rules);
+
+    assert_int_equal(dlb_rules_load_files(paths, 0, &rs, err, sizeof(err)), 0);
+    assert_int_equal(rs.cnt, 0);
+    assert_int_equal(unlink(a), 0);
+    assert_int_equal(unlink(b), 0);
+    assert_int_equal(unlink(c), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
+static void test_diff(void **state)
+{
+    dlb_rules_t a = parse_ok("a.yaml", "- id: r1\n"
+                                       "  Include: {user: a}\n"
+                                       "  Configure: {lr: 0.1, bs: 32}\n"
+                                       "- id: r2\n"
+                                       "  Configure: {x: 1}\n"
+                                       "- id: r3\n"
+                                       "  Priority: 1\n");
+    dlb_rules_t b = parse_ok("b.yaml", "- id: r3\n"
+                                       "  Priority: 5\n"
+                                       "- id: r1\n"
+                                       "  Include: {user: [a, b]}\n"
+                                       "  Exclude: {cluster: c}\n"
+                                       "  Configure: {lr: 0.2}\n"
+                                       "- id: r4\n"
+                                       "  Configure: {y: true}\n");
+    char *out, err[512];
+    (void)state;
+
+    assert_int_equal(dlb_rules_diff(&a, &b, &out, err, sizeof(err)), 0);
+    assert_string_equal(out, "- r2\n"
+                             "~ r3\n"
+                             "    priority: 1 -> 5\n"
+                             "~ r1\n"
+                             "    include.user: [\"a\"] -> [\"a\",\"b\"]\n"
+                             "    exclude.cluster: (none) -> [\"c\"]\n"
+                             "    configure.lr: 0.1 -> 0.2\n"
+                             "    configure.bs: 32 -> (none)\n"
+                             "+ r4 (b.yaml:7)\n"
+                             "~ order: [\"r1\",\"r3\"] -> [\"r3\",\"r1\"]\n");
+    free(out);
+    assert_int_equal(dlb_rules_diff(&b, &b, &out, err, sizeof(err)), 0);
+    assert_string_equal(out, "");
+    free(out);
+    dlb_rules_clear(&a);
+    dlb_rules_clear(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -398,6 +855,13 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_depth_and_size_limits),
         cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_to_json),
+        cmocka_unit_test(test_round_trips),
+        cmocka_unit_test(test_to_yaml),
+        cmocka_unit_test(test_to_json_built),
+        cmocka_unit_test(test_from_json),
+        cmocka_unit_test(test_load_files),
+        cmocka_unit_test(test_diff),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

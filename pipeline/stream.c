@@ -1,0 +1,1041 @@
+/* The exactly-once stream processor (stream.h): the consumer loop every role
+ * runs, with its ordering barrier, flow control, batches and transactions. */
+#include "stream.h"
+
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache_redis.h"
+#include "catalog.h"
+#include "codec.h"
+#include "err.h"
+#include "kafka.h"
+#include "log.h"
+#include "store_pg.h"
+
+/* Redis reconnects are tried at most this often while it is down, so an
+ * outage costs one failed connect per interval instead of one per event. */
+#define REDIS_RETRY_MS   5000
+#define FLUSH_TIMEOUT_MS 30000
+
+typedef struct item {
+    rd_kafka_message_t *msg;
+    dlb_event_t ev;
+    int rank;          /* index of its topic in the role's inputs, -1 if none */
+    int decoded;       /* decode (and DLQ on failure) done */
+    int ok;            /* decoded and valid */
+    int released;      /* processed in this round */
+    int64_t ts;        /* event time, INT64_MIN for bad messages */
+    int64_t polled_at; /* monotonic ms when it was polled */
+    /* Bad input: where it failed and why. It goes to the DLQ inside the
+     * batch's transaction, so an aborted batch leaves no DLQ copy behind. */
+    const char *dlq_stage; /* NULL when not bad */
+    int dlq_err;
+    char dlq_msg[512];
+    int64_t blocked_since; /* requests: when the barrier first held it, 0 if never */
+} item_t;
+
+/* What we know of one assigned input partition, for the ordering barrier. */
+typedef struct part {
+    int rank;
+    int32_t partition;
+    int64_t max_ts; /* newest event time consumed from it, INT64_MIN if none */
+    int at_eof;     /* consumed to its end and nothing since */
+    int assigned;   /* ours now (revoked entries are kept, unassigned) */
+    int paused;     /* we paused its fetching (we hold messages of it) */
+    int64_t next;   /* offset after the last message polled from it, -1 if none */
+    int held;       /* scratch: messages of it held back this round */
+} part_t;
+
+typedef struct outmsg {
+    char key[DLB_ID_MAX];
+    void *buf;
+    size_t len;
+} outmsg_t;
+
+typedef struct dlb_stream ctx_t;
+
+struct dlb_stream {
+    const dlb_conf_t *conf;
+    const dlb_stream_role_t *role;
+    const char *group;
+    volatile sig_atomic_t *stop;
+    dlb_stream_stats_t *st;
+    dlb_catalog_t *cat;
+    dlb_pg_t *pg;
+    dlb_redis_t *redis; /* NULL while Redis is down */
+    int64_t redis_retry_at;
+    int redis_missed; /* events went by while Redis was down: its job states are stale */
+    rd_kafka_t *consumer;
+    rd_kafka_t *producer;
+    char topics[DLB_STREAM_MAX_INPUTS][256];
+    int ninputs;
+    char out_topic[256];
+    /* Messages polled and not yet committed, in poll order (so in offset
+     * order within each partition). Capacity 2 x batch size: one batch of
+     * new messages on top of those held back by the barrier. */
+    item_t *items;
+    size_t items_cnt, items_cap;
+    size_t *order; /* indexes of the items released this round */
+    size_t order_cnt;
+    part_t *parts;
+    size_t parts_cnt, parts_cap;
+    outmsg_t *out;
+    size_t out_cnt, out_cap;
+    item_t *cur; /* the item role->process() is given */
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(const ctx_t *c, int ms)
+{
+    for (int i = 0; i < ms / 50 && !*c->stop; i++)
+        usleep(50 * 1000);
+}
+
+static void redis_down(ctx_t *c, const char *what, const char *errstr)
+{
+    dlb_warn("redis: %s failed: %s; serving job state from PostgreSQL until Redis is back", what,
+             errstr);
+    dlb_redis_destroy(c->redis);
+    c->redis = NULL;
+    c->redis_retry_at = now_ms() + REDIS_RETRY_MS;
+    c->redis_missed = 1;
+}
+
+static void redis_maybe_connect(ctx_t *c)
+{
+    char errstr[512];
+
+    if (c->redis || now_ms() < c->redis_retry_at)
+        return;
+    if (dlb_redis_connect(&c->redis, c->conf, c->cat, errstr, sizeof(errstr))) {
+        c->redis = NULL;
+        c->redis_retry_at = now_ms() + REDIS_RETRY_MS;
+        c->redis_missed = 1;
+        dlb_dbg("redis: still unavailable: %s", errstr);
+        return;
+    }
+    if (c->redis_missed) {
+        /* A stale hit would give a wrong plan; a miss only costs a rebuild. */
+        if (dlb_redis_invalidate_all(c->redis, errstr, sizeof(errstr))) {
+            redis_down(c, "invalidating the job states cached before the outage", errstr);
+            return;
+        }
+        c->redis_missed = 0;
+        dlb_info("redis: back at %s:%d; job states cached before the outage dropped, they are "
+                 "rebuilt from PostgreSQL when next needed",
+                 c->conf->redis_host, c->conf->redis_port);
+        return;
+    }
+    dlb_info("redis: connected to %s:%d", c->conf->redis_host, c->conf->redis_port);
+}
+
+static int topic_rank(const ctx_t *c, const char *topic)
+{
+    for (int r = 0; r < c->ninputs; r++)
+        if (!strcmp(c->topics[r], topic))
+            return r;
+    return -1;
+}
+
+static part_t *part_get(ctx_t *c, int rank, int32_t partition)
+{
+    part_t *p;
+
+    for (size_t i = 0; i < c->parts_cnt; i++)
+        if (c->parts[i].rank == rank && c->parts[i].partition == partition)
+            return &c->parts[i];
+    if (c->parts_cnt == c->parts_cap) {
+        size_t cap = c->parts_cap ? 2 * c->parts_cap : 64;
+        if (!(p = realloc(c->parts, cap * sizeof(*p))))
+            return NULL;
+        c->parts = p;
+        c->parts_cap = cap;
+    }
+    p = &c->parts[c->parts_cnt++];
+    p->rank = rank;
+    p->partition = partition;
+    p->max_ts = INT64_MIN;
+    p->at_eof = 0;
+    p->assigned = 0;
+    p->paused = 0;
+    p->next = -1;
+    return p;
+}
+
+static void item_free(item_t *it)
+{
+    dlb_event_clear(&it->ev);
+    rd_kafka_message_destroy(it->msg);
+}
+
+/* Keep only items for which keep() says so, preserving order. */
+static void items_filter(ctx_t *c, int (*keep)(const ctx_t *, const item_t *, const void *),
+                         const void *arg)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < c->items_cnt; i++) {
+        if (keep(c, &c->items[i], arg))
+            c->items[n++] = c->items[i];
+        else
+            item_free(&c->items[i]);
+    }
+    c->items_cnt = n;
+}
+
+static int keep_unreleased(const ctx_t *c, const item_t *it, const void *arg)
+{
+    (void)c;
+    (void)arg;
+    return !it->released;
+}
+
+static int keep_none(const ctx_t *c, const item_t *it, const void *arg)
+{
+    (void)c;
+    (void)it;
+    (void)arg;
+    return 0;
+}
+
+static int keep_unrevoked(const ctx_t *c, const item_t *it, const void *arg)
+{
+    const rd_kafka_topic_partition_list_t *revoked = arg;
+    (void)c;
+    return !rd_kafka_topic_partition_list_find(revoked, rd_kafka_topic_name(it->msg->rkt),
+                                               it->msg->partition);
+}
+
+static void out_clear(ctx_t *c)
+{
+    for (size_t i = 0; i < c->out_cnt; i++)
+        free(c->out[i].buf);
+    c->out_cnt = 0;
+}
+
+/* Eager rebalancing: on revoke, drop what we hold of the revoked partitions
+ * (their next owner starts from the committed offsets); on assign, forget
+ * what we knew of the partitions, as another member may have moved them on. */
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+    ctx_t *c = opaque;
+
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        for (int i = 0; i < parts->cnt; i++) {
+            int rank = topic_rank(c, parts->elems[i].topic);
+            part_t *p = rank >= 0 ? part_get(c, rank, parts->elems[i].partition) : NULL;
+            if (p) {
+                p->max_ts = INT64_MIN;
+                p->at_eof = 0;
+                p->assigned = 1;
+                p->paused = 0;
+                p->next = -1;
+            }
+        }
+        dlb_info("kafka: assigned %d partition(s)", parts->cnt);
+        rd_kafka_assign(rk, parts);
+        /* librdkafka keeps an application pause across revoke and assign:
+         * start every assigned partition unpaused. */
+        rd_kafka_resume_partitions(rk, parts);
+    } else {
+        for (int i = 0; i < parts->cnt; i++) {
+            int rank = topic_rank(c, parts->elems[i].topic);
+            part_t *p = rank >= 0 ? part_get(c, rank, parts->elems[i].partition) : NULL;
+            if (p)
+                p->assigned = 0;
+        }
+        items_filter(c, keep_unrevoked, parts);
+        dlb_info("kafka: %d partition(s) revoked", parts->cnt);
+        rd_kafka_assign(rk, NULL);
+    }
+}
+
+/* How many messages of the assigned partitions we fetch are not polled yet,
+ * as of their last fetch responses (librdkafka's cached high watermarks),
+ * counted up to enough. A partition not polled from since its assignment
+ * counts as enough until it showed its end (EOF): it may hold a backlog. */
+static int64_t lag(const ctx_t *c, int64_t enough)
+{
+    int64_t sum = 0;
+
+    for (size_t i = 0; i < c->parts_cnt && sum < enough; i++) {
+        const part_t *p = &c->parts[i];
+        int64_t lo, hi;
+
+        if (!p->assigned || p->paused)
+            continue;
+        if (p->next < 0)
+            sum += p->at_eof ? 0 : enough;
+        else if (rd_kafka_get_watermark_offsets(c->consumer, c->topics[p->rank], p->partition, &lo,
+                                                &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                 hi > p->next)
+            sum += hi - p->next;
+    }
+    return sum;
+}
+
+/* Back-pressure for the ordering barrier (Kafka Streams pauses partitions
+ * with buffered records the same way): while a batch or more is waiting to
+ * be polled and we hold messages of a partition, stop fetching it, so polling
+ * brings the lagging partitions a held plan request is waiting for instead of
+ * more of what is already ahead. Otherwise there is little to bring first,
+ * and a pause costs a seek on resume: a partition holding a plan request in
+ * its grace keeps fetching, so the requests behind it are read, and their
+ * grace runs, meanwhile (latency). */
+static void flow_control(ctx_t *c)
+{
+    rd_kafka_topic_partition_list_t *pause = rd_kafka_topic_partition_list_new(8);
+    rd_kafka_topic_partition_list_t *resume = rd_kafka_topic_partition_list_new(8);
+    int behind = lag(c, c->conf->batch_size) >= c->conf->batch_size;
+
+    for (size_t i = 0; i < c->parts_cnt; i++)
+        c->parts[i].held = 0;
+    for (size_t i = 0; i < c->items_cnt; i++) {
+        const item_t *it = &c->items[i];
+        part_t *p = it->rank >= 0 ? part_get(c, it->rank, it->msg->partition) : NULL;
+        if (p)
+            p->held = 1;
+    }
+    for (size_t i = 0; i < c->parts_cnt; i++) {
+        part_t *p = &c->parts[i];
+        rd_kafka_topic_partition_t *t;
+        int stop = p->held && (behind || p->paused);
+
+        if (stop && !p->paused) {
+            rd_kafka_topic_partition_list_add(pause, c->topics[p->rank], p->partition);
+        } else if (!stop && p->paused) {
+            t = rd_kafka_topic_partition_list_add(resume, c->topics[p->rank], p->partition);
+            t->offset = p->next;
+        }
+        p->paused = stop;
+    }
+    /* Errors only for partitions no longer assigned: nothing to do then. */
+    if (pause->cnt)
+        rd_kafka_pause_partitions(c->consumer, pause);
+    if (resume->cnt) {
+        rd_kafka_error_t *e;
+        rd_kafka_resume_partitions(c->consumer, resume);
+        /* Fetch on from right after what we polled, not from wherever
+         * librdkafka's own position is after a pause. */
+        for (int i = resume->cnt - 1; i >= 0; i--)
+            if (resume->elems[i].offset < 0)
+                rd_kafka_topic_partition_list_del_by_idx(resume, i);
+        if (resume->cnt && (e = rd_kafka_seek_partitions(c->consumer, resume, 10000))) {
+            dlb_warn("kafka: seeking resumed partitions: %s", rd_kafka_error_string(e));
+            rd_kafka_error_destroy(e);
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(pause);
+    rd_kafka_topic_partition_list_destroy(resume);
+}
+
+/* How long the next poll may wait for a first message: consumer.poll.ms, or
+ * less when a held plan request falls due sooner (its grace ends, or its
+ * whole wait), so it is answered then and not a poll later. */
+static int poll_wait_ms(const ctx_t *c)
+{
+    int64_t now = now_ms(), wait = c->conf->poll_ms;
+
+    for (size_t i = 0; i < c->items_cnt; i++) {
+        const item_t *it = &c->items[i];
+        int64_t due;
+
+        if (!it->ok || !c->role->is_request(&it->ev))
+            continue;
+        due = it->polled_at + c->conf->order_grace_ms;
+        if (due <= now)
+            /* Past its grace: due when its whole wait ends, if the barrier
+             * holds it; if it waits behind another request, that one's. */
+            due = it->blocked_since ? it->blocked_since + c->conf->order_wait_ms : 0;
+        if (due > now && due - now < wait)
+            wait = due - now;
+    }
+    return (int)wait;
+}
+
+/* Add up to batch_size new messages, waiting at most poll_wait_ms. Behind
+ * (a backlog), the batch is filled: one PostgreSQL and one Kafka transaction
+ * per batch is what makes a backlog go fast. Caught up, what has been
+ * fetched is the batch: a plan request is answered as soon as it is read,
+ * not after a batch that is not coming (latency). */
+static void batch_poll(ctx_t *c)
+{
+    int64_t deadline = now_ms() + poll_wait_ms(c);
+    size_t added = 0;
+
+    while (added < (size_t)c->conf->batch_size && c->items_cnt < c->items_cap && !*c->stop) {
+        int64_t left = deadline - now_ms();
+        rd_kafka_message_t *m;
+        part_t *p;
+        int rank;
+
+        if (left <= 0)
+            break;
+        /* Whether we are caught up is asked only when the local queue is
+         * empty: once per batch when caught up, not once per message. */
+        if (!(m = rd_kafka_consumer_poll(c->consumer, 0))) {
+            if (added && lag(c, 1) == 0)
+                break;
+            if (!(m = rd_kafka_consumer_poll(c->consumer, (int)left)))
+                continue;
+        }
+        rank = m->rkt ? topic_rank(c, rd_kafka_topic_name(m->rkt)) : -1;
+        p = rank >= 0 ? part_get(c, rank, m->partition) : NULL;
+        if (m->err) {
+            if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                if (p)
+                    p->at_eof = 1;
+            } else {
+                dlb_warn("kafka: consume error: %s; continuing", rd_kafka_message_errstr(m));
+            }
+            rd_kafka_message_destroy(m);
+            continue;
+        }
+        if (p) {
+            p->at_eof = 0;
+            p->next = m->offset + 1;
+        }
+        memset(&c->items[c->items_cnt], 0, sizeof(item_t));
+        c->items[c->items_cnt].msg = m;
+        c->items[c->items_cnt].rank = rank;
+        c->items[c->items_cnt].polled_at = now_ms();
+        c->items_cnt++;
+        c->st->consumed++;
+        added++;
+    }
+}
+
+static void to_dlq(item_t *it, const char *stage, int err, const char *msg)
+{
+    dlb_warn("bad message at %s [%" PRId32 "] offset %" PRId64 " (%s, %s): %s; sent to the DLQ",
+             rd_kafka_topic_name(it->msg->rkt), it->msg->partition, it->msg->offset, stage,
+             dlb_err_name(err), msg);
+    it->dlq_stage = stage;
+    it->dlq_err = err;
+    snprintf(it->dlq_msg, sizeof(it->dlq_msg), "%s", msg);
+}
+
+/* Decode and validate messages not seen before; bad ones go to the DLQ now
+ * (their offsets are committed with the batch, so they are not seen again). */
+static void batch_decode(ctx_t *c)
+{
+    char errstr[512];
+    int err;
+
+    for (size_t i = 0; i < c->items_cnt; i++) {
+        item_t *it = &c->items[i];
+        part_t *p;
+
+        if (it->decoded)
+            continue;
+        it->decoded = 1;
+        it->ts = INT64_MIN;
+        if ((int64_t)it->msg->len > c->conf->max_message_bytes) {
+            snprintf(errstr, sizeof(errstr), "message of %zu bytes exceeds message.max.bytes %lld",
+                     it->msg->len, (long long)c->conf->max_message_bytes);
+            to_dlq(it, "decode", DLB_ERR_INVALID, errstr);
+            continue;
+        }
+        if ((err = dlb_codec_decode(c->cat, it->msg->payload, it->msg->len, &it->ev, errstr,
+                                    sizeof(errstr)))) {
+            to_dlq(it, "decode", err, errstr);
+            continue;
+        }
+        if ((err = dlb_event_validate(&it->ev, errstr, sizeof(errstr)))) {
+            to_dlq(it, "validate", err, errstr);
+            continue;
+        }
+        if (!c->role->accepts(&it->ev)) {
+            snprintf(errstr, sizeof(errstr), "a %s is not an input of the %s",
+                     dlb_event_type_name(it->ev.type), c->role->name);
+            to_dlq(it, "validate", DLB_ERR_INVALID, errstr);
+            continue;
+        }
+        it->ok = 1;
+        it->ts = dlb_event_time_ms(&it->ev);
+        if (it->rank >= 0 && (p = part_get(c, it->rank, it->msg->partition)) && it->ts > p->max_ts)
+            p->max_ts = it->ts;
+    }
+}
+
+/* A plan request may be answered once every other input topic's partition of
+ * the same number (the same jobs: all topics are keyed by job uid with the
+ * same partition count) has shown an event at or after the request's time, or
+ * has been consumed to its end. "Consumed to its end" is trusted only after
+ * consumer.order.grace.ms: a producer sends a job's events to different
+ * topics in separate batches, so its meta event may land just after its
+ * request. This is Kafka Streams' co-partitioned ordering; like its
+ * max.task.idle.ms, the whole wait is bounded by consumer.order.wait.ms so a
+ * silent producer cannot stall plans. */
+static int barrier_open(ctx_t *c, const item_t *req, int64_t now, const char **lagging)
+{
+    int grace_over = now - req->polled_at >= c->conf->order_grace_ms;
+
+    for (int r = 0; r < c->ninputs; r++) {
+        part_t *p;
+        if (r == req->rank)
+            continue;
+        if (!(p = part_get(c, r, req->msg->partition)))
+            return 1;
+        if (p->max_ts < req->ts && !(p->at_eof && grace_over)) {
+            *lagging = c->topics[r];
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Choose this round's messages: per partition number, merge the input
+ * topics' messages by (event time, topic rank), keeping each partition's
+ * offset order, and stop at the first request whose barrier is closed.
+ * Fills c->order with the released items' indexes, in processing order. */
+static void batch_release(ctx_t *c)
+{
+    int64_t now = now_ms();
+
+    c->order_cnt = 0;
+    for (size_t i = 0; i < c->items_cnt; i++)
+        c->items[i].released = 0;
+    for (size_t first = 0; first < c->items_cnt; first++) {
+        int32_t partition = c->items[first].msg->partition;
+        int seen_before = 0;
+
+        for (size_t j = 0; j < first && !seen_before; j++)
+            seen_before = c->items[j].msg->partition == partition;
+        if (seen_before)
+            continue; /* this partition number was merged already */
+        for (;;) {
+            item_t *head[DLB_STREAM_MAX_INPUTS + 1] = {0}, *pick = NULL;
+            const char *lagging = NULL;
+
+            /* The oldest unreleased message of each topic of this partition
+             * number; rank -1 (not an input topic) shares the last slot. */
+            for (size_t j = first; j < c->items_cnt; j++) {
+                item_t *it = &c->items[j];
+                int slot = it->rank >= 0 ? it->rank : c->ninputs;
+                if (it->msg->partition == partition && !it->released && !head[slot])
+                    head[slot] = it;
+            }
+            for (int r = 0; r <= c->ninputs; r++) {
+                if (head[r] &&
+                    (!pick || head[r]->ts < pick->ts ||
+                     (head[r]->ts == pick->ts && r < (pick->rank >= 0 ? pick->rank : c->ninputs))))
+                    pick = head[r];
+            }
+            if (!pick)
+                break;
+            if (pick->ok && c->role->is_request(&pick->ev) &&
+                !barrier_open(c, pick, now, &lagging)) {
+                if (!pick->blocked_since)
+                    pick->blocked_since = now;
+                if (now - pick->blocked_since < c->conf->order_wait_ms)
+                    break;
+                dlb_warn("request %s waited %lld ms for %s [%d] to reach its time; "
+                         "answering with what is known",
+                         dlb_event_id(&pick->ev), (long long)(now - pick->blocked_since), lagging,
+                         (int)partition);
+            }
+            pick->released = 1;
+            c->order[c->order_cnt++] = (size_t)(pick - c->items);
+        }
+    }
+}
+
+int dlb_stream_emit(dlb_stream_t *c, const char *key, void *buf, size_t len)
+{
+    outmsg_t *o;
+
+    if (c->out_cnt == c->out_cap) {
+        size_t cap = c->out_cap ? 2 * c->out_cap : 64;
+        if (!(o = realloc(c->out, cap * sizeof(*o)))) {
+            free(buf);
+            return DLB_ERR_NOMEM;
+        }
+        c->out = o;
+        c->out_cap = cap;
+    }
+    o = &c->out[c->out_cnt++];
+    snprintf(o->key, sizeof(o->key), "%s", key);
+    o->buf = buf;
+    o->len = len;
+    return 0;
+}
+
+/* Persist, fold into state and answer requests, all inside one PostgreSQL
+ * transaction, in the order batch_release() chose. */
+static int batch_process(ctx_t *c, char *errstr, size_t size)
+{
+    int err;
+
+    if ((err = dlb_pg_begin(c->pg, errstr, size)))
+        return err;
+    for (size_t k = 0; k < c->order_cnt && !*c->stop; k++) {
+        item_t *it = &c->items[c->order[k]];
+        if (!it->ok)
+            continue;
+        c->cur = it;
+        err = c->role->process(c, &it->ev, it->msg->payload, it->msg->len, errstr, size);
+        c->cur = NULL;
+        if (err)
+            goto fail;
+    }
+    if (*c->stop) {
+        err = dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "stopping");
+        goto fail;
+    }
+    if ((err = dlb_pg_commit(c->pg, errstr, size)))
+        goto fail;
+    for (size_t k = 0; k < c->order_cnt; k++)
+        if (c->items[c->order[k]].ok && !c->items[c->order[k]].dlq_stage)
+            c->st->accepted++;
+    return 0;
+fail:
+    dlb_pg_rollback(c->pg);
+    return err;
+}
+
+static rd_kafka_topic_partition_list_t *batch_offsets(const ctx_t *c, int rewind);
+
+/* What to do after a transactional call failed: retry it, abort the
+ * transaction and redo the batch, or replace the producer (fenced/fatal). */
+typedef enum { TXN_RETRY, TXN_ABORT, TXN_FATAL } txn_verdict_t;
+
+static txn_verdict_t txn_error(rd_kafka_error_t *e, const char *what, char *errstr, size_t size)
+{
+    txn_verdict_t v = rd_kafka_error_is_fatal(e)             ? TXN_FATAL
+                      : rd_kafka_error_txn_requires_abort(e) ? TXN_ABORT
+                      : rd_kafka_error_is_retriable(e)       ? TXN_RETRY
+                                                             : TXN_ABORT;
+    dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "kafka transaction: %s: %s (%s)", what,
+               rd_kafka_error_string(e),
+               v == TXN_FATAL   ? "fatal"
+               : v == TXN_ABORT ? "abortable"
+                                : "retriable");
+    rd_kafka_error_destroy(e);
+    return v;
+}
+
+/* Calls op until it succeeds or fails for good; retriable errors are retried
+ * for a while (a broker restarting), then treated as abortable. */
+#define TXN_CALL(c, what, call, verdict, errstr, size)                                             \
+    do {                                                                                           \
+        rd_kafka_error_t *e_;                                                                      \
+        int tries_ = 0;                                                                            \
+        (verdict) = -1;                                                                            \
+        while ((e_ = (call))) {                                                                    \
+            (verdict) = txn_error(e_, what, errstr, size);                                         \
+            if ((verdict) != TXN_RETRY || ++tries_ >= 10 || *(c)->stop)                            \
+                break;                                                                             \
+            dlb_warn("%s; retrying", errstr);                                                      \
+            sleep_ms(c, 500);                                                                      \
+            (verdict) = -1;                                                                        \
+        }                                                                                          \
+    } while (0)
+
+/* One Kafka transaction per batch: the DLQ copies of its bad messages, its
+ * outputs and its input offsets become visible together or not at all. The
+ * PostgreSQL transaction committed before; a redo finds its rows there (no
+ * change) and re-sends the stored outputs, so they stay exactly once. */
+static int batch_publish(ctx_t *c, int *fatal, char *errstr, size_t size)
+{
+    rd_kafka_topic_partition_list_t *offsets = NULL;
+    rd_kafka_consumer_group_metadata_t *cgmd = NULL;
+    int verdict, err = 0;
+    char sub[512];
+
+    *fatal = 0;
+    TXN_CALL(c, "begin", rd_kafka_begin_transaction(c->producer), verdict, errstr, size);
+    if (verdict >= 0)
+        goto fail;
+    for (size_t k = 0; k < c->order_cnt; k++) {
+        item_t *it = &c->items[c->order[k]];
+        if (it->dlq_stage &&
+            (err = dlb_kafka_dlq_send(c->producer, c->conf, it->msg, it->dlq_stage, it->dlq_err,
+                                      it->dlq_msg, sub, sizeof(sub)))) {
+            dlb_seterr(errstr, size, err, "dlq: %s", sub);
+            verdict = TXN_ABORT;
+            goto fail;
+        }
+    }
+    for (size_t i = 0; i < c->out_cnt; i++) {
+        if ((err = dlb_kafka_produce(c->producer, c->out_topic, c->out[i].key, c->out[i].buf,
+                                     c->out[i].len, sub, sizeof(sub)))) {
+            dlb_seterr(errstr, size, err, "%s", sub);
+            verdict = TXN_ABORT;
+            goto fail;
+        }
+    }
+    offsets = batch_offsets(c, 0);
+    cgmd = rd_kafka_consumer_group_metadata(c->consumer);
+    TXN_CALL(c, "sending offsets",
+             rd_kafka_send_offsets_to_transaction(c->producer, offsets, cgmd, FLUSH_TIMEOUT_MS),
+             verdict, errstr, size);
+    if (verdict >= 0)
+        goto fail;
+    TXN_CALL(c, "commit", rd_kafka_commit_transaction(c->producer, FLUSH_TIMEOUT_MS), verdict,
+             errstr, size);
+    if (verdict >= 0)
+        goto fail;
+    for (size_t k = 0; k < c->order_cnt; k++)
+        if (c->items[c->order[k]].dlq_stage)
+            c->st->dlq++;
+    c->st->outputs += (int64_t)c->out_cnt;
+    err = 0;
+    goto out;
+fail:
+    if (verdict == TXN_FATAL) {
+        *fatal = 1;
+    } else {
+        rd_kafka_error_t *e = rd_kafka_abort_transaction(c->producer, FLUSH_TIMEOUT_MS);
+        if (e) {
+            /* Cannot even abort: start over with a new producer, whose
+             * init_transactions aborts what this one left open. */
+            dlb_err("kafka transaction: abort failed: %s; replacing the producer",
+                    rd_kafka_error_string(e));
+            rd_kafka_error_destroy(e);
+            *fatal = 1;
+        }
+    }
+    err = DLB_ERR_TRANSIENT;
+out:
+    if (cgmd)
+        rd_kafka_consumer_group_metadata_destroy(cgmd);
+    if (offsets)
+        rd_kafka_topic_partition_list_destroy(offsets);
+    return err;
+}
+
+/* Offsets per partition. To commit: the first message still held back, or
+ * the one after the newest released. To rewind: the first message we hold. */
+static rd_kafka_topic_partition_list_t *batch_offsets(const ctx_t *c, int rewind)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(16);
+
+    for (size_t i = 0; i < c->items_cnt; i++) {
+        const item_t *it = &c->items[i];
+        const rd_kafka_message_t *m = it->msg;
+        rd_kafka_topic_partition_t *p =
+            rd_kafka_topic_partition_list_find(l, rd_kafka_topic_name(m->rkt), m->partition);
+        int64_t want = rewind || !it->released ? m->offset : m->offset + 1;
+
+        if (!p) {
+            p = rd_kafka_topic_partition_list_add(l, rd_kafka_topic_name(m->rkt), m->partition);
+            p->offset = want;
+            /* opaque marks "a held-back message fixed this offset" */
+            p->opaque = (void *)(intptr_t)(!rewind && !it->released);
+        } else if (!p->opaque && !rewind) {
+            /* Items are in offset order per partition: keep advancing until
+             * the first held-back one. */
+            p->offset = want;
+            p->opaque = (void *)(intptr_t)!it->released;
+        }
+    }
+    return l;
+}
+
+/* Undo a failed batch: seek every partition back to its first message. */
+static void batch_rewind(ctx_t *c)
+{
+    rd_kafka_topic_partition_list_t *l = batch_offsets(c, 1);
+    rd_kafka_error_t *e = rd_kafka_seek_partitions(c->consumer, l, 10000);
+
+    for (int i = 0; i < l->cnt; i++) {
+        int rank = topic_rank(c, l->elems[i].topic);
+        part_t *p = rank >= 0 ? part_get(c, rank, l->elems[i].partition) : NULL;
+        if (p)
+            p->next = l->elems[i].offset;
+    }
+
+    if (e) {
+        dlb_err("kafka: rewinding the batch failed: %s; restarting from committed offsets",
+                rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    items_filter(c, keep_none, NULL);
+    out_clear(c);
+}
+
+/* Connect and migrate, waiting out an unreachable or restarting server;
+ * anything else (bad DSN, a failing migration) is returned. */
+static int pg_connect_wait(ctx_t *c, char *errstr, size_t size)
+{
+    int err;
+
+    while (!*c->stop) {
+        if (!c->pg)
+            err = dlb_pg_connect(&c->pg, c->conf->pg_dsn, c->conf->pg_schema, errstr, size);
+        else
+            err = dlb_pg_reconnect(c->pg, errstr, size);
+        if (!err && !(err = dlb_pg_migrate(c->pg, errstr, size)))
+            return 0;
+        if (err != DLB_ERR_TRANSIENT)
+            return err;
+        dlb_warn("%s; retrying in %d ms", errstr, c->conf->retry_backoff_ms);
+        sleep_ms(c, c->conf->retry_backoff_ms);
+    }
+    return dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "stopped before PostgreSQL was reachable");
+}
+
+/* A transactional producer, its transactions initialised: this also aborts
+ * whatever a previous process with the same transactional.id left open. */
+static int producer_start(ctx_t *c, char *errstr, size_t size)
+{
+    char host[128] = "localhost", txn_id[512];
+    int err;
+
+    gethostname(host, sizeof(host) - 1);
+    snprintf(txn_id, sizeof(txn_id), "%s-%s-%d", c->group, host, (int)getpid());
+    if ((err = dlb_kafka_txn_producer_new(c->conf, txn_id, &c->producer, errstr, size)))
+        return err;
+    while (!*c->stop) {
+        rd_kafka_error_t *e = rd_kafka_init_transactions(c->producer, FLUSH_TIMEOUT_MS);
+        if (!e)
+            return 0;
+        if (rd_kafka_error_is_fatal(e)) {
+            err = dlb_seterr(errstr, size, DLB_ERR_GENERIC, "kafka: init_transactions: %s",
+                             rd_kafka_error_string(e));
+            rd_kafka_error_destroy(e);
+            return err;
+        }
+        dlb_warn("kafka: init_transactions: %s; retrying in %d ms", rd_kafka_error_string(e),
+                 c->conf->retry_backoff_ms);
+        rd_kafka_error_destroy(e);
+        sleep_ms(c, c->conf->retry_backoff_ms);
+    }
+    return dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "stopped before Kafka transactions began");
+}
+
+static void producer_stop(ctx_t *c)
+{
+    if (!c->producer)
+        return;
+    /* Anything unsent belongs to an aborted or unfinished transaction. */
+    rd_kafka_purge(c->producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    dlb_kafka_producer_destroy(c->producer);
+    c->producer = NULL;
+}
+
+static int setup(ctx_t *c, char *errstr, size_t size)
+{
+    /* EOF events tell the ordering barrier a partition has nothing more. */
+    static const char *const extra[] = {"enable.partition.eof", "true", NULL};
+    rd_kafka_topic_partition_list_t *sub;
+    rd_kafka_resp_err_t kerr;
+    int err;
+
+    char names[512] = "";
+    size_t len = 0;
+
+    for (c->ninputs = 0; c->role->inputs[c->ninputs]; c->ninputs++) {
+        if (c->ninputs == DLB_STREAM_MAX_INPUTS)
+            return dlb_seterr(errstr, size, DLB_ERR_CONF, "%s: more than %d input topics",
+                              c->role->name, DLB_STREAM_MAX_INPUTS);
+        dlb_conf_topic(c->conf, c->role->inputs[c->ninputs], c->topics[c->ninputs],
+                       sizeof(c->topics[c->ninputs]));
+        len += (size_t)snprintf(names + len, len < sizeof(names) ? sizeof(names) - len : 0, "%s%s",
+                                c->ninputs ? "," : "", c->role->inputs[c->ninputs]);
+    }
+    dlb_conf_topic(c->conf, c->role->output, c->out_topic, sizeof(c->out_topic));
+    c->items_cap = 2 * (size_t)c->conf->batch_size;
+    if (!(c->items = calloc(c->items_cap, sizeof(*c->items))) ||
+        !(c->order = calloc(c->items_cap, sizeof(*c->order))))
+        return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+    if ((err = dlb_catalog_new(&c->cat, errstr, size)))
+        return err;
+    if ((err = pg_connect_wait(c, errstr, size)))
+        return err;
+    redis_maybe_connect(c);
+    if ((err = producer_start(c, errstr, size)) ||
+        (err = dlb_kafka_consumer_new_cb(c->conf, c->group, extra, rebalance_cb, c, &c->consumer,
+                                         errstr, size)))
+        return err;
+    sub = rd_kafka_topic_partition_list_new(c->ninputs);
+    for (int r = 0; r < c->ninputs; r++)
+        rd_kafka_topic_partition_list_add(sub, c->topics[r], RD_KAFKA_PARTITION_UA);
+    kerr = rd_kafka_subscribe(c->consumer, sub);
+    rd_kafka_topic_partition_list_destroy(sub);
+    if (kerr)
+        return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "subscribe: %s", rd_kafka_err2str(kerr));
+    dlb_info("%s: group %s consuming %s.{%s} from %s, answering on %s", c->role->name, c->group,
+             c->conf->env, names, c->conf->brokers, c->out_topic);
+    return 0;
+}
+
+static void teardown(ctx_t *c)
+{
+    items_filter(c, keep_none, NULL);
+    out_clear(c);
+    if (c->consumer) {
+        rd_kafka_consumer_close(c->consumer);
+        rd_kafka_destroy(c->consumer);
+    }
+    producer_stop(c);
+    dlb_redis_destroy(c->redis);
+    dlb_pg_destroy(c->pg);
+    if (c->cat)
+        dlb_catalog_destroy(c->cat);
+    free(c->items);
+    free(c->out);
+    free(c->order);
+    free(c->parts);
+}
+
+int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const char *group,
+                   volatile sig_atomic_t *stop, dlb_stream_stats_t *stats, char *errstr,
+                   size_t errstr_size)
+{
+    ctx_t c = {.conf = conf, .role = role, .group = group, .stop = stop, .st = stats};
+    char err_buf[1024];
+    int64_t t_start, t_processed = 0;
+    int err, fatal;
+
+    if ((err = setup(&c, errstr, errstr_size)))
+        goto out;
+    while (!*stop) {
+        if (role->tick && (err = role->tick(&c, errstr, errstr_size)))
+            goto out;
+        if (c.items_cnt == c.items_cap)
+            sleep_ms(&c, 100); /* all held back by the barrier: let its wait run out */
+        batch_poll(&c);
+        if (!c.items_cnt)
+            continue;
+        redis_maybe_connect(&c);
+        batch_decode(&c);
+        batch_release(&c);
+        if (!c.order_cnt) {
+            flow_control(&c);
+            continue;
+        }
+        fatal = 0;
+        t_start = now_ms();
+        if (!(err = batch_process(&c, err_buf, sizeof(err_buf)))) {
+            t_processed = now_ms();
+            err = batch_publish(&c, &fatal, err_buf, sizeof(err_buf));
+        }
+        if (err) {
+            if (*stop)
+                break;
+            stats->retries++;
+            dlb_err("batch of %zu message(s) failed: %s (%s); rewinding and retrying in %d ms",
+                    c.order_cnt, err_buf, dlb_err_name(err), conf->retry_backoff_ms);
+            batch_rewind(&c);
+            flow_control(&c);
+            sleep_ms(&c, conf->retry_backoff_ms);
+            if (fatal) {
+                dlb_warn("kafka: replacing the transactional producer");
+                producer_stop(&c);
+                if ((err = producer_start(&c, errstr, errstr_size)))
+                    goto out;
+            }
+            if (dlb_pg_reconnect(c.pg, err_buf, sizeof(err_buf)))
+                dlb_warn("still unavailable: %s", err_buf);
+            continue;
+        }
+        stats->batches++;
+        dlb_dbg("batch of %zu message(s), %zu output(s): PostgreSQL and Redis %lld ms, Kafka "
+                "transaction %lld ms",
+                c.order_cnt, c.out_cnt, (long long)(t_processed - t_start),
+                (long long)(now_ms() - t_processed));
+        items_filter(&c, keep_unreleased, NULL);
+        out_clear(&c);
+        flow_control(&c);
+    }
+    err = 0;
+out:
+    teardown(&c);
+    return err;
+}
+
+/* ---- for the role's callbacks ---------------------------------------------- */
+
+const dlb_conf_t *dlb_stream_conf(const dlb_stream_t *s)
+{
+    return s->conf;
+}
+
+const dlb_catalog_t *dlb_stream_catalog(const dlb_stream_t *s)
+{
+    return s->cat;
+}
+
+void *dlb_stream_opaque(const dlb_stream_t *s)
+{
+    return s->role->opaque;
+}
+
+dlb_pg_t *dlb_stream_pg(dlb_stream_t *s)
+{
+    return s->pg;
+}
+
+dlb_redis_t *dlb_stream_redis(dlb_stream_t *s)
+{
+    return s->redis;
+}
+
+void dlb_stream_redis_down(dlb_stream_t *s, const char *what, const char *errstr)
+{
+    redis_down(s, what, errstr);
+}
+
+void dlb_stream_reject(dlb_stream_t *s, const char *stage, int err, const char *msg)
+{
+    if (s->cur)
+        to_dlq(s->cur, stage, err, msg);
+}
+
+int dlb_stream_store_event(dlb_stream_t *s, const dlb_event_t *ev, const void *raw, size_t raw_len,
+                           char *errstr, size_t errstr_size)
+{
+    char sub[512];
+    int err;
+
+    if ((err = dlb_pg_put_event(s->pg, ev, raw, raw_len, errstr, errstr_size)))
+        return err;
+    if (s->redis && !s->role->is_request(ev) &&
+        dlb_redis_apply_event(s->redis, ev, sub, sizeof(sub)))
+        redis_down(s, "applying an event", sub);
+    return 0;
+}
+
+int dlb_stream_load_job(dlb_stream_t *s, const char *job_uid, int64_t until_ms, dlb_job_state_t *st,
+                        char *errstr, size_t errstr_size)
+{
+    int found = 0, err;
+    char sub[512];
+
+    if (s->redis) {
+        if ((err = dlb_redis_load_job(s->redis, job_uid, st, &found, sub, sizeof(sub)))) {
+            redis_down(s, "loading job state", sub);
+            found = 0;
+        }
+    }
+    if (!found) {
+        dlb_job_state_clear(st);
+        if ((err = dlb_pg_load_job_state(s->pg, job_uid, s->conf->window_size, st, errstr,
+                                         errstr_size)))
+            return err;
+        if (s->redis && dlb_redis_store_job(s->redis, st, sub, sizeof(sub)))
+            redis_down(s, "seeding job state", sub);
+    }
+    while (st->window_cnt > 0 && st->window[st->window_cnt - 1].event_time_ms > until_ms) {
+        st->window_cnt--;
+        free(st->window[st->window_cnt].pods);
+        st->window[st->window_cnt].pods = NULL;
+    }
+    return 0;
+}

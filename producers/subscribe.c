@@ -1,0 +1,147 @@
+/* A master-side subscriber of an output topic (subscribe.h). */
+#include "subscribe.h"
+
+#include <inttypes.h>
+#include <search.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "err.h"
+#include "kafka.h"
+#include "latency.h"
+#include "log.h"
+
+/* Ids delivered so far; when the table is full, repeats are no longer
+ * recognised (and that is said once). */
+#define SEEN_MAX (1 << 20)
+
+typedef struct seen {
+    struct hsearch_data h;
+    char **keys; /* what the table points at, freed at the end */
+    size_t n;
+    int ready, full_said;
+} seen_t;
+
+/* @returns 1 when id was delivered before, else remembers it. */
+static int seen_check(seen_t *s, const char *id)
+{
+    ENTRY e = {0}, *found;
+    char **k, *key;
+
+    if (!s->ready) {
+        if (!hcreate_r(SEEN_MAX, &s->h))
+            return 0;
+        s->ready = 1;
+    }
+    e.key = (char *)id;
+    if (hsearch_r(e, FIND, &found, &s->h))
+        return 1;
+    if (s->n >= SEEN_MAX || !(k = realloc(s->keys, (s->n + 1) * sizeof(*k))))
+        goto full;
+    s->keys = k;
+    if (!(key = strdup(id)))
+        goto full;
+    e.key = key;
+    if (!hsearch_r(e, ENTER, &found, &s->h)) {
+        free(key);
+        goto full;
+    }
+    s->keys[s->n++] = key;
+    return 0;
+full:
+    if (!s->full_said++)
+        dlb_warn("too many outputs to remember: repeated ids are delivered from now on");
+    return 0;
+}
+
+static void seen_free(seen_t *s)
+{
+    if (s->ready)
+        hdestroy_r(&s->h);
+    for (size_t i = 0; i < s->n; i++)
+        free(s->keys[i]);
+    free(s->keys);
+}
+
+static int wanted(const dlb_subscribe_opts_t *o, const char *uid)
+{
+    if (!o->njobs)
+        return 1;
+    for (size_t i = 0; i < o->njobs; i++)
+        if (!strcmp(o->jobs[i], uid))
+            return 1;
+    return 0;
+}
+
+int dlb_subscribe_run(const dlb_conf_t *conf, const dlb_subscribe_opts_t *o, dlb_subscribe_cb cb,
+                      void *opaque, long *delivered, char *errstr, size_t errstr_size)
+{
+    static const char *const extra[] = {"isolation.level", "read_committed", NULL};
+    dlb_catalog_t *cat = NULL;
+    rd_kafka_t *rk = NULL;
+    rd_kafka_topic_partition_list_t *sub;
+    seen_t seen = {0};
+    char topic[256], group[256], sub_err[512];
+    long repeats = 0;
+    int64_t deadline;
+    int err;
+
+    *delivered = 0;
+    /* A group of its own, so every subscriber sees every output. */
+    snprintf(group, sizeof(group), "%s.master.%d.%lld", conf->env, (int)getpid(),
+             (long long)time(NULL));
+    if ((err = dlb_catalog_new(&cat, errstr, errstr_size)) ||
+        (err = dlb_kafka_consumer_new(conf, group, extra, &rk, errstr, errstr_size)))
+        goto out;
+    sub = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(sub, dlb_conf_topic(conf, o->topic, topic, sizeof(topic)),
+                                      RD_KAFKA_PARTITION_UA);
+    rd_kafka_subscribe(rk, sub);
+    rd_kafka_topic_partition_list_destroy(sub);
+    deadline = o->timeout_ms >= 0 ? dlb_lat_clock_ns() / 1000000 + o->timeout_ms : INT64_MAX;
+    while (!(o->stop && *o->stop) && (!o->count || *delivered < o->count) &&
+           dlb_lat_clock_ns() / 1000000 < deadline) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+        dlb_event_t ev = {0};
+
+        if (!m)
+            continue;
+        if (m->err) {
+            if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                dlb_warn("kafka: %s; continuing", rd_kafka_message_errstr(m));
+        } else if (dlb_codec_decode(cat, m->payload, m->len, &ev, sub_err, sizeof(sub_err)) ||
+                   ev.type != o->type) {
+            dlb_warn("%s offset %" PRId64 ": not a %s (%s); skipped", topic, m->offset,
+                     dlb_event_type_name(o->type),
+                     ev.type ? dlb_event_type_name(ev.type) : sub_err);
+        } else if (!wanted(o, dlb_event_job_uid(&ev))) {
+            /* another job's */
+        } else if (!o->all && seen_check(&seen, dlb_event_id(&ev))) {
+            repeats++;
+        } else {
+            (*delivered)++;
+            cb(cat, &ev, opaque);
+        }
+        dlb_event_clear(&ev);
+        rd_kafka_message_destroy(m);
+    }
+    if (repeats)
+        dlb_info("%ld repeated id(s) skipped (a redelivery)", repeats);
+    err = !o->count || *delivered >= o->count
+              ? 0
+              : dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT,
+                           "received %ld of %ld before the timeout", *delivered, o->count);
+out:
+    if (rk) {
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
+    }
+    if (cat)
+        dlb_catalog_destroy(cat);
+    seen_free(&seen);
+    return err;
+}
