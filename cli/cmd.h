@@ -13,14 +13,20 @@ typedef struct dlb_cmd {
 
 int cmd_mock_kafka_main(int argc, char **argv);
 int cmd_emit_main(int argc, char **argv);
+int cmd_k8s_monitor_main(int argc, char **argv);
 int cmd_optimizer_main(int argc, char **argv);
 int cmd_plans_main(int argc, char **argv);
 int cmd_configurer_main(int argc, char **argv);
 int cmd_configs_main(int argc, char **argv);
 int cmd_simulate_main(int argc, char **argv);
+int cmd_sim_main(int argc, char **argv);
 int cmd_schemas_main(int argc, char **argv);
 int cmd_settings_main(int argc, char **argv);
 int cmd_bench_main(int argc, char **argv);
 int cmd_config_main(int argc, char **argv);
+int cmd_eval_main(int argc, char **argv);
+int cmd_replay_main(int argc, char **argv);
+int cmd_env_main(int argc, char **argv);
+int cmd_relay_main(int argc, char **argv);
 
 #endif

@@ -10,15 +10,21 @@
  *   matcher    the configuration matcher alone (dlb_matcher_match) on synthetic
  *              rules and jobs, against a plain scan of every rule
  *              (pipeline/bench_matcher.c)
+ *   ingest     runtime samples through `dlbrain optimizer` processes into Redis
+ *              and PostgreSQL, against a plain consumer reading the same
+ *              messages (producers/bench_ingest.c)
  *
  * scripts/bench makes the recording and starts the servers. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cJSON.h>
 
+#include "bench_ingest.h"
 #include "bench_matcher.h"
 #include "bench_optimizer.h"
 #include "bench_roundtrip.h"
@@ -26,12 +32,14 @@
 #include "common.h"
 #include "event.h"
 #include "log.h"
+#include "rss.h"
 
 static void usage(FILE *fp)
 {
     fprintf(fp, "usage: dlbrain bench optimizer --events FILE [options]\n"
                 "       dlbrain bench roundtrip [options]\n"
-                "       dlbrain bench matcher [--seconds N] [--json FILE]\n\n"
+                "       dlbrain bench matcher [--seconds N] [--json FILE]\n"
+                "       dlbrain bench ingest [options]\n\n"
                 "optimizer: plans per second of the optimizer core alone (dlb_router_plan, one\n"
                 "core, no I/O). FILE holds events as JSON lines ('dlbrain emit' input, with\n"
                 "event_id and event_time_ms), e.g. from 'dlbrain simulate'. Each job's events\n"
@@ -67,6 +75,18 @@ static void usage(FILE *fp)
                 "I/O) against 10, 1000 and 10000 synthetic rules (fixed seed: the same rules and\n"
                 "jobs every run), beside a plain scan of every rule with no index and no cache.\n"
                 "  -s, --seconds N       timed seconds per rule count, for each (default 1)\n\n"
+                "ingest: runtime samples (3 to 21 pods each, fixed seed) produced into\n"
+                "<env>.metrics as fast as the broker takes them (not timed), read back three\n"
+                "times by a plain consumer without decoding (the median is the raw rate), then\n"
+                "by new 'dlbrain optimizer' processes (this binary, same settings, a group of\n"
+                "their own starting at the run's first message) with full persistence, timed\n"
+                "from their start until the group has committed the last message and\n"
+                "PostgreSQL holds every sample; Redis is checked to hold every job's runtime\n"
+                "window. Prints both rates, their ratio and the peak RSS of every process.\n"
+                "  -k, --samples N       runtime samples (default 200000)\n"
+                "  -n, --jobs N          jobs they belong to (default 1000)\n"
+                "  -C, --consumers K     optimizer processes (default 1)\n"
+                "  -t, --timeout-s S     longest wait for each path (default 600)\n\n"
                 "all:\n"
                 "  -j, --json FILE       also write the results as JSON\n" CLI_COMMON_HELP);
 }
@@ -86,8 +106,14 @@ static int parse_long(const char *s, long lo, long hi, long *out)
 
 static int write_json(const char *path, cJSON *root)
 {
-    char *text = cJSON_Print(root);
+    char *text;
     int rc;
+
+    /* Every benchmark's JSON says how much memory its process took at most
+     * (the ingest bench reports its consumer processes' too). */
+    if (!cJSON_HasObjectItem(root, "peak_rss_bytes"))
+        cJSON_AddNumberToObject(root, "peak_rss_bytes", (double)dlb_rss_peak_self());
+    text = cJSON_Print(root);
 
     if (!text) {
         dlb_err("--json %s: out of memory", path);
@@ -133,6 +159,46 @@ static int bench_matcher(const dlb_bench_matcher_opts_t *o, const char *json_pat
     return bench_done(err, errstr, json, json_path);
 }
 
+static int bench_ingest(const dlb_conf_t *conf, const dlb_bench_ingest_opts_t *o,
+                        const char *json_path)
+{
+    cJSON *json = NULL;
+    char errstr[512];
+    int err = dlb_bench_ingest(conf, o, json_path ? &json : NULL, errstr, sizeof(errstr));
+
+    return bench_done(err, errstr, json, json_path);
+}
+
+/* The command line of one `dlbrain optimizer` of the ingest bench: this
+ * binary with this command's configuration file and -X settings, so it reads
+ * the same brokers, environment, PostgreSQL and Redis. */
+static const char **consumer_argv(const cli_opts_t *o, char *self, size_t self_size)
+{
+    const char **argv = calloc(2 + 2 + 2 * (size_t)o->xs_cnt + 1, sizeof(*argv));
+    ssize_t n = readlink("/proc/self/exe", self, self_size - 1);
+    size_t i = 0;
+
+    if (!argv)
+        return NULL;
+    if (n <= 0) {
+        dlb_err("bench ingest: cannot find this program (/proc/self/exe): %s", strerror(errno));
+        free(argv);
+        return NULL;
+    }
+    self[n] = '\0';
+    argv[i++] = self;
+    argv[i++] = "optimizer";
+    if (o->conf_file) {
+        argv[i++] = "-c";
+        argv[i++] = o->conf_file;
+    }
+    for (int k = 0; k < o->xs_cnt; k++) {
+        argv[i++] = "-X";
+        argv[i++] = o->xs[k];
+    }
+    return argv;
+}
+
 static int bench_roundtrip(const dlb_conf_t *conf, const dlb_bench_roundtrip_opts_t *o,
                            const char *json_path)
 {
@@ -176,27 +242,33 @@ int cmd_bench_main(int argc, char **argv)
                                              {"drain-ms", required_argument, 0, 'd'},
                                              {"label", required_argument, 0, 'l'},
                                              {"json", required_argument, 0, 'j'},
+                                             {"consumers", required_argument, 0, 'C'},
+                                             {"timeout-s", required_argument, 0, 't'},
                                              CLI_COMMON_LONG,
                                              {0, 0, 0, 0}};
     const char *mode, *events = NULL, *set = NULL, *plans_path = NULL, *json_path = NULL,
                       *label = NULL, *stage = DLB_STAGE_RUNNING;
-    long seconds = -1, rate = 100, jobs = 50, samples = 3, warmup_ms = 60000, drain_ms = 10000;
+    long seconds = -1, rate = 100, jobs = -1, samples = 3, warmup_ms = 60000, drain_ms = 10000,
+         ingest_samples = 200000, consumers = 1, timeout_s = 600;
     cli_opts_t o = {0};
     dlb_conf_t conf;
-    int c, rc;
+    int c, rc, ingest;
 
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
     mode = argv[1];
-    if (strcmp(mode, "optimizer") && strcmp(mode, "roundtrip") && strcmp(mode, "matcher")) {
-        fprintf(stderr, "bench: unknown benchmark '%s' (optimizer, roundtrip or matcher)\n", mode);
+    if (strcmp(mode, "optimizer") && strcmp(mode, "roundtrip") && strcmp(mode, "matcher") &&
+        strcmp(mode, "ingest")) {
+        fprintf(stderr, "bench: unknown benchmark '%s' (optimizer, roundtrip, matcher or ingest)\n",
+                mode);
         return 2;
     }
+    ingest = !strcmp(mode, "ingest");
     argc--;
     argv++;
-    while ((c = getopt_long(argc, argv, "E:s:S:P:r:n:k:w:d:l:j:" CLI_COMMON_SHORT, longopts,
+    while ((c = getopt_long(argc, argv, "E:s:S:P:r:n:k:w:d:l:j:C:t:" CLI_COMMON_SHORT, longopts,
                             NULL)) != -1) {
         long *target = NULL, lo = 1, hi = 1000000000;
         switch (c) {
@@ -236,12 +308,21 @@ int cmd_bench_main(int argc, char **argv)
             break;
         case 'n':
             target = &jobs;
-            hi = 9999;
+            hi = 1000000;
+            break;
+        case 'C':
+            target = &consumers;
+            hi = 64;
+            break;
+        case 't':
+            target = &timeout_s;
+            hi = 86400;
             break;
         case 'k':
-            target = &samples;
-            lo = 0;
-            hi = 60;
+            /* runtime samples: per job before the requests, or all of an ingest run */
+            target = ingest ? &ingest_samples : &samples;
+            lo = ingest ? 1 : 0;
+            hi = ingest ? 100000000 : 60;
             break;
         case 'w':
             target = &warmup_ms;
@@ -261,6 +342,10 @@ int cmd_bench_main(int argc, char **argv)
     }
     if (optind < argc) {
         fprintf(stderr, "bench: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (!strcmp(mode, "roundtrip") && jobs > 9999) {
+        fprintf(stderr, "bench roundtrip: --jobs: at most 9999\n");
         return 2;
     }
     if (!strcmp(mode, "optimizer") && !events) {
@@ -286,10 +371,23 @@ int cmd_bench_main(int argc, char **argv)
         dlb_bench_matcher_opts_t mo = {
             .seconds = seconds < 0 ? 1.0 : (double)seconds, .out = stdout, .stop = &cli_stop};
         rc = bench_matcher(&mo, json_path);
+    } else if (!strcmp(mode, "ingest")) {
+        char self[PATH_MAX];
+        const char **cargv = consumer_argv(&o, self, sizeof(self));
+        dlb_bench_ingest_opts_t io = {.samples = ingest_samples,
+                                      .jobs = jobs < 0 ? 1000 : jobs,
+                                      .consumers = (int)consumers,
+                                      .timeout_s = timeout_s,
+                                      .consumer_argv = cargv,
+                                      .label = label,
+                                      .out = stdout,
+                                      .stop = &cli_stop};
+        rc = cargv ? bench_ingest(&conf, &io, json_path) : 1;
+        free(cargv);
     } else {
         dlb_bench_roundtrip_opts_t ro = {.rate = (double)rate,
                                          .seconds = seconds < 0 ? 10 : seconds,
-                                         .jobs = jobs,
+                                         .jobs = jobs < 0 ? 50 : jobs,
                                          .samples = samples,
                                          .stage = stage,
                                          .warmup_ms = warmup_ms,

@@ -17,6 +17,7 @@
 #include "config_sync.h"
 #include "err.h"
 #include "log.h"
+#include "metrics.h"
 #include "matcher.h"
 #include "rules.h"
 #include "store_config.h"
@@ -397,6 +398,9 @@ out:
 
 static int act_watch(const cfg_args_t *a, const dlb_conf_t *conf)
 {
+    /* In dlb_sync_result_t order, then a failed round. */
+    static const char *const round_names[5] = {"unchanged", "same", "applied", "refused", "failed"};
+    dlb_series_t *rounds[5], *version;
     dlb_cfg_sync_t s = {.dir = a->pos[0]};
     dlb_cfg_version_t v;
     dlb_sync_result_t res;
@@ -412,10 +416,31 @@ static int act_watch(const cfg_args_t *a, const dlb_conf_t *conf)
     if (cfg_open(a, conf, &pg))
         return 1;
     cli_signals_install();
+    /* Watching is a long-running service (a sidecar of the ConfigMap); one
+     * round is a command. */
+    if (!a->opt['o'] && cli_metrics_start(conf, "config-watch")) {
+        dlb_pg_destroy(pg);
+        return 1;
+    }
+    for (int i = 0; i < 5; i++)
+        rounds[i] = dlb_metric_counter("dlbrain_config_sync_rounds_total",
+                                       "Rounds of config watch by outcome: applied (a new rules "
+                                       "version), same, unchanged, refused (invalid files), failed "
+                                       "(PostgreSQL)",
+                                       "result", DLB_LV(round_names[i]));
+    version = dlb_metric_gauge("dlbrain_config_rules_version",
+                               "The rules version the watched files were last applied as or "
+                               "matched",
+                               "", NULL);
     dlb_info("config watch: syncing %s into schema %s every %ld ms", s.dir, conf->pg_schema,
              interval);
     while (!cli_stop) {
-        if ((err = dlb_cfg_sync_round(&s, pg, &res, &v, errstr, sizeof(errstr)))) {
+        dlb_metrics_beat();
+        err = dlb_cfg_sync_round(&s, pg, &res, &v, errstr, sizeof(errstr));
+        dlb_metric_add(rounds[err ? 4 : (int)res], 1);
+        if (!err && (res == DLB_SYNC_APPLIED || res == DLB_SYNC_SAME))
+            dlb_metric_set(version, (double)v.version);
+        if (err) {
             if (err == DLB_ERR_TRANSIENT) {
                 dlb_warn("config watch: %s; retrying in %ld ms", errstr, interval);
                 dlb_pg_reconnect(pg, errstr, sizeof(errstr));
@@ -444,6 +469,7 @@ static int act_watch(const cfg_args_t *a, const dlb_conf_t *conf)
             usleep(50 * 1000);
     }
     dlb_pg_destroy(pg);
+    cli_metrics_stop();
     /* Watching ends with a signal: a clean stop. Only --once reports its round. */
     return a->opt['o'] ? rc : 0;
 }

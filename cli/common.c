@@ -8,6 +8,7 @@
 
 #include "codec.h"
 #include "log.h"
+#include "metrics.h"
 #include "subscribe.h"
 
 volatile sig_atomic_t cli_stop;
@@ -128,6 +129,61 @@ int cli_write_file(const char *path, const char *content)
     return rename(tmp, path);
 }
 
+int cli_metrics_start(const dlb_conf_t *conf, const char *program)
+{
+    dlb_metrics_t *m;
+    char errstr[512];
+    int err;
+
+    if (conf->metrics_port < 0)
+        return 0;
+    if ((err = dlb_metrics_new(&m, errstr, sizeof(errstr))) ||
+        (err = dlb_metrics_serve(m, conf->metrics_address, conf->metrics_port,
+                                 conf->metrics_stall_s, errstr, sizeof(errstr)))) {
+        dlb_err("%s; set metrics.port to a free port (0 = any, -1 = no endpoint); exiting", errstr);
+        dlb_metrics_destroy(m);
+        return 1;
+    }
+    dlb_metrics_set_global(m);
+    dlb_metric_set(dlb_metric_gauge("dlbrain_build_info",
+                                    "Always 1: the dlbrain version and the command this process "
+                                    "runs",
+                                    "version,command", DLB_LV(DLB_VERSION, program)),
+                   1);
+    dlb_info("metrics: serving http://%s%s%s:%d/metrics, /healthz and /readyz",
+             strchr(conf->metrics_address, ':') ? "[" : "", conf->metrics_address,
+             strchr(conf->metrics_address, ':') ? "]" : "", dlb_metrics_port(m));
+    return 0;
+}
+
+void cli_metrics_stop(void)
+{
+    dlb_metrics_destroy(dlb_metrics_global());
+}
+
+int cli_service_start(const cli_opts_t *o, dlb_conf_t *conf, const char *program, int dump)
+{
+    if (cli_conf_build(o, conf, program))
+        return 2;
+    if (dump) {
+        dlb_conf_dump(conf, stdout);
+        dlb_conf_destroy(conf);
+        return 0;
+    }
+    cli_signals_install();
+    if (cli_metrics_start(conf, program)) {
+        dlb_conf_destroy(conf);
+        return 1;
+    }
+    return -1;
+}
+
+void cli_service_end(dlb_conf_t *conf)
+{
+    cli_metrics_stop();
+    dlb_conf_destroy(conf);
+}
+
 int cli_consumer_main(int argc, char **argv, const char *program, void (*usage)(FILE *),
                       cli_consumer_fn run, const char *outputs)
 {
@@ -149,14 +205,8 @@ int cli_consumer_main(int argc, char **argv, const char *program, void (*usage)(
                 return rc;
         }
     }
-    if (cli_conf_build(&o, &conf, program))
-        return 2;
-    if (dump) {
-        dlb_conf_dump(&conf, stdout);
-        dlb_conf_destroy(&conf);
-        return 0;
-    }
-    cli_signals_install();
+    if ((rc = cli_service_start(&o, &conf, program, dump)) >= 0)
+        return rc;
     rc = run(&conf, &cli_stop, &st, errstr, sizeof(errstr)) ? 1 : 0;
     if (rc)
         dlb_err("%s; exiting", errstr);
@@ -164,7 +214,7 @@ int cli_consumer_main(int argc, char **argv, const char *program, void (*usage)(
              "retried",
              (long long)st.consumed, (long long)st.accepted, (long long)st.dlq,
              (long long)st.outputs, outputs, (long long)st.batches, (long long)st.retries);
-    dlb_conf_destroy(&conf);
+    cli_service_end(&conf);
     return rc;
 }
 

@@ -54,6 +54,27 @@ int cli_conf_build(const cli_opts_t *o, dlb_conf_t *conf, const char *program);
 extern volatile sig_atomic_t cli_stop;
 void cli_signals_install(void);
 
+/** @brief Start of a long-running command: build conf (cli_conf_build), print
+ *         it and stop when dump (-D), else install the signal handlers and
+ *         start the metrics endpoint (cli_metrics_start).
+ *  @returns -1 to go on running (conf is built; end with cli_service_end),
+ *           else the exit status: 0 (dumped), 1 (the metrics port cannot be
+ *           served) or 2 (bad configuration); conf is then released. */
+int cli_service_start(const cli_opts_t *o, dlb_conf_t *conf, const char *program, int dump);
+
+/** @brief End of a long-running command: stop the metrics endpoint, release conf. */
+void cli_service_end(dlb_conf_t *conf);
+
+/** @brief Serve /metrics, /healthz and /readyz as metrics.* say (nothing when
+ *         metrics.port is -1) and install the process's global registry;
+ *         logs the URL (with the port chosen when metrics.port is 0).
+ *  @returns 0, or 1 after logging why it cannot listen (the port is taken):
+ *           a careful operator wants that visible, not a process without
+ *           metrics. */
+int cli_metrics_start(const dlb_conf_t *conf, const char *program);
+/** @brief Stop the endpoint and release the global registry (if any). */
+void cli_metrics_stop(void);
+
 /* A consumer role's run function (dlb_optimizer_run, dlb_configurer_run). */
 typedef int (*cli_consumer_fn)(const dlb_conf_t *conf, volatile sig_atomic_t *stop,
                                dlb_stream_stats_t *stats, char *errstr, size_t errstr_size);

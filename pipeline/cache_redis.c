@@ -13,6 +13,7 @@
 #include "codec.h"
 #include "err.h"
 #include "log.h"
+#include "metrics.h"
 
 /* Every key of a job lives 7 days after its last event (DLRover's history
  * window is 7 days too: an older job is only ever read from PostgreSQL). */
@@ -238,9 +239,14 @@ static void replies_free(redisReply **rep, int n)
 /* Send the queued commands and read their n replies into rep[0..n-1] (or
  * discard them when rep is NULL). Every reply is read even after an error
  * reply, so the connection stays in step. */
+/* dlbrain_redis_call_duration_seconds: one round trip (a pipeline of
+ * commands sent and all their replies read); per thread, so no lock. */
+static _Thread_local dlb_metric_slot_t redis_slot;
+
 static int r_collect(dlb_redis_t *r, int n, redisReply **rep, const char *what, char *errstr,
                      size_t errstr_size)
 {
+    double t0 = dlb_metric_now();
     int err = 0;
 
     for (int i = 0; i < n; i++) {
@@ -260,6 +266,11 @@ static int r_collect(dlb_redis_t *r, int n, redisReply **rep, const char *what, 
         else
             freeReplyObject(p);
     }
+    dlb_metric_observe_since(
+        dlb_metric_slot_histogram(&redis_slot, "dlbrain_redis_call_duration_seconds",
+                                  "Redis round trips (pipelined commands and their replies)", "",
+                                  NULL),
+        t0);
     if (err && rep) {
         replies_free(rep, n);
         memset(rep, 0, (size_t)n * sizeof(*rep));
@@ -408,6 +419,62 @@ static int apply_sample(dlb_redis_t *r, const dlb_event_t *ev, const job_keys_t 
     }
     free(buf);
     return r_collect(r, n, NULL, "adding a runtime sample", errstr, errstr_size);
+}
+
+static int by_job(const void *a, const void *b)
+{
+    const dlb_event_t *x = *(const dlb_event_t *const *)a, *y = *(const dlb_event_t *const *)b;
+
+    return strcmp(x->u.rt.job_uid, y->u.rt.job_uid);
+}
+
+/* apply_sample() for many samples, one round trip: a ZADD per sample, then
+ * per job one trim and one TTL refresh (top window_size of the union is what
+ * adding and trimming one at a time leaves too). */
+int dlb_redis_apply_samples(dlb_redis_t *r, const dlb_event_t *const *evs, size_t n, char *errstr,
+                            size_t errstr_size)
+{
+    const dlb_event_t **sorted = NULL;
+    char score[24], stop[24];
+    job_keys_t k;
+    size_t m = 0;
+    int cnt = 0, err;
+
+    if (!n)
+        return 0;
+    if ((err = redis_ensure(r, errstr, errstr_size)))
+        return err;
+    if (!(sorted = malloc(n * sizeof(*sorted))))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        if (evs[i]->type == DLB_EV_RUNTIME)
+            sorted[m++] = evs[i];
+    qsort(sorted, m, sizeof(*sorted), by_job);
+    snprintf(stop, sizeof(stop), "%d", -(r->window_size + 1));
+    for (size_t i = 0; i < m; i++) {
+        const dlb_runtime_sample_t *rt = &sorted[i]->u.rt;
+        void *buf = NULL;
+        size_t len = 0;
+
+        if ((err = dlb_codec_encode(r->cat, sorted[i], &buf, &len, errstr, errstr_size))) {
+            r_abandon(r); /* never send half a batch */
+            goto out;
+        }
+        keys_of(r, rt->job_uid, &k);
+        snprintf(score, sizeof(score), "%" PRId64, rt->event_time_ms);
+        err = r_append(r, &cnt, "ZADD %s %s %b", k.rt, score, buf, len);
+        free(buf);
+        if (err || ((i + 1 == m || strcmp(rt->job_uid, sorted[i + 1]->u.rt.job_uid)) &&
+                    (r_append(r, &cnt, "ZREMRANGEBYRANK %s 0 %s", k.rt, stop) ||
+                     r_expire_all(r, &cnt, &k)))) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+    }
+    err = r_collect(r, cnt, NULL, "adding runtime samples", errstr, errstr_size);
+out:
+    free(sorted);
+    return err;
 }
 
 /* Two round trips: read (seen?, pod status), then write both in one MULTI so a
@@ -761,15 +828,18 @@ out:
     return err;
 }
 
-int dlb_redis_invalidate_all(dlb_redis_t *r, char *errstr, size_t errstr_size)
+int dlb_redis_unlink_matching(dlb_redis_t *r, const char *glob, int64_t *deleted, char *errstr,
+                              size_t errstr_size)
 {
-    char cursor[32] = "0", match[96];
+    char cursor[32] = "0", match[160];
     redisReply *rep;
     int err;
 
+    if (deleted)
+        *deleted = 0;
     if ((err = redis_ensure(r, errstr, errstr_size)))
         return err;
-    snprintf(match, sizeof(match), "%s:job:*", r->prefix);
+    snprintf(match, sizeof(match), "%s:%s", r->prefix, glob);
     do {
         if (!(rep = redisCommand(r->c, "SCAN %s MATCH %s COUNT 1000", cursor, match)))
             return redis_lost(r, "SCAN", errstr, errstr_size);
@@ -781,21 +851,30 @@ int dlb_redis_invalidate_all(dlb_redis_t *r, char *errstr, size_t errstr_size)
                               "redis %s:%d: SCAN: unexpected reply", r->host, r->port);
         }
         snprintf(cursor, sizeof(cursor), "%s", rep->element[0]->str);
+        /* UNLINK frees the values in the background: a big purge does not
+         * stall the server for other clients. */
         for (size_t i = 0; i < rep->element[1]->elements; i++) {
             const redisReply *k = rep->element[1]->element[i];
-            redisAppendCommand(r->c, "DEL %b", k->str, (size_t)k->len);
+            redisAppendCommand(r->c, "UNLINK %b", k->str, (size_t)k->len);
         }
         for (size_t i = 0; i < rep->element[1]->elements; i++) {
             redisReply *d = NULL;
             if (redisGetReply(r->c, (void **)&d) != REDIS_OK) {
                 freeReplyObject(rep);
-                return redis_lost(r, "DEL", errstr, errstr_size);
+                return redis_lost(r, "UNLINK", errstr, errstr_size);
             }
+            if (deleted && d && d->type == REDIS_REPLY_INTEGER)
+                *deleted += d->integer;
             freeReplyObject(d);
         }
         freeReplyObject(rep);
     } while (strcmp(cursor, "0"));
     return 0;
+}
+
+int dlb_redis_invalidate_all(dlb_redis_t *r, char *errstr, size_t errstr_size)
+{
+    return dlb_redis_unlink_matching(r, "job:*", NULL, errstr, errstr_size);
 }
 
 int dlb_redis_get(dlb_redis_t *r, const char *key, char **val, size_t *len, int *found,

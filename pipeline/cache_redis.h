@@ -42,11 +42,28 @@ int dlb_redis_store_job(dlb_redis_t *r, const dlb_job_state_t *st, char *errstr,
  *         the cache with dlb_redis_store_job() from PostgreSQL first. */
 int dlb_redis_apply_event(dlb_redis_t *r, const dlb_event_t *ev, char *errstr, size_t errstr_size);
 
+/** @brief Apply n runtime samples as dlb_redis_apply_event() applies each,
+ *         in one round trip: every sample added to its job's window, then
+ *         each job's window trimmed and its TTLs refreshed once. The same
+ *         state as one by one: the window keeps the newest window_size of all.
+ *  @param evs  n events of type DLB_EV_RUNTIME (other types are skipped)
+ *  @returns 0, DLB_ERR_TRANSIENT (unreachable; reconnects next call),
+ *           DLB_ERR_NOMEM. */
+int dlb_redis_apply_samples(dlb_redis_t *r, const dlb_event_t *const *evs, size_t n, char *errstr,
+                            size_t errstr_size);
+
 /** @brief Forget every cached job state of this environment (SCAN + DEL of
  *         <prefix>:job:*). After an outage the cache may have missed events,
  *         and a stale hit would be wrong, where a miss only costs a rebuild.
  *  @returns 0, or DLB_ERR_TRANSIENT. */
 int dlb_redis_invalidate_all(dlb_redis_t *r, char *errstr, size_t errstr_size);
+
+/** @brief Delete every key "<prefix>:<glob>" (SCAN MATCH + UNLINK), e.g. glob
+ *         "*" for all keys of the environment (dlbrain env drop --purge).
+ *  @param deleted  set to the number of keys removed (may be NULL)
+ *  @returns 0, or DLB_ERR_TRANSIENT. */
+int dlb_redis_unlink_matching(dlb_redis_t *r, const char *glob, int64_t *deleted, char *errstr,
+                              size_t errstr_size);
 
 /** @brief Read the string at "<prefix>:<key>".
  *  @param val  set to a malloc'ed, NUL-terminated copy (the caller frees), or

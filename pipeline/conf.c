@@ -10,7 +10,7 @@
 #include "err.h"
 #include "log.h"
 
-typedef enum { K_STR, K_INT, K_I64, K_DBL, K_MIB, K_LEVEL, K_FORMAT, K_OPTSET } kind_t;
+typedef enum { K_STR, K_INT, K_PORT, K_I64, K_DBL, K_MIB, K_LEVEL, K_FORMAT, K_OPTSET } kind_t;
 
 /* One row per known key: where it lives in dlb_conf_t and its default.
  * Defaults of limits are DLRover's NodeResourceLimit (reference section 2). */
@@ -72,6 +72,10 @@ static const key_def_t keys[] = {
     {"config.cache.ttl.s", K_INT, N(config_cache_ttl_s), "86400", 0,
      "Life of a cached match result in Redis (its key holds the rules version, so a new version "
      "never reads it)."},
+    {"relay.refresh.ms", K_INT, N(relay_refresh_ms), "1000", 0,
+     "How often the relay re-reads the environment registry: a promotion switches the "
+     "environment whose plans reach the front within this time, and new environments are "
+     "relayed to."},
     {"dlbrain.hang.seconds", K_INT, N(tuning.hang_seconds), "600", 0,
      "dlbrain set: no global-step progress for this long is a hang (relaunch plan)."},
     {"dlbrain.straggler.ratio", K_DBL, N(tuning.straggler_ratio), "0.5", 0,
@@ -94,6 +98,45 @@ static const key_def_t keys[] = {
     {"limits.memory.max.mib", K_MIB, N(limits.memory_max), "65536", 0, "Highest memory (MiB)."},
     {"limits.workers.max", K_INT, N(limits.max_workers), "60", 0, "Most workers a plan may ask."},
     {"limits.ps.max", K_INT, N(limits.max_ps), "15", 0, "Most parameter servers a plan may ask."},
+    {"k8s.kubeconfig", K_STR, F(k8s.kubeconfig), "", 0,
+     "k8s-monitor: kubeconfig file; empty = in-cluster service account when "
+     "KUBERNETES_SERVICE_HOST is set, else $KUBECONFIG (its first file), else ~/.kube/config."},
+    {"k8s.context", K_STR, F(k8s.context), "", 0,
+     "k8s-monitor: kubeconfig context; empty = its current-context."},
+    {"k8s.namespace", K_STR, F(k8s.ns), "", 0,
+     "k8s-monitor: namespace of the pods and events watched; empty = all namespaces."},
+    {"k8s.selector", K_STR, F(k8s.selector), "", 0,
+     "k8s-monitor: label selector of the pods watched; empty = pods that have the job label."},
+    {"k8s.job.label", K_STR, F(k8s.job_label), "elasticjob.dlrover/name", 0,
+     "k8s-monitor: pod label naming the training job (DLRover's); a pod without it is skipped."},
+    {"k8s.job.uid", K_STR, F(k8s.job_uid), "label", 0,
+     "k8s-monitor: job uid of a pod's events: label (the job label's value) or owner (the uid "
+     "of the pod's controller, e.g. the ElasticJob, as DLRover masters report it)."},
+    {"k8s.type.label", K_STR, F(k8s.type_label), "elasticjob.dlrover/replica-type", 0,
+     "k8s-monitor: pod label holding the pod type (ps, worker, chief, evaluator; master = "
+     "chief)."},
+    {"k8s.index.label", K_STR, F(k8s.index_label), "elasticjob.dlrover/replica-index", 0,
+     "k8s-monitor: pod label holding the pod's index within its type."},
+    {"k8s.watch.timeout.s", K_INT, N(k8s.watch_timeout_s), "300", 0,
+     "k8s-monitor: timeoutSeconds of one watch request; the watch then resumes from its last "
+     "resourceVersion."},
+    {"k8s.backoff.ms", K_INT, N(k8s.backoff_ms), "500", 0,
+     "k8s-monitor: first delay before reconnecting after a failed request; doubles each time."},
+    {"k8s.backoff.max.ms", K_INT, N(k8s.backoff_max_ms), "30000", 0,
+     "k8s-monitor: longest delay between reconnects."},
+    {"metrics.port", K_PORT, N(metrics_port), "9464", 0,
+     "Port of a long-running process's /metrics (Prometheus), /healthz and /readyz; 0 = any "
+     "free port (logged at start), -1 = no endpoint. A port in use stops the process (set 0 or "
+     "another port when several run on one host). 9464 is the port OpenTelemetry's Prometheus "
+     "exporters use, so scrape configs and NetworkPolicies written for it fit."},
+    {"metrics.address", K_STR, F(metrics_address), "0.0.0.0", 0,
+     "Address the metrics endpoint listens on (IPv4 or IPv6 literal). All interfaces, because "
+     "Prometheus and the kubelet's probes reach a pod on its pod IP; 127.0.0.1 keeps it local "
+     "on a shared host. It serves no secrets and accepts only GET."},
+    {"metrics.stall.s", K_INT, N(metrics_stall_s), "120", 0,
+     "/healthz answers 503 when the main loop has not come round for this long (0 = never): "
+     "longer than any single blocking call (a Kafka transaction commit waits up to 30 s), so "
+     "only a stuck process fails it, not a dependency outage."},
     {"log.level", K_LEVEL, N(log_level), "info", 0, "error, warn, info or debug."},
     {"log.format", K_FORMAT, N(log_json), "text", 0, "text or json."},
     {NULL, 0, 0, 0, NULL, 0, NULL},
@@ -148,6 +191,11 @@ static int set_known(dlb_conf_t *conf, const key_def_t *k, const char *value, ch
             return err;
         *(int *)base = (int)ll;
         return 0;
+    case K_PORT:
+        if ((err = parse_long(k->key, value, -1, 65535, &ll, errstr, size)))
+            return err;
+        *(int *)base = (int)ll;
+        return 0;
     case K_I64:
         if ((err = parse_long(k->key, value, 0, LLONG_MAX, &ll, errstr, size)))
             return err;
@@ -191,8 +239,8 @@ void dlb_conf_init(dlb_conf_t *conf)
     }
 }
 
-static int kafka_set(dlb_conf_t *conf, const char *key, const char *value, char *errstr,
-                     size_t size)
+int dlb_conf_set_kafka(dlb_conf_t *conf, const char *key, const char *value, char *errstr,
+                       size_t size)
 {
     dlb_kv_t *kv;
     char *k, *v;
@@ -257,7 +305,7 @@ int dlb_conf_set(dlb_conf_t *conf, const char *key, const char *value, char *err
         return set_known(conf, k, value, errstr, errstr_size);
     if (!key[0])
         return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "empty configuration key");
-    return kafka_set(conf, key, value, errstr, errstr_size);
+    return dlb_conf_set_kafka(conf, key, value, errstr, errstr_size);
 }
 
 int dlb_conf_set_kv(dlb_conf_t *conf, const char *kv, char *errstr, size_t errstr_size)
@@ -357,6 +405,7 @@ static void dump_value(const dlb_conf_t *conf, const key_def_t *k, FILE *fp)
         fputs(k->secret && *base ? "***" : base, fp);
         break;
     case K_INT:
+    case K_PORT:
         fprintf(fp, "%d", *(const int *)base);
         break;
     case K_I64:

@@ -43,6 +43,23 @@ typedef struct dlb_tuning {
                                    plan, default 8 */
 } dlb_tuning_t;
 
+/* The Kubernetes monitor (k8s.*): where the API is, what it watches, how pods
+ * name their job. */
+typedef struct dlb_k8s_conf {
+    char kubeconfig[1024]; /* k8s.kubeconfig: "" = in-cluster, then $KUBECONFIG, then
+                              ~/.kube/config */
+    char context[256];     /* k8s.context: "" = the kubeconfig's current-context */
+    char ns[256];          /* k8s.namespace: "" = all namespaces */
+    char selector[1024];   /* k8s.selector: pod label selector, "" = the job label exists */
+    char job_label[256];   /* k8s.job.label, default "elasticjob.dlrover/name" */
+    char job_uid[16];      /* k8s.job.uid: "label" (its value) or "owner" (controller uid) */
+    char type_label[256];  /* k8s.type.label, default "elasticjob.dlrover/replica-type" */
+    char index_label[256]; /* k8s.index.label, default "elasticjob.dlrover/replica-index" */
+    int watch_timeout_s;   /* k8s.watch.timeout.s: timeoutSeconds of one watch, default 300 */
+    int backoff_ms;        /* k8s.backoff.ms: first reconnect delay, default 500 */
+    int backoff_max_ms;    /* k8s.backoff.max.ms: longest reconnect delay, default 30000 */
+} dlb_k8s_conf_t;
+
 typedef struct dlb_kv {
     char *key;
     char *value;
@@ -77,9 +94,17 @@ typedef struct dlb_conf {
     int config_refresh_ms;     /* config.refresh.ms: how often the configurer looks for a new
                                   rules version, default 5000 */
     int config_cache_ttl_s;    /* config.cache.ttl.s: life of a cached match in Redis, 86400 */
+    int relay_refresh_ms;      /* relay.refresh.ms: how often the relay re-reads the environment
+                                  registry, default 1000 */
     dlb_tuning_t tuning;       /* dlbrain.* */
     dlb_limits_t limits;       /* limits.cpu.min, limits.cpu.max, limits.memory.min.mib,
                                   limits.memory.max.mib, limits.workers.max, limits.ps.max */
+    dlb_k8s_conf_t k8s;        /* k8s.* */
+    int metrics_port;          /* metrics.port: /metrics, /healthz, /readyz; default 9464, 0 = any
+                                  free port (logged), -1 = off */
+    char metrics_address[64];  /* metrics.address: listening address, default 0.0.0.0 */
+    int metrics_stall_s;       /* metrics.stall.s: /healthz fails after the main loop has not
+                                  come round for this long, default 120 */
     int log_level;             /* log.level: error|warn|info|debug, default info */
     int log_json;              /* log.format: text|json, default text */
     dlb_kv_t *kafka;           /* pass-through librdkafka properties, in order of setting */
@@ -101,6 +126,11 @@ int dlb_conf_load_file(dlb_conf_t *conf, const char *path, char *errstr, size_t 
 /** @brief Apply DLBRAIN_* environment variables for every known key, plus the
  *         *.file indirections (DLBRAIN_REDIS_PASSWORD_FILE). */
 int dlb_conf_load_env(dlb_conf_t *conf, char *errstr, size_t errstr_size);
+
+/** @brief Set a librdkafka property, even one whose name dlbrain also uses
+ *         (message.max.bytes): it goes to the pass-through list only. */
+int dlb_conf_set_kafka(dlb_conf_t *conf, const char *key, const char *value, char *errstr,
+                       size_t errstr_size);
 
 /** @brief Parse "key=value" from a -X argument. */
 int dlb_conf_set_kv(dlb_conf_t *conf, const char *kv, char *errstr, size_t errstr_size);

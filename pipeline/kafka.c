@@ -5,10 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+
+#include <cJSON.h>
 #include <librdkafka/rdkafka_mock.h>
 
 #include "err.h"
 #include "log.h"
+#include "metrics.h"
 
 /* Per-producer delivery bookkeeping, kept as the client's opaque. */
 typedef struct producer_state {
@@ -23,6 +27,8 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
         ps->failed++;
         dlb_err("kafka: delivery to %s [%" PRId32 "] failed: %s; the batch will be retried",
                 rd_kafka_topic_name(m->rkt), m->partition, rd_kafka_err2str(m->err));
+    } else {
+        dlb_metrics_dep(DLB_DEP_KAFKA, 1);
     }
 }
 
@@ -42,6 +48,9 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
     (void)opaque;
     /* Most client errors are transient (broker down) and librdkafka retries;
      * a fatal error (fenced idempotent producer) needs a restart. */
+    dlb_metric_add(dlb_metric_errors("kafka"), 1);
+    if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+        dlb_metrics_dep(DLB_DEP_KAFKA, 0);
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
         char buf[512];
         rd_kafka_fatal_error(rk, buf, sizeof(buf));
@@ -49,6 +58,98 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
     } else {
         dlb_warn("kafka: %s: %s; librdkafka retries by itself", rd_kafka_err2name(err), reason);
     }
+}
+
+/* The lag series a consumer's statistics set, so those of partitions it no
+ * longer owns can be hidden (a revoked partition's lag is another member's). */
+typedef struct lag_ent {
+    const rd_kafka_t *rk;
+    dlb_series_t *s;
+    unsigned round;
+} lag_ent_t;
+
+static pthread_mutex_t lag_lock = PTHREAD_MUTEX_INITIALIZER;
+static lag_ent_t lag_ents[1024];
+static size_t lag_cnt;
+
+static int64_t stat_i64(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : -1;
+}
+
+/* One assigned partition's lag: the end of what read_committed may read
+ * (ls_offset; hi_offset for read_uncommitted) minus the next offset the
+ * application takes (app_offset, else the fetch position). librdkafka's own
+ * consumer_lag counts from committed_offset, which offsets committed through
+ * a transaction (send_offsets_to_transaction, the stream's way) never
+ * update, so it would only grow. */
+static void lag_partition(const rd_kafka_t *rk, const char *topic, const cJSON *p, unsigned round)
+{
+    int64_t end = stat_i64(p, "ls_offset"), pos = stat_i64(p, "app_offset");
+    dlb_series_t *s;
+
+    if (end < 0)
+        end = stat_i64(p, "hi_offset");
+    if (pos < 0) /* nothing polled since the assignment: where fetching starts */
+        pos = stat_i64(p, "next_offset");
+    if (pos < 0)
+        pos = stat_i64(p, "committed_offset");
+    if (end < 0 || pos < 0)
+        return;
+    if (!(s = dlb_metric_gauge("dlbrain_kafka_consumer_lag",
+                               "Messages of an assigned partition not yet polled (librdkafka "
+                               "statistics: last stable offset - application offset; "
+                               "transaction markers count)",
+                               "topic,partition", DLB_LV(topic, p->string))))
+        return;
+    dlb_metric_set(s, (double)(end > pos ? end - pos : 0));
+    for (size_t i = 0; i < lag_cnt; i++) {
+        if (lag_ents[i].s == s) {
+            lag_ents[i].rk = rk;
+            lag_ents[i].round = round;
+            return;
+        }
+    }
+    if (lag_cnt < sizeof(lag_ents) / sizeof(lag_ents[0]))
+        lag_ents[lag_cnt++] = (lag_ent_t){rk, s, round};
+}
+
+/* statistics.interval.ms: a consumer's partitions' lag into
+ * dlbrain_kafka_consumer_lag{topic,partition}. */
+static int stats_cb(rd_kafka_t *rk, char *json, size_t json_len, void *opaque)
+{
+    static unsigned rounds;
+    const cJSON *topic, *p;
+    cJSON *root;
+    unsigned round;
+
+    (void)opaque;
+    if (rd_kafka_type(rk) != RD_KAFKA_CONSUMER || !dlb_metrics_global())
+        return 0;
+    if (!(root = cJSON_ParseWithLength(json, json_len))) {
+        dlb_warn("kafka: statistics of %s are not JSON; consumer lag not updated this time",
+                 rd_kafka_name(rk));
+        return 0;
+    }
+    pthread_mutex_lock(&lag_lock);
+    round = ++rounds;
+    cJSON_ArrayForEach(topic, cJSON_GetObjectItemCaseSensitive(root, "topics"))
+    {
+        cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(topic, "partitions"))
+        {
+            /* "-1" is librdkafka's unassigned-partition placeholder; a
+             * partition not desired is known (metadata) but not ours. */
+            if (strcmp(p->string, "-1") && cJSON_IsTrue(cJSON_GetObjectItem(p, "desired")))
+                lag_partition(rk, topic->string, p, round);
+        }
+    }
+    for (size_t i = 0; i < lag_cnt; i++)
+        if (lag_ents[i].rk == rk && lag_ents[i].round != round)
+            dlb_metric_hide(lag_ents[i].s);
+    pthread_mutex_unlock(&lag_lock);
+    cJSON_Delete(root);
+    return 0;
 }
 
 static int conf_set(rd_kafka_conf_t *kc, const char *key, const char *value, char *errstr,
@@ -61,9 +162,8 @@ static int conf_set(rd_kafka_conf_t *kc, const char *key, const char *value, cha
     return 0;
 }
 
-/* Base settings, then -X pass-through, then the caller's extras: the later wins. */
-static rd_kafka_conf_t *make_conf(const dlb_conf_t *conf, const char *const *base,
-                                  const char *const *extra, char *errstr, size_t size)
+rd_kafka_conf_t *dlb_kafka_conf_new(const dlb_conf_t *conf, const char *const *base,
+                                    const char *const *extra, char *errstr, size_t size)
 {
     rd_kafka_conf_t *kc = rd_kafka_conf_new();
 
@@ -84,6 +184,7 @@ static rd_kafka_conf_t *make_conf(const dlb_conf_t *conf, const char *const *bas
             goto fail;
     rd_kafka_conf_set_log_cb(kc, log_cb);
     rd_kafka_conf_set_error_cb(kc, error_cb);
+    rd_kafka_conf_set_stats_cb(kc, stats_cb);
     return kc;
 fail:
     rd_kafka_conf_destroy(kc);
@@ -103,7 +204,7 @@ int dlb_kafka_producer_new(const dlb_conf_t *conf, const char *const *extra, rd_
 
     if (!(ps = calloc(1, sizeof(*ps))))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
-    if (!(kc = make_conf(conf, base, extra, errstr, errstr_size))) {
+    if (!(kc = dlb_kafka_conf_new(conf, base, extra, errstr, errstr_size))) {
         free(ps);
         return DLB_ERR_CONF;
     }
@@ -200,21 +301,15 @@ int dlb_kafka_consumer_new_cb(const dlb_conf_t *conf, const char *group_id,
                               void *opaque, rd_kafka_t **out, char *errstr, size_t errstr_size)
 {
     /* Offsets are committed by the caller, only after the writes they cover. */
-    const char *const base[] = {"group.id",
-                                group_id,
-                                "enable.auto.commit",
-                                "false",
-                                "enable.auto.offset.store",
-                                "false",
-                                "auto.offset.reset",
-                                "earliest",
-                                "client.id",
-                                "dlbrain",
-                                NULL};
+    const char *const base[] = {
+        "group.id", group_id, "enable.auto.commit", "false", "enable.auto.offset.store", "false",
+        "auto.offset.reset", "earliest", "client.id", "dlbrain",
+        /* consumer lag for /metrics (overridable by -X) */
+        dlb_metrics_global() ? "statistics.interval.ms" : NULL, "5000", NULL};
     rd_kafka_conf_t *kc;
     char sub[512];
 
-    if (!(kc = make_conf(conf, base, extra, errstr, errstr_size)))
+    if (!(kc = dlb_kafka_conf_new(conf, base, extra, errstr, errstr_size)))
         return DLB_ERR_CONF;
     if (rebalance_cb)
         rd_kafka_conf_set_rebalance_cb(kc, rebalance_cb);
@@ -251,29 +346,71 @@ int dlb_kafka_produce(rd_kafka_t *producer, const char *topic, const char *key, 
     return 0;
 }
 
-static const char *const pipeline_topics[] = {DLB_TOPIC_JOB_EVENTS,
-                                              DLB_TOPIC_METRICS,
-                                              DLB_TOPIC_K8S_EVENTS,
-                                              DLB_TOPIC_PLAN_REQUESTS,
-                                              DLB_TOPIC_CONFIG_REQUESTS,
-                                              DLB_TOPIC_PLANS,
-                                              DLB_TOPIC_CONFIGS,
-                                              DLB_TOPIC_DLQ,
-                                              NULL};
+const char *const dlb_kafka_pipeline_topics[] = {DLB_TOPIC_JOB_EVENTS,
+                                                 DLB_TOPIC_METRICS,
+                                                 DLB_TOPIC_K8S_EVENTS,
+                                                 DLB_TOPIC_PLAN_REQUESTS,
+                                                 DLB_TOPIC_CONFIG_REQUESTS,
+                                                 DLB_TOPIC_PLANS,
+                                                 DLB_TOPIC_CONFIGS,
+                                                 DLB_TOPIC_DLQ,
+                                                 NULL};
+
+/* Wait for the answer of an admin request on q and check each topic's
+ * result; ok_err (topic exists, topic unknown) counts as done already.
+ * *done counts the topics the request changed. */
+static int admin_results(rd_kafka_queue_t *q, const dlb_conf_t *conf, int timeout_ms, int deleting,
+                         int *done, char *errstr, size_t errstr_size)
+{
+    const char *what = deleting ? "deleting" : "creating";
+    rd_kafka_resp_err_t ok_err =
+        deleting ? RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART : RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS;
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 5000);
+    const rd_kafka_topic_result_t **res;
+    size_t res_cnt;
+    int err = 0;
+
+    *done = 0;
+    if (!ev)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT,
+                          "%s topics: no answer from %s within %d ms", what, conf->brokers,
+                          timeout_ms + 5000);
+    if (rd_kafka_event_error(ev)) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "%s topics: %s", what,
+                         rd_kafka_event_error_string(ev));
+        goto out;
+    }
+    res =
+        deleting
+            ? rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), &res_cnt)
+            : rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &res_cnt);
+    for (size_t i = 0; i < res_cnt; i++) {
+        rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
+        if (!e) {
+            (*done)++;
+        } else if (e != ok_err) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "%s topic %s: %s", what,
+                             rd_kafka_topic_result_name(res[i]),
+                             rd_kafka_topic_result_error_string(res[i]));
+            goto out;
+        }
+    }
+out:
+    rd_kafka_event_destroy(ev);
+    return err;
+}
 
 int dlb_kafka_create_topics(rd_kafka_t *rk, const dlb_conf_t *conf, int timeout_ms, char *errstr,
                             size_t errstr_size)
 {
     rd_kafka_NewTopic_t *nt[16];
     rd_kafka_queue_t *q = NULL;
-    rd_kafka_event_t *ev = NULL;
     rd_kafka_AdminOptions_t *opts = NULL;
-    const rd_kafka_topic_result_t **res;
-    size_t n = 0, res_cnt;
+    size_t n = 0;
     char name[256], sub[512];
-    int err = 0;
+    int err = 0, created;
 
-    for (const char *const *t = pipeline_topics; *t; t++) {
+    for (const char *const *t = dlb_kafka_pipeline_topics; *t; t++) {
         dlb_conf_topic(conf, *t, name, sizeof(name));
         nt[n] = rd_kafka_NewTopic_new(name, conf->partitions, conf->replication, sub, sizeof(sub));
         if (!nt[n]) {
@@ -286,37 +423,36 @@ int dlb_kafka_create_topics(rd_kafka_t *rk, const dlb_conf_t *conf, int timeout_
     opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
     rd_kafka_AdminOptions_set_operation_timeout(opts, timeout_ms, NULL, 0);
     rd_kafka_CreateTopics(rk, nt, n, opts, q);
-    ev = rd_kafka_queue_poll(q, timeout_ms + 5000);
-    if (!ev) {
-        err = dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT,
-                         "creating topics: no answer from %s within %d ms", conf->brokers,
-                         timeout_ms + 5000);
-        goto out;
-    }
-    if (rd_kafka_event_error(ev)) {
-        err = dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "creating topics: %s",
-                         rd_kafka_event_error_string(ev));
-        goto out;
-    }
-    res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &res_cnt);
-    for (size_t i = 0; i < res_cnt; i++) {
-        rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
-        if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-            err = dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "creating topic %s: %s",
-                             rd_kafka_topic_result_name(res[i]),
-                             rd_kafka_topic_result_error_string(res[i]));
-            goto out;
-        }
-    }
+    err = admin_results(q, conf, timeout_ms, 0, &created, errstr, errstr_size);
 out:
-    if (ev)
-        rd_kafka_event_destroy(ev);
     if (opts)
         rd_kafka_AdminOptions_destroy(opts);
     if (q)
         rd_kafka_queue_destroy(q);
     for (size_t i = 0; i < n; i++)
         rd_kafka_NewTopic_destroy(nt[i]);
+    return err;
+}
+
+int dlb_kafka_delete_topics(rd_kafka_t *rk, const dlb_conf_t *conf, int timeout_ms, int *deleted,
+                            char *errstr, size_t errstr_size)
+{
+    rd_kafka_DeleteTopic_t *dt[16];
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DELETETOPICS);
+    size_t n = 0;
+    char name[256];
+    int err;
+
+    for (const char *const *t = dlb_kafka_pipeline_topics; *t; t++)
+        dt[n++] = rd_kafka_DeleteTopic_new(dlb_conf_topic(conf, *t, name, sizeof(name)));
+    rd_kafka_AdminOptions_set_operation_timeout(opts, timeout_ms, NULL, 0);
+    rd_kafka_DeleteTopics(rk, dt, n, opts, q);
+    err = admin_results(q, conf, timeout_ms, 1, deleted, errstr, errstr_size);
+    rd_kafka_AdminOptions_destroy(opts);
+    rd_kafka_queue_destroy(q);
+    for (size_t i = 0; i < n; i++)
+        rd_kafka_DeleteTopic_destroy(dt[i]);
     return err;
 }
 
@@ -399,7 +535,7 @@ int dlb_mock_start(dlb_mock_t **out, int brokers, const dlb_conf_t *conf, char *
         goto fail;
     }
     snprintf(m->bootstraps, sizeof(m->bootstraps), "%s", rd_kafka_mock_cluster_bootstraps(m->mc));
-    for (const char *const *t = pipeline_topics; *t; t++) {
+    for (const char *const *t = dlb_kafka_pipeline_topics; *t; t++) {
         dlb_conf_topic(conf, *t, name, sizeof(name));
         if (rd_kafka_mock_topic_create(m->mc, name, conf->partitions, conf->replication)) {
             err = dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC,

@@ -10,6 +10,14 @@
 
 #include "conf.h"
 
+/** @brief A librdkafka configuration: bootstrap.servers from conf, then base,
+ *         then every -X pass-through, then extra (base and extra: NULL or
+ *         NULL-terminated key,value pairs): the later wins. Logs and errors go to
+ *         dlb_log (set other callbacks to send them elsewhere).
+ *  @returns the configuration, or NULL with errstr naming the bad property. */
+rd_kafka_conf_t *dlb_kafka_conf_new(const dlb_conf_t *conf, const char *const *base,
+                                    const char *const *extra, char *errstr, size_t errstr_size);
+
 /** @brief A producer with idempotence on and every -X pass-through applied.
  *  @param extra NULL-terminated key,value pairs applied after conf (may be NULL). */
 int dlb_kafka_producer_new(const dlb_conf_t *conf, const char *const *extra, rd_kafka_t **out,
@@ -28,11 +36,20 @@ int dlb_kafka_consumer_new_cb(const dlb_conf_t *conf, const char *group_id,
                                                    rd_kafka_topic_partition_list_t *, void *),
                               void *opaque, rd_kafka_t **out, char *errstr, size_t errstr_size);
 
+/* Short names of every topic of an environment (DLB_TOPIC_*), NULL-terminated. */
+extern const char *const dlb_kafka_pipeline_topics[];
+
 /** @brief Create the pipeline's topics ("<env>.job-events" ... "<env>.dlq") with
  *         conf.partitions and conf.replication through the Admin API; topics that
  *         exist already are fine. */
 int dlb_kafka_create_topics(rd_kafka_t *rk, const dlb_conf_t *conf, int timeout_ms, char *errstr,
                             size_t errstr_size);
+
+/** @brief Delete the pipeline's topics of conf->env through the Admin API;
+ *         topics that do not exist are fine.
+ *  @param deleted  set to how many existed and were deleted */
+int dlb_kafka_delete_topics(rd_kafka_t *rk, const dlb_conf_t *conf, int timeout_ms, int *deleted,
+                            char *errstr, size_t errstr_size);
 
 /** @brief Send a bad message to "<env>.dlq", same key and value, with headers
  *         dlb.source.topic, dlb.source.partition, dlb.source.offset, dlb.stage

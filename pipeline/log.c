@@ -1,3 +1,4 @@
+/* Levelled logging (log.h): one line per event to stderr, text or JSON. */
 #include "log.h"
 
 #include <stdarg.h>
@@ -33,56 +34,131 @@ int dlb_log_enabled(int level)
     return level <= log_level;
 }
 
-/* JSON string escaping for the message; control characters become \uXXXX. */
-static void json_escape(FILE *fp, const char *s)
+/* Appends to out[*n..size-1], always leaving room for the NUL; what does not
+ * fit is cut (a long message loses its end, never the line its shape). */
+static void put(char *out, size_t size, size_t *n, const char *s, size_t len)
 {
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(fp, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(fp, "\\u%04x", c);
-        else
-            fputc(c, fp);
+    if (*n + 1 >= size)
+        return;
+    if (len > size - 1 - *n)
+        len = size - 1 - *n;
+    memcpy(out + *n, s, len);
+    *n += len;
+    out[*n] = '\0';
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one. */
+static size_t utf8_len(const unsigned char *s)
+{
+    size_t n = s[0] < 0x80             ? 1
+               : (s[0] & 0xe0) == 0xc0 ? 2
+               : (s[0] & 0xf0) == 0xe0 ? 3
+               : (s[0] & 0xf8) == 0xf0 ? 4
+                                       : 0;
+
+    if (n == 2 && s[0] < 0xc2)
+        return 0; /* overlong */
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+/* A JSON string's contents: " and \ escaped, control characters as \uXXXX,
+ * bytes that are not UTF-8 (a message quoting bad input) as U+FFFD, so every
+ * line is JSON a strict parser accepts. An escape is never cut in half. */
+static void put_json(char *out, size_t size, size_t *n, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    char esc[8];
+
+    while (*s) {
+        size_t len = utf8_len(s);
+        const char *p = (const char *)s;
+
+        if (*s == '"' || *s == '\\') {
+            snprintf(esc, sizeof(esc), "\\%c", *s);
+            p = esc;
+            len = 1;
+        } else if (*s < 0x20 || *s == 0x7f) {
+            snprintf(esc, sizeof(esc), "\\u%04x", *s);
+            p = esc;
+            len = 1;
+        } else if (!len) {
+            p = "\\ufffd";
+            len = 1;
+        }
+        if (p != (const char *)s) {
+            if (*n + strlen(p) + 1 > size)
+                return;
+            put(out, size, n, p, strlen(p));
+        } else {
+            if (*n + len + 1 > size)
+                return;
+            put(out, size, n, p, len);
+        }
+        s += len;
     }
 }
 
-void dlb_log(int level, const char *fmt, ...)
+size_t dlb_log_format(char *out, size_t size, int json, const char *ts, int level,
+                      const char *program, const char *msg)
 {
-    char msg[2048];
-    char ts[96];
-    struct timeval tv;
-    struct tm tm;
-    va_list ap;
+    /* Room kept for the closing "} and newline of a JSON line. */
+    size_t n = 0, body = size > 4 ? size - 3 : 0;
 
-    if (level > log_level)
-        return;
+    if (!size)
+        return 0;
+    out[0] = '\0';
     if (level < 0)
         level = 0;
     if (level > DLB_LOG_DEBUG)
         level = DLB_LOG_DEBUG;
+    if (json) {
+        put(out, body, &n, "{\"ts\":\"", 7);
+        put_json(out, body, &n, ts);
+        put(out, body, &n, "\",\"level\":\"", 11);
+        put(out, body, &n, level_names[level], strlen(level_names[level]));
+        put(out, body, &n, "\",\"program\":\"", 13);
+        put_json(out, body, &n, program);
+        put(out, body, &n, "\",\"msg\":\"", 9);
+        put_json(out, body, &n, msg);
+        put(out, size, &n, "\"}\n", 3);
+        return n;
+    }
+    if (size < 2)
+        return 0;
+    n = (size_t)snprintf(out, size, "%s %-5s %s: ", ts, level_names[level], program);
+    if (n + 2 > size)
+        n = size - 2;
+    /* One line per event even if a caller passes a multi-line message. */
+    for (const char *p = msg; *p && n + 2 < size; p++)
+        out[n++] = *p == '\n' || *p == '\r' ? ' ' : *p;
+    out[n++] = '\n';
+    out[n] = '\0';
+    return n;
+}
+
+void dlb_log(int level, const char *fmt, ...)
+{
+    char msg[2048], line[8192], ts[96];
+    struct timeval tv;
+    struct tm tm;
+    va_list ap;
+    size_t n;
+
+    if (level > log_level)
+        return;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    /* One line per event even if a caller passes a multi-line message. */
-    for (char *p = msg; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
-
     gettimeofday(&tv, NULL);
     gmtime_r(&tv.tv_sec, &tm);
     snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
              tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(tv.tv_usec / 1000));
-    /* flockfile keeps lines from concurrent threads whole. */
+    n = dlb_log_format(line, sizeof(line), log_json, ts, level, log_program, msg);
+    /* One write per line: lines of concurrent threads stay whole. */
     flockfile(stderr);
-    if (log_json) {
-        fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"%s\",\"program\":\"", ts, level_names[level]);
-        json_escape(stderr, log_program);
-        fputs("\",\"msg\":\"", stderr);
-        json_escape(stderr, msg);
-        fputs("\"}\n", stderr);
-    } else {
-        fprintf(stderr, "%s %-5s %s: %s\n", ts, level_names[level], log_program, msg);
-    }
+    fwrite(line, 1, n, stderr);
     funlockfile(stderr);
 }

@@ -4,6 +4,8 @@
 #ifndef DLB_LOG_H
 #define DLB_LOG_H
 
+#include <stddef.h>
+
 typedef enum dlb_log_level {
     DLB_LOG_ERROR = 0,
     DLB_LOG_WARN = 1,
@@ -20,6 +22,16 @@ int dlb_log_level_parse(const char *name);
 int dlb_log_enabled(int level);
 
 void dlb_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** @brief One log line as dlb_log() writes it, newline included: text
+ *         ("<ts> <level> <program>: <msg>", newlines in msg as spaces) or one
+ *         JSON object {"ts","level","program","msg"} with every string
+ *         escaped (quotes, backslashes, control characters, bytes that are
+ *         not UTF-8). A message too long for out is cut, the line stays whole
+ *         (out must hold at least ts, level and program: 256 bytes do).
+ *  @returns the length written (at most size - 1). */
+size_t dlb_log_format(char *out, size_t size, int json, const char *ts, int level,
+                      const char *program, const char *msg);
 
 #define dlb_err(...)  dlb_log(DLB_LOG_ERROR, __VA_ARGS__)
 #define dlb_warn(...) dlb_log(DLB_LOG_WARN, __VA_ARGS__)

@@ -14,6 +14,7 @@
 #include "embedded.h"
 #include "err.h"
 #include "log.h"
+#include "metrics.h"
 
 /* Bounds of the rebuild query: a job's history of job and node events is
  * normally tens to thousands of rows; these only stop a runaway job from
@@ -179,7 +180,7 @@ static const struct {
 
 /* libpq prints notices (e.g. "relation already exists, skipping") to stderr;
  * route them to the debug log. */
-static void pg_notice(void *arg, const char *msg)
+void dlb_pg_notice(void *arg, const char *msg)
 {
     size_t n = strlen(msg);
 
@@ -192,8 +193,8 @@ static void pg_notice(void *arg, const char *msg)
 /* Fill errstr from a failed call and classify it. A lost connection, SQLSTATE
  * class 08 (connection exception) or 57P (operator intervention: shutdown,
  * crash recovery) is transient: the same work succeeds after a reconnect. */
-static int pg_fail(dlb_pg_t *pg, const PGresult *res, const char *what, char *errstr,
-                   size_t errstr_size)
+int dlb_pg_conn_fail(PGconn *conn, const PGresult *res, const char *what, char *errstr,
+                     size_t errstr_size)
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     const char *msg = res ? PQresultErrorMessage(res) : "";
@@ -201,15 +202,45 @@ static int pg_fail(dlb_pg_t *pg, const PGresult *res, const char *what, char *er
     size_t n;
 
     if (!msg || !*msg)
-        msg = PQerrorMessage(pg->conn);
+        msg = PQerrorMessage(conn);
     n = strlen(msg);
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
         n--;
-    if (PQstatus(pg->conn) == CONNECTION_BAD ||
-        (state && (!strncmp(state, "08", 2) || !strncmp(state, "57P", 3))))
+    if (PQstatus(conn) == CONNECTION_BAD ||
+        (state && (!strncmp(state, "08", 2) || !strncmp(state, "57P", 3)))) {
         err = DLB_ERR_TRANSIENT;
+        dlb_metrics_dep(DLB_DEP_POSTGRES, 0);
+    }
     return dlb_seterr(errstr, errstr_size, err, "postgresql: %s: %.*s%s%s%s", what, (int)n, msg,
                       state ? " (SQLSTATE " : "", state ? state : "", state ? ")" : "");
+}
+
+static int pg_fail(dlb_pg_t *pg, const PGresult *res, const char *what, char *errstr,
+                   size_t errstr_size)
+{
+    return dlb_pg_conn_fail(pg->conn, res, what, errstr, errstr_size);
+}
+
+/* dlbrain_postgres_call_duration_seconds, per prepared statement, "query"
+ * (any other statement) and "commit"; per thread, so no lock. */
+#define PG_SLOT_QUERY  ST__CNT
+#define PG_SLOT_COMMIT (ST__CNT + 1)
+static _Thread_local dlb_metric_slot_t pg_slots[ST__CNT + 2];
+
+/* A call came back: its latency, and whether the server answered (readiness:
+ * an error reply still means PostgreSQL is there, a lost connection not). */
+static void pg_observe(const dlb_pg_t *pg, int slot, double t0)
+{
+    dlb_metric_observe_since(
+        dlb_metric_slot_histogram(&pg_slots[slot], "dlbrain_postgres_call_duration_seconds",
+                                  "PostgreSQL round trips by statement (prepared statement name, "
+                                  "query, commit)",
+                                  "statement",
+                                  DLB_LV(slot == PG_SLOT_QUERY    ? "query"
+                                         : slot == PG_SLOT_COMMIT ? "commit"
+                                                                  : stmts[slot].name)),
+        t0);
+    dlb_metrics_dep(DLB_DEP_POSTGRES, PQstatus(pg->conn) == CONNECTION_OK);
 }
 
 int dlb_pg_exec(dlb_pg_t *pg, const char *sql, int nparams, const char *const *values,
@@ -219,14 +250,17 @@ int dlb_pg_exec(dlb_pg_t *pg, const char *sql, int nparams, const char *const *v
     int formats[32] = {0};
     PGresult *res;
     ExecStatusType st;
+    double t0;
     int err = 0;
 
     if (nparams > (int)(sizeof(formats) / sizeof(formats[0])))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "%s: too many parameters", what);
     for (int i = 0; lens && i < nparams; i++)
         formats[i] = lens[i] > 0;
+    t0 = dlb_metric_now();
     res = PQexecParams(pg->conn, sql, nparams, NULL, values, lens, lens ? formats : NULL,
                        binary_result);
+    pg_observe(pg, PG_SLOT_QUERY, t0);
     st = PQresultStatus(res);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
         err = pg_fail(pg, res, what, errstr, errstr_size);
@@ -269,6 +303,7 @@ static int pg_run(dlb_pg_t *pg, int st, int nparams, const char *const *values, 
     int formats[32] = {0};
     PGresult *res;
     ExecStatusType rs;
+    double t0;
     int err;
 
     if (nparams > (int)(sizeof(formats) / sizeof(formats[0])))
@@ -278,7 +313,9 @@ static int pg_run(dlb_pg_t *pg, int st, int nparams, const char *const *values, 
         return err;
     for (int i = 0; lens && i < nparams; i++)
         formats[i] = lens[i] > 0;
+    t0 = dlb_metric_now();
     res = PQexecPrepared(pg->conn, stmts[st].name, nparams, values, lens, formats, binary_result);
+    pg_observe(pg, st, t0);
     rs = PQresultStatus(res);
     if (rs != PGRES_COMMAND_OK && rs != PGRES_TUPLES_OK) {
         err = pg_fail(pg, res, stmts[st].name, errstr, errstr_size);
@@ -347,13 +384,22 @@ int dlb_pg_connect(dlb_pg_t **out, const char *dsn, const char *schema, char *er
         dlb_pg_destroy(pg);
         return err;
     }
-    PQsetNoticeProcessor(pg->conn, pg_notice, NULL);
+    PQsetNoticeProcessor(pg->conn, dlb_pg_notice, NULL);
     if ((err = pg_set_search_path(pg, errstr, errstr_size))) {
         dlb_pg_destroy(pg);
         return err;
     }
     *out = pg;
     return 0;
+}
+
+PGconn *dlb_pg_detach(dlb_pg_t *pg)
+{
+    PGconn *conn = pg->conn;
+
+    pg->conn = NULL;
+    dlb_pg_destroy(pg);
+    return conn;
 }
 
 void dlb_pg_destroy(dlb_pg_t *pg)
@@ -420,6 +466,7 @@ int dlb_pg_begin(dlb_pg_t *pg, char *errstr, size_t errstr_size)
 int dlb_pg_commit(dlb_pg_t *pg, char *errstr, size_t errstr_size)
 {
     PGresult *res;
+    double t0;
     int err = 0;
 
     /* COMMIT of an aborted transaction answers "ROLLBACK" with success, and
@@ -438,7 +485,9 @@ int dlb_pg_commit(dlb_pg_t *pg, char *errstr, size_t errstr_size)
     default:
         return pg_fail(pg, NULL, "COMMIT", errstr, errstr_size);
     }
+    t0 = dlb_metric_now();
     res = PQexec(pg->conn, "COMMIT");
+    pg_observe(pg, PG_SLOT_COMMIT, t0);
     if (PQresultStatus(res) != PGRES_COMMAND_OK)
         err = pg_fail(pg, res, "COMMIT", errstr, errstr_size);
     else if (strcmp(PQcmdStatus(res), "COMMIT"))

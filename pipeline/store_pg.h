@@ -42,6 +42,19 @@ void dlb_pg_rollback(dlb_pg_t *pg);
 int dlb_pg_put_event(dlb_pg_t *pg, const dlb_event_t *ev, const void *raw, size_t raw_len,
                      char *errstr, size_t errstr_size);
 
+/** @brief Persist n runtime samples in one statement (store_pg_batch.c), with
+ *         the rows and idempotency of dlb_pg_put_event() for each: a sample
+ *         stored already changes nothing, one repeated in the batch is stored
+ *         once (its first copy), as is a pod repeated in a sample.
+ *  @param evs       n events of type DLB_EV_RUNTIME
+ *  @param raws      their framed bytes, or NULL (then, as for an entry that is
+ *                   NULL or of length 0, the event is encoded now)
+ *  @param raw_lens  their lengths, or NULL
+ *  @returns 0, DLB_ERR_INVALID (another event type, too large),
+ *           DLB_ERR_TRANSIENT (connection lost), DLB_ERR_NOMEM, DLB_ERR_GENERIC. */
+int dlb_pg_put_runtime_batch(dlb_pg_t *pg, const dlb_event_t *const *evs, const void *const *raws,
+                             const size_t *raw_lens, size_t n, char *errstr, size_t errstr_size);
+
 /** @brief Persist a plan (idempotent by plan_id): columns groups, pods and
  *         actions as JSON arrays in the Avro field names, plus the raw frame. */
 int dlb_pg_put_plan(dlb_pg_t *pg, const dlb_plan_t *plan, const void *raw, size_t raw_len,

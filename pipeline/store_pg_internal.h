@@ -1,4 +1,5 @@
-/* For the modules of the PostgreSQL store beside store_pg.c (store_config.c):
+/* For the modules of the PostgreSQL store beside store_pg.c (store_config.c,
+ * env_registry.c):
  * the connection's statement runner, with store_pg.c's error classification
  * and reconnect rules, so there is one of each. Not for other callers. */
 #ifndef DLB_STORE_PG_INTERNAL_H
@@ -10,6 +11,22 @@
 
 #include "event.h"
 #include "store_pg.h"
+
+/** @brief Fill errstr from a failed libpq call on conn (res may be NULL) and
+ *         classify it: a lost connection, SQLSTATE class 08 (connection
+ *         exception) or 57P (shutdown, crash recovery) is DLB_ERR_TRANSIENT,
+ *         anything else DLB_ERR_GENERIC. @returns the class. */
+int dlb_pg_conn_fail(PGconn *conn, const PGresult *res, const char *what, char *errstr,
+                     size_t errstr_size);
+
+/** @brief Free pg but keep its connection (notices logged, search_path set)
+ *         for a caller that works with libpq directly (env_registry.c).
+ *  @returns the connection, the caller's to PQfinish(). */
+PGconn *dlb_pg_detach(dlb_pg_t *pg);
+
+/** @brief A libpq notice processor (PQsetNoticeProcessor) that logs notices
+ *         ("relation already exists, skipping") at debug level, not stderr. */
+void dlb_pg_notice(void *arg, const char *msg);
 
 /** @brief Reconnect a lost connection, unless inside a dlb_pg_begin()
  *         transaction (then DLB_ERR_TRANSIENT: its writes died with it).

@@ -16,6 +16,7 @@
 #include "err.h"
 #include "kafka.h"
 #include "log.h"
+#include "metrics.h"
 #include "store_pg.h"
 
 /* Redis reconnects are tried at most this often while it is down, so an
@@ -60,6 +61,24 @@ typedef struct outmsg {
 
 typedef struct dlb_stream ctx_t;
 
+/* Bad input stages (to_dlq) in the order of stream_metrics_t.dlq. */
+static const char *const dlq_stages[] = {"decode", "validate", "process"};
+#define NSTAGES (sizeof(dlq_stages) / sizeof(dlq_stages[0]))
+
+/* The series this loop updates, looked up once at set-up (all NULL without
+ * a metrics registry: every update is then a no-op). */
+typedef struct stream_metrics {
+    dlb_series_t *consumed[DLB_STREAM_MAX_INPUTS];  /* per input topic */
+    dlb_series_t *processed[DLB_STREAM_MAX_INPUTS]; /* per input topic */
+    dlb_series_t *dlq[DLB_STREAM_MAX_INPUTS][NSTAGES];
+    dlb_series_t *bad[NSTAGES]; /* errors_total{class=stage} */
+    dlb_series_t *err_pg, *err_redis, *err_kafka, *err_internal;
+    dlb_series_t *produced;
+    dlb_series_t *txn_committed, *txn_aborted;
+    dlb_series_t *assigns, *revokes, *assigned;
+    dlb_series_t *batch_seconds, *event_seconds;
+} stream_metrics_t;
+
 struct dlb_stream {
     const dlb_conf_t *conf;
     const dlb_stream_role_t *role;
@@ -88,6 +107,15 @@ struct dlb_stream {
     outmsg_t *out;
     size_t out_cnt, out_cap;
     item_t *cur; /* the item role->process() is given */
+    /* Runtime samples dlb_stream_store_event() was given in this batch and
+     * has not written yet: written together by pending_flush(), one
+     * PostgreSQL statement and one Redis round trip for all of them instead
+     * of one of each per sample (capacity items_cap). */
+    const dlb_event_t **pend_ev;
+    const void **pend_raw;
+    size_t *pend_len;
+    size_t pend_cnt;
+    stream_metrics_t m;
 };
 
 static int64_t now_ms(void)
@@ -97,14 +125,18 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Waiting out a dependency is the loop being alive: it beats /healthz. */
 static void sleep_ms(const ctx_t *c, int ms)
 {
-    for (int i = 0; i < ms / 50 && !*c->stop; i++)
+    for (int i = 0; i < ms / 50 && !*c->stop; i++) {
+        dlb_metrics_beat();
         usleep(50 * 1000);
+    }
 }
 
 static void redis_down(ctx_t *c, const char *what, const char *errstr)
 {
+    dlb_metric_add(c->m.err_redis, 1);
     dlb_warn("redis: %s failed: %s; serving job state from PostgreSQL until Redis is back", what,
              errstr);
     dlb_redis_destroy(c->redis);
@@ -246,6 +278,9 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             }
         }
         dlb_info("kafka: assigned %d partition(s)", parts->cnt);
+        dlb_metric_add(c->m.assigns, 1);
+        dlb_metric_set(c->m.assigned, parts->cnt);
+        dlb_metrics_dep(DLB_DEP_KAFKA, 1);
         rd_kafka_assign(rk, parts);
         /* librdkafka keeps an application pause across revoke and assign:
          * start every assigned partition unpaused. */
@@ -259,6 +294,8 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         }
         items_filter(c, keep_unrevoked, parts);
         dlb_info("kafka: %d partition(s) revoked", parts->cnt);
+        dlb_metric_add(c->m.revokes, 1);
+        dlb_metric_set(c->m.assigned, 0);
         rd_kafka_assign(rk, NULL);
     }
 }
@@ -334,7 +371,10 @@ static void flow_control(ctx_t *c)
             if (resume->elems[i].offset < 0)
                 rd_kafka_topic_partition_list_del_by_idx(resume, i);
         if (resume->cnt && (e = rd_kafka_seek_partitions(c->consumer, resume, 10000))) {
-            dlb_warn("kafka: seeking resumed partitions: %s", rd_kafka_error_string(e));
+            dlb_warn("kafka: seeking %d resumed partition(s) to after their last polled message: "
+                     "%s; they fetch from librdkafka's own position (a message polled again is "
+                     "deduplicated by event id)",
+                     resume->cnt, rd_kafka_error_string(e));
             rd_kafka_error_destroy(e);
         }
     }
@@ -399,7 +439,10 @@ static void batch_poll(ctx_t *c)
                 if (p)
                     p->at_eof = 1;
             } else {
-                dlb_warn("kafka: consume error: %s; continuing", rd_kafka_message_errstr(m));
+                dlb_metric_add(c->m.err_kafka, 1);
+                dlb_warn("kafka: consume error on %s [%" PRId32 "]: %s; skipping it, polling on",
+                         m->rkt ? rd_kafka_topic_name(m->rkt) : "(no topic)", m->partition,
+                         rd_kafka_message_errstr(m));
             }
             rd_kafka_message_destroy(m);
             continue;
@@ -414,12 +457,23 @@ static void batch_poll(ctx_t *c)
         c->items[c->items_cnt].polled_at = now_ms();
         c->items_cnt++;
         c->st->consumed++;
+        if (rank >= 0)
+            dlb_metric_add(c->m.consumed[rank], 1);
         added++;
     }
 }
 
-static void to_dlq(item_t *it, const char *stage, int err, const char *msg)
+static size_t stage_index(const char *stage)
 {
+    for (size_t i = 0; i < NSTAGES; i++)
+        if (!strcmp(dlq_stages[i], stage))
+            return i;
+    return NSTAGES - 1;
+}
+
+static void to_dlq(ctx_t *c, item_t *it, const char *stage, int err, const char *msg)
+{
+    dlb_metric_add(c->m.bad[stage_index(stage)], 1);
     dlb_warn("bad message at %s [%" PRId32 "] offset %" PRId64 " (%s, %s): %s; sent to the DLQ",
              rd_kafka_topic_name(it->msg->rkt), it->msg->partition, it->msg->offset, stage,
              dlb_err_name(err), msg);
@@ -446,22 +500,22 @@ static void batch_decode(ctx_t *c)
         if ((int64_t)it->msg->len > c->conf->max_message_bytes) {
             snprintf(errstr, sizeof(errstr), "message of %zu bytes exceeds message.max.bytes %lld",
                      it->msg->len, (long long)c->conf->max_message_bytes);
-            to_dlq(it, "decode", DLB_ERR_INVALID, errstr);
+            to_dlq(c, it, "decode", DLB_ERR_INVALID, errstr);
             continue;
         }
         if ((err = dlb_codec_decode(c->cat, it->msg->payload, it->msg->len, &it->ev, errstr,
                                     sizeof(errstr)))) {
-            to_dlq(it, "decode", err, errstr);
+            to_dlq(c, it, "decode", err, errstr);
             continue;
         }
         if ((err = dlb_event_validate(&it->ev, errstr, sizeof(errstr)))) {
-            to_dlq(it, "validate", err, errstr);
+            to_dlq(c, it, "validate", err, errstr);
             continue;
         }
         if (!c->role->accepts(&it->ev)) {
             snprintf(errstr, sizeof(errstr), "a %s is not an input of the %s",
                      dlb_event_type_name(it->ev.type), c->role->name);
-            to_dlq(it, "validate", DLB_ERR_INVALID, errstr);
+            to_dlq(c, it, "validate", DLB_ERR_INVALID, errstr);
             continue;
         }
         it->ok = 1;
@@ -574,18 +628,41 @@ int dlb_stream_emit(dlb_stream_t *c, const char *key, void *buf, size_t len)
     return 0;
 }
 
+/* Write the pending runtime samples: PostgreSQL (in the batch's transaction),
+ * then Redis, as dlb_stream_store_event() writes one event. */
+static int pending_flush(ctx_t *c, char *errstr, size_t size)
+{
+    char sub[512];
+    int err;
+
+    if (!c->pend_cnt)
+        return 0;
+    if ((err = dlb_pg_put_runtime_batch(c->pg, c->pend_ev, c->pend_raw, c->pend_len, c->pend_cnt,
+                                        errstr, size)))
+        return err;
+    if (c->redis && dlb_redis_apply_samples(c->redis, c->pend_ev, c->pend_cnt, sub, sizeof(sub)))
+        redis_down(c, "applying runtime samples", sub);
+    c->pend_cnt = 0;
+    return 0;
+}
+
 /* Persist, fold into state and answer requests, all inside one PostgreSQL
  * transaction, in the order batch_release() chose. */
 static int batch_process(ctx_t *c, char *errstr, size_t size)
 {
     int err;
 
+    c->pend_cnt = 0;
     if ((err = dlb_pg_begin(c->pg, errstr, size)))
         return err;
     for (size_t k = 0; k < c->order_cnt && !*c->stop; k++) {
         item_t *it = &c->items[c->order[k]];
         if (!it->ok)
             continue;
+        /* Whatever the role does with another event may read what the
+         * samples before it wrote. */
+        if (it->ev.type != DLB_EV_RUNTIME && (err = pending_flush(c, errstr, size)))
+            goto fail;
         c->cur = it;
         err = c->role->process(c, &it->ev, it->msg->payload, it->msg->len, errstr, size);
         c->cur = NULL;
@@ -596,13 +673,19 @@ static int batch_process(ctx_t *c, char *errstr, size_t size)
         err = dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "stopping");
         goto fail;
     }
-    if ((err = dlb_pg_commit(c->pg, errstr, size)))
+    if ((err = pending_flush(c, errstr, size)) || (err = dlb_pg_commit(c->pg, errstr, size)))
         goto fail;
-    for (size_t k = 0; k < c->order_cnt; k++)
-        if (c->items[c->order[k]].ok && !c->items[c->order[k]].dlq_stage)
+    for (size_t k = 0; k < c->order_cnt; k++) {
+        const item_t *it = &c->items[c->order[k]];
+        if (it->ok && !it->dlq_stage) {
             c->st->accepted++;
+            if (it->rank >= 0)
+                dlb_metric_add(c->m.processed[it->rank], 1);
+        }
+    }
     return 0;
 fail:
+    c->pend_cnt = 0;
     dlb_pg_rollback(c->pg);
     return err;
 }
@@ -689,13 +772,22 @@ static int batch_publish(ctx_t *c, int *fatal, char *errstr, size_t size)
              errstr, size);
     if (verdict >= 0)
         goto fail;
-    for (size_t k = 0; k < c->order_cnt; k++)
-        if (c->items[c->order[k]].dlq_stage)
+    for (size_t k = 0; k < c->order_cnt; k++) {
+        const item_t *it = &c->items[c->order[k]];
+        if (it->dlq_stage) {
             c->st->dlq++;
+            if (it->rank >= 0)
+                dlb_metric_add(c->m.dlq[it->rank][stage_index(it->dlq_stage)], 1);
+        }
+    }
     c->st->outputs += (int64_t)c->out_cnt;
+    dlb_metric_add(c->m.produced, c->out_cnt);
+    dlb_metric_add(c->m.txn_committed, 1);
+    dlb_metrics_dep(DLB_DEP_KAFKA, 1);
     err = 0;
     goto out;
 fail:
+    dlb_metric_add(c->m.txn_aborted, 1);
     if (verdict == TXN_FATAL) {
         *fatal = 1;
     } else {
@@ -829,6 +921,53 @@ static void producer_stop(ctx_t *c)
     c->producer = NULL;
 }
 
+static void metrics_setup(ctx_t *c)
+{
+    stream_metrics_t *m = &c->m;
+
+    for (int r = 0; r < c->ninputs; r++) {
+        const char *t = c->topics[r];
+        m->consumed[r] = dlb_metric_counter(
+            "dlbrain_messages_consumed_total",
+            "Messages polled from an input topic (a batch retried after a failure is polled "
+            "again)",
+            "topic", DLB_LV(t));
+        m->processed[r] = dlb_metric_counter(
+            "dlbrain_events_processed_total",
+            "Valid events of an input topic processed and committed (exactly once)", "topic",
+            DLB_LV(t));
+        for (size_t i = 0; i < NSTAGES; i++)
+            m->dlq[r][i] = dlb_metric_counter(
+                "dlbrain_dlq_messages_total",
+                "Bad messages of an input topic committed to <env>.dlq, by the stage that "
+                "refused them (decode, validate, process)",
+                "topic,stage", DLB_LV(t, dlq_stages[i]));
+    }
+    for (size_t i = 0; i < NSTAGES; i++)
+        m->bad[i] = dlb_metric_errors(dlq_stages[i]);
+    m->err_pg = dlb_metric_errors("postgres");
+    m->err_redis = dlb_metric_errors("redis");
+    m->err_kafka = dlb_metric_errors("kafka");
+    m->err_internal = dlb_metric_errors("internal");
+    m->produced = dlb_metric_counter("dlbrain_outputs_produced_total",
+                                     "Outputs committed to the role's output topic: plans on "
+                                     "<env>.plans, configuration matches on <env>.configs",
+                                     "topic", DLB_LV(c->out_topic));
+    m->txn_committed = dlb_metric_transactions("committed");
+    m->txn_aborted = dlb_metric_transactions("aborted");
+    m->assigns = dlb_metric_rebalances("assign");
+    m->revokes = dlb_metric_rebalances("revoke");
+    m->assigned = dlb_metric_gauge("dlbrain_kafka_assigned_partitions",
+                                   "Input partitions assigned to this process", "", NULL);
+    m->batch_seconds = dlb_metric_histogram(
+        "dlbrain_batch_duration_seconds",
+        "Processing time of a committed batch: PostgreSQL transaction then Kafka transaction", "",
+        NULL);
+    m->event_seconds = dlb_metric_histogram(
+        "dlbrain_event_duration_seconds",
+        "Time from polling an event to committing its batch (includes ordering holds)", "", NULL);
+}
+
 static int setup(ctx_t *c, char *errstr, size_t size)
 {
     /* EOF events tell the ordering barrier a partition has nothing more. */
@@ -850,9 +989,14 @@ static int setup(ctx_t *c, char *errstr, size_t size)
                                 c->ninputs ? "," : "", c->role->inputs[c->ninputs]);
     }
     dlb_conf_topic(c->conf, c->role->output, c->out_topic, sizeof(c->out_topic));
+    metrics_setup(c);
+    dlb_metrics_dep(DLB_DEP_KAFKA, 0); /* until the group assigns us */
     c->items_cap = 2 * (size_t)c->conf->batch_size;
     if (!(c->items = calloc(c->items_cap, sizeof(*c->items))) ||
-        !(c->order = calloc(c->items_cap, sizeof(*c->order))))
+        !(c->order = calloc(c->items_cap, sizeof(*c->order))) ||
+        !(c->pend_ev = calloc(c->items_cap, sizeof(*c->pend_ev))) ||
+        !(c->pend_raw = calloc(c->items_cap, sizeof(*c->pend_raw))) ||
+        !(c->pend_len = calloc(c->items_cap, sizeof(*c->pend_len))))
         return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
     if ((err = dlb_catalog_new(&c->cat, errstr, size)))
         return err;
@@ -892,6 +1036,9 @@ static void teardown(ctx_t *c)
     free(c->out);
     free(c->order);
     free(c->parts);
+    free(c->pend_ev);
+    free(c->pend_raw);
+    free(c->pend_len);
 }
 
 int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const char *group,
@@ -901,11 +1048,13 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
     ctx_t c = {.conf = conf, .role = role, .group = group, .stop = stop, .st = stats};
     char err_buf[1024];
     int64_t t_start, t_processed = 0;
+    double t_batch;
     int err, fatal;
 
     if ((err = setup(&c, errstr, errstr_size)))
         goto out;
     while (!*stop) {
+        dlb_metrics_beat();
         if (role->tick && (err = role->tick(&c, errstr, errstr_size)))
             goto out;
         if (c.items_cnt == c.items_cap)
@@ -922,9 +1071,13 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
         }
         fatal = 0;
         t_start = now_ms();
-        if (!(err = batch_process(&c, err_buf, sizeof(err_buf)))) {
+        t_batch = dlb_metric_now();
+        if ((err = batch_process(&c, err_buf, sizeof(err_buf)))) {
+            dlb_metric_add(err == DLB_ERR_NOMEM ? c.m.err_internal : c.m.err_pg, 1);
+        } else {
             t_processed = now_ms();
-            err = batch_publish(&c, &fatal, err_buf, sizeof(err_buf));
+            if ((err = batch_publish(&c, &fatal, err_buf, sizeof(err_buf))))
+                dlb_metric_add(c.m.err_kafka, 1);
         }
         if (err) {
             if (*stop)
@@ -942,10 +1095,17 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
                     goto out;
             }
             if (dlb_pg_reconnect(c.pg, err_buf, sizeof(err_buf)))
-                dlb_warn("still unavailable: %s", err_buf);
+                dlb_warn("%s; the batch is retried in the next round", err_buf);
             continue;
         }
         stats->batches++;
+        dlb_metric_observe_since(c.m.batch_seconds, t_batch);
+        if (c.m.event_seconds) {
+            int64_t now = now_ms();
+            for (size_t k = 0; k < c.order_cnt; k++)
+                dlb_metric_observe(c.m.event_seconds,
+                                   (double)(now - c.items[c.order[k]].polled_at) / 1000.0);
+        }
         dlb_dbg("batch of %zu message(s), %zu output(s): PostgreSQL and Redis %lld ms, Kafka "
                 "transaction %lld ms",
                 c.order_cnt, c.out_cnt, (long long)(t_processed - t_start),
@@ -995,7 +1155,7 @@ void dlb_stream_redis_down(dlb_stream_t *s, const char *what, const char *errstr
 void dlb_stream_reject(dlb_stream_t *s, const char *stage, int err, const char *msg)
 {
     if (s->cur)
-        to_dlq(s->cur, stage, err, msg);
+        to_dlq(s, s->cur, stage, err, msg);
 }
 
 int dlb_stream_store_event(dlb_stream_t *s, const dlb_event_t *ev, const void *raw, size_t raw_len,
@@ -1004,7 +1164,17 @@ int dlb_stream_store_event(dlb_stream_t *s, const dlb_event_t *ev, const void *r
     char sub[512];
     int err;
 
-    if ((err = dlb_pg_put_event(s->pg, ev, raw, raw_len, errstr, errstr_size)))
+    /* A runtime sample only adds rows and a window entry: it waits for the
+     * batch's others (the event and its bytes live until the batch ends). */
+    if (ev->type == DLB_EV_RUNTIME && s->cur && s->pend_cnt < s->items_cap) {
+        s->pend_ev[s->pend_cnt] = ev;
+        s->pend_raw[s->pend_cnt] = raw;
+        s->pend_len[s->pend_cnt] = raw_len;
+        s->pend_cnt++;
+        return 0;
+    }
+    if ((err = pending_flush(s, errstr, errstr_size)) ||
+        (err = dlb_pg_put_event(s->pg, ev, raw, raw_len, errstr, errstr_size)))
         return err;
     if (s->redis && !s->role->is_request(ev) &&
         dlb_redis_apply_event(s->redis, ev, sub, sizeof(sub)))
@@ -1017,6 +1187,9 @@ int dlb_stream_load_job(dlb_stream_t *s, const char *job_uid, int64_t until_ms, 
 {
     int found = 0, err;
     char sub[512];
+
+    if ((err = pending_flush(s, errstr, errstr_size)))
+        return err;
 
     if (s->redis) {
         if ((err = dlb_redis_load_job(s->redis, job_uid, st, &found, sub, sizeof(sub)))) {

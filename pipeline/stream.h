@@ -106,7 +106,11 @@ void dlb_stream_reject(dlb_stream_t *s, const char *stage, int err, const char *
 
 /** @brief Persist an input event in PostgreSQL (idempotent) and, unless it is
  *         a request, fold it into the Redis job state: what every role does
- *         with the job, node and runtime events it reads. */
+ *         with the job, node and runtime events it reads. Runtime samples of
+ *         a batch are written together, in one statement and one Redis round
+ *         trip, before the role is given its next other event, before
+ *         dlb_stream_load_job() and before the batch commits: so ev and raw
+ *         must be the batch's own (the role->process() arguments). */
 int dlb_stream_store_event(dlb_stream_t *s, const dlb_event_t *ev, const void *raw, size_t raw_len,
                            char *errstr, size_t errstr_size);
 

@@ -32,7 +32,7 @@
 /* An OOM'd pod's usage climbs to this share of its request before the kill. */
 #define OOM_FILL 0.96
 /* Step time grows linearly with the workers, T = a + b*w, the form Pollux
- * fits for the network part of a step; ../shared/data/pollux/ncf's
+ * fits for the network part of a step; data/pollux/ncf's
  * scalability.csv gives b/a of about 0.014 for allreduce. PS jobs share their
  * PS, so we take 0.08: 4 workers run 3.0x one worker, 8 run 4.9x, 12 run 6.1x,
  * 16 run 7.0x, so a fitted throughput model sees diminishing returns. */

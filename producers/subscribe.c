@@ -15,32 +15,24 @@
 #include "latency.h"
 #include "log.h"
 
-/* Ids delivered so far; when the table is full, repeats are no longer
- * recognised (and that is said once). */
+/* How many ids a subscriber remembers unless told otherwise. */
 #define SEEN_MAX (1 << 20)
 
-typedef struct seen {
-    struct hsearch_data h;
-    char **keys; /* what the table points at, freed at the end */
-    size_t n;
-    int ready, full_said;
-} seen_t;
-
-/* @returns 1 when id was delivered before, else remembers it. */
-static int seen_check(seen_t *s, const char *id)
+int dlb_seen_check(dlb_seen_t *s, const char *id)
 {
     ENTRY e = {0}, *found;
     char **k, *key;
+    size_t max = s->max ? s->max : SEEN_MAX;
 
     if (!s->ready) {
-        if (!hcreate_r(SEEN_MAX, &s->h))
-            return 0;
+        if (!hcreate_r(max, &s->h))
+            goto full;
         s->ready = 1;
     }
     e.key = (char *)id;
     if (hsearch_r(e, FIND, &found, &s->h))
         return 1;
-    if (s->n >= SEEN_MAX || !(k = realloc(s->keys, (s->n + 1) * sizeof(*k))))
+    if (s->n >= max || !(k = realloc(s->keys, (s->n + 1) * sizeof(*k))))
         goto full;
     s->keys = k;
     if (!(key = strdup(id)))
@@ -53,18 +45,21 @@ static int seen_check(seen_t *s, const char *id)
     s->keys[s->n++] = key;
     return 0;
 full:
-    if (!s->full_said++)
-        dlb_warn("too many outputs to remember: repeated ids are delivered from now on");
+    s->full = 1;
     return 0;
 }
 
-static void seen_free(seen_t *s)
+void dlb_seen_free(dlb_seen_t *s)
 {
+    size_t max = s->max;
+
     if (s->ready)
         hdestroy_r(&s->h);
     for (size_t i = 0; i < s->n; i++)
         free(s->keys[i]);
     free(s->keys);
+    memset(s, 0, sizeof(*s));
+    s->max = max;
 }
 
 static int wanted(const dlb_subscribe_opts_t *o, const char *uid)
@@ -84,9 +79,10 @@ int dlb_subscribe_run(const dlb_conf_t *conf, const dlb_subscribe_opts_t *o, dlb
     dlb_catalog_t *cat = NULL;
     rd_kafka_t *rk = NULL;
     rd_kafka_topic_partition_list_t *sub;
-    seen_t seen = {0};
+    dlb_seen_t seen = {0};
     char topic[256], group[256], sub_err[512];
     long repeats = 0;
+    int full_said = 0;
     int64_t deadline;
     int err;
 
@@ -120,9 +116,11 @@ int dlb_subscribe_run(const dlb_conf_t *conf, const dlb_subscribe_opts_t *o, dlb
                      ev.type ? dlb_event_type_name(ev.type) : sub_err);
         } else if (!wanted(o, dlb_event_job_uid(&ev))) {
             /* another job's */
-        } else if (!o->all && seen_check(&seen, dlb_event_id(&ev))) {
+        } else if (!o->all && dlb_seen_check(&seen, dlb_event_id(&ev))) {
             repeats++;
         } else {
+            if (seen.full && !full_said++)
+                dlb_warn("too many outputs to remember: repeated ids are delivered from now on");
             (*delivered)++;
             cb(cat, &ev, opaque);
         }
@@ -142,6 +140,6 @@ out:
     }
     if (cat)
         dlb_catalog_destroy(cat);
-    seen_free(&seen);
+    dlb_seen_free(&seen);
     return err;
 }

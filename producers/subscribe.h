@@ -6,6 +6,7 @@
 #ifndef DLB_SUBSCRIBE_H
 #define DLB_SUBSCRIBE_H
 
+#include <search.h>
 #include <signal.h>
 #include <stddef.h>
 
@@ -23,6 +24,22 @@ typedef struct dlb_subscribe_opts {
     int all;                     /* deliver repeated ids too */
     volatile sig_atomic_t *stop; /* stop when it becomes non-zero (may be NULL) */
 } dlb_subscribe_opts_t;
+
+/* The output ids delivered so far, to deliver each id once. Zero it; max is
+ * how many ids it remembers (0: about a million). */
+typedef struct dlb_seen {
+    struct hsearch_data h;
+    char **keys; /* what the table points at */
+    size_t n, max;
+    int ready;
+    int full; /* set once an id could not be remembered (max reached, out of memory) */
+} dlb_seen_t;
+
+/** @returns 1 when id was seen before, else 0 after remembering it (when it
+ *           cannot be remembered, full is set and repeats of it will pass). */
+int dlb_seen_check(dlb_seen_t *s, const char *id);
+/** @brief Forget every id (s keeps its max and can be used again). */
+void dlb_seen_free(dlb_seen_t *s);
 
 /* Called for each output delivered, in arrival order. */
 typedef void (*dlb_subscribe_cb)(const dlb_catalog_t *cat, const dlb_event_t *ev, void *opaque);

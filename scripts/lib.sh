@@ -9,6 +9,10 @@
 DLB_REPO=${DLB_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 DLB_RUN_DIR=${DLB_RUN_DIR:-$DLB_REPO/.run}
 DLB_PROG=${DLB_PROG:-$(basename "$0")}
+# Every long-running dlbrain process serves /metrics on metrics.port (default
+# 9464, and a port in use stops it). The demo, the benchmarks and the tests run
+# several on one host: each takes a free port (logged) unless told otherwise.
+export DLBRAIN_METRICS_PORT=${DLBRAIN_METRICS_PORT:-0}
 
 dlb_log() { printf '%s: %s\n' "$DLB_PROG" "$*" >&2; }
 dlb_warn() { printf '%s: warning: %s\n' "$DLB_PROG" "$*" >&2; }

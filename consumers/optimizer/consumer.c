@@ -15,16 +15,6 @@
 #include "store_pg.h"
 #include "stream.h"
 
-static int wants_history(const dlb_plan_request_t *req, const dlb_job_state_t *st)
-{
-    if (!strcmp(req->stage, DLB_STAGE_CREATE) || req->has_oom_pod)
-        return 1;
-    for (size_t i = 0; i < st->pods_cnt; i++)
-        if (st->pods[i].oom_count > 0)
-            return 1;
-    return 0;
-}
-
 static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, char *errstr, size_t size)
 {
     const dlb_conf_t *conf = dlb_stream_conf(s);
@@ -38,7 +28,7 @@ static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, char *er
     void *buf = NULL;
     size_t len = 0;
     char sub[512], plan_id[DLB_ID_MAX];
-    int err, any_oom;
+    int err;
 
     /* A redelivered request gets the plan it got the first time, byte for
      * byte, even if the job has moved on since: a plan id names one plan. */
@@ -53,7 +43,7 @@ static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, char *er
     }
     if ((err = dlb_stream_load_job(s, req->job_uid, req->event_time_ms, &st, errstr, size)))
         goto out;
-    if (wants_history(req, &st) &&
+    if (dlb_opt_wants_history(conf->optimizer_set, req, &st) &&
         (err = dlb_pg_load_history(pg, st.job.meta.scenario, req->job_uid, req->event_time_ms,
                                    conf->history_hours, conf->history_max_jobs,
                                    4 * conf->window_size, &hist, errstr, size)))
@@ -61,11 +51,9 @@ static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, char *er
     /* The OOMs earlier plans answered, as of the request (a redo sees the
      * same rows: later answers have later event times). Only a job with an
      * OOM can have any. */
-    any_oom = req->has_oom_pod;
-    for (size_t i = 0; i < st.pods_cnt && !any_oom; i++)
-        any_oom = st.pods[i].oom_count > 0;
-    if (any_oom && (err = dlb_pg_load_oom_plans(pg, req->job_uid, req->event_time_ms, &oom_plans,
-                                                &oom_plans_cnt, errstr, size)))
+    if (dlb_opt_job_has_oom(req, &st) &&
+        (err = dlb_pg_load_oom_plans(pg, req->job_uid, req->event_time_ms, &oom_plans,
+                                     &oom_plans_cnt, errstr, size)))
         goto out;
     in.req = req;
     in.job = &st;

@@ -19,11 +19,13 @@
 
 #include "err.h"
 #include "opt_dlbrain.h"
+#include "opt_oom.h"
 #include "opt_util.h"
 
 #define MODEL_MIN_SAMPLES 4 /* 3 unknowns and at least one degree of freedom */
 #define MODEL_MIN_COUNTS  2 /* one worker count cannot separate a/w from c */
 #define NCOEF             3
+#define HIST_HEADROOM_MAX (8 * DLB_GIB) /* DLRover's worker rule: max + min(20%, 8 GiB) */
 
 /* One usable sample: the model's inputs and 1/speed. */
 typedef struct point {
@@ -212,15 +214,51 @@ static int worker_resource(const dlb_opt_input_t *in, dlb_resource_t *res)
     return err;
 }
 
+/* DLRover's rule sizes worker memory from this job's own samples (max + 20%,
+ * at most +8 GiB), taken minutes into the job: memory that is still warming
+ * up (caches, embeddings) is cut below what the job will need, and every
+ * worker is OOMKilled at once later. Completed workers of the same scenario
+ * have shown the need: their peak (the last memory_used of each history
+ * worker, x1.2 when it was OOMKilled, as the OOM answer's floor) with the
+ * rule's own headroom is the least a worker group is given. */
+static int history_floor(const dlb_opt_input_t *in, int64_t *memory, dlb_plan_t *plan)
+{
+    int64_t hist = 0, floor;
+    size_t pods = 0;
+    int err;
+
+    if (*memory <= 0)
+        return 0;
+    if ((err = dlb_oom_history_memory(in->history, "worker", &hist, &pods)))
+        return err;
+    floor = dlb_mem_add(hist, hist / 5 < HIST_HEADROOM_MAX ? hist / 5 : HIST_HEADROOM_MAX);
+    if (hist <= 0 || floor <= *memory)
+        return 0;
+    dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                       " Worker memory %.2fGiB raised to the history peak %.2fGiB + min(20%%, "
+                       "8GiB) = %.2fGiB (%zu worker pods of %zu jobs).",
+                       DLB_GIB_F(*memory), DLB_GIB_F(hist), DLB_GIB_F(floor), pods,
+                       in->history->jobs_cnt);
+    *memory = floor;
+    return 0;
+}
+
 static int fall_back(const dlb_opt_input_t *in, dlb_plan_t *plan, const char *why, size_t usable,
                      size_t counts)
 {
+    dlb_group_resource_t *g;
+    int err;
+
     dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                        "%sWorker model: %s (%zu usable samples, %zu worker counts; needs >= %d "
                        "and >= %d), DLRover's worker resource rule instead.",
                        dlb_reason_sep(plan->reason), why, usable, counts, MODEL_MIN_SAMPLES,
                        MODEL_MIN_COUNTS);
-    return dlb_opt_worker_resource(in, plan);
+    if ((err = dlb_opt_worker_resource(in, plan)))
+        return err;
+    if ((g = dlb_plan_group(plan, "worker")))
+        return history_floor(in, &g->resource.memory, plan);
+    return 0;
 }
 
 int dlb_opt_worker_model(const dlb_opt_input_t *in, dlb_plan_t *plan)
@@ -353,7 +391,7 @@ int dlb_opt_worker_model(const dlb_opt_input_t *in, dlb_plan_t *plan)
                            " (worker %d would add %.3f < %.2f of the speed per worker).", w + 1,
                            gain_ratio(m.coef[0], k, w), tun->scale_min_gain);
 
-    if ((err = worker_resource(in, &res)))
+    if ((err = worker_resource(in, &res)) || (err = history_floor(in, &res.memory, plan)))
         goto out;
     if (w != w_cur || res.cpu > 0 || res.memory > 0) {
         dlb_group_resource_t *g;

@@ -8,6 +8,8 @@
  * again, whatever has been observed since. */
 #include "optimizer.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "opt_dlbrain.h"
@@ -96,7 +98,9 @@ int dlb_opt_oom_vpa(const dlb_opt_input_t *in, dlb_plan_t *plan)
     const dlb_oom_plan_t *prev;
     dlb_oom_target_t t;
     dlb_vpa_growth_t g;
-    int64_t used_peak, req, current, peak, hist_mem = 0, memory;
+    dlb_mem_trend_t f;
+    int64_t used_peak, req, current, peak, hist_mem = 0, memory, grown = 0;
+    double ahead_s = 0, remaining;
     size_t samples, hist_pods = 0;
     const char *req_src, *group;
     int err, ps;
@@ -126,7 +130,23 @@ int dlb_opt_oom_vpa(const dlb_opt_input_t *in, dlb_plan_t *plan)
         req_src = "unknown, assumed the cold-start size";
     }
     peak = used_peak > current ? used_peak : current;
-    g = dlb_vpa_grow(peak, current);
+    /* A pod whose memory kept rising until the OOM will need more still: a
+     * bump of 20% over the peak is soon outgrown, and every OOM restarts the
+     * pod (DLRover relaunches it at most 3 times). So the need is also taken
+     * where the pod's rising line (the memory trend's, through its samples
+     * at the request it had at the OOM) will be at the horizon, cut at the
+     * job's estimated end; the bound on growth below still holds. Samples at
+     * the request are clipped (used cannot pass it), which only flattens the
+     * line: the estimate errs low, never high. */
+    if (in->job->window_cnt && req > 0) {
+        ahead_s = dlb_mem_trend_ahead(in, &remaining);
+        if (dlb_mem_trend_fit(in->job, t.name, req, ahead_s, &f) && f.slope > 0 &&
+            f.predicted > (double)peak) {
+            grown = f.predicted < (double)(INT64_MAX / 2) ? (int64_t)llround(f.predicted)
+                                                          : INT64_MAX / 2;
+        }
+    }
+    g = dlb_vpa_grow(grown > peak ? grown : peak, current);
     memory = g.memory;
 
     ps = dlb_is_ps(t.type);
@@ -146,11 +166,18 @@ int dlb_opt_oom_vpa(const dlb_opt_input_t *in, dlb_plan_t *plan)
 
     dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                        "%s%s %s OOMKilled (event %s), first answer: peak %.2fGiB = max(used peak "
-                       "%.2fGiB over %zu samples, current %.2fGiB (%s)); "
-                       "VPA max(peak*1.2, peak+100MiB)=%.2fGiB, cap " VPA_CAP_FORMULA "=%.2fGiB",
+                       "%.2fGiB over %zu samples, current %.2fGiB (%s))",
                        dlb_reason_sep(plan->reason), t.type, t.name,
                        t.event[0] ? t.event : "unknown", DLB_GIB_F(peak), DLB_GIB_F(used_peak),
-                       samples, DLB_GIB_F(current), req_src, DLB_GIB_F(g.vpa), DLB_GIB_F(g.cap));
+                       samples, DLB_GIB_F(current), req_src);
+    if (grown)
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           "; rising %.1fMiB/min over %zu samples at that request: %.2fGiB in "
+                           "%.0fs, the need to grow for",
+                           f.slope * 60.0 / (double)DLB_MIB, f.n, DLB_GIB_F(grown), ahead_s);
+    dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                       "; VPA max(peak*1.2, peak+100MiB)=%.2fGiB, cap " VPA_CAP_FORMULA "=%.2fGiB",
+                       DLB_GIB_F(g.vpa), DLB_GIB_F(g.cap));
     if (!ps)
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                            ", history floor %.2fGiB (%zu %s pods of %zu jobs)", DLB_GIB_F(hist_mem),

@@ -39,6 +39,18 @@ typedef struct dlb_opt_input {
  *  @returns 0, DLB_ERR_INVALID (unknown stage or optimizer set), DLB_ERR_NOMEM. */
 int dlb_router_plan(const dlb_opt_input_t *in, dlb_plan_t *plan, char *errstr, size_t errstr_size);
 
+/** @returns 1 when the job has an OOM: the request names an OOM'd pod, or a pod
+ *           of the job state was OOMKilled. Only such a job has answered OOMs. */
+int dlb_opt_job_has_oom(const dlb_plan_request_t *req, const dlb_job_state_t *st);
+
+/** @returns 1 when the request needs similar jobs' history (a PostgreSQL query
+ *           the consumer makes only then): a create request, any request of a
+ *           job with an OOM, and with the dlbrain set the worker stages, whose
+ *           memory never goes below what completed workers of the scenario
+ *           peaked at (opt_model.c). */
+int dlb_opt_wants_history(const char *optimizer_set, const dlb_plan_request_t *req,
+                          const dlb_job_state_t *st);
+
 /** @brief Deterministic plan id of a request: "plan-" + the request's event id. */
 void dlb_plan_id(const dlb_plan_request_t *req, char *buf, size_t size);
 

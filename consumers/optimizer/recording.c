@@ -182,19 +182,6 @@ static int index_jobs(dlb_recording_t *rec, char *errstr, size_t size)
     return 0;
 }
 
-/* The consumer loads history for a create request and for any request of a
- * job with an OOM, and answered OOMs only for the latter
- * (consumers/optimizer/consumer.c, wants_history). */
-static int job_has_oom(const dlb_plan_request_t *req, const dlb_job_state_t *st)
-{
-    if (req->has_oom_pod)
-        return 1;
-    for (size_t i = 0; i < st->pods_cnt; i++)
-        if (st->pods[i].oom_count > 0)
-            return 1;
-    return 0;
-}
-
 /* Not dlb_history_clear(): the samples are borrowed from the jobs. */
 static void hist_release(dlb_history_t *h)
 {
@@ -336,7 +323,9 @@ static int build_requests(dlb_recording_t *rec, char *errstr, size_t size)
                 if (j->evs[m]->ev.type != DLB_EV_PLAN_REQUEST &&
                     dlb_job_state_apply(&r->st, &j->evs[m]->ev, rec->conf->window_size))
                     return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
-            if ((!strcmp(r->req->stage, DLB_STAGE_CREATE) || job_has_oom(r->req, &r->st)) &&
+            /* The dlbrain set asks for history at more stages than dlrover;
+             * dlrover's optimizers read none there, so one recording serves both. */
+            if (dlb_opt_wants_history("dlbrain", r->req, &r->st) &&
                 build_history(rec, j, r->st.job.meta.scenario, r->req->event_time_ms, &r->hist))
                 return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
         }
@@ -428,7 +417,7 @@ static int fix_oom_plans(rec_req_t *r)
     free(r->oom_plans);
     r->oom_plans = NULL;
     r->oom_plans_cnt = 0;
-    if (job_has_oom(r->req, &r->st) && j->answered_cnt) {
+    if (dlb_opt_job_has_oom(r->req, &r->st) && j->answered_cnt) {
         if (!(r->oom_plans = malloc(j->answered_cnt * sizeof(*r->oom_plans))))
             return DLB_ERR_NOMEM;
         for (size_t k = 0; k < j->answered_cnt; k++)

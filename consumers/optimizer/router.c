@@ -103,3 +103,23 @@ int dlb_router_plan(const dlb_opt_input_t *in, dlb_plan_t *plan, char *errstr, s
     dlb_limits_apply(in->limits, plan);
     return 0;
 }
+
+int dlb_opt_job_has_oom(const dlb_plan_request_t *req, const dlb_job_state_t *st)
+{
+    if (req->has_oom_pod)
+        return 1;
+    for (size_t i = 0; i < st->pods_cnt; i++)
+        if (st->pods[i].oom_count > 0)
+            return 1;
+    return 0;
+}
+
+int dlb_opt_wants_history(const char *optimizer_set, const dlb_plan_request_t *req,
+                          const dlb_job_state_t *st)
+{
+    if (!strcmp(req->stage, DLB_STAGE_CREATE) || dlb_opt_job_has_oom(req, st))
+        return 1;
+    return optimizer_set && !strcmp(optimizer_set, "dlbrain") &&
+           (!strcmp(req->stage, DLB_STAGE_WORKER_INITIAL) ||
+            !strcmp(req->stage, DLB_STAGE_WORKER_RUNNING));
+}

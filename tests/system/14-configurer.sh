@@ -13,29 +13,8 @@ sys_start_redis
 sys_start_kafka 1
 rc() { redis-cli -h "$DLBRAIN_REDIS_HOST" -p "$DLBRAIN_REDIS_PORT" "$@"; }
 
-cat >"$SYS_DIR/base.yaml" <<'EOF'
-id: default
-Configure:
-  ps: {cpu: 8, memory: 16}
-  log: info
----
-id: ads-team
-Include:
-  Group: ads
-Configure:
-  ps: {cpu: 12}
-  lr: 0.01
----
-id: ads-big
-Priority: 10
-Include:
-  Group: ads
-  Cluster: c1
-Exclude:
-  User: bo
-Configure:
-  log: debug
-EOF
+# The rules (shared with 17-python-client.sh): default, ads-team, ads-big.
+cp "$SYS_TOP/tests/system/data/rules-ads.yaml" "$SYS_DIR/base.yaml"
 "$DLBRAIN" config apply -q "$SYS_DIR/base.yaml" >"$SYS_DIR/apply1.txt" || fail "config apply"
 grep -q "applied version 1" "$SYS_DIR/apply1.txt" && ok "rules version 1 applied" ||
     fail "apply said: $(cat "$SYS_DIR/apply1.txt")"

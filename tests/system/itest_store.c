@@ -510,6 +510,83 @@ static void test_pg_put_each_type_twice(void **unused)
     dlb_pg_destroy(pg);
 }
 
+/* Every runtime row of a schema as one string, for comparing two schemas. */
+static char *runtime_rows(const char *schema)
+{
+    static char out[4096];
+
+    snprintf(out, sizeof(out), "%s",
+             sql_str(schema,
+                     "SELECT md5(string_agg(concat_ws('|', s.event_id, s.job_uid, s.event_time_ms, "
+                     "s.global_step, s.speed, encode(s.raw, 'hex'), p.pod_name, p.pod_type, "
+                     "p.pod_index, p.cpu_used, p.cpu_requested, p.memory_used, p.memory_requested, "
+                     "coalesce(p.speed::text, 'null')), ',' ORDER BY s.event_id, p.pod_name)) "
+                     "FROM runtime_samples s LEFT JOIN runtime_pods p USING (event_id)"));
+    return out;
+}
+
+/* The batch writer stores what the statement of one sample stores, once:
+ * a sample repeated in the batch or stored before, and a pod repeated in a
+ * sample (the first copy wins), change nothing. */
+static void test_pg_runtime_batch(void **unused)
+{
+    char one[64], many[64], want[4096];
+    dlb_event_t ev[5];
+    const dlb_event_t *evs[5];
+    const void *raws[5] = {0};
+    size_t lens[5] = {0};
+    void *bufs[5] = {0};
+    dlb_pg_t *pg1, *pgn;
+    (void)unused;
+
+    schema_for(one, sizeof(one), "rtone");
+    schema_for(many, sizeof(many), "rtmany");
+    pg1 = pg_open(one);
+    pgn = pg_open(many);
+    ev_rt(&ev[0], "s1", "u1", T0 + 1000, 3);
+    ev_rt(&ev[1], "s2", "u2", T0 + 2000, 4);
+    ev_rt(&ev[2], "s3", "u1", T0 + 3000, 0);
+    ev_rt(&ev[3], "s4", "u2", T0 + 4000, 3);
+    /* A pod named twice: the first copy is kept. */
+    snprintf(ev[3].u.rt.pods[2].name, DLB_ID_MAX, "%s", ev[3].u.rt.pods[1].name);
+    ev[3].u.rt.pods[2].cpu_used = 7.0;
+    ev_rt(&ev[4], "s1", "u1", T0 + 1000, 3); /* s1 again, in the same batch */
+    for (int i = 0; i < 5; i++) {
+        evs[i] = &ev[i];
+        if (i % 2 == 0) { /* the others are encoded by the store */
+            if (dlb_codec_encode(cat, &ev[i], &bufs[i], &lens[i], errstr, sizeof(errstr)))
+                fail_msg("encode: %s", errstr);
+            raws[i] = bufs[i];
+        }
+        put(pg1, &ev[i], i % 2 == 0);
+    }
+    snprintf(want, sizeof(want), "%s", runtime_rows(one));
+    for (int round = 0; round < 2; round++) {
+        assert_int_equal(dlb_pg_put_runtime_batch(pgn, evs, raws, lens, 5, errstr, sizeof(errstr)),
+                         0);
+        assert_int_equal(count_of(pgn, "runtime_samples"), 4);
+        assert_int_equal(count_of(pgn, "runtime_pods"), 3 + 4 + 0 + 2);
+        assert_string_equal(runtime_rows(many), want);
+    }
+    assert_int_equal(sql_i64(many, "SELECT count(*) FROM runtime_pods WHERE speed IS NULL"), 3);
+    assert_int_equal(dlb_pg_put_runtime_batch(pgn, evs, NULL, NULL, 0, errstr, sizeof(errstr)), 0);
+    /* Only runtime samples. */
+    {
+        dlb_event_t req;
+        const dlb_event_t *bad[1] = {&req};
+        ev_req(&req, "q1", "u1", T0);
+        assert_int_equal(dlb_pg_put_runtime_batch(pgn, bad, NULL, NULL, 1, errstr, sizeof(errstr)),
+                         DLB_ERR_INVALID);
+        dlb_event_clear(&req);
+    }
+    for (int i = 0; i < 5; i++) {
+        free(bufs[i]);
+        dlb_event_clear(&ev[i]);
+    }
+    dlb_pg_destroy(pg1);
+    dlb_pg_destroy(pgn);
+}
+
 static void test_pg_job_upsert_merges(void **unused)
 {
     char schema[64];
@@ -1429,14 +1506,33 @@ static void apply(dlb_redis_t *r, const dlb_event_t *ev)
         fail_msg("apply %s: %s", dlb_event_id(ev), errstr);
 }
 
+/* Job u1 was given samples s1..s7 (2 pods each) with a window of 3: its
+ * window holds s5, s6, s7 and its key expires in a week. */
+static void assert_window_567(dlb_redis_t *r, const dlb_conf_t *conf)
+{
+    dlb_job_state_t st;
+    char key[256];
+    int found = -1;
+
+    snprintf(key, sizeof(key), "%s:job:u1:rt", conf->env);
+    assert_int_equal(redis_int(0, "ZCARD %s", key), 3);
+    assert_true(redis_int(0, "TTL %s", key) > 604000);
+    assert_int_equal(dlb_redis_load_job(r, "u1", &st, &found, errstr, sizeof(errstr)), 0);
+    assert_int_equal(found, 1);
+    assert_string_equal(st.job.job_uid, "u1");
+    assert_int_equal(st.window_cnt, 3);
+    assert_string_equal(st.window[0].event_id, "s5");
+    assert_string_equal(st.window[1].event_id, "s6");
+    assert_string_equal(st.window[2].event_id, "s7");
+    assert_int_equal(st.window[2].pods_cnt, 2);
+    dlb_job_state_clear(&st);
+}
+
 static void test_redis_window_trims(void **unused)
 {
     const int64_t order[] = {3, 1, 7, 5, 2, 6, 4};
     dlb_conf_t conf;
     dlb_redis_t *r;
-    dlb_job_state_t st;
-    char key[256];
-    int found = -1;
     (void)unused;
 
     redis_conf(&conf, "trim", 3);
@@ -1450,18 +1546,47 @@ static void test_redis_window_trims(void **unused)
         apply(r, &ev);
         dlb_event_clear(&ev);
     }
-    snprintf(key, sizeof(key), "%s:job:u1:rt", conf.env);
-    assert_int_equal(redis_int(0, "ZCARD %s", key), 3);
-    assert_true(redis_int(0, "TTL %s", key) > 604000);
-    assert_int_equal(dlb_redis_load_job(r, "u1", &st, &found, errstr, sizeof(errstr)), 0);
+    assert_window_567(r, &conf);
+    dlb_redis_destroy(r);
+    dlb_conf_destroy(&conf);
+}
+
+/* Samples applied as a batch leave the window one-by-one leaves: the newest
+ * window_size of them, whatever their order; applying them again changes
+ * nothing. */
+static void test_redis_samples_batch(void **unused)
+{
+    const int64_t order[] = {3, 1, 7, 5, 2, 6, 4};
+    dlb_event_t ev[8];
+    const dlb_event_t *evs[8];
+    dlb_conf_t conf;
+    dlb_redis_t *r;
+    dlb_job_state_t st;
+    int found = -1;
+    (void)unused;
+
+    redis_conf(&conf, "batch", 3);
+    r = redis_open(&conf);
+    seed_empty(r, "u1");
+    seed_empty(r, "u2");
+    for (int i = 0; i < 7; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "s%" PRId64, order[i]);
+        ev_rt(&ev[i], id, "u1", T0 + 1000 * order[i], 2);
+        evs[i] = &ev[i];
+    }
+    ev_rt(&ev[7], "t1", "u2", T0, 1);
+    evs[7] = &ev[7];
+    for (int round = 0; round < 2; round++)
+        assert_int_equal(dlb_redis_apply_samples(r, evs, 8, errstr, sizeof(errstr)), 0);
+    assert_window_567(r, &conf);
+    assert_int_equal(dlb_redis_load_job(r, "u2", &st, &found, errstr, sizeof(errstr)), 0);
     assert_int_equal(found, 1);
-    assert_string_equal(st.job.job_uid, "u1");
-    assert_int_equal(st.window_cnt, 3);
-    assert_string_equal(st.window[0].event_id, "s5");
-    assert_string_equal(st.window[1].event_id, "s6");
-    assert_string_equal(st.window[2].event_id, "s7");
-    assert_int_equal(st.window[2].pods_cnt, 2);
+    assert_int_equal(st.window_cnt, 1);
+    assert_string_equal(st.window[0].event_id, "t1");
     dlb_job_state_clear(&st);
+    for (int i = 0; i < 8; i++)
+        dlb_event_clear(&ev[i]);
     dlb_redis_destroy(r);
     dlb_conf_destroy(&conf);
 }
@@ -1730,6 +1855,7 @@ int main(void)
         cmocka_unit_test(test_pg_migrate_twice),
         cmocka_unit_test(test_pg_migrate_concurrent),
         cmocka_unit_test(test_pg_put_each_type_twice),
+        cmocka_unit_test(test_pg_runtime_batch),
         cmocka_unit_test(test_pg_job_upsert_merges),
         cmocka_unit_test(test_pg_plans_idempotent),
         cmocka_unit_test(test_pg_oom_plans),
@@ -1741,6 +1867,7 @@ int main(void)
         cmocka_unit_test(test_cfg_matches),
         cmocka_unit_test(test_cfg_versions),
         cmocka_unit_test(test_redis_window_trims),
+        cmocka_unit_test(test_redis_samples_batch),
         cmocka_unit_test(test_redis_duplicates),
         cmocka_unit_test(test_redis_round_trip),
         cmocka_unit_test(test_redis_miss),

@@ -347,10 +347,40 @@ static void test_model_table(void **state)
     }
 }
 
+/* The first case's samples (workers at 4G used: DLRover's rule gives 4G + 20% = 4.8G)
+ * with completed history workers that needed 24G (HIST_WITH_OOM: h2's OOMKilled 20G x 1.2):
+ * the group gets 24G + min(24G / 5 = 5153960755 (integer), 8G) = 30923764531 bytes,
+ * as the count is still the model's. */
+static void test_model_history_floor(void **state)
+{
+    const dlb_history_t hist = HIST_WITH_OOM;
+    const model_case_t *c = &model_cases[0];
+    dlb_limits_t limits = {.max_workers = c->max_workers};
+    dlb_plan_request_t req = {.event_id = "req-1", .job_uid = "j", .stage = "job_stage_running"};
+    dlb_opt_input_t in = {.req = &req, .history = &hist, .tuning = c->tuning, .limits = &limits};
+    dlb_plan_t plan = {0};
+    const dlb_group_resource_t *g;
+    dlb_job_state_t job;
+
+    (void)state;
+    build(c->spec, &job);
+    in.job = &job;
+    assert_int_equal(dlb_opt_worker_model(&in, &plan), 0);
+    assert_non_null(g = dlb_plan_group(&plan, "worker"));
+    assert_int_equal(g->resource.memory, 30923764531);
+    assert_int_equal(g->count, c->count);
+    assert_non_null(strstr(plan.reason, "Worker memory 4.80GiB raised to the history peak "
+                                        "24.00GiB + min(20%, 8GiB) = 28.80GiB (3 worker pods "
+                                        "of 2 jobs)."));
+    fixture_plan_free(&plan);
+    unbuild(&job);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_table),
+        cmocka_unit_test(test_model_history_floor),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

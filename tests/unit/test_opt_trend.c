@@ -119,6 +119,61 @@ static const trend_case_t trend_cases[] = {
      "Memory trend: j-worker-0 used 62.65GiB rising 50.0MiB/min, predicted 64.11GiB in 1800s > "
      "0.90 x request 70.00GiB, but the cap allows no growth past 70.00GiB.",
      "none predicted above"},
+    /* Warm-up over: 8000, 8300, 8600, 8900, then 9000 x 4 MiB, a minute apart (x = -420..0).
+     * All 8: mean x -210, mean y 69800 / 8 = 8725; Sxx = 2 (210^2 + 150^2 + 90^2 + 30^2) =
+     * 151200; Sxy = 152250 + 63750 + 11250 - 5250 + 8250 + 24750 + 41250 + 57750 = 354000,
+     * slope 2.34 MiB/s, at 1800 s 8725 + 354000 * 2010 / 151200 = 13431 MiB > 9216: the old
+     * rule fired. The newest half (4 points) is flat (slope 0 < 2.34): it predicts 9000 MiB,
+     * not rising, nothing to change. */
+    {"growth that has stopped is not extrapolated",
+     {WINDOW(TSAMPLE("r1", 0, 1, MPOD("j-worker-0", "worker", 8000 * MIB, REQ)),
+             TSAMPLE("r2", 60, 2, MPOD("j-worker-0", "worker", 8300 * MIB, REQ)),
+             TSAMPLE("r3", 120, 3, MPOD("j-worker-0", "worker", 8600 * MIB, REQ)),
+             TSAMPLE("r4", 180, 4, MPOD("j-worker-0", "worker", 8900 * MIB, REQ)),
+             TSAMPLE("r5", 240, 5, MPOD("j-worker-0", "worker", 9000 * MIB, REQ)),
+             TSAMPLE("r6", 300, 6, MPOD("j-worker-0", "worker", 9000 * MIB, REQ)),
+             TSAMPLE("r7", 360, 7, MPOD("j-worker-0", "worker", 9000 * MIB, REQ)),
+             TSAMPLE("r8", 420, 8, MPOD("j-worker-0", "worker", 9000 * MIB, REQ)))},
+     420,
+     NULL,
+     {{NULL}},
+     "Memory trend: 1 pods fitted, none predicted above 0.90"},
+    /* 8000, 8300, 8600, 8900, then 9150, 9200, 9250, 9300 MiB. All 8: mean y 8837.5,
+     * Sxy = 175875 + 80625 + 21375 - 1875 + 9375 + 32625 + 61875 + 97125 = 477000, slope
+     * 477000 / 151200 = 3.15 MiB/s. The newest half is RISING's line shifted by 1150 MiB:
+     * slope 15000 / 18000 = 0.83 MiB/s (50 MiB/min) < 3.15, so it predicts: 9225 + 1575 =
+     * 10800 MiB > 9216; VPA 10800 * 1.2 = 12960 MiB = 13589544960 (cap 18432 MiB) */
+    {"slowing growth: the newest half's line predicts",
+     {WINDOW(TSAMPLE("r1", 0, 1, MPOD("j-worker-0", "worker", 8000 * MIB, REQ)),
+             TSAMPLE("r2", 60, 2, MPOD("j-worker-0", "worker", 8300 * MIB, REQ)),
+             TSAMPLE("r3", 120, 3, MPOD("j-worker-0", "worker", 8600 * MIB, REQ)),
+             TSAMPLE("r4", 180, 4, MPOD("j-worker-0", "worker", 8900 * MIB, REQ)),
+             TSAMPLE("r5", 240, 5, MPOD("j-worker-0", "worker", 9150 * MIB, REQ)),
+             TSAMPLE("r6", 300, 6, MPOD("j-worker-0", "worker", 9200 * MIB, REQ)),
+             TSAMPLE("r7", 360, 7, MPOD("j-worker-0", "worker", 9250 * MIB, REQ)),
+             TSAMPLE("r8", 420, 8, MPOD("j-worker-0", "worker", 9300 * MIB, REQ)))},
+     420,
+     NULL,
+     {{"j-worker-0", 13589544960}},
+     "rising 50.0MiB/min over 8 samples (the newest half's slope, flatter), predicted 10.55GiB "
+     "in 1800s > 0.90 x request 10.00GiB: memory=12.66GiB"},
+    /* RISING at 1 step/s, steps 1..4 of 304 (dataset 304, batch 1, 1 epoch): 300 steps
+     * left = 300 s < 1800 s. At x = 300: 8075 + 15000 * 390 / 18000 = 8400 MiB < 9216 MiB:
+     * the job ends before the pod would need more, no restart for it */
+    {"the horizon stops at the job's estimated end",
+     {.job = {.has_hyper_params = 1,
+              .hyper_params = {.batch_size = 1, .epoch = 1},
+              .has_dataset = 1,
+              .dataset = {.size = 304}},
+      WINDOW(TSAMPLE_S("r1", 0, 1, 1.0, MPOD("j-worker-0", "worker", 8000 * MIB, REQ)),
+             TSAMPLE_S("r2", 60, 2, 1.0, MPOD("j-worker-0", "worker", 8050 * MIB, REQ)),
+             TSAMPLE_S("r3", 120, 3, 1.0, MPOD("j-worker-0", "worker", 8100 * MIB, REQ)),
+             TSAMPLE_S("r4", 180, 4, 1.0, MPOD("j-worker-0", "worker", 8150 * MIB, REQ)))},
+     180,
+     NULL,
+     {{NULL}},
+     "none predicted above 0.90 x its request in 300s (0 with < 4 samples at their request, 0 "
+     "without a request) (the horizon cut at the job's estimated end)."},
     /* a run of 0, 0, 0, 4e18 bytes (3814697265625 MiB): mean 1e18, Sxy =
      * 90e18 + 30e18 - 30e18 + 270e18 = 360e18, predicted 1e18 + 360e18 * 1890 /
      * 18000 = 3.88e19 bytes, past INT64_MAX / 2: the peak is held there (no

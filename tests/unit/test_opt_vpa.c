@@ -75,6 +75,28 @@ static const vpa_case_t vpa_cases[] = {
      15461882266,
      "ne-7",
      "peak 12.00GiB = max(used peak 12.00GiB over 1 samples, current 8.00GiB"},
+    /* Rising 4096, 4608, 5120, 5632 MiB a minute apart at the 10G request it OOMed at:
+     * Sxy / Sxx = 512 MiB/min; at the newest sample + 1800 s (the request, at 9 s, is older):
+     * 5632 + 512 * 30 = 20992 MiB (20.50GiB) > the peak 10G, so the need is that; VPA
+     * 20992 * 1.2 = 25190.4 MiB (24.60GiB), cap min(20G, 10G + 8G) = 18G -> 18G, where the
+     * 20% bump of the peak alone (12G) would be outgrown within 13 minutes */
+    {"growth-aware: a rising pod gets its need at the horizon",
+     "j-worker-1",
+     {W1_OOM(10 * GIB),
+      WINDOW(TSAMPLE("r1", 0, 1, MPOD("j-worker-1", "worker", 4096 * MIB, 10 * GIB)),
+             TSAMPLE("r2", 60, 2, MPOD("j-worker-1", "worker", 4608 * MIB, 10 * GIB)),
+             TSAMPLE("r3", 120, 3, MPOD("j-worker-1", "worker", 5120 * MIB, 10 * GIB)),
+             TSAMPLE("r4", 180, 4, MPOD("j-worker-1", "worker", 5632 * MIB, 10 * GIB)))},
+     NOHIST,
+     NO_ANSWERS,
+     "worker",
+     "j-worker-1",
+     18 * GIB,
+     "ne-7",
+     "peak 10.00GiB = max(used peak 5.50GiB over 4 samples, current 10.00GiB (requested at its "
+     "node events)); rising 512.0MiB/min over 4 samples at that request: 20.50GiB in 1800s, the "
+     "need to grow for; VPA max(peak*1.2, peak+100MiB)=24.60GiB, cap "
+     "min(max(min(2*cur,64GiB),cur),cur+8GiB)=18.00GiB"},
     /* 256MiB: x1.2 = ceil(322122547.2) = 322122548 < 256MiB + 100MiB = 356MiB = 373293056;
      * cap = min(max(min(512MiB, 64G), 256MiB), 256MiB + 8G) = 512MiB -> 373293056 */
     {"+100MiB beats x1.2 on a small pod",

@@ -1,0 +1,544 @@
+/* dlbrain env: create, list, show, drop and promote environments, and their
+ * history (pipeline/env_registry.h for the registry, pipeline/env_ops.h for
+ * their topics, schema and keys). One function per action. */
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "cmd.h"
+#include "common.h"
+#include "env_ops.h"
+#include "env_registry.h"
+#include "err.h"
+#include "log.h"
+
+#define ADMIN_TIMEOUT_MS 30000
+#define MAX_SETS         64
+
+typedef struct env_args {
+    const char *action;
+    int kind; /* -1 unset, else dlb_env_kind_t */
+    const char *optimizer_set;
+    const char *description;
+    const char *sets[MAX_SETS]; /* --set key=value */
+    int sets_cnt;
+    int all, purge, conf_format;
+    char **pos;
+    int pos_cnt;
+} env_args_t;
+
+typedef struct env_action {
+    const char *name;
+    const char *synopsis;
+    const char *summary;
+    int min_pos, max_pos;
+    int (*run)(const env_args_t *a, const dlb_conf_t *conf);
+} env_action_t;
+
+static int act_create(const env_args_t *a, const dlb_conf_t *conf);
+static int act_list(const env_args_t *a, const dlb_conf_t *conf);
+static int act_show(const env_args_t *a, const dlb_conf_t *conf);
+static int act_drop(const env_args_t *a, const dlb_conf_t *conf);
+static int act_promote(const env_args_t *a, const dlb_conf_t *conf);
+static int act_history(const env_args_t *a, const dlb_conf_t *conf);
+
+static const env_action_t actions[] = {
+    {"create",
+     "create NAME [--real|--virtual] [--optimizer-set S] [-s KEY=VALUE]... [--description T]",
+     "register NAME, create its topics and its PostgreSQL schema", 1, 1, act_create},
+    {"list", "list [--all]", "live environments (--all: dropped ones too)", 0, 0, act_list},
+    {"show", "show NAME [--format text|conf]",
+     "everything about NAME; conf: its settings as a -c file for its consumers", 1, 1, act_show},
+    {"drop", "drop NAME [--purge]",
+     "retire NAME (never the real one); --purge deletes its topics, schema and Redis keys", 1, 1,
+     act_drop},
+    {"promote", "promote NAME", "make NAME real and the real one virtual, in one transaction", 1, 1,
+     act_promote},
+    {"history", "history [NAME]", "every create, promote, demote and drop, oldest first", 0, 1,
+     act_history},
+    {NULL, NULL, NULL, 0, 0, NULL},
+};
+
+static void usage(FILE *fp)
+{
+    fprintf(fp, "usage: dlbrain env <action> [options]\n"
+                "Environments: a name that prefixes topics (<name>.plans), consumer groups, the\n"
+                "PostgreSQL schema and Redis keys (<name>:...), with the optimizer set and\n"
+                "settings its consumers run. At most one is real: the relay (dlbrain relay)\n"
+                "forwards its plans and configs to the front; the others are virtual.\n\n"
+                "actions:\n");
+    for (const env_action_t *c = actions; c->name; c++)
+        fprintf(fp, "  %s\n      %s\n", c->synopsis, c->summary);
+    fprintf(
+        fp,
+        "\n"
+        "  -r, --real            create: a real environment (refused if one is real)\n"
+        "  -V, --virtual         create: a virtual environment (the default)\n"
+        "  -O, --optimizer-set S create: dlrover or dlbrain (default: optimizer.set)\n"
+        "  -s, --set KEY=VALUE   create: a setting of its consumers (repeatable)\n"
+        "  -d, --description T   create: what it is for\n"
+        "  -a, --all             list: dropped environments too\n"
+        "  -f, --format F        show: text (default) or conf\n"
+        "  -p, --purge           drop: delete its topics, schema and Redis keys\n" CLI_COMMON_HELP);
+}
+
+/* ---- helpers ------------------------------------------------------------------- */
+
+static const char *by_user(void)
+{
+    const struct passwd *pw = getpwuid(getuid());
+    const char *u = getenv("USER");
+
+    return u && *u ? u : pw ? pw->pw_name : NULL;
+}
+
+static void fmt_ms(int64_t ms, char *buf, size_t size)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+
+    snprintf(buf, size, "-");
+    if (ms > 0 && gmtime_r(&t, &tm))
+        strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+static int reg_open(const env_args_t *a, const dlb_conf_t *conf, PGconn **pg)
+{
+    char errstr[1024];
+
+    if (dlb_env_registry_connect(conf->pg_dsn, pg, errstr, sizeof(errstr)) ||
+        dlb_env_registry_migrate(*pg, errstr, sizeof(errstr))) {
+        fprintf(stderr, "env %s: %s\n", a->action, errstr);
+        if (*pg)
+            PQfinish(*pg);
+        *pg = NULL;
+        return 1;
+    }
+    return 0;
+}
+
+/* --set pairs as a JSON object of strings; keys that name the environment
+ * itself are refused, values of known keys are checked. */
+static char *settings_json(const env_args_t *a, char *errstr, size_t size)
+{
+    static const char *const own[] = {"env", "pg.schema", "group.id", "optimizer.set", NULL};
+    cJSON *obj = cJSON_CreateObject();
+    dlb_conf_t scratch;
+    char key[256], *out = NULL;
+
+    dlb_conf_init(&scratch);
+    if (!obj) {
+        dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < a->sets_cnt; i++) {
+        const char *eq = strchr(a->sets[i], '=');
+        if (!eq || eq == a->sets[i] || (size_t)(eq - a->sets[i]) >= sizeof(key)) {
+            dlb_seterr(errstr, size, DLB_ERR_INVALID, "--set %s: not KEY=VALUE", a->sets[i]);
+            goto out;
+        }
+        snprintf(key, sizeof(key), "%.*s", (int)(eq - a->sets[i]), a->sets[i]);
+        for (const char *const *o = own; *o; o++)
+            if (!strcmp(key, *o)) {
+                dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                           "--set %s: the environment decides it (%s)", key,
+                           strcmp(key, "optimizer.set") ? "its name" : "use --optimizer-set");
+                goto out;
+            }
+        if (dlb_conf_set(&scratch, key, eq + 1, errstr, size))
+            goto out;
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, key); /* the last --set wins */
+        if (!cJSON_AddStringToObject(obj, key, eq + 1)) {
+            dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+    }
+    if (!(out = cJSON_PrintUnformatted(obj)))
+        dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+out:
+    cJSON_Delete(obj);
+    dlb_conf_destroy(&scratch);
+    return out;
+}
+
+/* ---- actions ------------------------------------------------------------------- */
+
+static int act_create(const env_args_t *a, const dlb_conf_t *conf)
+{
+    dlb_env_t env = {0}, old;
+    PGconn *pg = NULL;
+    rd_kafka_t *admin = NULL;
+    char errstr[1024], real[DLB_ENV_NAME_MAX + 1];
+    const char *name = a->pos[0];
+    int rc = 1;
+
+    if (dlb_env_name_check(name, errstr, sizeof(errstr))) {
+        fprintf(stderr, "env create: %s\n", errstr);
+        return 2;
+    }
+    snprintf(env.name, sizeof(env.name), "%s", name);
+    env.kind = a->kind == DLB_ENV_REAL ? DLB_ENV_REAL : DLB_ENV_VIRTUAL;
+    snprintf(env.optimizer_set, sizeof(env.optimizer_set), "%s",
+             a->optimizer_set ? a->optimizer_set : conf->optimizer_set);
+    env.description = (char *)(a->description ? a->description : "");
+    if (!(env.settings = settings_json(a, errstr, sizeof(errstr)))) {
+        fprintf(stderr, "env create: %s\n", errstr);
+        return 2;
+    }
+    if (reg_open(a, conf, &pg))
+        goto out;
+    /* Refuse before creating anything; dlb_env_create checks again, locked. */
+    if (!dlb_env_get(pg, name, &old, errstr, sizeof(errstr))) {
+        dlb_env_clear(&old);
+        fprintf(stderr, "env create: environment %s exists already\n", name);
+        goto out;
+    }
+    if (env.kind == DLB_ENV_REAL && !dlb_env_real(pg, real, sizeof(real), errstr, sizeof(errstr))) {
+        fprintf(stderr,
+                "env create: environment %s is real already and at most one can be: create %s "
+                "--virtual, then 'dlbrain env promote %s'\n",
+                real, name, name);
+        goto out;
+    }
+    /* Topics and schema first (both idempotent): the environment is
+     * registered, and so relayed to, only once it is whole. */
+    if (dlb_env_admin_new(conf, &admin, errstr, sizeof(errstr)) ||
+        dlb_env_topics_create(admin, conf, name, ADMIN_TIMEOUT_MS, errstr, sizeof(errstr))) {
+        fprintf(stderr, "env create: %s\n", errstr);
+        goto out;
+    }
+    if (dlb_env_schema_create(conf, name, errstr, sizeof(errstr))) {
+        fprintf(stderr, "env create: %s\n", errstr);
+        goto out;
+    }
+    if (dlb_env_create(pg, &env, by_user(), errstr, sizeof(errstr))) {
+        fprintf(stderr, "env create: %s\n", errstr);
+        goto out;
+    }
+    printf("created environment %s (%s, optimizer set %s): topics %s.*, %d partition(s) each; "
+           "PostgreSQL schema %s; Redis keys %s:*\n",
+           name, dlb_env_kind_name(env.kind), env.optimizer_set, name, conf->partitions, name,
+           name);
+    rc = 0;
+out:
+    free(env.settings);
+    if (admin)
+        rd_kafka_destroy(admin);
+    if (pg)
+        PQfinish(pg);
+    return rc;
+}
+
+static int act_list(const env_args_t *a, const dlb_conf_t *conf)
+{
+    dlb_env_t *envs = NULL;
+    PGconn *pg = NULL;
+    char errstr[1024], created[32], changed[32], dropped[32];
+    size_t n = 0;
+
+    if (reg_open(a, conf, &pg))
+        return 1;
+    if (dlb_env_list_all(pg, a->all, &envs, &n, errstr, sizeof(errstr))) {
+        fprintf(stderr, "env list: %s\n", errstr);
+        PQfinish(pg);
+        return 1;
+    }
+    PQfinish(pg);
+    printf("%-20s  %-7s  %-9s  %-19s  %-19s%s\n", "NAME", "KIND", "OPTIMIZER", "CREATED(UTC)",
+           "CHANGED(UTC)", a->all ? "  DROPPED(UTC)" : "");
+    for (size_t i = 0; i < n; i++) {
+        fmt_ms(envs[i].created_ms, created, sizeof(created));
+        fmt_ms(envs[i].changed_ms, changed, sizeof(changed));
+        fmt_ms(envs[i].dropped_ms, dropped, sizeof(dropped));
+        printf("%-20s  %-7s  %-9s  %-19s  %-19s%s%s\n", envs[i].name,
+               dlb_env_kind_name(envs[i].kind), envs[i].optimizer_set, created, changed,
+               a->all ? "  " : "", a->all ? dropped : "");
+    }
+    dlb_env_list_free(envs, n);
+    return 0;
+}
+
+/* The environment's settings as a configuration file (dlbrain ... -c FILE). */
+static int print_conf(const dlb_env_t *env)
+{
+    cJSON *obj = cJSON_Parse(env->settings), *it;
+
+    if (!obj) {
+        fprintf(stderr, "env show: settings of %s are not JSON\n", env->name);
+        return 1;
+    }
+    printf("# environment %s (%s), from dlbrain env show %s --format conf\n", env->name,
+           dlb_env_kind_name(env->kind), env->name);
+    printf("env=%s\noptimizer.set=%s\n", env->name, env->optimizer_set);
+    cJSON_ArrayForEach(it, obj)
+    {
+        if (cJSON_IsString(it))
+            printf("%s=%s\n", it->string, it->valuestring);
+    }
+    cJSON_Delete(obj);
+    return 0;
+}
+
+static void print_resources(const dlb_conf_t *conf, PGconn *pg, const char *name)
+{
+    dlb_env_topic_t topics[DLB_ENV_TOPICS_MAX];
+    rd_kafka_t *admin = NULL;
+    char errstr[1024];
+    size_t cnt = 0;
+    int missing, exists, tables;
+
+    if (dlb_env_schema_info(pg, name, &exists, &tables, errstr, sizeof(errstr)))
+        printf("postgresql:    %s\n", errstr);
+    else if (exists)
+        printf("postgresql:    schema %s, %d table(s)\n", name, tables);
+    else
+        printf("postgresql:    schema %s does not exist\n", name);
+    printf("redis keys:    %s:*\n", name);
+    printf("consumer groups: %s.optimizer, %s.configurer\n", name, name);
+    if (dlb_env_admin_new(conf, &admin, errstr, sizeof(errstr)) ||
+        dlb_env_topics_describe(admin, conf, name, topics, &cnt, &missing, ADMIN_TIMEOUT_MS, errstr,
+                                sizeof(errstr))) {
+        printf("topics:        unknown: %s\n", errstr);
+    } else {
+        printf("topics:\n");
+        for (size_t i = 0; i < cnt; i++) {
+            if (topics[i].partitions < 0)
+                printf("  %-40s  missing\n", topics[i].name);
+            else
+                printf("  %-40s  %d partition(s)\n", topics[i].name, topics[i].partitions);
+        }
+    }
+    if (admin)
+        rd_kafka_destroy(admin);
+}
+
+static int act_show(const env_args_t *a, const dlb_conf_t *conf)
+{
+    dlb_env_t env;
+    PGconn *pg = NULL;
+    char errstr[1024], created[32], changed[32], dropped[32];
+    int rc = 1;
+
+    if (reg_open(a, conf, &pg))
+        return 1;
+    if (dlb_env_get_any(pg, a->pos[0], &env, errstr, sizeof(errstr))) {
+        fprintf(stderr, "env show: %s\n", errstr);
+        PQfinish(pg);
+        return 1;
+    }
+    if (a->conf_format) {
+        rc = print_conf(&env);
+        goto out;
+    }
+    fmt_ms(env.created_ms, created, sizeof(created));
+    fmt_ms(env.changed_ms, changed, sizeof(changed));
+    fmt_ms(env.dropped_ms, dropped, sizeof(dropped));
+    printf("name:          %s\nkind:          %s%s\noptimizer set: %s\ndescription:   %s\n"
+           "settings:      %s\ncreated (UTC): %s\nchanged (UTC): %s\ndropped (UTC): %s\n",
+           env.name, dlb_env_kind_name(env.kind), env.dropped_ms ? " (dropped)" : "",
+           env.optimizer_set, env.description, env.settings, created, changed, dropped);
+    print_resources(conf, pg, env.name);
+    rc = 0;
+out:
+    dlb_env_clear(&env);
+    PQfinish(pg);
+    return rc;
+}
+
+static int purge(const dlb_conf_t *conf, PGconn *pg, const char *name)
+{
+    rd_kafka_t *admin = NULL;
+    char errstr[1024];
+    int64_t keys = 0;
+    int deleted = 0, rc = 0;
+
+    /* Relays re-read the registry every relay.refresh.ms: wait until they
+     * stopped copying into the topics, or a copy could create one again. */
+    printf("waiting %d ms for relays to stop relaying to %s\n", 2 * conf->relay_refresh_ms, name);
+    fflush(stdout);
+    usleep((useconds_t)conf->relay_refresh_ms * 2000);
+    if (dlb_env_admin_new(conf, &admin, errstr, sizeof(errstr)) ||
+        dlb_env_topics_delete(admin, conf, name, ADMIN_TIMEOUT_MS, &deleted, errstr,
+                              sizeof(errstr))) {
+        fprintf(stderr, "env drop: topics: %s\n", errstr);
+        rc = 1;
+    } else {
+        printf("deleted %d topic(s) %s.*\n", deleted, name);
+    }
+    if (admin)
+        rd_kafka_destroy(admin);
+    if (dlb_env_schema_drop(pg, name, errstr, sizeof(errstr))) {
+        fprintf(stderr, "env drop: %s\n", errstr);
+        rc = 1;
+    } else {
+        printf("dropped PostgreSQL schema %s\n", name);
+    }
+    if (dlb_env_redis_purge(conf, name, &keys, errstr, sizeof(errstr))) {
+        fprintf(stderr, "env drop: %s\n", errstr);
+        rc = 1;
+    } else {
+        printf("deleted %lld Redis key(s) %s:*\n", (long long)keys, name);
+    }
+    return rc;
+}
+
+static int act_drop(const env_args_t *a, const dlb_conf_t *conf)
+{
+    PGconn *pg = NULL;
+    char errstr[1024];
+    int rc = 1;
+
+    if (reg_open(a, conf, &pg))
+        return 1;
+    if (dlb_env_drop(pg, a->pos[0], a->purge, by_user(), errstr, sizeof(errstr))) {
+        fprintf(stderr, "env drop: %s\n", errstr);
+        goto out;
+    }
+    printf("dropped environment %s\n", a->pos[0]);
+    rc = a->purge ? purge(conf, pg, a->pos[0]) : 0;
+out:
+    PQfinish(pg);
+    return rc;
+}
+
+static int act_promote(const env_args_t *a, const dlb_conf_t *conf)
+{
+    PGconn *pg = NULL;
+    char errstr[1024], was[DLB_ENV_NAME_MAX + 1];
+    int rc = 1;
+
+    if (reg_open(a, conf, &pg))
+        return 1;
+    if (dlb_env_promote(pg, a->pos[0], by_user(), was, sizeof(was), errstr, sizeof(errstr))) {
+        fprintf(stderr, "env promote: %s\n", errstr);
+        goto out;
+    }
+    printf("environment %s is real%s%s%s; relays forward its plans within relay.refresh.ms\n",
+           a->pos[0], was[0] ? " (" : "", was, was[0] ? " is virtual now)" : "");
+    rc = 0;
+out:
+    PQfinish(pg);
+    return rc;
+}
+
+static int act_history(const env_args_t *a, const dlb_conf_t *conf)
+{
+    dlb_env_change_t *ch = NULL;
+    PGconn *pg = NULL;
+    char errstr[1024], at[32];
+    size_t n = 0;
+
+    if (reg_open(a, conf, &pg))
+        return 1;
+    if (dlb_env_history(pg, a->pos_cnt ? a->pos[0] : NULL, &ch, &n, errstr, sizeof(errstr))) {
+        fprintf(stderr, "env history: %s\n", errstr);
+        PQfinish(pg);
+        return 1;
+    }
+    PQfinish(pg);
+    printf("%-6s  %-19s  %-7s  %-20s  %-12s  %s\n", "ID", "AT(UTC)", "ACTION", "NAME", "BY",
+           "DETAIL");
+    for (size_t i = 0; i < n; i++) {
+        fmt_ms(ch[i].at_ms, at, sizeof(at));
+        printf("%-6lld  %-19s  %-7s  %-20s  %-12s  %s\n", (long long)ch[i].id, at, ch[i].action,
+               ch[i].name, ch[i].by_user, ch[i].detail);
+    }
+    dlb_env_history_free(ch, n);
+    return 0;
+}
+
+/* ---- dispatch ------------------------------------------------------------------ */
+
+static int parse_args(env_args_t *a, cli_opts_t *o, int argc, char **argv)
+{
+    static const struct option longopts[] = {{"real", no_argument, 0, 'r'},
+                                             {"virtual", no_argument, 0, 'V'},
+                                             {"optimizer-set", required_argument, 0, 'O'},
+                                             {"set", required_argument, 0, 's'},
+                                             {"description", required_argument, 0, 'd'},
+                                             {"all", no_argument, 0, 'a'},
+                                             {"format", required_argument, 0, 'f'},
+                                             {"purge", no_argument, 0, 'p'},
+                                             CLI_COMMON_LONG,
+                                             {0, 0, 0, 0}};
+    int c, rc;
+
+    while ((c = getopt_long(argc, argv, "rVO:s:d:af:p" CLI_COMMON_SHORT, longopts, NULL)) != -1) {
+        switch (c) {
+        case 'r':
+        case 'V':
+            a->kind = c == 'r' ? DLB_ENV_REAL : DLB_ENV_VIRTUAL;
+            break;
+        case 'O':
+            a->optimizer_set = optarg;
+            break;
+        case 's':
+            if (a->sets_cnt == MAX_SETS) {
+                fprintf(stderr, "env: at most %d --set\n", MAX_SETS);
+                return 2;
+            }
+            a->sets[a->sets_cnt++] = optarg;
+            break;
+        case 'd':
+            a->description = optarg;
+            break;
+        case 'a':
+            a->all = 1;
+            break;
+        case 'f':
+            if (strcmp(optarg, "text") && strcmp(optarg, "conf")) {
+                fprintf(stderr, "env: --format is text or conf\n");
+                return 2;
+            }
+            a->conf_format = !strcmp(optarg, "conf");
+            break;
+        case 'p':
+            a->purge = 1;
+            break;
+        default:
+            if ((rc = cli_default_opt(o, c, optarg, usage)) >= 0)
+                return rc;
+        }
+    }
+    a->pos = argv + optind;
+    a->pos_cnt = argc - optind;
+    return -1;
+}
+
+int cmd_env_main(int argc, char **argv)
+{
+    env_args_t a = {.kind = -1};
+    const env_action_t *act;
+    cli_opts_t o = {0};
+    dlb_conf_t conf;
+    int rc;
+
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (act = actions; act->name && strcmp(argv[1], act->name); act++)
+        ;
+    if (!act->name) {
+        fprintf(stderr, "dlbrain env: unknown action '%s'\n", argv[1]);
+        usage(stderr);
+        return 2;
+    }
+    a.action = act->name;
+    if ((rc = parse_args(&a, &o, argc - 1, argv + 1)) >= 0)
+        return rc;
+    if (a.pos_cnt < act->min_pos || a.pos_cnt > act->max_pos) {
+        fprintf(stderr, "usage: dlbrain env %s\n", act->synopsis);
+        return 2;
+    }
+    if (cli_conf_build(&o, &conf, "env"))
+        return 2;
+    rc = act->run(&a, &conf);
+    dlb_conf_destroy(&conf);
+    return rc;
+}

@@ -1,0 +1,302 @@
+/* dlbrain sim: the job simulator (virtual trainer) of producers/sim_*.c. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "common.h"
+#include "err.h"
+#include "log.h"
+#include "sim_model.h"
+#include "sim_run.h"
+#include "sim_workload.h"
+
+static void usage(FILE *fp)
+{
+    fprintf(
+        fp,
+        "usage: dlbrain sim --workload FILE [options]\n"
+        "Simulate training jobs that follow plans: each job of the workload arrives, asks\n"
+        "for plans at the stages a DLRover master does (create, ps_initial,\n"
+        "worker_initial, then ps_running and worker_running every --ask-every, and at\n"
+        "every OOM naming the pod), applies them within the limits.* settings, and\n"
+        "publishes job events, runtime samples and node events into <env>. Virtual\n"
+        "time moves in lock-step with the optimizer: each tick's requests wait for\n"
+        "their plans. A summary line goes to stderr at the end.\n\n"
+        "  -w, --workload FILE     Pollux workload-N.csv or dlbrain CSV (README)\n"
+        "  -n, --jobs N            the first N jobs (a shorter file repeats)\n"
+        "  -s, --seed N            random seed (default 1)\n"
+        "      --start MS          virtual start, ms since the epoch (default %" PRId64 ",\n"
+        "                          2024-01-01T00:00:00Z)\n"
+        "      --time-scale X      arrivals and job lengths times X (default 1)\n"
+        "      --cluster-cores N   virtual cluster cores (default 1024)\n"
+        "      --cluster-memory G  virtual cluster memory, GiB (default 4096)\n"
+        "      --sample-interval S runtime sample and tick, virtual s (default 30)\n"
+        "      --ask-every S       running-stage requests, virtual s (default 600)\n"
+        "      --pending-timeout S a job pending longer fails (default 14400)\n"
+        "      --max-hours H       stop after H virtual hours (default: all done)\n"
+        "      --plans MODE        kafka (default: wait for <env>.plans) or none (apply\n"
+        "                          nothing: the baseline)\n"
+        "      --plan-timeout-ms N how long a tick waits for its plans (default 10000)\n"
+        "      --out FILE          write events as JSON lines to FILE (- = stdout)\n"
+        "                          instead of Kafka; implies --plans none\n"
+        "      --summary-json FILE write the summary as JSON\n"
+        "      --fit DIR           fit the speed model on DIR/<model>/*.csv (Pollux\n"
+        "                          layout), print constants and MAPE, and exit\n" CLI_COMMON_HELP,
+        DLB_SIM_START_MS);
+}
+
+static int parse_num(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo) || !(v <= hi))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* --fit: the constants sim_model.c carries, recomputed from the data. */
+static int fit_dir(const char *dir)
+{
+    size_t n;
+    const dlb_sim_profile_t *profs = dlb_sim_profiles(&n);
+
+    printf("%-8s %6s %10s %12s %10s %10s %10s %10s %6s %7s\n", "model", "points", "a", "b", "ar",
+           "br", "an", "bn", "g", "MAPE%");
+    for (size_t i = 0; i < n; i++) {
+        static const char *const files[] = {"placements.csv", "scalability.csv"};
+        dlb_sim_point_t *pts = NULL;
+        size_t cnt = 0;
+        dlb_sim_fit_t f;
+        char path[4096], errstr[512];
+        int err = 0;
+
+        if (strcmp(profs[i].name, profs[i].fitted_on))
+            continue; /* a profile borrowing another's fit */
+        for (size_t k = 0; k < 2 && !err; k++) {
+            snprintf(path, sizeof(path), "%s/%s/%s", dir, profs[i].name, files[k]);
+            err = dlb_sim_points_load(path, &pts, &cnt, errstr, sizeof(errstr));
+        }
+        if (err || dlb_sim_fit_points(pts, cnt, &f)) {
+            fprintf(stderr, "sim: --fit: %s\n", err ? errstr : "too few points");
+            free(pts);
+            return 1;
+        }
+        printf("%-8s %6zu %10.6g %12.6g %10.6g %10.6g %10.6g %10.6g %6.4g %7.2f\n", profs[i].name,
+               cnt, f.a, f.b, f.ar, f.br, f.an, f.bn, f.g, dlb_sim_mape(&f, pts, cnt));
+        printf("%-8s %6s %10.6g %12.6g %10.6g %10.6g %10.6g %10.6g %6.4g %7.2f  (built in)\n", "",
+               "", profs[i].fit.a, profs[i].fit.b, profs[i].fit.ar, profs[i].fit.br,
+               profs[i].fit.an, profs[i].fit.bn, profs[i].fit.g,
+               dlb_sim_mape(&profs[i].fit, pts, cnt));
+        free(pts);
+    }
+    return 0;
+}
+
+enum {
+    OPT_START = 256,
+    OPT_TIME_SCALE,
+    OPT_CORES,
+    OPT_MEMORY,
+    OPT_SAMPLE,
+    OPT_ASK,
+    OPT_PENDING,
+    OPT_MAX_HOURS,
+    OPT_PLANS,
+    OPT_PLAN_TIMEOUT,
+    OPT_OUT,
+    OPT_SUMMARY,
+    OPT_FIT,
+};
+
+int cmd_sim_main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"workload", required_argument, 0, 'w'},
+        {"jobs", required_argument, 0, 'n'},
+        {"seed", required_argument, 0, 's'},
+        {"start", required_argument, 0, OPT_START},
+        {"time-scale", required_argument, 0, OPT_TIME_SCALE},
+        {"cluster-cores", required_argument, 0, OPT_CORES},
+        {"cluster-memory", required_argument, 0, OPT_MEMORY},
+        {"sample-interval", required_argument, 0, OPT_SAMPLE},
+        {"ask-every", required_argument, 0, OPT_ASK},
+        {"pending-timeout", required_argument, 0, OPT_PENDING},
+        {"max-hours", required_argument, 0, OPT_MAX_HOURS},
+        {"plans", required_argument, 0, OPT_PLANS},
+        {"plan-timeout-ms", required_argument, 0, OPT_PLAN_TIMEOUT},
+        {"out", required_argument, 0, OPT_OUT},
+        {"summary-json", required_argument, 0, OPT_SUMMARY},
+        {"fit", required_argument, 0, OPT_FIT},
+        CLI_COMMON_LONG,
+        {0, 0, 0, 0}};
+    cli_opts_t co = {0};
+    dlb_conf_t conf;
+    dlb_sim_opts_t o;
+    dlb_sim_workload_t wl = {0};
+    dlb_sim_summary_t sum;
+    dlb_sim_io_t io;
+    dlb_sim_kafka_t *k = NULL;
+    const char *workload = NULL, *out_path = NULL, *summary_path = NULL, *fit = NULL;
+    char errstr[512];
+    double v, jobs = 0, plan_timeout = 10000;
+    int c, rc, plans = 1, conf_built = 0, json_io = 0;
+    FILE *out_fp = NULL;
+
+    dlb_sim_opts_init(&o);
+    while ((c = getopt_long(argc, argv, "w:n:s:" CLI_COMMON_SHORT, longopts, NULL)) != -1) {
+        const char *bad = NULL;
+
+        switch (c) {
+        case 'w':
+            workload = optarg;
+            break;
+        case 'n':
+            if (parse_num(optarg, 1, 1000000, &jobs))
+                bad = "--jobs";
+            break;
+        case 's':
+            if (parse_num(optarg, 0, 9007199254740992.0, &v))
+                bad = "--seed";
+            o.seed = (uint64_t)v;
+            break;
+        case OPT_START:
+            if (parse_num(optarg, 0, 4e15, &v))
+                bad = "--start";
+            o.start_ms = (int64_t)v;
+            break;
+        case OPT_TIME_SCALE:
+            if (parse_num(optarg, 1e-6, 1e6, &o.params.time_scale))
+                bad = "--time-scale";
+            break;
+        case OPT_CORES:
+            if (parse_num(optarg, 1, 1e9, &o.cluster_cores))
+                bad = "--cluster-cores";
+            break;
+        case OPT_MEMORY:
+            if (parse_num(optarg, 1, 1e9, &v))
+                bad = "--cluster-memory";
+            o.cluster_memory = (int64_t)(v * (double)DLB_GIB);
+            break;
+        case OPT_SAMPLE:
+            if (parse_num(optarg, 1, 86400, &v))
+                bad = "--sample-interval";
+            o.params.sample_ms = (int64_t)(v * 1000);
+            break;
+        case OPT_ASK:
+            if (parse_num(optarg, 1, 1e7, &v))
+                bad = "--ask-every";
+            o.params.ask_every_ms = (int64_t)(v * 1000);
+            break;
+        case OPT_PENDING:
+            if (parse_num(optarg, 0, 1e9, &v))
+                bad = "--pending-timeout";
+            o.pending_timeout_ms = (int64_t)(v * 1000);
+            break;
+        case OPT_MAX_HOURS:
+            if (parse_num(optarg, 0, 1e6, &v))
+                bad = "--max-hours";
+            o.max_virtual_ms = (int64_t)(v * 3.6e6);
+            break;
+        case OPT_PLANS:
+            if (!strcmp(optarg, "kafka"))
+                plans = 1;
+            else if (!strcmp(optarg, "none"))
+                plans = 0;
+            else
+                bad = "--plans (kafka or none)";
+            break;
+        case OPT_PLAN_TIMEOUT:
+            if (parse_num(optarg, 0, 3.6e6, &plan_timeout))
+                bad = "--plan-timeout-ms";
+            break;
+        case OPT_OUT:
+            out_path = optarg;
+            break;
+        case OPT_SUMMARY:
+            summary_path = optarg;
+            break;
+        case OPT_FIT:
+            fit = optarg;
+            break;
+        default:
+            if ((rc = cli_default_opt(&co, c, optarg, usage)) >= 0)
+                return rc;
+        }
+        if (bad) {
+            fprintf(stderr, "sim: %s: '%s' is not valid\n", bad, optarg);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "sim: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (fit)
+        return fit_dir(fit);
+    if (!workload) {
+        fprintf(stderr, "sim: --workload FILE is required\n");
+        usage(stderr);
+        return 2;
+    }
+    if (cli_conf_build(&co, &conf, "sim"))
+        return 1;
+    conf_built = 1;
+    rc = 1;
+    o.params.limits = conf.limits;
+    if (dlb_sim_workload_load(workload, (size_t)jobs, &wl, errstr, sizeof(errstr))) {
+        dlb_err("%s", errstr);
+        goto out;
+    }
+    o.wl = &wl;
+    cli_signals_install();
+    o.stop = &cli_stop;
+    if (out_path) {
+        out_fp = strcmp(out_path, "-") ? fopen(out_path, "w") : stdout;
+        if (!out_fp) {
+            dlb_err("%s: %s", out_path, strerror(errno));
+            goto out;
+        }
+        if (dlb_sim_json_io(out_fp, &io, errstr, sizeof(errstr))) {
+            dlb_err("%s", errstr);
+            goto out;
+        }
+        json_io = 1;
+    } else if (dlb_sim_kafka_new(&conf, plans, (long)plan_timeout, &k, &io, errstr,
+                                 sizeof(errstr))) {
+        dlb_err("%s", errstr);
+        goto out;
+    }
+    if (dlb_sim_run(&o, &io, &sum, errstr, sizeof(errstr))) {
+        dlb_err("%s", errstr);
+        goto out;
+    }
+    dlb_sim_summary_print(&sum, stderr);
+    rc = 0;
+    if (summary_path) {
+        FILE *fp = fopen(summary_path, "w");
+        if (!fp || dlb_sim_summary_json(&sum, fp) || fclose(fp)) {
+            dlb_err("%s: cannot write the summary", summary_path);
+            rc = 1;
+        }
+    }
+out:
+    if (json_io)
+        dlb_sim_json_io_free(&io);
+    if (out_fp && out_fp != stdout && fclose(out_fp))
+        rc = 1;
+    else if (out_fp == stdout && fflush(stdout))
+        rc = 1;
+    dlb_sim_kafka_destroy(k);
+    dlb_sim_workload_free(&wl);
+    if (conf_built)
+        dlb_conf_destroy(&conf);
+    return rc;
+}

@@ -1,0 +1,176 @@
+/* An environment's topics, schema and keys (env_ops.h). */
+#include "env_ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cache_redis.h"
+#include "env_registry.h"
+#include "err.h"
+#include "kafka.h"
+#include "log.h"
+#include "store_pg.h"
+
+void dlb_env_conf(const dlb_conf_t *base, const char *name, dlb_conf_t *out)
+{
+    *out = *base;
+    snprintf(out->env, sizeof(out->env), "%s", name);
+    /* Environment names are [a-z][a-z0-9_]*: the schema is the name as is. */
+    snprintf(out->pg_schema, sizeof(out->pg_schema), "%s", name);
+    out->group_id[0] = '\0';
+}
+
+int dlb_env_admin_new(const dlb_conf_t *conf, rd_kafka_t **out, char *errstr, size_t errstr_size)
+{
+    rd_kafka_conf_t *kc;
+    char sub[512];
+
+    if (!(kc = dlb_kafka_conf_new(conf, NULL, NULL, errstr, errstr_size)))
+        return DLB_ERR_CONF;
+    if (!(*out = rd_kafka_new(RD_KAFKA_PRODUCER, kc, sub, sizeof(sub)))) {
+        rd_kafka_conf_destroy(kc);
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "kafka admin client: %s", sub);
+    }
+    return 0;
+}
+
+int dlb_env_topics_create(rd_kafka_t *admin, const dlb_conf_t *conf, const char *name,
+                          int timeout_ms, char *errstr, size_t errstr_size)
+{
+    dlb_env_topic_t topics[DLB_ENV_TOPICS_MAX];
+    dlb_conf_t ec;
+    size_t cnt;
+    int err, missing;
+
+    dlb_env_conf(conf, name, &ec);
+    if ((err = dlb_kafka_create_topics(admin, &ec, timeout_ms, errstr, errstr_size)))
+        return err;
+    /* CreateTopics answers once the controller has them; brokers' metadata
+     * follows a moment later. Wait for it, so that whoever looks next (env
+     * show, a relay) finds every topic. */
+    for (int waited = 0;; waited += 100) {
+        if ((err = dlb_env_topics_describe(admin, conf, name, topics, &cnt, &missing, timeout_ms,
+                                           errstr, errstr_size)))
+            return err;
+        if (!missing)
+            return 0;
+        if (waited >= timeout_ms)
+            return dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT,
+                              "%d topic(s) of %s created but not in the metadata after %d ms",
+                              missing, name, timeout_ms);
+        usleep(100 * 1000);
+    }
+}
+
+int dlb_env_topics_describe(rd_kafka_t *admin, const dlb_conf_t *conf, const char *name,
+                            dlb_env_topic_t *out, size_t *cnt, int *missing, int timeout_ms,
+                            char *errstr, size_t errstr_size)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t kerr;
+    dlb_conf_t ec;
+
+    *cnt = 0;
+    *missing = 0;
+    /* All topics: asking for one by name could auto-create it. */
+    if ((kerr = rd_kafka_metadata(admin, 1, NULL, &md, timeout_ms)))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "kafka metadata from %s: %s",
+                          conf->brokers, rd_kafka_err2str(kerr));
+    dlb_env_conf(conf, name, &ec);
+    for (const char *const *t = dlb_kafka_pipeline_topics; *t && *cnt < DLB_ENV_TOPICS_MAX; t++) {
+        dlb_env_topic_t *et = &out[(*cnt)++];
+        dlb_conf_topic(&ec, *t, et->name, sizeof(et->name));
+        et->partitions = -1;
+        for (int i = 0; i < md->topic_cnt; i++)
+            if (!md->topics[i].err && !strcmp(md->topics[i].topic, et->name))
+                et->partitions = md->topics[i].partition_cnt;
+        if (et->partitions < 0)
+            (*missing)++;
+    }
+    rd_kafka_metadata_destroy(md);
+    return 0;
+}
+
+int dlb_env_topics_delete(rd_kafka_t *admin, const dlb_conf_t *conf, const char *name,
+                          int timeout_ms, int *deleted, char *errstr, size_t errstr_size)
+{
+    dlb_conf_t ec;
+
+    dlb_env_conf(conf, name, &ec);
+    return dlb_kafka_delete_topics(admin, &ec, timeout_ms, deleted, errstr, errstr_size);
+}
+
+int dlb_env_schema_create(const dlb_conf_t *conf, const char *name, char *errstr,
+                          size_t errstr_size)
+{
+    dlb_pg_t *pg = NULL;
+    int err;
+
+    if (!(err = dlb_pg_connect(&pg, conf->pg_dsn, name, errstr, errstr_size)))
+        err = dlb_pg_migrate(pg, errstr, errstr_size);
+    dlb_pg_destroy(pg);
+    return err;
+}
+
+int dlb_env_schema_info(PGconn *pg, const char *name, int *exists, int *tables, char *errstr,
+                        size_t errstr_size)
+{
+    const char *values[1] = {name};
+    PGresult *res =
+        PQexecParams(pg,
+                     "SELECT (SELECT count(*) FROM pg_catalog.pg_namespace WHERE nspname = $1), "
+                     "(SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = $1)",
+                     1, NULL, values, NULL, NULL, 0);
+    int err = 0;
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "postgresql: schema %s: %s", name,
+                         PQerrorMessage(pg));
+    } else {
+        *exists = atoi(PQgetvalue(res, 0, 0)) > 0;
+        *tables = atoi(PQgetvalue(res, 0, 1));
+    }
+    PQclear(res);
+    return err;
+}
+
+int dlb_env_schema_drop(PGconn *pg, const char *name, char *errstr, size_t errstr_size)
+{
+    char *ident, sql[256];
+    PGresult *res;
+    int err = 0;
+
+    /* The last guard before a CASCADE: never the registry, public or pg_*. */
+    if ((err = dlb_env_name_check(name, errstr, errstr_size)))
+        return err;
+    if (!(ident = PQescapeIdentifier(pg, name, strlen(name))))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "postgresql: quoting %s: %s", name,
+                          PQerrorMessage(pg));
+    /* An identifier cannot be a parameter; it is quoted above. */
+    snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE", ident);
+    PQfreemem(ident);
+    res = PQexecParams(pg, sql, 0, NULL, NULL, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "postgresql: dropping schema %s: %s",
+                         name, PQerrorMessage(pg));
+    PQclear(res);
+    return err;
+}
+
+int dlb_env_redis_purge(const dlb_conf_t *conf, const char *name, int64_t *deleted, char *errstr,
+                        size_t errstr_size)
+{
+    dlb_redis_t *r = NULL;
+    dlb_conf_t ec;
+    int err;
+
+    *deleted = 0;
+    dlb_env_conf(conf, name, &ec);
+    if ((err = dlb_redis_connect(&r, &ec, NULL, errstr, errstr_size)))
+        return err;
+    err = dlb_redis_unlink_matching(r, "*", deleted, errstr, errstr_size);
+    dlb_redis_destroy(r);
+    return err;
+}

@@ -1,0 +1,611 @@
+/* The environment registry (env_registry.h): schema dlbrain_registry, its
+ * migrations, and the transactions that create, promote and drop. */
+#include "env_registry.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+#include "store_pg_internal.h"
+
+/* First key of pg_advisory_xact_lock(int, int): migrations of the registry
+ * use store_pg.c's "dlb" class (second key hashtext of the schema, which no
+ * environment can share: dlb_env_name_check refuses the name); changes to the
+ * registry serialise on "env", so two promotions never interleave. */
+#define REG_MIGRATE_LOCK_CLASS 0x646c62
+#define REG_CHANGE_LOCK_CLASS  0x656e76
+
+#define S       DLB_ENV_REGISTRY_SCHEMA "."
+#define MS(col) "(extract(epoch FROM " col ") * 1000)::bigint"
+#define ENV_COLS                                                                                   \
+    "name, kind, optimizer_set, settings::text, description, " MS("created_at") ", " MS(           \
+        "changed_at") ", COALESCE(" MS("dropped_at") ", 0)"
+
+/* Registry migrations, applied in order, each once (schema_migrations). The
+ * registry is not an environment's schema, so these are not in pipeline/sql. */
+static const char *const migrations[] = {
+    /* 1: environments and their history */
+    "CREATE TABLE " S "environments ("
+    " name text COLLATE \"C\" PRIMARY KEY"
+    "  CHECK (name ~ '^[a-z][a-z0-9_]*$' AND length(name) <= 48),"
+    " kind text NOT NULL CHECK (kind IN ('real', 'virtual')),"
+    " optimizer_set text NOT NULL CHECK (optimizer_set IN ('dlrover', 'dlbrain')),"
+    " settings jsonb NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(settings) = 'object'),"
+    " description text NOT NULL DEFAULT '',"
+    " created_at timestamptz NOT NULL DEFAULT now(),"
+    " changed_at timestamptz NOT NULL DEFAULT now(),"
+    " dropped_at timestamptz);"
+    /* At most one live real environment, whatever a client does. */
+    "CREATE UNIQUE INDEX environments_one_real ON " S "environments ((true))"
+    " WHERE kind = 'real' AND dropped_at IS NULL;"
+    "CREATE TABLE " S "env_history ("
+    " id bigserial PRIMARY KEY,"
+    " at timestamptz NOT NULL DEFAULT clock_timestamp(),"
+    " action text NOT NULL CHECK (action IN ('create', 'promote', 'demote', 'drop')),"
+    " name text COLLATE \"C\" NOT NULL,"
+    " detail jsonb NOT NULL DEFAULT '{}',"
+    " by_user text NOT NULL DEFAULT current_user);"
+    "CREATE INDEX env_history_name_idx ON " S "env_history (name, id);"
+    /* The history is an audit trail: like configuration versions
+     * (003_config.sql), it is never changed. */
+    "CREATE FUNCTION " S "env_history_immutable() RETURNS trigger LANGUAGE plpgsql AS $$"
+    " BEGIN RAISE EXCEPTION '% on %: the environment history is append-only',"
+    " TG_OP, TG_TABLE_NAME; END $$;"
+    "CREATE TRIGGER env_history_immutable BEFORE UPDATE OR DELETE OR TRUNCATE ON " S
+    "env_history FOR EACH STATEMENT EXECUTE FUNCTION " S "env_history_immutable();",
+    NULL,
+};
+
+/* Fill errstr and classify as store_pg.c does; bad JSON and a broken
+ * constraint are the caller's invalid input. */
+static int reg_fail(PGconn *pg, const PGresult *res, const char *what, char *errstr, size_t size)
+{
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    int err = dlb_pg_conn_fail(pg, res, what, errstr, size);
+
+    if (err == DLB_ERR_GENERIC && state && (!strcmp(state, "22P02") || !strncmp(state, "23", 2)))
+        err = DLB_ERR_INVALID;
+    return err;
+}
+
+/* One parameterised statement, text in and out; *out (if given) to PQclear(). */
+static int reg_exec(PGconn *pg, const char *sql, int nparams, const char *const *values,
+                    PGresult **out, const char *what, char *errstr, size_t size)
+{
+    PGresult *res = PQexecParams(pg, sql, nparams, NULL, values, NULL, NULL, 0);
+    ExecStatusType st = PQresultStatus(res);
+    int err = 0;
+
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        err = reg_fail(pg, res, what, errstr, size);
+    if (out && !err)
+        *out = res;
+    else
+        PQclear(res);
+    return err;
+}
+
+static void reg_rollback(PGconn *pg)
+{
+    if (PQtransactionStatus(pg) != PQTRANS_IDLE)
+        PQclear(PQexec(pg, "ROLLBACK"));
+}
+
+/* BEGIN, then wait for other changers (or migrators) of the registry. */
+static int reg_begin(PGconn *pg, int lock_class, char *errstr, size_t size)
+{
+    char cls[24];
+    const char *values[2] = {cls, DLB_ENV_REGISTRY_SCHEMA};
+    int err;
+
+    snprintf(cls, sizeof(cls), "%d", lock_class);
+    if ((err = reg_exec(pg, "BEGIN", 0, NULL, NULL, "BEGIN", errstr, size)) ||
+        (err = reg_exec(pg, "SELECT pg_advisory_xact_lock($1::integer, hashtext($2))", 2, values,
+                        NULL, "taking the registry lock", errstr, size)))
+        reg_rollback(pg);
+    return err;
+}
+
+static int reg_commit(PGconn *pg, char *errstr, size_t size)
+{
+    int err = reg_exec(pg, "COMMIT", 0, NULL, NULL, "COMMIT", errstr, size);
+    if (err)
+        reg_rollback(pg);
+    return err;
+}
+
+int dlb_env_registry_connect(const char *dsn, PGconn **out, char *errstr, size_t errstr_size)
+{
+    dlb_pg_t *pg;
+    int err;
+
+    /* store_pg's connect: its DSN checks, timeout, notices and error classes. */
+    *out = NULL;
+    if ((err = dlb_pg_connect(&pg, dsn, DLB_ENV_REGISTRY_SCHEMA, errstr, errstr_size)))
+        return err;
+    *out = dlb_pg_detach(pg);
+    return 0;
+}
+
+int dlb_env_registry_migrate(PGconn *pg, char *errstr, size_t errstr_size)
+{
+    const char *values[1] = {DLB_ENV_REGISTRY_SCHEMA};
+    char ver[24];
+    const char *vv[1] = {ver};
+    PGresult *res = NULL;
+    int err, exists, applied;
+
+    if ((err = reg_begin(pg, REG_MIGRATE_LOCK_CLASS, errstr, errstr_size)))
+        return err;
+    /* Existence first: CREATE SCHEMA IF NOT EXISTS still needs CREATE on the
+     * database, which a production role may lack once the schema exists. */
+    if ((err = reg_exec(pg, "SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1", 1, values,
+                        &res, "looking up the registry schema", errstr, errstr_size)))
+        goto out;
+    exists = PQntuples(res) > 0;
+    PQclear(res);
+    res = NULL;
+    if (!exists && (err = reg_exec(pg, "CREATE SCHEMA " DLB_ENV_REGISTRY_SCHEMA, 0, NULL, NULL,
+                                   "creating the registry schema", errstr, errstr_size)))
+        goto out;
+    if ((err = reg_exec(pg,
+                        "CREATE TABLE IF NOT EXISTS " S "schema_migrations (version integer "
+                        "PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+                        0, NULL, NULL, "creating the registry's schema_migrations", errstr,
+                        errstr_size)))
+        goto out;
+    for (int v = 0; migrations[v]; v++) {
+        snprintf(ver, sizeof(ver), "%d", v + 1);
+        if ((err = reg_exec(pg, "SELECT 1 FROM " S "schema_migrations WHERE version = $1::integer",
+                            1, vv, &res, "reading the registry's schema_migrations", errstr,
+                            errstr_size)))
+            goto out;
+        applied = PQntuples(res) > 0;
+        PQclear(res);
+        res = NULL;
+        if (applied)
+            continue;
+        /* Trusted text compiled in, several statements: the simple protocol
+         * runs it inside our transaction. */
+        res = PQexec(pg, migrations[v]);
+        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+            err = reg_fail(pg, res, "registry migration", errstr, errstr_size);
+            goto out;
+        }
+        PQclear(res);
+        res = NULL;
+        if ((err = reg_exec(pg, "INSERT INTO " S "schema_migrations (version) VALUES ($1::integer)",
+                            1, vv, NULL, "recording a registry migration", errstr, errstr_size)))
+            goto out;
+        dlb_info("postgresql: schema %s: applied registry migration %d", DLB_ENV_REGISTRY_SCHEMA,
+                 v + 1);
+    }
+    return reg_commit(pg, errstr, errstr_size);
+out:
+    PQclear(res);
+    reg_rollback(pg);
+    return err;
+}
+
+int dlb_env_name_check(const char *name, char *errstr, size_t errstr_size)
+{
+    static const char *const reserved[] = {DLB_ENV_REGISTRY_SCHEMA, "public", "information_schema",
+                                           NULL};
+    size_t n = name ? strlen(name) : 0;
+
+    if (!n)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "environment name is empty");
+    if (n > DLB_ENV_NAME_MAX)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "environment name '%.64s%s' is longer than %d characters", name,
+                          n > 64 ? "..." : "", DLB_ENV_NAME_MAX);
+    if (name[0] < 'a' || name[0] > 'z')
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "environment name '%s' must start with a lower-case letter a-z", name);
+    for (size_t i = 1; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+            return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                              "environment name '%s' may hold only a-z, 0-9 and _ (it names "
+                              "topics, a PostgreSQL schema and Redis keys), not '%c' at %zu",
+                              name, c >= 0x20 && c < 0x7f ? c : '?', i + 1);
+    }
+    /* PostgreSQL refuses pg_* schema names; the others are schemas that a
+     * purge (DROP SCHEMA ... CASCADE) must never touch. */
+    if (!strncmp(name, "pg_", 3))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "environment name '%s': pg_ names are reserved by PostgreSQL", name);
+    for (const char *const *r = reserved; *r; r++)
+        if (!strcmp(name, *r))
+            return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                              "environment name '%s' is reserved", name);
+    return 0;
+}
+
+const char *dlb_env_kind_name(dlb_env_kind_t kind)
+{
+    return kind == DLB_ENV_REAL ? "real" : "virtual";
+}
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* One row of ENV_COLS into out. */
+static int row_env(const PGresult *res, int row, dlb_env_t *out, char *errstr, size_t size)
+{
+    memset(out, 0, sizeof(*out));
+    snprintf(out->name, sizeof(out->name), "%s", PQgetvalue(res, row, 0));
+    out->kind = !strcmp(PQgetvalue(res, row, 1), "real") ? DLB_ENV_REAL : DLB_ENV_VIRTUAL;
+    snprintf(out->optimizer_set, sizeof(out->optimizer_set), "%s", PQgetvalue(res, row, 2));
+    out->created_ms = strtoll(PQgetvalue(res, row, 5), NULL, 10);
+    out->changed_ms = strtoll(PQgetvalue(res, row, 6), NULL, 10);
+    out->dropped_ms = strtoll(PQgetvalue(res, row, 7), NULL, 10);
+    if (!(out->settings = dup_str(PQgetvalue(res, row, 3))) ||
+        !(out->description = dup_str(PQgetvalue(res, row, 4)))) {
+        dlb_env_clear(out);
+        return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+    }
+    return 0;
+}
+
+static int env_get(PGconn *pg, const char *name, int include_dropped, dlb_env_t *out, char *errstr,
+                   size_t size)
+{
+    const char *values[1] = {name};
+    PGresult *res;
+    int err;
+
+    memset(out, 0, sizeof(*out));
+    if ((err = reg_exec(pg, "SELECT " ENV_COLS " FROM " S "environments WHERE name = $1", 1, values,
+                        &res, "looking up an environment", errstr, size)))
+        return err;
+    if (PQntuples(res) == 0)
+        err = dlb_seterr(errstr, size, DLB_ERR_NOTFOUND, "no environment %s", name);
+    else if ((err = row_env(res, 0, out, errstr, size)))
+        ;
+    else if (!include_dropped && out->dropped_ms) {
+        dlb_env_clear(out);
+        err = dlb_seterr(errstr, size, DLB_ERR_NOTFOUND, "environment %s was dropped", name);
+    }
+    PQclear(res);
+    return err;
+}
+
+int dlb_env_get(PGconn *pg, const char *name, dlb_env_t *out, char *errstr, size_t errstr_size)
+{
+    return env_get(pg, name, 0, out, errstr, errstr_size);
+}
+
+int dlb_env_get_any(PGconn *pg, const char *name, dlb_env_t *out, char *errstr, size_t errstr_size)
+{
+    return env_get(pg, name, 1, out, errstr, errstr_size);
+}
+
+int dlb_env_real(PGconn *pg, char *name, size_t name_size, char *errstr, size_t errstr_size)
+{
+    PGresult *res;
+    int err;
+
+    if ((err = reg_exec(pg,
+                        "SELECT name FROM " S "environments WHERE kind = 'real' AND dropped_at IS "
+                        "NULL",
+                        0, NULL, &res, "looking up the real environment", errstr, errstr_size)))
+        return err;
+    if (PQntuples(res) == 0)
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND, "no environment is real");
+    else
+        snprintf(name, name_size, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return err;
+}
+
+int dlb_env_list_all(PGconn *pg, int include_dropped, dlb_env_t **out, size_t *cnt, char *errstr,
+                     size_t errstr_size)
+{
+    const char *values[1] = {include_dropped ? "t" : "f"};
+    dlb_env_t *envs = NULL;
+    PGresult *res;
+    size_t n;
+    int err;
+
+    *out = NULL;
+    *cnt = 0;
+    if ((err = reg_exec(pg,
+                        "SELECT " ENV_COLS " FROM " S "environments WHERE $1::boolean OR "
+                        "dropped_at IS NULL ORDER BY name",
+                        1, values, &res, "listing environments", errstr, errstr_size)))
+        return err;
+    n = (size_t)PQntuples(res);
+    if (n && !(envs = calloc(n, sizeof(*envs)))) {
+        PQclear(res);
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((err = row_env(res, (int)i, &envs[i], errstr, errstr_size))) {
+            dlb_env_list_free(envs, i);
+            PQclear(res);
+            return err;
+        }
+    }
+    PQclear(res);
+    *out = envs;
+    *cnt = n;
+    return 0;
+}
+
+int dlb_env_list(PGconn *pg, dlb_env_t **out, size_t *cnt, char *errstr, size_t errstr_size)
+{
+    return dlb_env_list_all(pg, 0, out, cnt, errstr, errstr_size);
+}
+
+/* Inside a change transaction: the live real environment into real ("" if none). */
+static int real_locked(PGconn *pg, char *real, size_t real_size, char *errstr, size_t size)
+{
+    int err = dlb_env_real(pg, real, real_size, errstr, size);
+
+    if (err == DLB_ERR_NOTFOUND) {
+        real[0] = '\0';
+        return 0;
+    }
+    return err;
+}
+
+static int history_add(PGconn *pg, const char *action, const char *name, const char *detail_sql,
+                       const char *const *detail_values, int detail_cnt, const char *by_user,
+                       char *errstr, size_t size)
+{
+    /* $1 action, $2 name, $3 by_user, $4.. the detail's parameters */
+    const char *values[8] = {action, name, by_user};
+    char sql[1024];
+
+    for (int i = 0; i < detail_cnt && i < 5; i++)
+        values[3 + i] = detail_values[i];
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO " S "env_history (action, name, by_user, detail) VALUES ($1, $2, "
+             "COALESCE($3, current_user), %s)",
+             detail_sql);
+    return reg_exec(pg, sql, 3 + detail_cnt, values, NULL, "recording the history", errstr, size);
+}
+
+int dlb_env_create(PGconn *pg, const dlb_env_t *env, const char *by_user, char *errstr,
+                   size_t errstr_size)
+{
+    const char *kind = dlb_env_kind_name(env->kind);
+    const char *settings = env->settings && *env->settings ? env->settings : "{}";
+    const char *desc = env->description ? env->description : "";
+    const char *values[5] = {env->name, kind, env->optimizer_set, settings, desc};
+    char real[DLB_ENV_NAME_MAX + 1];
+    PGresult *res = NULL;
+    int err, revived = 0;
+
+    if ((err = dlb_env_name_check(env->name, errstr, errstr_size)))
+        return err;
+    if (strcmp(env->optimizer_set, "dlrover") && strcmp(env->optimizer_set, "dlbrain"))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "optimizer set '%s' is not dlrover or dlbrain", env->optimizer_set);
+    if ((err = reg_begin(pg, REG_CHANGE_LOCK_CLASS, errstr, errstr_size)))
+        return err;
+    if ((err = reg_exec(pg, "SELECT dropped_at IS NULL FROM " S "environments WHERE name = $1", 1,
+                        values, &res, "looking up the environment", errstr, errstr_size)))
+        goto out;
+    if (PQntuples(res) > 0) {
+        if (!strcmp(PQgetvalue(res, 0, 0), "t")) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "environment %s exists already",
+                             env->name);
+            goto out;
+        }
+        revived = 1;
+    }
+    PQclear(res);
+    res = NULL;
+    if (env->kind == DLB_ENV_REAL) {
+        if ((err = real_locked(pg, real, sizeof(real), errstr, errstr_size)))
+            goto out;
+        if (real[0]) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                             "environment %s is real already and at most one can be: create %s "
+                             "--virtual, then 'dlbrain env promote %s'",
+                             real, env->name, env->name);
+            goto out;
+        }
+    }
+    if ((err = reg_exec(pg,
+                        "INSERT INTO " S "environments (name, kind, optimizer_set, settings, "
+                        "description) VALUES ($1, $2, $3, $4::jsonb, $5) ON CONFLICT (name) DO "
+                        "UPDATE SET kind = EXCLUDED.kind, optimizer_set = EXCLUDED.optimizer_set, "
+                        "settings = EXCLUDED.settings, description = EXCLUDED.description, "
+                        "created_at = now(), changed_at = now(), dropped_at = NULL",
+                        5, values, NULL, "registering the environment", errstr, errstr_size)))
+        goto out;
+    if ((err = history_add(
+             pg, "create", env->name,
+             "jsonb_build_object('kind', $4::text, 'optimizer_set', $5::text, "
+             "'settings', $6::jsonb, 'description', $7::text, 'revived', $8::boolean)",
+             (const char *const[]){kind, env->optimizer_set, settings, desc, revived ? "t" : "f"},
+             5, by_user, errstr, errstr_size)))
+        goto out;
+    return reg_commit(pg, errstr, errstr_size);
+out:
+    PQclear(res);
+    reg_rollback(pg);
+    return err;
+}
+
+/* Inside a change transaction: name's kind and whether it is live. */
+static int env_locked(PGconn *pg, const char *name, int *exists, int *live, int *real, char *errstr,
+                      size_t size)
+{
+    const char *values[1] = {name};
+    PGresult *res;
+    int err;
+
+    if ((err = reg_exec(pg,
+                        "SELECT kind, dropped_at IS NULL FROM " S "environments WHERE name = $1 "
+                        "FOR UPDATE",
+                        1, values, &res, "looking up the environment", errstr, size)))
+        return err;
+    *exists = PQntuples(res) > 0;
+    *live = *exists && !strcmp(PQgetvalue(res, 0, 1), "t");
+    *real = *exists && !strcmp(PQgetvalue(res, 0, 0), "real");
+    PQclear(res);
+    return 0;
+}
+
+static int set_kind(PGconn *pg, const char *name, const char *kind, char *errstr, size_t size)
+{
+    const char *values[2] = {name, kind};
+
+    return reg_exec(pg,
+                    "UPDATE " S "environments SET kind = $2, changed_at = now() WHERE name = $1", 2,
+                    values, NULL, "changing the environment's kind", errstr, size);
+}
+
+int dlb_env_promote(PGconn *pg, const char *name, const char *by_user, char *was, size_t was_size,
+                    char *errstr, size_t errstr_size)
+{
+    char real[DLB_ENV_NAME_MAX + 1];
+    int err, exists, live, is_real;
+
+    if (was_size)
+        was[0] = '\0';
+    if ((err = reg_begin(pg, REG_CHANGE_LOCK_CLASS, errstr, errstr_size)))
+        return err;
+    if ((err = env_locked(pg, name, &exists, &live, &is_real, errstr, errstr_size)))
+        goto out;
+    if (!live) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND,
+                         exists ? "environment %s was dropped; create it again first"
+                                : "no environment %s",
+                         name);
+        goto out;
+    }
+    if (is_real) /* nothing to do: promoting twice is not an error */
+        return reg_commit(pg, errstr, errstr_size);
+    if ((err = real_locked(pg, real, sizeof(real), errstr, errstr_size)))
+        goto out;
+    /* Demote first: the unique index admits one live real at any moment. */
+    if (real[0] &&
+        ((err = set_kind(pg, real, "virtual", errstr, errstr_size)) ||
+         (err = history_add(pg, "demote", real, "jsonb_build_object('for', $4::text)",
+                            (const char *const[]){name}, 1, by_user, errstr, errstr_size))))
+        goto out;
+    if ((err = set_kind(pg, name, "real", errstr, errstr_size)) ||
+        (err = history_add(pg, "promote", name, "jsonb_build_object('was', NULLIF($4::text, ''))",
+                           (const char *const[]){real}, 1, by_user, errstr, errstr_size)))
+        goto out;
+    if ((err = reg_commit(pg, errstr, errstr_size)))
+        return err;
+    snprintf(was, was_size, "%s", real);
+    return 0;
+out:
+    reg_rollback(pg);
+    return err;
+}
+
+int dlb_env_drop(PGconn *pg, const char *name, int purge, const char *by_user, char *errstr,
+                 size_t errstr_size)
+{
+    const char *values[1] = {name};
+    int err, exists, live, is_real;
+
+    if ((err = reg_begin(pg, REG_CHANGE_LOCK_CLASS, errstr, errstr_size)))
+        return err;
+    if ((err = env_locked(pg, name, &exists, &live, &is_real, errstr, errstr_size)))
+        goto out;
+    if (!exists) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND, "no environment %s", name);
+        goto out;
+    }
+    if (live && is_real) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                         "environment %s is the real one: promote another environment first", name);
+        goto out;
+    }
+    if (!live && !purge)
+        return reg_commit(pg, errstr, errstr_size);
+    if ((err = reg_exec(pg,
+                        "UPDATE " S "environments SET dropped_at = COALESCE(dropped_at, now()) "
+                        "WHERE name = $1",
+                        1, values, NULL, "dropping the environment", errstr, errstr_size)) ||
+        (err = history_add(pg, "drop", name, "jsonb_build_object('purge', $4::boolean)",
+                           (const char *const[]){purge ? "t" : "f"}, 1, by_user, errstr,
+                           errstr_size)))
+        goto out;
+    return reg_commit(pg, errstr, errstr_size);
+out:
+    reg_rollback(pg);
+    return err;
+}
+
+int dlb_env_history(PGconn *pg, const char *name, dlb_env_change_t **out, size_t *cnt, char *errstr,
+                    size_t errstr_size)
+{
+    const char *values[1] = {name};
+    dlb_env_change_t *ch = NULL;
+    PGresult *res;
+    size_t n;
+    int err;
+
+    *out = NULL;
+    *cnt = 0;
+    if ((err = reg_exec(
+             pg,
+             "SELECT id, " MS("at") ", action, name, detail::text, by_user FROM " S
+                                    "env_history WHERE $1::text IS NULL OR name = $1 ORDER BY id",
+             1, values, &res, "reading the history", errstr, errstr_size)))
+        return err;
+    n = (size_t)PQntuples(res);
+    if (n && !(ch = calloc(n, sizeof(*ch)))) {
+        PQclear(res);
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        int r = (int)i;
+        ch[i].id = strtoll(PQgetvalue(res, r, 0), NULL, 10);
+        ch[i].at_ms = strtoll(PQgetvalue(res, r, 1), NULL, 10);
+        snprintf(ch[i].action, sizeof(ch[i].action), "%s", PQgetvalue(res, r, 2));
+        snprintf(ch[i].name, sizeof(ch[i].name), "%s", PQgetvalue(res, r, 3));
+        snprintf(ch[i].by_user, sizeof(ch[i].by_user), "%s", PQgetvalue(res, r, 5));
+        if (!(ch[i].detail = dup_str(PQgetvalue(res, r, 4)))) {
+            dlb_env_history_free(ch, i);
+            PQclear(res);
+            return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        }
+    }
+    PQclear(res);
+    *out = ch;
+    *cnt = n;
+    return 0;
+}
+
+void dlb_env_clear(dlb_env_t *env)
+{
+    if (!env)
+        return;
+    free(env->settings);
+    free(env->description);
+    env->settings = NULL;
+    env->description = NULL;
+}
+
+void dlb_env_list_free(dlb_env_t *envs, size_t cnt)
+{
+    for (size_t i = 0; envs && i < cnt; i++)
+        dlb_env_clear(&envs[i]);
+    free(envs);
+}
+
+void dlb_env_history_free(dlb_env_change_t *changes, size_t cnt)
+{
+    for (size_t i = 0; changes && i < cnt; i++)
+        free(changes[i].detail);
+    free(changes);
+}

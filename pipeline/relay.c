@@ -1,0 +1,748 @@
+/* The relay (relay.h): front <-> environments, one Kafka transaction per
+ * batch, routing re-read from the registry every relay.refresh.ms. */
+#include "relay.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "env_registry.h"
+#include "err.h"
+#include "kafka.h"
+#include "log.h"
+#include "metrics.h"
+
+#define TXN_TIMEOUT_MS  30000
+#define TXN_TRIES       10 /* retriable errors of one transactional call, 500 ms apart */
+#define META_TIMEOUT_MS 10000
+
+/* The front's event topics, copied into every environment. */
+static const char *const fan_out[] = {DLB_TOPIC_JOB_EVENTS,      DLB_TOPIC_METRICS,
+                                      DLB_TOPIC_K8S_EVENTS,      DLB_TOPIC_PLAN_REQUESTS,
+                                      DLB_TOPIC_CONFIG_REQUESTS, NULL};
+/* The environments' answers, forwarded from the real one. */
+static const char *const fan_in[] = {DLB_TOPIC_PLANS, DLB_TOPIC_CONFIGS, NULL};
+/* Short topic names of the records metric: fan_out's then fan_in's. */
+#define RELAY_TOPICS 7
+
+typedef struct renv {
+    char name[DLB_ENV_NAME_MAX + 1];
+    int usable; /* its topics exist: relayed to and from */
+    int warned; /* its missing topics were reported */
+} renv_t;
+
+typedef struct relay {
+    const dlb_conf_t *conf;
+    volatile sig_atomic_t *stop;
+    dlb_stream_stats_t *st;
+    char group[256];
+    PGconn *pg; /* the registry; NULL while unreachable */
+    rd_kafka_t *consumer;
+    rd_kafka_t *producer;
+    renv_t envs[DLB_RELAY_MAX_ENVS];
+    size_t envs_cnt;
+    char real[DLB_ENV_NAME_MAX + 1]; /* "" when none is real */
+    int64_t refresh_at;
+    int subscribed; /* to anything */
+    rd_kafka_message_t **batch;
+    size_t batch_cnt, batch_cap;
+    int64_t dropped; /* answers of virtual environments */
+    /* dlbrain_relay_records_total per [action][short topic]; the batch's
+     * counts are added once its transaction committed. */
+    dlb_series_t *records[3][RELAY_TOPICS];
+    int64_t pending[3][RELAY_TOPICS];
+    dlb_series_t *real_env; /* dlbrain_relay_real_environment of r->real */
+    dlb_series_t *usable, *assigns, *revokes, *txn_ok, *txn_aborted, *err_kafka;
+} relay_t;
+
+/* What happened to a record, the first index of relay_t.records. */
+enum { ACT_COPIED, ACT_FORWARDED, ACT_DROPPED };
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void nap_ms(const relay_t *r, int ms)
+{
+    for (int i = 0; i < ms / 50 && !*r->stop; i++) {
+        dlb_metrics_beat();
+        usleep(50 * 1000);
+    }
+}
+
+/* The metrics index of a short topic name (RELAY_TOPICS - 1 if unknown). */
+static int topic_index(const char *shortname)
+{
+    int i = 0;
+
+    for (const char *const *t = fan_out; *t; t++, i++)
+        if (!strcmp(*t, shortname))
+            return i;
+    for (const char *const *t = fan_in; *t; t++, i++)
+        if (!strcmp(*t, shortname))
+            return i;
+    return RELAY_TOPICS - 1;
+}
+
+static dlb_series_t *records_series(const char *topic, const char *action)
+{
+    return dlb_metric_counter("dlbrain_relay_records_total",
+                              "Records the relay committed, by short topic name and action: "
+                              "copied (a front event into each environment), forwarded (the real "
+                              "environment's answer to the front), dropped (a virtual "
+                              "environment's answer)",
+                              "topic,action", DLB_LV(topic, action));
+}
+
+static void metrics_setup(relay_t *r)
+{
+    static const char *const acts[3] = {"copied", "forwarded", "dropped"};
+    int i = 0;
+
+    /* fan_out's topics are copied; fan_in's forwarded or dropped */
+    for (const char *const *t = fan_out; *t; t++, i++)
+        r->records[ACT_COPIED][i] = records_series(*t, acts[ACT_COPIED]);
+    for (const char *const *t = fan_in; *t; t++, i++)
+        for (int a = ACT_FORWARDED; a <= ACT_DROPPED; a++)
+            r->records[a][i] = records_series(*t, acts[a]);
+    r->usable = dlb_metric_gauge("dlbrain_relay_environments",
+                                 "Live environments the relay copies front events into", "", NULL);
+    r->assigns = dlb_metric_rebalances("assign");
+    r->revokes = dlb_metric_rebalances("revoke");
+    r->txn_ok = dlb_metric_transactions("committed");
+    r->txn_aborted = dlb_metric_transactions("aborted");
+    r->err_kafka = dlb_metric_errors("kafka");
+}
+
+/* dlbrain_relay_real_environment{env} is 1 for the environment whose answers
+ * reach the front; a former one's series is hidden. */
+static void metrics_real(relay_t *r)
+{
+    dlb_metric_hide(r->real_env);
+    r->real_env = r->real[0] ? dlb_metric_gauge("dlbrain_relay_real_environment",
+                                                "1 for the environment whose plans and configs "
+                                                "the relay forwards to the front",
+                                                "env", DLB_LV(r->real))
+                             : NULL;
+    dlb_metric_set(r->real_env, 1);
+}
+
+static void batch_clear(relay_t *r)
+{
+    for (size_t i = 0; i < r->batch_cnt; i++)
+        rd_kafka_message_destroy(r->batch[i]);
+    r->batch_cnt = 0;
+}
+
+/* Eager rebalancing: what we hold of revoked partitions is dropped uncommitted
+ * (their next owner starts from the committed offsets). */
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+    relay_t *r = opaque;
+    size_t n = 0;
+
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        dlb_info("kafka: assigned %d partition(s)", parts->cnt);
+        dlb_metric_add(r->assigns, 1);
+        dlb_metrics_dep(DLB_DEP_KAFKA, 1);
+        rd_kafka_assign(rk, parts);
+        return;
+    }
+    dlb_metric_add(r->revokes, 1);
+    for (size_t i = 0; i < r->batch_cnt; i++) {
+        rd_kafka_message_t *m = r->batch[i];
+        if (rd_kafka_topic_partition_list_find(parts, rd_kafka_topic_name(m->rkt), m->partition))
+            rd_kafka_message_destroy(m);
+        else
+            r->batch[n++] = m;
+    }
+    r->batch_cnt = n;
+    dlb_info("kafka: %d partition(s) revoked", parts->cnt);
+    rd_kafka_assign(rk, NULL);
+}
+
+/* ---- the registry ------------------------------------------------------------ */
+
+/* Connect and migrate; a server that is down is waited out at start and
+ * tolerated later (the last routing stays in force). */
+static int registry_open(relay_t *r, char *errstr, size_t size)
+{
+    int err;
+
+    if (r->pg && PQstatus(r->pg) != CONNECTION_OK) {
+        PQfinish(r->pg);
+        r->pg = NULL;
+    }
+    if (r->pg)
+        return 0;
+    if ((err = dlb_env_registry_connect(r->conf->pg_dsn, &r->pg, errstr, size)))
+        return err;
+    if ((err = dlb_env_registry_migrate(r->pg, errstr, size))) {
+        PQfinish(r->pg);
+        r->pg = NULL;
+    }
+    return err;
+}
+
+/* Relaying the front to itself would copy every record back in, forever. */
+static int front_refused(const relay_t *r, char *errstr, size_t size)
+{
+    return dlb_seterr(errstr, size, DLB_ERR_CONF,
+                      "the front prefix %s is a registered environment: the relay would feed its "
+                      "own output back; run it with another env setting",
+                      r->conf->env);
+}
+
+static renv_t *env_find(relay_t *r, const char *name, size_t len)
+{
+    for (size_t i = 0; i < r->envs_cnt; i++)
+        if (strlen(r->envs[i].name) == len && !strncmp(r->envs[i].name, name, len))
+            return &r->envs[i];
+    return NULL;
+}
+
+/* Whether every topic the relay uses of environment name exists in md. */
+static int env_topics_exist(const relay_t *r, const struct rd_kafka_metadata *md, const char *name)
+{
+    const char *const *lists[2] = {fan_out, fan_in};
+    char topic[256];
+
+    (void)r;
+    for (int l = 0; l < 2; l++) {
+        for (const char *const *t = lists[l]; *t; t++) {
+            int found = 0;
+            snprintf(topic, sizeof(topic), "%.100s.%s", name, *t);
+            for (int i = 0; i < md->topic_cnt && !found; i++)
+                found = !md->topics[i].err && !strcmp(md->topics[i].topic, topic);
+            if (!found)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+static void topic_list_add(rd_kafka_topic_partition_list_t *l, const char *env,
+                           const char *const *names)
+{
+    char topic[256];
+
+    for (const char *const *t = names; *t; t++) {
+        snprintf(topic, sizeof(topic), "%.100s.%s", env, *t);
+        rd_kafka_topic_partition_list_add(l, topic, RD_KAFKA_PARTITION_UA);
+    }
+}
+
+/* Subscribe to the front's event topics and the answers of every usable
+ * environment; to nothing while there is none (front events would have no
+ * one to go to: they wait in the front's topics instead). */
+static int resubscribe(relay_t *r, char *errstr, size_t size)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(32);
+    rd_kafka_resp_err_t kerr = RD_KAFKA_RESP_ERR_NO_ERROR;
+    char names[1024] = "";
+    size_t len = 0, usable = 0;
+
+    for (size_t i = 0; i < r->envs_cnt; i++) {
+        if (!r->envs[i].usable)
+            continue;
+        usable++;
+        topic_list_add(l, r->envs[i].name, fan_in);
+        len += (size_t)snprintf(names + len, len < sizeof(names) ? sizeof(names) - len : 0, "%s%s",
+                                usable > 1 ? ", " : "", r->envs[i].name);
+    }
+    if (usable) {
+        topic_list_add(l, r->conf->env, fan_out);
+        kerr = rd_kafka_subscribe(r->consumer, l);
+        r->subscribed = 1;
+        dlb_info("relay: %s.* -> %zu environment(s): %s", r->conf->env, usable, names);
+    } else if (r->subscribed) {
+        kerr = rd_kafka_unsubscribe(r->consumer);
+        r->subscribed = 0;
+        dlb_warn("relay: no live environment with its topics: relaying nothing");
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    if (kerr)
+        return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "subscribe: %s", rd_kafka_err2str(kerr));
+    return 0;
+}
+
+/* Re-read the registry: the live environments, which is real, which have
+ * their topics. @returns 0 (also when the registry is unreachable: the last
+ * routing stays), DLB_ERR_CONF (the front is an environment), or an error. */
+static int refresh(relay_t *r, int first, char *errstr, size_t size)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    renv_t next[DLB_RELAY_MAX_ENVS];
+    dlb_env_t *envs = NULL;
+    size_t cnt = 0, n = 0;
+    char real[DLB_ENV_NAME_MAX + 1] = "", sub[1024];
+    int err, changed, need_md = 0;
+
+    if ((err = registry_open(r, sub, sizeof(sub))) ||
+        (err = dlb_env_list(r->pg, &envs, &cnt, sub, sizeof(sub)))) {
+        if (err != DLB_ERR_TRANSIENT || first)
+            return dlb_seterr(errstr, size, err, "environment registry: %s", sub);
+        dlb_warn("environment registry: %s; keeping the last routing", sub);
+        return 0;
+    }
+    for (size_t i = 0; i < cnt; i++) {
+        const renv_t *old;
+        if (!strcmp(envs[i].name, r->conf->env)) {
+            err = front_refused(r, errstr, size);
+            goto out;
+        }
+        if (n == DLB_RELAY_MAX_ENVS) {
+            dlb_warn("relay: more than %d live environments; relaying to the first %d by name",
+                     DLB_RELAY_MAX_ENVS, DLB_RELAY_MAX_ENVS);
+            break;
+        }
+        snprintf(next[n].name, sizeof(next[n].name), "%s", envs[i].name);
+        old = env_find(r, envs[i].name, strlen(envs[i].name));
+        next[n].usable = old ? old->usable : 0;
+        next[n].warned = old ? old->warned : 0;
+        need_md |= !next[n].usable;
+        if (envs[i].kind == DLB_ENV_REAL)
+            snprintf(real, sizeof(real), "%s", envs[i].name);
+        n++;
+    }
+    /* Metadata only while some environment lacks topics (just created, or
+     * not created at all): a full topic list every refresh would be costly. */
+    if (need_md) {
+        rd_kafka_resp_err_t kerr = rd_kafka_metadata(r->producer, 1, NULL, &md, META_TIMEOUT_MS);
+        if (kerr) {
+            dlb_warn("kafka metadata: %s; environments without topics wait",
+                     rd_kafka_err2str(kerr));
+            md = NULL;
+        }
+        for (size_t i = 0; md && i < n; i++) {
+            if (next[i].usable)
+                continue;
+            next[i].usable = env_topics_exist(r, md, next[i].name);
+            if (!next[i].usable && !next[i].warned) {
+                dlb_warn("relay: environment %s lacks some of its topics (dlbrain env create "
+                         "%s creates them); not relaying to it until they exist",
+                         next[i].name, next[i].name);
+                next[i].warned = 1;
+            }
+        }
+    }
+    changed = n != r->envs_cnt;
+    for (size_t i = 0; !changed && i < n; i++)
+        changed = strcmp(next[i].name, r->envs[i].name) || next[i].usable != r->envs[i].usable;
+    if (strcmp(real, r->real) || first) {
+        if (real[0])
+            dlb_info("relay: now forwarding plans and configs of %s (was %s)", real,
+                     r->real[0] ? r->real : "none");
+        else
+            dlb_warn("relay: no environment is real: forwarding no plans (was %s)",
+                     r->real[0] ? r->real : "none");
+        snprintf(r->real, sizeof(r->real), "%s", real);
+        metrics_real(r);
+    }
+    memcpy(r->envs, next, n * sizeof(next[0]));
+    r->envs_cnt = n;
+    {
+        size_t usable = 0;
+        for (size_t i = 0; i < n; i++)
+            usable += (size_t)next[i].usable;
+        dlb_metric_set(r->usable, (double)usable);
+    }
+    if (changed || first)
+        err = resubscribe(r, errstr, size);
+out:
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    dlb_env_list_free(envs, cnt);
+    return err;
+}
+
+/* ---- one batch, one transaction ------------------------------------------------ */
+
+/* Copy m to topic: key, value, headers, timestamp, plus header dlb.env = env
+ * when env is given. */
+static int produce_copy(relay_t *r, const char *topic, const rd_kafka_message_t *m, const char *env,
+                        char *errstr, size_t size)
+{
+    rd_kafka_headers_t *src = NULL, *hdrs = NULL;
+    rd_kafka_timestamp_type_t tstype;
+    int64_t ts = rd_kafka_message_timestamp(m, &tstype);
+    rd_kafka_vu_t vu[6];
+    rd_kafka_error_t *e = NULL;
+    size_t n = 0;
+
+    if (rd_kafka_message_headers(m, &src) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        hdrs = rd_kafka_headers_copy(src);
+    if (env) {
+        if (!hdrs && !(hdrs = rd_kafka_headers_new(1)))
+            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+        rd_kafka_header_add(hdrs, "dlb.env", -1, env, -1);
+    }
+    vu[n].vtype = RD_KAFKA_VTYPE_TOPIC;
+    vu[n++].u.cstr = topic;
+    vu[n].vtype = RD_KAFKA_VTYPE_KEY;
+    vu[n].u.mem.ptr = m->key;
+    vu[n++].u.mem.size = m->key_len;
+    vu[n].vtype = RD_KAFKA_VTYPE_VALUE;
+    vu[n].u.mem.ptr = m->payload;
+    vu[n++].u.mem.size = m->len;
+    vu[n].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+    vu[n++].u.i = RD_KAFKA_MSG_F_COPY;
+    vu[n].vtype = RD_KAFKA_VTYPE_TIMESTAMP; /* 0: now, when the source had none */
+    vu[n++].u.i64 = tstype == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE || ts < 0 ? 0 : ts;
+    if (hdrs) {
+        vu[n].vtype = RD_KAFKA_VTYPE_HEADERS;
+        vu[n++].u.headers = hdrs;
+    }
+    for (int tries = 0; tries < 100; tries++) {
+        e = rd_kafka_produceva(r->producer, vu, n);
+        if (!e || rd_kafka_error_code(e) != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            break;
+        rd_kafka_error_destroy(e);
+        e = NULL;
+        rd_kafka_poll(r->producer, 100); /* serve delivery reports to make room */
+    }
+    if (!e)
+        return 0;
+    /* The headers belong to librdkafka only once a produce succeeded. */
+    if (hdrs)
+        rd_kafka_headers_destroy(hdrs);
+    dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "produce to %s: %s", topic,
+               e ? rd_kafka_error_string(e) : "queue full");
+    rd_kafka_error_destroy(e);
+    return DLB_ERR_TRANSIENT;
+}
+
+/* Which short name of list topic is, when it is "<prefix>.<short>". */
+static int topic_is(const char *topic, const char *prefix, size_t prefix_len,
+                    const char *const *list)
+{
+    if (strncmp(topic, prefix, prefix_len) || topic[prefix_len] != '.')
+        return 0;
+    for (const char *const *t = list; *t; t++)
+        if (!strcmp(topic + prefix_len + 1, *t))
+            return 1;
+    return 0;
+}
+
+/* Produce what the batch's records turn into. */
+static int relay_records(relay_t *r, int64_t *outputs, char *errstr, size_t size)
+{
+    size_t front_len = strlen(r->conf->env);
+    char topic[256];
+    int err;
+
+    *outputs = 0;
+    for (size_t i = 0; i < r->batch_cnt; i++) {
+        const rd_kafka_message_t *m = r->batch[i];
+        const char *name = rd_kafka_topic_name(m->rkt);
+        const char *dot = strchr(name, '.');
+        const renv_t *src;
+
+        if (topic_is(name, r->conf->env, front_len, fan_out)) {
+            for (size_t k = 0; k < r->envs_cnt; k++) {
+                if (!r->envs[k].usable)
+                    continue;
+                snprintf(topic, sizeof(topic), "%s%s", r->envs[k].name, name + front_len);
+                if ((err = produce_copy(r, topic, m, NULL, errstr, size)))
+                    return err;
+                (*outputs)++;
+                r->pending[ACT_COPIED][topic_index(name + front_len + 1)]++;
+            }
+        } else if (dot && (src = env_find(r, name, (size_t)(dot - name))) &&
+                   topic_is(name, src->name, strlen(src->name), fan_in) &&
+                   !strcmp(src->name, r->real)) {
+            snprintf(topic, sizeof(topic), "%s%s", r->conf->env, dot);
+            if ((err = produce_copy(r, topic, m, src->name, errstr, size)))
+                return err;
+            (*outputs)++;
+            r->pending[ACT_FORWARDED][topic_index(dot + 1)]++;
+        } else {
+            /* An answer of a virtual environment, or a record of an
+             * environment dropped since it was polled: consumed, not relayed. */
+            r->dropped++;
+            r->pending[ACT_DROPPED][topic_index(dot ? dot + 1 : name)]++;
+        }
+    }
+    return 0;
+}
+
+/* Per partition: the offset after its last record (commit), or of its first
+ * (rewind). Records are in offset order within a partition. */
+static rd_kafka_topic_partition_list_t *batch_offsets(const relay_t *r, int rewind)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(32);
+
+    for (size_t i = 0; i < r->batch_cnt; i++) {
+        const rd_kafka_message_t *m = r->batch[i];
+        rd_kafka_topic_partition_t *p =
+            rd_kafka_topic_partition_list_find(l, rd_kafka_topic_name(m->rkt), m->partition);
+        if (!p)
+            rd_kafka_topic_partition_list_add(l, rd_kafka_topic_name(m->rkt), m->partition)
+                ->offset = rewind ? m->offset : m->offset + 1;
+        else if (!rewind)
+            p->offset = m->offset + 1;
+    }
+    return l;
+}
+
+enum { STEP_BEGIN, STEP_OFFSETS, STEP_COMMIT };
+
+/* One transactional call, retried while librdkafka calls its error
+ * retriable (a broker restarting). @returns 0, or DLB_ERR_TRANSIENT with
+ * *fatal set when the producer must be replaced. */
+static int txn_step(relay_t *r, int step, const rd_kafka_topic_partition_list_t *offsets,
+                    int *fatal, char *errstr, size_t size)
+{
+    static const char *const what[] = {"begin", "sending offsets", "commit"};
+
+    for (int tries = 1;; tries++) {
+        rd_kafka_consumer_group_metadata_t *cgmd;
+        rd_kafka_error_t *e;
+
+        switch (step) {
+        case STEP_BEGIN:
+            e = rd_kafka_begin_transaction(r->producer);
+            break;
+        case STEP_OFFSETS:
+            cgmd = rd_kafka_consumer_group_metadata(r->consumer);
+            e = rd_kafka_send_offsets_to_transaction(r->producer, offsets, cgmd, TXN_TIMEOUT_MS);
+            rd_kafka_consumer_group_metadata_destroy(cgmd);
+            break;
+        default:
+            e = rd_kafka_commit_transaction(r->producer, TXN_TIMEOUT_MS);
+        }
+        if (!e)
+            return 0;
+        *fatal = rd_kafka_error_is_fatal(e);
+        dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "kafka transaction: %s: %s", what[step],
+                   rd_kafka_error_string(e));
+        if (*fatal || rd_kafka_error_txn_requires_abort(e) || !rd_kafka_error_is_retriable(e) ||
+            tries >= TXN_TRIES || *r->stop) {
+            rd_kafka_error_destroy(e);
+            return DLB_ERR_TRANSIENT;
+        }
+        rd_kafka_error_destroy(e);
+        dlb_warn("%s; retrying", errstr);
+        nap_ms(r, 500);
+    }
+}
+
+static int batch_publish(relay_t *r, int *fatal, char *errstr, size_t size)
+{
+    rd_kafka_topic_partition_list_t *offsets = NULL;
+    rd_kafka_error_t *e;
+    int64_t outputs = 0, dropped;
+    int err;
+
+    *fatal = 0;
+    if ((err = txn_step(r, STEP_BEGIN, NULL, fatal, errstr, size)))
+        return err;
+    offsets = batch_offsets(r, 0);
+    dropped = r->dropped;
+    memset(r->pending, 0, sizeof(r->pending));
+    if (!(err = relay_records(r, &outputs, errstr, size)) &&
+        !(err = txn_step(r, STEP_OFFSETS, offsets, fatal, errstr, size)) &&
+        !(err = txn_step(r, STEP_COMMIT, NULL, fatal, errstr, size))) {
+        r->st->outputs += outputs;
+        r->st->accepted += (int64_t)r->batch_cnt;
+        for (int a = 0; a < 3; a++)
+            for (int i = 0; i < RELAY_TOPICS; i++)
+                dlb_metric_add(r->records[a][i], (uint64_t)r->pending[a][i]);
+        dlb_metric_add(r->txn_ok, 1);
+        dlb_metrics_dep(DLB_DEP_KAFKA, 1);
+        dlb_dbg("relay: batch of %zu record(s): %lld produced, %lld not forwarded", r->batch_cnt,
+                (long long)outputs, (long long)(r->dropped - dropped));
+        goto out;
+    }
+    if (!*fatal && (e = rd_kafka_abort_transaction(r->producer, TXN_TIMEOUT_MS))) {
+        /* Cannot even abort: a new producer's init_transactions will. */
+        dlb_err("kafka transaction: abort failed: %s; replacing the producer (its "
+                "init_transactions aborts it)",
+                rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        *fatal = 1;
+    }
+    r->dropped = dropped; /* the batch is redone */
+    dlb_metric_add(r->txn_aborted, 1);
+    dlb_metric_add(r->err_kafka, 1);
+    err = DLB_ERR_TRANSIENT;
+out:
+    rd_kafka_topic_partition_list_destroy(offsets);
+    return err;
+}
+
+/* Undo a failed batch: seek each partition back to its first record. */
+static void batch_rewind(relay_t *r)
+{
+    rd_kafka_topic_partition_list_t *l = batch_offsets(r, 1);
+    rd_kafka_error_t *e = rd_kafka_seek_partitions(r->consumer, l, 10000);
+
+    if (e) {
+        dlb_err("kafka: rewinding the batch failed: %s", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    batch_clear(r);
+}
+
+static void batch_poll(relay_t *r)
+{
+    rd_kafka_message_t *m;
+
+    while (r->batch_cnt < r->batch_cap &&
+           (m = rd_kafka_consumer_poll(r->consumer, r->batch_cnt ? 0 : r->conf->poll_ms))) {
+        if (m->err) {
+            /* An environment's topic deleted under us, a broker away: the
+             * consumer recovers by itself. */
+            dlb_dbg("kafka: consume: %s [%" PRId32 "]: %s; skipped, polling on",
+                    m->rkt ? rd_kafka_topic_name(m->rkt) : "(no topic)", m->partition,
+                    rd_kafka_message_errstr(m));
+            rd_kafka_message_destroy(m);
+            continue;
+        }
+        r->batch[r->batch_cnt++] = m;
+        r->st->consumed++;
+    }
+}
+
+/* ---- life cycle ------------------------------------------------------------------ */
+
+static int producer_start(relay_t *r, char *errstr, size_t size)
+{
+    char host[128] = "localhost", txn_id[512];
+    rd_kafka_error_t *e;
+    int err;
+
+    gethostname(host, sizeof(host) - 1);
+    snprintf(txn_id, sizeof(txn_id), "%s-%s-%d", r->group, host, (int)getpid());
+    if ((err = dlb_kafka_txn_producer_new(r->conf, txn_id, &r->producer, errstr, size)))
+        return err;
+    while (!*r->stop && (e = rd_kafka_init_transactions(r->producer, TXN_TIMEOUT_MS))) {
+        if (rd_kafka_error_is_fatal(e)) {
+            err = dlb_seterr(errstr, size, DLB_ERR_GENERIC, "kafka: init_transactions: %s",
+                             rd_kafka_error_string(e));
+            rd_kafka_error_destroy(e);
+            return err;
+        }
+        dlb_warn("kafka: init_transactions: %s; retrying", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        nap_ms(r, r->conf->retry_backoff_ms);
+    }
+    return 0;
+}
+
+static void producer_stop(relay_t *r)
+{
+    if (!r->producer)
+        return;
+    /* Anything unsent belongs to an aborted or unfinished transaction. */
+    rd_kafka_purge(r->producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    dlb_kafka_producer_destroy(r->producer);
+    r->producer = NULL;
+}
+
+static int setup(relay_t *r, char *errstr, size_t size)
+{
+    dlb_env_t env;
+    int err;
+
+    dlb_conf_group(r->conf, "relay", r->group, sizeof(r->group));
+    /* Kafka readiness comes from assignments and commits; not required
+     * before, as a relay with no environment subscribes to nothing. */
+    metrics_setup(r);
+    r->batch_cap = r->conf->batch_size > 0 ? (size_t)r->conf->batch_size : 500;
+    if (!(r->batch = calloc(r->batch_cap, sizeof(*r->batch))))
+        return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+    /* The registry first: a misconfigured front is refused before anything. */
+    while ((err = registry_open(r, errstr, size)) == DLB_ERR_TRANSIENT && !*r->stop) {
+        dlb_warn("%s; retrying in %d ms", errstr, r->conf->retry_backoff_ms);
+        nap_ms(r, r->conf->retry_backoff_ms);
+    }
+    if (err)
+        return err;
+    /* The front's own check, before anything starts; refresh() repeats it. */
+    if (!(err = dlb_env_get(r->pg, r->conf->env, &env, errstr, size))) {
+        dlb_env_clear(&env);
+        return front_refused(r, errstr, size);
+    }
+    if (err != DLB_ERR_NOTFOUND)
+        return err;
+    if ((err = producer_start(r, errstr, size)) ||
+        (err = dlb_kafka_consumer_new_cb(r->conf, r->group, NULL, rebalance_cb, r, &r->consumer,
+                                         errstr, size)))
+        return err;
+    dlb_info("relay: group %s, front %s.* at %s, registry re-read every %d ms", r->group,
+             r->conf->env, r->conf->brokers, r->conf->relay_refresh_ms);
+    return refresh(r, 1, errstr, size);
+}
+
+static void teardown(relay_t *r)
+{
+    batch_clear(r);
+    if (r->consumer) {
+        rd_kafka_consumer_close(r->consumer);
+        rd_kafka_destroy(r->consumer);
+    }
+    producer_stop(r);
+    if (r->pg)
+        PQfinish(r->pg);
+    free(r->batch);
+}
+
+int dlb_relay_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_stream_stats_t *stats,
+                  char *errstr, size_t errstr_size)
+{
+    relay_t r = {.conf = conf, .stop = stop, .st = stats};
+    char sub[1024];
+    int err, fatal;
+
+    if ((err = setup(&r, errstr, errstr_size)))
+        goto out;
+    r.refresh_at = now_ms() + conf->relay_refresh_ms;
+    while (!*stop) {
+        dlb_metrics_beat();
+        if (now_ms() >= r.refresh_at) {
+            if ((err = refresh(&r, 0, errstr, errstr_size)))
+                goto out;
+            r.refresh_at = now_ms() + conf->relay_refresh_ms;
+        }
+        if (!r.subscribed) {
+            nap_ms(&r, conf->poll_ms);
+            continue;
+        }
+        batch_poll(&r);
+        if (!r.batch_cnt)
+            continue;
+        if (!batch_publish(&r, &fatal, sub, sizeof(sub))) {
+            stats->batches++;
+            batch_clear(&r);
+            continue;
+        }
+        if (*stop)
+            break;
+        stats->retries++;
+        dlb_err("batch of %zu record(s) failed: %s; rewinding and retrying in %d ms", r.batch_cnt,
+                sub, conf->retry_backoff_ms);
+        batch_rewind(&r);
+        nap_ms(&r, conf->retry_backoff_ms);
+        if (fatal) {
+            dlb_warn("kafka: replacing the transactional producer");
+            producer_stop(&r);
+            if ((err = producer_start(&r, errstr, errstr_size)))
+                goto out;
+        }
+    }
+    err = 0;
+out:
+    dlb_info("relay: %lld answer(s) of virtual environments consumed and not forwarded",
+             (long long)r.dropped);
+    teardown(&r);
+    return err;
+}

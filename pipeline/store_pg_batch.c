@@ -1,0 +1,250 @@
+/* Runtime samples written a batch at a time (dlb_pg_put_runtime_batch).
+ *
+ * One statement per batch instead of one per sample: the samples and their
+ * pods travel as PostgreSQL arrays in the binary format (no text escaping of
+ * the raw frames, no JSON of the pods), are expanded with unnest() and
+ * inserted with the same ON CONFLICT rules as the statement of one sample. */
+#include "store_pg.h"
+#include "store_pg_internal.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "sbuf.h"
+
+/* Element type OIDs of the arrays sent (pg_type.h; stable across versions). */
+#define OID_BYTEA  17
+#define OID_INT8   20
+#define OID_INT4   23
+#define OID_TEXT   25
+#define OID_FLOAT8 701
+
+/* Header of a one-dimensional binary array: ndim, has-null flag, element
+ * type, then length and lower bound of the dimension (array_recv()). */
+#define ARR_HEADER 20
+
+/* A one-dimensional array in PostgreSQL's binary format, built element by
+ * element; the header is written last, once the count is known. */
+typedef struct arr {
+    dlb_sbuf_t b;
+    uint32_t oid;
+    int32_t n;
+    int has_null;
+    int err; /* an append failed (out of memory) */
+} arr_t;
+
+static void be32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+static void arr_init(arr_t *a, uint32_t oid)
+{
+    static const char zero[ARR_HEADER] = {0};
+
+    memset(a, 0, sizeof(*a));
+    a->oid = oid;
+    a->err = dlb_sbuf_put(&a->b, zero, sizeof(zero));
+}
+
+/* One element: its length, then its bytes. */
+static void arr_put(arr_t *a, const void *p, uint32_t len)
+{
+    unsigned char l[4];
+
+    be32(l, len);
+    if (!a->err && !(a->err = dlb_sbuf_put(&a->b, (const char *)l, 4)))
+        a->err = dlb_sbuf_put(&a->b, p, len);
+    a->n++;
+}
+
+static void arr_null(arr_t *a)
+{
+    unsigned char l[4];
+
+    be32(l, UINT32_MAX); /* length -1 */
+    if (!a->err)
+        a->err = dlb_sbuf_put(&a->b, (const char *)l, 4);
+    a->has_null = 1;
+    a->n++;
+}
+
+static void arr_text(arr_t *a, const char *s)
+{
+    arr_put(a, s, (uint32_t)strlen(s));
+}
+
+static void arr_i64(arr_t *a, int64_t v)
+{
+    unsigned char p[8];
+
+    be32(p, (uint32_t)((uint64_t)v >> 32));
+    be32(p + 4, (uint32_t)v);
+    arr_put(a, p, 8);
+}
+
+static void arr_i32(arr_t *a, int32_t v)
+{
+    unsigned char p[4];
+
+    be32(p, (uint32_t)v);
+    arr_put(a, p, 4);
+}
+
+/* float8 is sent as the IEEE 754 bits, big-endian (float8recv). */
+static void arr_f64(arr_t *a, double v)
+{
+    uint64_t u;
+
+    memcpy(&u, &v, sizeof(u));
+    arr_i64(a, (int64_t)u);
+}
+
+/* Write the header. @returns 0 or DLB_ERR_NOMEM (an append failed). */
+static int arr_finish(arr_t *a)
+{
+    unsigned char *h = (unsigned char *)a->b.p;
+
+    if (a->err)
+        return DLB_ERR_NOMEM;
+    /* An empty array has no dimension: ndim 0 and a 12-byte header. */
+    be32(h, a->n ? 1 : 0);
+    be32(h + 4, (uint32_t)a->has_null);
+    be32(h + 8, a->oid);
+    be32(h + 12, (uint32_t)a->n);
+    be32(h + 16, 1);
+    if (!a->n)
+        a->b.len = 12;
+    return 0;
+}
+
+/* Sample columns, then pod columns; "ord" ties pods to their sample. */
+enum { S_ID, S_JOB, S_TIME, S_STEP, S_SPEED, S_RAW, S__CNT };
+enum { P_ORD, P_NAME, P_TYPE, P_INDEX, P_CPU, P_CPU_REQ, P_MEM, P_MEM_REQ, P_SPEED, P__CNT };
+
+/* The statement of one sample (store_pg.c, dlb_runtime) for many: a sample
+ * repeated in the batch is inserted once (its first copy), a stored one not
+ * at all, and only inserted samples get pod rows, so a redelivered batch
+ * changes nothing. Their pods need no ON CONFLICT: a sample inserted now has
+ * no pod rows yet and its repeated pod names are dropped before, and the
+ * speculative insertion cost a sixth of PostgreSQL's time. */
+static const char sql_batch[] =
+    "WITH s AS (SELECT DISTINCT ON (event_id) * "
+    "FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::float8[], $6::bytea[]) "
+    "WITH ORDINALITY AS s(event_id, job_uid, event_time_ms, global_step, speed, raw, ord) "
+    "ORDER BY event_id, ord), "
+    "ins AS (INSERT INTO runtime_samples (event_id, job_uid, event_time_ms, global_step, speed, "
+    "raw) SELECT event_id, job_uid, event_time_ms, global_step, speed, raw FROM s "
+    "ON CONFLICT (event_id) DO NOTHING RETURNING event_id) "
+    "INSERT INTO runtime_pods (event_id, pod_name, pod_type, pod_index, cpu_used, cpu_requested, "
+    "memory_used, memory_requested, speed) "
+    "SELECT s.event_id, p.name, p.type, p.index, p.cpu_used, p.cpu_requested, p.memory_used, "
+    "p.memory_requested, p.speed "
+    "FROM unnest($7::bigint[], $8::text[], $9::text[], $10::integer[], $11::float8[], "
+    "$12::float8[], $13::bigint[], $14::bigint[], $15::float8[]) "
+    "AS p(ord, name, type, index, cpu_used, cpu_requested, memory_used, memory_requested, speed) "
+    "JOIN s ON s.ord = p.ord JOIN ins ON ins.event_id = s.event_id";
+
+/* A pod named like an earlier one of the same sample: the statement of one
+ * sample keeps the first (ON CONFLICT DO NOTHING in list order); here the
+ * order of a join is not the list's, so the repeat is dropped before. */
+static int pod_repeated(const dlb_runtime_sample_t *s, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if (!strcmp(s->pods[j].name, s->pods[i].name))
+            return 1;
+    return 0;
+}
+
+int dlb_pg_put_runtime_batch(dlb_pg_t *pg, const dlb_event_t *const *evs, const void *const *raws,
+                             const size_t *raw_lens, size_t n, char *errstr, size_t errstr_size)
+{
+    static const uint32_t s_oid[S__CNT] = {OID_TEXT, OID_TEXT,   OID_INT8,
+                                           OID_INT8, OID_FLOAT8, OID_BYTEA};
+    static const uint32_t p_oid[P__CNT] = {OID_INT8,   OID_TEXT, OID_TEXT, OID_INT4,  OID_FLOAT8,
+                                           OID_FLOAT8, OID_INT8, OID_INT8, OID_FLOAT8};
+    arr_t s[S__CNT], p[P__CNT];
+    const char *values[S__CNT + P__CNT];
+    int lens[S__CNT + P__CNT];
+    int err = 0;
+
+    if (!n)
+        return 0;
+    for (int c = 0; c < S__CNT; c++)
+        arr_init(&s[c], s_oid[c]);
+    for (int c = 0; c < P__CNT; c++)
+        arr_init(&p[c], p_oid[c]);
+    if ((err = dlb_pg_ensure(pg, errstr, errstr_size)))
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        const dlb_runtime_sample_t *rt = &evs[i]->u.rt;
+        const void *raw = raws ? raws[i] : NULL;
+        size_t raw_len = raw_lens ? raw_lens[i] : 0;
+        void *owned = NULL;
+
+        if (evs[i]->type != DLB_EV_RUNTIME) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                             "postgresql: a %s in a batch of runtime samples",
+                             dlb_event_type_name(evs[i]->type));
+            goto out;
+        }
+        if ((err = dlb_pg_raw_bytes(pg, evs[i], &raw, &raw_len, &owned, errstr, errstr_size)))
+            goto out;
+        if (raw_len > (size_t)INT32_MAX) {
+            free(owned);
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "postgresql: event too large");
+            goto out;
+        }
+        arr_text(&s[S_ID], rt->event_id);
+        arr_text(&s[S_JOB], rt->job_uid);
+        arr_i64(&s[S_TIME], rt->event_time_ms);
+        arr_i64(&s[S_STEP], rt->global_step);
+        arr_f64(&s[S_SPEED], rt->speed);
+        arr_put(&s[S_RAW], raw, (uint32_t)raw_len);
+        free(owned);
+        for (size_t k = 0; k < rt->pods_cnt; k++) {
+            const dlb_pod_usage_t *pod = &rt->pods[k];
+            if (pod_repeated(rt, k))
+                continue;
+            arr_i64(&p[P_ORD], (int64_t)i + 1); /* WITH ORDINALITY counts from 1 */
+            arr_text(&p[P_NAME], pod->name);
+            arr_text(&p[P_TYPE], pod->type);
+            arr_i32(&p[P_INDEX], pod->index);
+            arr_f64(&p[P_CPU], pod->cpu_used);
+            arr_f64(&p[P_CPU_REQ], pod->cpu_requested);
+            arr_i64(&p[P_MEM], pod->memory_used);
+            arr_i64(&p[P_MEM_REQ], pod->memory_requested);
+            if (pod->has_speed)
+                arr_f64(&p[P_SPEED], pod->speed);
+            else
+                arr_null(&p[P_SPEED]);
+        }
+    }
+    for (int c = 0; c < S__CNT + P__CNT; c++) {
+        arr_t *a = c < S__CNT ? &s[c] : &p[c - S__CNT];
+        if (arr_finish(a)) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        if (a->b.len > (size_t)INT32_MAX) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                             "postgresql: a batch of runtime samples too large for one statement");
+            goto out;
+        }
+        values[c] = a->b.p;
+        lens[c] = (int)a->b.len; /* > 0: binary */
+    }
+    err = dlb_pg_exec(pg, sql_batch, S__CNT + P__CNT, values, lens, 0, NULL,
+                      "runtime samples (batch)", errstr, errstr_size);
+out:
+    for (int c = 0; c < S__CNT; c++)
+        free(s[c].b.p);
+    for (int c = 0; c < P__CNT; c++)
+        free(p[c].b.p);
+    return err;
+}

@@ -1,0 +1,668 @@
+/* A simulated job as its master runs it (sim_job.h).
+ *
+ * Memory: a worker needs base + per-sample x local batch + growth x
+ * min(1, progress / 0.3) (caches warm up over the first 30% of the job); the
+ * PS together need ps_mem_base + ps_mem_growth x progress (new embedding ids
+ * keep arriving), each PS its share of that plus 512 MiB of runtime. A pod
+ * whose request is below its need at a sample is OOMKilled. */
+#include "sim_job.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+
+#define PS_RUNTIME_MEM     (512 * DLB_MIB)
+#define WK_GROWTH_PROGRESS 0.3
+/* Share of the jobs with a hot PS / a straggler, and how bad they are. */
+#define HOT_PS_P      0.3
+#define STRAGGLER_P   0.15
+#define RESCALE_STALL 30000 /* ms: re-rendezvous after a worker count change */
+
+static void next_id(dlb_sim_job_t *j, char *buf)
+{
+    snprintf(buf, DLB_ID_MAX, "%.100s-%05d", j->uid, j->seq++);
+}
+
+static void publish(dlb_sim_out_t *out, const dlb_event_t *ev)
+{
+    if (out->err)
+        return;
+    out->err = out->publish(out->opaque, ev, out->errstr, sizeof(out->errstr));
+    out->events++;
+}
+
+static void job_state(dlb_sim_job_t *j, int64_t now, const char *state, const char *exit_reason,
+                      int full, dlb_sim_out_t *out)
+{
+    dlb_event_t ev = {.type = DLB_EV_JOB};
+    dlb_job_event_t *e = &ev.u.job;
+    const dlb_sim_profile_t *p = j->prof;
+
+    next_id(j, e->event_id);
+    e->event_time_ms = now;
+    snprintf(e->job_uid, sizeof(e->job_uid), "%s", j->uid);
+    e->has_state = 1;
+    snprintf(e->state, sizeof(e->state), "%s", state);
+    if (exit_reason) {
+        e->has_exit_reason = 1;
+        snprintf(e->exit_reason, sizeof(e->exit_reason), "%s", exit_reason);
+    }
+    if (full) {
+        /* The scenario is the model: create optimizers learn from earlier
+         * jobs of the same model, as a team's jobs of one model. */
+        e->has_meta = 1;
+        snprintf(e->meta.name, sizeof(e->meta.name), "%s", j->spec->name);
+        snprintf(e->meta.user, sizeof(e->meta.user), "sim");
+        snprintf(e->meta.group, sizeof(e->meta.group), "sim");
+        snprintf(e->meta.app, sizeof(e->meta.app), "%s", j->spec->model);
+        snprintf(e->meta.cluster, sizeof(e->meta.cluster), "sim");
+        snprintf(e->meta.ns, sizeof(e->meta.ns), "sim");
+        snprintf(e->meta.scenario, sizeof(e->meta.scenario), "%s", p->name);
+        snprintf(e->meta.framework, sizeof(e->meta.framework), "tensorflow");
+        e->has_hyper_params = 1;
+        e->hyper_params.batch_size = j->spec->batch_size;
+        e->hyper_params.epoch = j->epochs;
+        e->has_dataset = 1;
+        snprintf(e->dataset.name, sizeof(e->dataset.name), "%s-data", p->name);
+        e->dataset.size = j->dataset_size;
+        snprintf(e->dataset.storage, sizeof(e->dataset.storage), "sim");
+        e->has_model = 1;
+        e->model.variable_count = p->variable_count;
+        e->model.op_count = p->op_count;
+        e->model.total_variable_size = p->ps_mem_base;
+        e->model.recv_op_count = p->recv_op_count;
+        e->model.flops = p->flops;
+        e->model.embedding_dimension = p->embedding_dimension;
+    }
+    publish(out, &ev);
+}
+
+static void node_event(dlb_sim_job_t *j, int64_t now, const dlb_sim_pod_t *pod, const char *kind,
+                       const char *phase, const char *reason, dlb_sim_out_t *out)
+{
+    dlb_event_t ev = {.type = DLB_EV_NODE};
+    dlb_node_event_t *e = &ev.u.node;
+
+    next_id(j, e->event_id);
+    e->event_time_ms = now;
+    snprintf(e->job_uid, sizeof(e->job_uid), "%s", j->uid);
+    snprintf(e->kind, sizeof(e->kind), "%s", kind);
+    snprintf(e->pod_name, sizeof(e->pod_name), "%s", pod->name);
+    snprintf(e->pod_type, sizeof(e->pod_type), "%s", pod->ps ? "ps" : "worker");
+    e->pod_index = pod->index;
+    snprintf(e->node_name, sizeof(e->node_name), "sim-node-%03d",
+             (int)(dlb_rng_next(&j->rng) % 500));
+    e->has_phase = 1;
+    snprintf(e->phase, sizeof(e->phase), "%s", phase);
+    snprintf(e->reason, sizeof(e->reason), "%s", reason);
+    e->has_memory_requested = 1;
+    e->memory_requested = pod->mem_req;
+    e->has_cpu_requested = 1;
+    e->cpu_requested = pod->cpu_req;
+    out->node_events++;
+    publish(out, &ev);
+}
+
+static void ask(dlb_sim_job_t *j, int64_t now, const char *stage, const char *oom_pod,
+                dlb_sim_out_t *out)
+{
+    dlb_event_t ev = {.type = DLB_EV_PLAN_REQUEST};
+    dlb_plan_request_t *r = &ev.u.req;
+
+    if (out->reqs_cnt == out->reqs_cap) {
+        size_t cap = out->reqs_cap ? 2 * out->reqs_cap : 64;
+        dlb_plan_request_t *n = realloc(out->reqs, cap * sizeof(*n));
+        if (!n) {
+            if (!out->err)
+                out->err = dlb_seterr(out->errstr, sizeof(out->errstr), DLB_ERR_NOMEM,
+                                      "out of memory queueing a plan request");
+            return;
+        }
+        out->reqs = n;
+        out->reqs_cap = cap;
+    }
+    next_id(j, r->event_id);
+    r->event_time_ms = now;
+    snprintf(r->job_uid, sizeof(r->job_uid), "%s", j->uid);
+    snprintf(r->stage, sizeof(r->stage), "%s", stage);
+    if (oom_pod) {
+        r->has_oom_pod = 1;
+        snprintf(r->oom_pod, sizeof(r->oom_pod), "%s", oom_pod);
+    }
+    /* Queued: sim_run publishes a tick's requests after its other events
+     * are in Kafka, so an optimizer never answers before seeing them. */
+    out->reqs[out->reqs_cnt++] = *r;
+    out->requests++;
+}
+
+static double round_cores(double v)
+{
+    return ceil(v * 2.0) / 2.0; /* users ask in half cores */
+}
+
+static int64_t round_gib(double bytes)
+{
+    return (int64_t)ceil(bytes / (double)DLB_GIB) * DLB_GIB;
+}
+
+static double progress(const dlb_sim_job_t *j)
+{
+    double p = j->done_samples / (double)j->total_samples;
+    return p < 1 ? p : 1;
+}
+
+static int64_t worker_need(const dlb_sim_job_t *j)
+{
+    const dlb_sim_profile_t *p = j->prof;
+    double g = progress(j) / WK_GROWTH_PROGRESS;
+
+    return p->wk_mem_base + (int64_t)((double)p->wk_mem_per_sample * j->local_bsz) +
+           (int64_t)((double)p->wk_mem_growth * (g < 1 ? g : 1));
+}
+
+static double ps_share(const dlb_sim_job_t *j, int i)
+{
+    double total = j->ps_hot + (j->ps_cnt - 1);
+    return (i == 0 ? j->ps_hot : 1.0) / total;
+}
+
+static int64_t ps_need(const dlb_sim_job_t *j, int i)
+{
+    const dlb_sim_profile_t *p = j->prof;
+    double all = (double)p->ps_mem_base + (double)p->ps_mem_growth * progress(j);
+
+    return (int64_t)(all * ps_share(j, i)) + PS_RUNTIME_MEM;
+}
+
+static void pod_init(dlb_sim_job_t *j, dlb_sim_pod_t *pod, int ps)
+{
+    memset(pod, 0, sizeof(*pod));
+    pod->ps = ps;
+    pod->index = ps ? j->next_ps_index++ : j->next_wk_index++;
+    snprintf(pod->name, sizeof(pod->name), "%.100s-%s-%d", j->uid, ps ? "ps" : "worker",
+             pod->index);
+    pod->cpu_req = ps ? j->ps_cpu : j->wk_cpu;
+    pod->mem_req = ps ? j->ps_mem : j->wk_mem;
+    pod->slow = 1;
+}
+
+int dlb_sim_job_init(dlb_sim_job_t *j, const dlb_sim_spec_t *spec, uint64_t seed, size_t i,
+                     int64_t start_ms, const dlb_sim_params_t *p, char *errstr, size_t errstr_size)
+{
+    dlb_rng_t tag = {seed};
+    const dlb_sim_profile_t *prof;
+    int known;
+    double sps, demand;
+    dlb_sim_speed_t sp;
+    double share[1] = {1}, cpu[1] = {1000};
+
+    memset(j, 0, sizeof(*j));
+    prof = dlb_sim_profile_find(spec->model, &known);
+    j->spec = spec;
+    j->prof = prof;
+    snprintf(j->uid, sizeof(j->uid), "%.64s-%04x", spec->name,
+             (unsigned)(dlb_rng_next(&tag) >> 48) & 0xffffu);
+    /* Each job its own stream: its numbers do not depend on other jobs. */
+    j->rng.s = seed ^ ((uint64_t)i + 1) * 0x9e3779b97f4a7c15ULL;
+    dlb_rng_next(&j->rng);
+    j->arrival_ms = start_ms + (int64_t)((double)spec->arrival_ms * p->time_scale);
+    j->dataset_size = spec->dataset_size ? spec->dataset_size : prof->dataset_size;
+    j->epochs = spec->epochs ? spec->epochs : prof->epochs;
+    j->total_samples = (int64_t)((double)j->dataset_size * j->epochs * p->time_scale);
+    if (j->total_samples < spec->batch_size)
+        j->total_samples = spec->batch_size;
+    if (spec->workers > DLB_SIM_MAX_WORKERS)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "job %s: %d workers, at most %d",
+                          spec->name, spec->workers, DLB_SIM_MAX_WORKERS);
+    j->local_bsz = (double)spec->batch_size / spec->workers;
+    /* The user's own guess at resources, what the job runs with when no
+     * brain answers: the true need times 0.9..2 (most ask too much, some
+     * too little), PS counted one per 8 workers. */
+    {
+        dlb_sim_speed_in_t in = {prof, spec->workers, j->local_bsz, prof->worker_cpu, 1,
+                                 1,    share,         cpu};
+        dlb_sim_speed(&in, &sp);
+    }
+    sps = sp.samples_per_s;
+    demand = prof->ps_cpu_base + prof->ps_cpu_per_ksample * sps / 1000.0;
+    j->wk_cnt = spec->workers;
+    j->ps_cnt = (spec->workers + 7) / 8;
+    j->wk_cpu = round_cores(prof->worker_cpu * dlb_rng_range(&j->rng, 0.75, 1.5));
+    j->ps_cpu = round_cores(demand / j->ps_cnt * dlb_rng_range(&j->rng, 0.9, 2.0));
+    if (j->ps_cpu < 1)
+        j->ps_cpu = 1;
+    j->ps_hot = dlb_rng_unit(&j->rng) < HOT_PS_P ? dlb_rng_range(&j->rng, 2.0, 4.0) : 1.0;
+    j->straggle_at = dlb_rng_unit(&j->rng) < STRAGGLER_P ? dlb_rng_range(&j->rng, 0.1, 0.5) : 2.0;
+    j->straggle_factor = dlb_rng_range(&j->rng, 2.0, 3.0);
+    {
+        /* Memory guesses from the need at the end of the job. */
+        double wk_end = (double)(prof->wk_mem_base + prof->wk_mem_growth) +
+                        (double)prof->wk_mem_per_sample * j->local_bsz;
+        double ps_end =
+            (double)(prof->ps_mem_base + prof->ps_mem_growth) / j->ps_cnt + (double)PS_RUNTIME_MEM;
+        j->wk_mem = round_gib(wk_end * dlb_rng_range(&j->rng, 0.9, 2.0));
+        j->ps_mem = round_gib(ps_end * dlb_rng_range(&j->rng, 0.9, 2.0));
+    }
+    for (int k = 0; k < j->ps_cnt; k++)
+        pod_init(j, &j->ps[k], 1);
+    for (int k = 0; k < j->wk_cnt; k++)
+        pod_init(j, &j->wk[k], 0);
+    return 0;
+}
+
+void dlb_sim_job_arrive(dlb_sim_job_t *j, int64_t now, dlb_sim_out_t *out)
+{
+    j->state = DLB_SIM_PENDING;
+    job_state(j, now, "created", NULL, 1, out);
+    ask(j, now, DLB_STAGE_CREATE, NULL, out);
+    job_state(j, now, "pending", NULL, 0, out);
+}
+
+void dlb_sim_job_totals(const dlb_sim_job_t *j, double *cores, int64_t *memory)
+{
+    *cores = 0;
+    *memory = 0;
+    for (int k = 0; k < j->ps_cnt; k++) {
+        *cores += j->ps[k].cpu_req;
+        *memory += j->ps[k].mem_req;
+    }
+    for (int k = 0; k < j->wk_cnt; k++) {
+        *cores += j->wk[k].cpu_req;
+        *memory += j->wk[k].mem_req;
+    }
+}
+
+/* Hold exactly what the pods request now. */
+static void hold(dlb_sim_job_t *j, dlb_sim_cluster_t *c)
+{
+    double cores;
+    int64_t mem;
+
+    dlb_sim_job_totals(j, &cores, &mem);
+    dlb_sim_cluster_take(c, cores - j->held_cores, mem - j->held_mem);
+    j->held_cores = cores;
+    j->held_mem = mem;
+}
+
+void dlb_sim_job_start(dlb_sim_job_t *j, int64_t now, dlb_sim_cluster_t *c, dlb_sim_out_t *out)
+{
+    j->state = DLB_SIM_RUNNING;
+    j->start_ms = now;
+    j->next_ask_ms = now;
+    hold(j, c);
+    job_state(j, now, "running", NULL, 0, out);
+    for (int k = 0; k < j->ps_cnt; k++)
+        node_event(j, now, &j->ps[k], "pod_phase", "Running", "Started", out);
+    for (int k = 0; k < j->wk_cnt; k++)
+        node_event(j, now, &j->wk[k], "pod_phase", "Running", "Started", out);
+}
+
+static void finish(dlb_sim_job_t *j, int64_t now, dlb_sim_state_t st, const char *reason,
+                   dlb_sim_cluster_t *c, dlb_sim_out_t *out)
+{
+    j->state = st;
+    j->end_ms = now;
+    snprintf(j->exit_reason, sizeof(j->exit_reason), "%s", reason);
+    dlb_sim_cluster_take(c, -j->held_cores, -j->held_mem);
+    j->held_cores = 0;
+    j->held_mem = 0;
+    job_state(j, now, st == DLB_SIM_SUCCEEDED ? "succeeded" : "failed", reason, 0, out);
+    dlb_log(st == DLB_SIM_SUCCEEDED ? DLB_LOG_DEBUG : DLB_LOG_INFO, "job %s %s (%s) after %.0f s",
+            j->uid, st == DLB_SIM_SUCCEEDED ? "succeeded" : "failed", reason,
+            (double)(now - j->arrival_ms) / 1000.0);
+}
+
+void dlb_sim_job_fail(dlb_sim_job_t *j, int64_t now, const char *reason, dlb_sim_cluster_t *c,
+                      dlb_sim_out_t *out)
+{
+    finish(j, now, DLB_SIM_FAILED, reason, c, out);
+}
+
+/* The speed with the pods as they are now. */
+static void job_speed(const dlb_sim_job_t *j, dlb_sim_speed_t *sp)
+{
+    double share[DLB_SIM_MAX_PS], cpu[DLB_SIM_MAX_PS], slowest = 1, wcpu = 1e9;
+
+    for (int k = 0; k < j->ps_cnt; k++) {
+        share[k] = ps_share(j, k);
+        cpu[k] = j->ps[k].cpu_req;
+    }
+    /* The slowest worker (a straggler's node, or the fewest cores) sets the
+     * synchronous step. */
+    for (int k = 0; k < j->wk_cnt; k++) {
+        if (j->wk[k].slow > slowest)
+            slowest = j->wk[k].slow;
+        if (j->wk[k].cpu_req < wcpu)
+            wcpu = j->wk[k].cpu_req;
+    }
+    dlb_sim_speed_in_t in = {j->prof, j->wk_cnt, j->local_bsz, wcpu,
+                             slowest, j->ps_cnt, share,        cpu};
+    dlb_sim_speed(&in, sp);
+}
+
+static double jitter(dlb_sim_job_t *j, double spread)
+{
+    return dlb_rng_range(&j->rng, 1.0 - spread, 1.0 + spread);
+}
+
+/* Two decimals: what a real agent reports, and the same number after a JSON
+ * round trip. */
+static double round2(double v)
+{
+    return floor(v * 100.0 + 0.5) / 100.0;
+}
+
+/* A pod's line of a sample: usage capped at what it requested (a pod over
+ * its memory request is OOMKilled, not reported above it). */
+static void pod_usage(dlb_pod_usage_t *u, const dlb_sim_pod_t *pod, double cpu, int64_t need)
+{
+    memset(u, 0, sizeof(*u));
+    snprintf(u->name, sizeof(u->name), "%s", pod->name);
+    snprintf(u->type, sizeof(u->type), "%s", pod->ps ? "ps" : "worker");
+    u->index = pod->index;
+    u->cpu_used = round2(cpu < pod->cpu_req ? cpu : pod->cpu_req);
+    u->cpu_requested = pod->cpu_req;
+    u->memory_used = need < pod->mem_req ? need : pod->mem_req;
+    u->memory_requested = pod->mem_req;
+}
+
+static void sample(dlb_sim_job_t *j, int64_t now, const dlb_sim_speed_t *sp, int stalled,
+                   dlb_sim_out_t *out)
+{
+    dlb_event_t ev = {.type = DLB_EV_RUNTIME};
+    dlb_runtime_sample_t *s = &ev.u.rt;
+    dlb_pod_usage_t pods[DLB_SIM_MAX_PS + DLB_SIM_MAX_WORKERS];
+    double busy = sp->t_compute / sp->step_time;
+    int n = 0;
+
+    next_id(j, s->event_id);
+    s->event_time_ms = now;
+    snprintf(s->job_uid, sizeof(s->job_uid), "%s", j->uid);
+    s->global_step = (int64_t)(j->done_samples / (double)j->spec->batch_size);
+    s->speed = stalled ? 0 : round2(j->speed);
+    for (int k = 0; k < j->ps_cnt; k++) {
+        dlb_pod_usage_t *u = &pods[n++];
+        const dlb_sim_pod_t *pod = &j->ps[k];
+        double cpu = stalled ? 0.1 : ps_share(j, k) * sp->ps_demand * jitter(j, 0.03);
+        int64_t need = ps_need(j, k);
+
+        pod_usage(u, pod, cpu, need);
+    }
+    for (int k = 0; k < j->wk_cnt; k++) {
+        dlb_pod_usage_t *u = &pods[n++];
+        const dlb_sim_pod_t *pod = &j->wk[k];
+        double cpu = stalled ? 0.1 : j->prof->worker_cpu * busy * jitter(j, 0.03);
+        int64_t need = (int64_t)((double)worker_need(j) * jitter(j, 0.005));
+
+        pod_usage(u, pod, cpu, need);
+        /* Each worker's own rate: a straggler shows slower than its peers. */
+        u->has_speed = 1;
+        u->speed = stalled ? 0 : round2(j->speed / j->wk_cnt / pod->slow);
+    }
+    s->pods = pods;
+    s->pods_cnt = (size_t)n;
+    out->samples++;
+    publish(out, &ev);
+}
+
+/* Kill every pod whose need is over its request. @returns 1 when the job
+ * failed (a pod OOMKilled more than max_relaunch times). */
+static int oom_check(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p, dlb_sim_cluster_t *c,
+                     dlb_sim_out_t *out)
+{
+    for (int k = 0; k < j->ps_cnt + j->wk_cnt; k++) {
+        int ps = k < j->ps_cnt;
+        dlb_sim_pod_t *pod = ps ? &j->ps[k] : &j->wk[k - j->ps_cnt];
+        int64_t need = ps ? ps_need(j, k) : worker_need(j);
+
+        if (need <= pod->mem_req)
+            continue;
+        pod->ooms++;
+        j->ooms++;
+        out->ooms++;
+        node_event(j, now, pod, "oom_killed", "Failed", "OOMKilled", out);
+        dlb_dbg("%s OOMKilled: needs %.2f GiB, has %.2f GiB", pod->name,
+                (double)need / (double)DLB_GIB, (double)pod->mem_req / (double)DLB_GIB);
+        if (pod->ooms > p->max_relaunch) {
+            finish(j, now, DLB_SIM_FAILED, ps ? "PSOOM" : "WorkerOOM", c, out);
+            return 1;
+        }
+        /* The master relaunches it and asks what memory to give it (the
+         * Python master's stages: PS or worker running, naming the pod). */
+        pod->oom_mem = pod->mem_req;
+        if (j->stall_until_ms < now + p->restart_ms)
+            j->stall_until_ms = now + p->restart_ms;
+        ask(j, now, ps ? DLB_STAGE_PS_RUNNING : DLB_STAGE_WORKER_RUNNING, pod->name, out);
+    }
+    return 0;
+}
+
+void dlb_sim_job_tick(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p,
+                      dlb_sim_cluster_t *c, dlb_sim_out_t *out)
+{
+    dlb_sim_speed_t sp;
+    int64_t from = now - p->sample_ms, run_ms;
+    int stalled;
+
+    if (j->state != DLB_SIM_RUNNING)
+        return;
+    if (from < j->start_ms)
+        from = j->start_ms;
+    if (from < j->stall_until_ms)
+        from = j->stall_until_ms < now ? j->stall_until_ms : now;
+    run_ms = now - from;
+    stalled = run_ms < p->sample_ms / 2;
+    /* The straggler's node slows down part way through the job. */
+    if (j->wk_cnt > 1 && progress(j) >= j->straggle_at && j->straggle_at <= 1) {
+        j->wk[j->wk_cnt - 1].slow = j->straggle_factor;
+        j->straggle_at = 2; /* once */
+        j->straggled = 1;
+    }
+    job_speed(j, &sp);
+    j->speed = sp.samples_per_s / (double)j->spec->batch_size * jitter(j, 0.02);
+    j->done_samples += j->speed * (double)j->spec->batch_size * (double)run_ms / 1000.0;
+    if (j->done_samples >= (double)j->total_samples) {
+        j->done_samples = (double)j->total_samples;
+        sample(j, now, &sp, 0, out);
+        finish(j, now, DLB_SIM_SUCCEEDED, "Completed", c, out);
+        return;
+    }
+    if (oom_check(j, now, p, c, out))
+        return;
+    sample(j, now, &sp, stalled, out);
+    /* Stages as DLRover's master asks them once the job runs: PS initial
+     * after a first stretch of samples, worker initial after a second, then
+     * PS and worker running periodically. */
+    if (now >= j->next_ask_ms + (j->stage < 2 ? p->initial_wait_ms : 0)) {
+        if (j->stage == 0) {
+            ask(j, now, DLB_STAGE_PS_INITIAL, NULL, out);
+        } else if (j->stage == 1) {
+            ask(j, now, DLB_STAGE_WORKER_INITIAL, NULL, out);
+        } else {
+            ask(j, now, DLB_STAGE_PS_RUNNING, NULL, out);
+            ask(j, now, DLB_STAGE_WORKER_RUNNING, NULL, out);
+        }
+        j->next_ask_ms = now + (j->stage >= 1 ? p->ask_every_ms : 0);
+        if (j->stage < 2)
+            j->stage++;
+    }
+}
+
+/* ---- applying a plan ------------------------------------------------------ */
+
+static double clamp_cpu(const dlb_limits_t *l, double v)
+{
+    if (l->cpu_min > 0 && v < l->cpu_min)
+        v = l->cpu_min;
+    if (l->cpu_max > 0 && v > l->cpu_max)
+        v = l->cpu_max;
+    return v;
+}
+
+static int64_t clamp_mem(const dlb_limits_t *l, int64_t v)
+{
+    if (l->memory_min > 0 && v < l->memory_min)
+        v = l->memory_min;
+    if (l->memory_max > 0 && v > l->memory_max)
+        v = l->memory_max;
+    return v;
+}
+
+static int clamp_count(int v, int max, int hard)
+{
+    if (max > 0 && v > max)
+        v = max;
+    if (v > hard)
+        v = hard;
+    return v < 1 ? 1 : v;
+}
+
+static dlb_sim_pod_t *pod_by_name(dlb_sim_job_t *j, const char *name)
+{
+    for (int k = 0; k < j->ps_cnt; k++)
+        if (!strcmp(j->ps[k].name, name))
+            return &j->ps[k];
+    for (int k = 0; k < j->wk_cnt; k++)
+        if (!strcmp(j->wk[k].name, name))
+            return &j->wk[k];
+    return NULL;
+}
+
+/* Group resources to every pod of the group and counts; new pods get the
+ * group's resources. @returns 1 when a pod's resources or a count changed. */
+static int set_group(dlb_sim_job_t *j, const dlb_group_resource_t *g, const dlb_limits_t *l,
+                     int *rescaled)
+{
+    int ps = !strcmp(g->group, "ps"), changed = 0;
+    dlb_sim_pod_t *pods = ps ? j->ps : j->wk;
+    int *cnt = ps ? &j->ps_cnt : &j->wk_cnt;
+    double *cpu = ps ? &j->ps_cpu : &j->wk_cpu;
+    int64_t *mem = ps ? &j->ps_mem : &j->wk_mem;
+
+    if (!ps && strcmp(g->group, "worker"))
+        return 0; /* chief, evaluator: the simulated jobs have none */
+    if (g->resource.cpu > 0)
+        *cpu = clamp_cpu(l, g->resource.cpu);
+    if (g->resource.memory > 0)
+        *mem = clamp_mem(l, g->resource.memory);
+    for (int k = 0; k < *cnt; k++) {
+        if (g->resource.cpu > 0 && pods[k].cpu_req != *cpu) {
+            pods[k].cpu_req = *cpu;
+            changed = 1;
+        }
+        if (g->resource.memory > 0 && pods[k].mem_req != *mem) {
+            pods[k].mem_req = *mem;
+            changed = 1;
+        }
+    }
+    if (g->count > 0) {
+        int n = clamp_count(g->count, ps ? l->max_ps : l->max_workers,
+                            ps ? DLB_SIM_MAX_PS : DLB_SIM_MAX_WORKERS);
+        for (int k = *cnt; k < n; k++)
+            pod_init(j, &pods[k], ps);
+        if (n != *cnt) {
+            *cnt = n;
+            changed = 1;
+            *rescaled = 1;
+        }
+    }
+    return changed;
+}
+
+int dlb_sim_job_apply(dlb_sim_job_t *j, const dlb_plan_request_t *req, const dlb_plan_t *plan,
+                      int64_t now, const dlb_sim_params_t *p, dlb_sim_cluster_t *c,
+                      dlb_sim_out_t *out)
+{
+    dlb_sim_job_t old;
+    dlb_sim_pod_t *oom = NULL;
+    int changed = 0, rescaled = 0, restarted = 0;
+
+    if (j->state != DLB_SIM_PENDING && j->state != DLB_SIM_RUNNING)
+        return 0;
+    if (req->has_oom_pod)
+        oom = pod_by_name(j, req->oom_pod);
+    old = *j;
+    for (size_t i = 0; plan && i < plan->groups_cnt; i++)
+        changed |= set_group(j, &plan->groups[i], &p->limits, &rescaled);
+    for (size_t i = 0; plan && i < plan->pods_cnt; i++) {
+        dlb_sim_pod_t *pod = pod_by_name(j, plan->pods[i].name);
+        const dlb_resource_t *r = &plan->pods[i].resource;
+
+        if (!pod)
+            continue;
+        if (r->cpu > 0 && clamp_cpu(&p->limits, r->cpu) != pod->cpu_req) {
+            pod->cpu_req = clamp_cpu(&p->limits, r->cpu);
+            changed = 1;
+        }
+        if (r->memory > 0 && clamp_mem(&p->limits, r->memory) != pod->mem_req) {
+            pod->mem_req = clamp_mem(&p->limits, r->memory);
+            changed = 1;
+        }
+    }
+    if (j->state == DLB_SIM_RUNNING) {
+        double cores, held = j->held_cores;
+        int64_t mem, held_mem = j->held_mem;
+
+        /* A running job grows only into free capacity: fewer new workers,
+         * then nothing. */
+        dlb_sim_job_totals(j, &cores, &mem);
+        while (!dlb_sim_cluster_fits(c, cores - held, mem - held_mem) && j->wk_cnt > old.wk_cnt) {
+            j->wk_cnt--;
+            j->next_wk_index--;
+            dlb_sim_job_totals(j, &cores, &mem);
+        }
+        if (!dlb_sim_cluster_fits(c, cores - held, mem - held_mem)) {
+            *j = old;
+            return 0;
+        }
+    }
+    for (size_t i = 0; plan && i < plan->actions_cnt; i++) {
+        dlb_sim_pod_t *pod = pod_by_name(j, plan->actions[i].pod);
+
+        if (!pod)
+            continue;
+        /* A replaced pod starts on another node: a straggler's slow node
+         * is left behind. A relaunch restarts it where it is. */
+        if (!strcmp(plan->actions[i].action, DLB_ACTION_REPLACE) && pod->slow > 1) {
+            pod->slow = 1;
+            j->stragglers_replaced++;
+        }
+        restarted = changed = 1;
+    }
+    if (oom && oom->oom_mem) {
+        if (oom->mem_req > oom->oom_mem)
+            j->oom_answered++;
+        oom->oom_mem = 0;
+    }
+    if (!changed)
+        return 0;
+    j->plans_applied++;
+    if (j->state == DLB_SIM_RUNNING) {
+        /* Kubernetes cannot resize a pod: a changed pod restarts, and the
+         * synchronous job waits for it; a new worker count re-rendezvouses. */
+        for (int k = 0; k < j->ps_cnt && k < old.ps_cnt; k++)
+            restarted |=
+                j->ps[k].cpu_req != old.ps[k].cpu_req || j->ps[k].mem_req != old.ps[k].mem_req;
+        for (int k = 0; k < j->wk_cnt && k < old.wk_cnt; k++)
+            restarted |=
+                j->wk[k].cpu_req != old.wk[k].cpu_req || j->wk[k].mem_req != old.wk[k].mem_req;
+        if (restarted && j->stall_until_ms < now + p->restart_ms)
+            j->stall_until_ms = now + p->restart_ms;
+        if (rescaled && j->stall_until_ms < now + RESCALE_STALL)
+            j->stall_until_ms = now + RESCALE_STALL;
+        for (int k = old.ps_cnt; k < j->ps_cnt; k++)
+            node_event(j, now, &j->ps[k], "pod_phase", "Running", "Started", out);
+        for (int k = old.wk_cnt; k < j->wk_cnt; k++)
+            node_event(j, now, &j->wk[k], "pod_phase", "Running", "Started", out);
+        for (int k = j->ps_cnt; k < old.ps_cnt; k++)
+            node_event(j, now, &old.ps[k], "deleted", "Succeeded", "ScaledDown", out);
+        for (int k = j->wk_cnt; k < old.wk_cnt; k++)
+            node_event(j, now, &old.wk[k], "deleted", "Succeeded", "ScaledDown", out);
+        hold(j, c);
+    }
+    return 1;
+}

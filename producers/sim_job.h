@@ -1,0 +1,120 @@
+/* One simulated training job as its DLRover master runs it: pods with
+ * requests, a true memory need that grows, a speed from sim_model, the plan
+ * requests a master sends at each stage, and plans applied within the
+ * master's limits. Events go out through a dlb_sim_out_t. */
+#ifndef DLB_SIM_JOB_H
+#define DLB_SIM_JOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf.h"
+#include "event.h"
+#include "sim_cluster.h"
+#include "sim_model.h"
+#include "sim_workload.h"
+
+#define DLB_SIM_MAX_WORKERS 128
+
+/* Where a job's events and plan requests go (sim_run.c fills it). */
+typedef struct dlb_sim_out {
+    int (*publish)(void *opaque, const dlb_event_t *ev, char *errstr, size_t errstr_size);
+    void *opaque;
+    dlb_plan_request_t *reqs; /* this tick's requests, answered together */
+    size_t reqs_cnt, reqs_cap;
+    int err; /* first publish error; later events are dropped */
+    char errstr[512];
+    /* counters */
+    long events, samples, requests, ooms, node_events;
+} dlb_sim_out_t;
+
+typedef struct dlb_sim_pod {
+    char name[DLB_ID_MAX];
+    int ps;
+    int index;
+    double cpu_req;
+    int64_t mem_req;
+    double slow;     /* compute slowdown of a straggler's node, 1 = none */
+    int ooms;        /* OOMKills of this pod */
+    int64_t oom_mem; /* request at its last OOM, until a plan answers it (0 = none) */
+} dlb_sim_pod_t;
+
+typedef enum dlb_sim_state {
+    DLB_SIM_FUTURE = 0, /* not arrived */
+    DLB_SIM_PENDING,
+    DLB_SIM_RUNNING,
+    DLB_SIM_SUCCEEDED,
+    DLB_SIM_FAILED,
+} dlb_sim_state_t;
+
+typedef struct dlb_sim_job {
+    char uid[DLB_ID_MAX];
+    const dlb_sim_spec_t *spec;
+    const dlb_sim_profile_t *prof;
+    dlb_rng_t rng;
+    dlb_sim_state_t state;
+    int seq; /* event sequence, event ids are "<uid>-NNNNN" */
+    int64_t arrival_ms, start_ms, end_ms, stall_until_ms, ps_changed_ms;
+    int64_t total_samples, dataset_size;
+    int epochs;
+    double local_bsz, done_samples, speed; /* speed: steps/s at the last sample */
+    int ps_cnt, wk_cnt;
+    dlb_sim_pod_t ps[DLB_SIM_MAX_PS];
+    dlb_sim_pod_t wk[DLB_SIM_MAX_WORKERS];
+    int next_ps_index, next_wk_index; /* pod names are never reused */
+    double ps_hot;                    /* weight of PS 0's share of the variables (1 = balanced) */
+    double wk_cpu, ps_cpu;            /* group resources: what a new pod gets */
+    int64_t wk_mem, ps_mem;
+    double straggle_at, straggle_factor; /* progress at which one worker's node slows */
+    int stage; /* next stage to ask: 0 ps_initial, 1 worker_initial, 2 running */
+    int64_t next_ask_ms;
+    double held_cores; /* what it holds of the cluster */
+    int64_t held_mem;
+    int ooms, oom_answered, plans_applied, stragglers_replaced, straggled;
+    char exit_reason[32];
+} dlb_sim_job_t;
+
+typedef struct dlb_sim_params {
+    int64_t sample_ms;       /* runtime sample interval */
+    int64_t ask_every_ms;    /* running-stage requests */
+    int64_t initial_wait_ms; /* running time before ps_initial, and again before worker_initial */
+    int64_t restart_ms;      /* a pod restart stalls the synchronous job this long */
+    int max_relaunch;        /* OOMs of one pod after which the job fails */
+    dlb_limits_t limits;     /* the master's clamp */
+    double time_scale;       /* job lengths (and arrivals) times this */
+} dlb_sim_params_t;
+
+/** @brief Set up job i of the run from its spec: uid "<name>-<tag>" (tag from
+ *         the seed), the user's initial resources (the model's needs times a
+ *         random over- or under-estimate), a hot PS (30% of jobs) and a
+ *         straggler (15%) drawn from the job's own random stream. */
+int dlb_sim_job_init(dlb_sim_job_t *j, const dlb_sim_spec_t *spec, uint64_t seed, size_t i,
+                     int64_t start_ms, const dlb_sim_params_t *p, char *errstr, size_t errstr_size);
+
+/** @brief Arrival: the created and pending job events and the create request. */
+void dlb_sim_job_arrive(dlb_sim_job_t *j, int64_t now, dlb_sim_out_t *out);
+
+/** @brief Cores and memory of every pod, as requested. */
+void dlb_sim_job_totals(const dlb_sim_job_t *j, double *cores, int64_t *memory);
+
+/** @brief Start a pending job: running event, pod events, takes its resources. */
+void dlb_sim_job_start(dlb_sim_job_t *j, int64_t now, dlb_sim_cluster_t *c, dlb_sim_out_t *out);
+
+/** @brief One sample interval ending at now: progress, OOMKills, the runtime
+ *         sample, the requests due; completion (or failure) frees the cluster. */
+void dlb_sim_job_tick(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p,
+                      dlb_sim_cluster_t *c, dlb_sim_out_t *out);
+
+/** @brief Fail a job (pending timeout): failed event with the reason. */
+void dlb_sim_job_fail(dlb_sim_job_t *j, int64_t now, const char *reason, dlb_sim_cluster_t *c,
+                      dlb_sim_out_t *out);
+
+/** @brief Apply the plan answering req within the limits (and, for a running
+ *         job, the free cluster: a worker increase is cut to what fits, a plan
+ *         that still does not fit is dropped).
+ *  @returns 1 when something changed, 0 when nothing did. */
+int dlb_sim_job_apply(dlb_sim_job_t *j, const dlb_plan_request_t *req, const dlb_plan_t *plan,
+                      int64_t now, const dlb_sim_params_t *p, dlb_sim_cluster_t *c,
+                      dlb_sim_out_t *out);
+
+#endif

@@ -1,0 +1,372 @@
+/* The simulator's speed model (sim_model.h): Pollux's step time fitted on
+ * measured jobs, mapped onto PS jobs. */
+#include "sim_model.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf.h"
+#include "err.h"
+
+/* splitmix64 (Steele, Lea, Flood 2014): tiny, the same sequence everywhere. */
+uint64_t dlb_rng_next(dlb_rng_t *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+double dlb_rng_unit(dlb_rng_t *r)
+{
+    return (double)(dlb_rng_next(r) >> 11) / 9007199254740992.0;
+}
+
+double dlb_rng_range(dlb_rng_t *r, double lo, double hi)
+{
+    return lo + (hi - lo) * dlb_rng_unit(r);
+}
+
+double dlb_sim_step_time(const dlb_sim_fit_t *f, int nodes, int replicas, double local_bsz)
+{
+    double tc = f->a + f->b * local_bsz, tn;
+
+    if (replicas <= 1)
+        return tc;
+    tn = nodes <= 1 ? f->ar + f->br * replicas : f->an + f->bn * replicas;
+    return pow(pow(tc, f->g) + pow(tn, f->g), 1.0 / f->g);
+}
+
+/* ---- reading the measurements ----------------------------------------- */
+
+static int push_point(dlb_sim_point_t **pts, size_t *n, const dlb_sim_point_t *p)
+{
+    dlb_sim_point_t *np = realloc(*pts, (*n + 1) * sizeof(*np));
+
+    if (!np)
+        return DLB_ERR_NOMEM;
+    np[*n] = *p;
+    *pts = np;
+    (*n)++;
+    return 0;
+}
+
+int dlb_sim_points_load(const char *path, dlb_sim_point_t **pts, size_t *n, char *errstr,
+                        size_t errstr_size)
+{
+    FILE *fp = fopen(path, "r");
+    char line[512];
+    int placements, lineno = 1, err = 0;
+
+    if (!fp)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND, "%s: %s", path, strerror(errno));
+    if (!fgets(line, sizeof(line), fp)) {
+        fclose(fp);
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "%s: empty", path);
+    }
+    if (!strncmp(line, "placement,local_bsz,step_time", 29)) {
+        placements = 1;
+    } else if (!strncmp(line, "num_nodes,num_replicas,local_bsz,step_time", 42)) {
+        placements = 0;
+    } else {
+        fclose(fp);
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "%s:1: not a Pollux placements or scalability header", path);
+    }
+    while (fgets(line, sizeof(line), fp)) {
+        dlb_sim_point_t p = {0};
+        char placement[64];
+
+        lineno++;
+        if (line[0] == '\n' || line[0] == '\0')
+            continue;
+        if (placements) {
+            if (sscanf(line, "%63[0-9],%lf,%lf", placement, &p.local_bsz, &p.step_time) != 3) {
+                err = DLB_ERR_INVALID;
+                break;
+            }
+            /* "1144": four nodes with 1, 1, 4 and 4 replicas. */
+            for (const char *c = placement; *c; c++) {
+                if (*c == '0')
+                    continue;
+                p.nodes++;
+                p.replicas += *c - '0';
+            }
+        } else if (sscanf(line, "%d,%d,%lf,%lf", &p.nodes, &p.replicas, &p.local_bsz,
+                          &p.step_time) != 4) {
+            err = DLB_ERR_INVALID;
+            break;
+        }
+        if (p.nodes < 1 || p.replicas < 1 || !(p.local_bsz > 0) || !(p.step_time > 0)) {
+            err = DLB_ERR_INVALID;
+            break;
+        }
+        if ((err = push_point(pts, n, &p)))
+            break;
+    }
+    fclose(fp);
+    if (err == DLB_ERR_INVALID)
+        return dlb_seterr(errstr, errstr_size, err, "%s:%d: not a valid row", path, lineno);
+    if (err)
+        return dlb_seterr(errstr, errstr_size, err, "%s: out of memory", path);
+    return 0;
+}
+
+double dlb_sim_mape(const dlb_sim_fit_t *f, const dlb_sim_point_t *pts, size_t n)
+{
+    double sum = 0;
+
+    for (size_t i = 0; i < n; i++)
+        sum += fabs(dlb_sim_step_time(f, pts[i].nodes, pts[i].replicas, pts[i].local_bsz) -
+                    pts[i].step_time) /
+               pts[i].step_time;
+    return n ? 100.0 * sum / (double)n : 0;
+}
+
+/* ---- the fit ------------------------------------------------------------ */
+#define NP 7 /* a b ar br an bn g */
+
+/* Parameters live as logs, so the search cannot make them negative; g is
+ * 1 + exp(x[6]) so it stays at or above 1 (no overlap is g = 1). */
+static void unpack(const double *x, dlb_sim_fit_t *f)
+{
+    f->a = exp(x[0]);
+    f->b = exp(x[1]);
+    f->ar = exp(x[2]);
+    f->br = exp(x[3]);
+    f->an = exp(x[4]);
+    f->bn = exp(x[5]);
+    f->g = 1.0 + exp(x[6]);
+}
+
+/* Mean squared log error: every point weighs the same whether its step
+ * takes 7 ms (NCF) or 1.5 s (BERT), the error MAPE reports. */
+static double loss(const double *x, const dlb_sim_point_t *pts, size_t n)
+{
+    dlb_sim_fit_t f;
+    double sum = 0;
+
+    unpack(x, &f);
+    for (size_t i = 0; i < n; i++) {
+        double d = log(dlb_sim_step_time(&f, pts[i].nodes, pts[i].replicas, pts[i].local_bsz)) -
+                   log(pts[i].step_time);
+        sum += d * d;
+    }
+    return isfinite(sum) ? sum / (double)n : HUGE_VAL;
+}
+
+/* Nelder-Mead with the standard coefficients (reflection 1, expansion 2,
+ * contraction 0.5, shrink 0.5) from x with initial steps of `step`. */
+static double nelder_mead(double *x, double step, int iters, const dlb_sim_point_t *pts, size_t n)
+{
+    double s[NP + 1][NP], fv[NP + 1], c[NP], xr[NP], xe[NP], xc[NP];
+
+    for (int i = 0; i <= NP; i++) {
+        memcpy(s[i], x, sizeof(s[i]));
+        if (i)
+            s[i][i - 1] += step;
+        fv[i] = loss(s[i], pts, n);
+    }
+    for (int it = 0; it < iters; it++) {
+        int hi = 0, lo = 0, nh;
+        double fr;
+
+        for (int i = 1; i <= NP; i++) {
+            if (fv[i] > fv[hi])
+                hi = i;
+            if (fv[i] < fv[lo])
+                lo = i;
+        }
+        nh = lo;
+        for (int i = 0; i <= NP; i++)
+            if (i != hi && fv[i] > fv[nh])
+                nh = i;
+        for (int j = 0; j < NP; j++) {
+            c[j] = 0;
+            for (int i = 0; i <= NP; i++)
+                if (i != hi)
+                    c[j] += s[i][j] / NP;
+            xr[j] = c[j] + (c[j] - s[hi][j]);
+        }
+        fr = loss(xr, pts, n);
+        if (fr < fv[lo]) {
+            double fe;
+            for (int j = 0; j < NP; j++)
+                xe[j] = c[j] + 2.0 * (c[j] - s[hi][j]);
+            fe = loss(xe, pts, n);
+            memcpy(s[hi], fe < fr ? xe : xr, sizeof(s[hi]));
+            fv[hi] = fe < fr ? fe : fr;
+        } else if (fr < fv[nh]) {
+            memcpy(s[hi], xr, sizeof(s[hi]));
+            fv[hi] = fr;
+        } else {
+            double fc;
+            for (int j = 0; j < NP; j++)
+                xc[j] = c[j] + 0.5 * (s[hi][j] - c[j]);
+            fc = loss(xc, pts, n);
+            if (fc < fv[hi]) {
+                memcpy(s[hi], xc, sizeof(s[hi]));
+                fv[hi] = fc;
+            } else {
+                for (int i = 0; i <= NP; i++) {
+                    if (i == lo)
+                        continue;
+                    for (int j = 0; j < NP; j++)
+                        s[i][j] = s[lo][j] + 0.5 * (s[i][j] - s[lo][j]);
+                    fv[i] = loss(s[i], pts, n);
+                }
+            }
+        }
+    }
+    int best = 0;
+    for (int i = 1; i <= NP; i++)
+        if (fv[i] < fv[best])
+            best = i;
+    memcpy(x, s[best], sizeof(s[best]));
+    return fv[best];
+}
+
+int dlb_sim_fit_points(const dlb_sim_point_t *pts, size_t n, dlb_sim_fit_t *out)
+{
+    double x[NP], tmin = HUGE_VAL, per_sample = 0;
+
+    if (n < 8)
+        return DLB_ERR_INVALID;
+    for (size_t i = 0; i < n; i++) {
+        if (pts[i].step_time < tmin)
+            tmin = pts[i].step_time;
+        per_sample += pts[i].step_time / pts[i].local_bsz / (double)n;
+    }
+    /* Start: half the fastest step as fixed cost, half the mean time per
+     * sample as the slope, a network of the same order, g = 2. */
+    x[0] = log(tmin / 2);
+    x[1] = log(per_sample / 2);
+    x[2] = log(tmin / 2);
+    x[3] = log(tmin / 20);
+    x[4] = log(tmin);
+    x[5] = log(tmin / 10);
+    x[6] = 0;
+    /* Restarts from the best point so far get the simplex out of the narrow
+     * valleys a 7-parameter fit has; the step shrinks as it settles. */
+    for (int r = 0; r < 6; r++)
+        nelder_mead(x, r < 3 ? 1.0 : 0.3, 1000, pts, n);
+    unpack(x, out);
+    return 0;
+}
+
+/* ---- profiles ----------------------------------------------------------- */
+
+/* Fitted constants, reproduced by `dlbrain sim --fit DIR` and checked by
+ * tests/unit/test_sim_model.c against the CSVs. */
+#define FIT_CIFAR10                                                                                \
+    {                                                                                              \
+        0.0102476, 0.000779986, 0.0313105, 0.00474806, 0.125332, 0.00264836, 2.84497               \
+    }
+#define FIT_NCF                                                                                    \
+    {                                                                                              \
+        0.00691996, 8.3876e-07, 0.000469705, 0.00119611, 0.0132922, 0.000548479, 1.0               \
+    }
+#define FIT_BERT                                                                                   \
+    {                                                                                              \
+        0.22486, 0.0580122, 0.0187823, 0.0662036, 1.38392, 0.0094833, 2.10028                      \
+    }
+
+/* PS-side and memory constants are modelled, not measured (no public trace
+ * has them, data/README.md): sizes from the models themselves
+ * (ResNet-18 11 M parameters, NCF an embedding table of users x items, BERT
+ * base 110 M, ResNet-50 25 M, DeepSpeech2 about 40 M, YOLOv3 62 M), PS load
+ * proportional to the samples the job pushes per second, sized so the
+ * workload's own replica counts want 4-16 PS cores. */
+static const dlb_sim_profile_t profiles[] = {
+    {"cifar10", "cifar10", FIT_CIFAR10, 1.0, 50000, 300, 4.0, 1.5, 1.0, 3 * DLB_GIB, 1 * DLB_MIB,
+     1 * DLB_GIB, 2 * DLB_GIB, 1 * DLB_GIB, 62, 3000, 120, 560000000, 0},
+    {"ncf", "ncf", FIT_NCF, 1.0, 25000000, 40, 3.0, 0.012, 2.0, 2 * DLB_GIB, 64 * 1024, 1 * DLB_GIB,
+     10 * DLB_GIB, 14 * DLB_GIB, 12, 600, 300, 30000000, 64},
+    {"bert", "bert", FIT_BERT, 1.0, 88000, 2, 8.0, 40.0, 2.0, 6 * DLB_GIB, 200 * DLB_MIB,
+     2 * DLB_GIB, 4 * DLB_GIB, 1 * DLB_GIB, 200, 12000, 400, 22000000000, 768},
+    {"imagenet", "cifar10", FIT_CIFAR10, 4.0, 1281167, 20, 8.0, 3.0, 2.0, 6 * DLB_GIB, 6 * DLB_MIB,
+     2 * DLB_GIB, 4 * DLB_GIB, 2 * DLB_GIB, 161, 8000, 200, 4100000000, 0},
+    {"deepspeech2", "bert", FIT_BERT, 0.5, 280000, 2, 6.0, 8.0, 1.5, 5 * DLB_GIB, 60 * DLB_MIB,
+     3 * DLB_GIB, 3 * DLB_GIB, 1 * DLB_GIB, 80, 5000, 160, 9000000000, 0},
+    {"yolov3", "cifar10", FIT_CIFAR10, 6.0, 120000, 8, 8.0, 4.0, 1.5, 6 * DLB_GIB, 20 * DLB_MIB,
+     2 * DLB_GIB, 4 * DLB_GIB, 1 * DLB_GIB, 222, 9000, 220, 65000000000, 0},
+    {NULL, NULL, {0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+};
+
+const dlb_sim_profile_t *dlb_sim_profiles(size_t *n)
+{
+    if (n)
+        *n = sizeof(profiles) / sizeof(profiles[0]) - 1;
+    return profiles;
+}
+
+const dlb_sim_profile_t *dlb_sim_profile_find(const char *model, int *known)
+{
+    char lower[64];
+    size_t i;
+
+    for (i = 0; model[i] && i < sizeof(lower) - 1; i++)
+        lower[i] = (char)tolower((unsigned char)model[i]);
+    lower[i] = '\0';
+    for (const dlb_sim_profile_t *p = profiles; p->name; p++) {
+        if (!strcmp(p->name, lower)) {
+            if (known)
+                *known = 1;
+            return p;
+        }
+    }
+    if (known)
+        *known = 0;
+    return &profiles[0];
+}
+
+/* ---- a PS job's speed ----------------------------------------------------- */
+
+void dlb_sim_speed(const dlb_sim_speed_in_t *in, dlb_sim_speed_t *out)
+{
+    const dlb_sim_profile_t *p = in->prof;
+    const dlb_sim_fit_t *f = &p->fit;
+    double tc, tn, t0, g = f->g, load = 0, demand;
+
+    int w = in->workers > 0 ? in->workers : 1;
+
+    memset(out, 0, sizeof(*out));
+    /* A worker with fewer cores than it keeps busy computes need/request
+     * times slower; the synchronous step waits for the slowest worker. */
+    tc = (f->a + f->b * in->local_bsz) * p->compute_scale;
+    out->t_compute = tc * (in->worker_cpu_req > 0 && in->worker_cpu_req < p->worker_cpu
+                               ? p->worker_cpu / in->worker_cpu_req
+                               : 1.0);
+    tc = out->t_compute * (in->slowest > 1 ? in->slowest : 1.0);
+    /* PS jobs always sync across nodes: the across-node network term, even
+     * for one worker (it still pushes to and pulls from the PS). */
+    tn = f->an + f->bn * w;
+    t0 = pow(pow(tc, g) + pow(tn, g), 1.0 / g);
+    /* PS demand at the unconstrained speed, split by each PS's share of the
+     * variables. A PS serves share x (base + k x samples/s) cores at most its
+     * CPU: the busiest one caps the synchronous rate (the sync term waits for
+     * it), T_step = max(T_pollux, T_ps). */
+    demand = p->ps_cpu_base + p->ps_cpu_per_ksample * (w * in->local_bsz / t0) / 1000.0;
+    out->step_time = t0;
+    for (int i = 0; i < in->ps; i++) {
+        double cpu = in->ps_cpu_req[i] > 0 ? in->ps_cpu_req[i] : 0.1;
+        double s = in->ps_share[i], l = s * demand / cpu, free_cpu = cpu - s * p->ps_cpu_base;
+        double t_ps;
+
+        if (l > load)
+            load = l;
+        /* The base load alone over the CPU: the PS crawls at 5% of its CPU. */
+        if (free_cpu < 0.05 * cpu)
+            free_cpu = 0.05 * cpu;
+        t_ps = s * p->ps_cpu_per_ksample * (w * in->local_bsz) / 1000.0 / free_cpu;
+        if (t_ps > out->step_time)
+            out->step_time = t_ps;
+    }
+    out->ps_load = load;
+    out->samples_per_s = w * in->local_bsz / out->step_time;
+    out->ps_demand = p->ps_cpu_base + p->ps_cpu_per_ksample * out->samples_per_s / 1000.0;
+}

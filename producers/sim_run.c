@@ -1,0 +1,495 @@
+/* The job simulator's loop and its Kafka and JSON-lines io (sim_run.h). */
+#include "sim_run.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "codec.h"
+#include "err.h"
+#include "kafka.h"
+#include "latency.h"
+#include "log.h"
+
+void dlb_sim_opts_init(dlb_sim_opts_t *o)
+{
+    dlb_conf_t conf;
+
+    memset(o, 0, sizeof(*o));
+    o->seed = 1;
+    o->start_ms = DLB_SIM_START_MS;
+    o->params.sample_ms = 30000;
+    o->params.ask_every_ms = 600000;
+    o->params.initial_wait_ms = 180000;
+    o->params.restart_ms = 60000;
+    o->params.max_relaunch = 3;
+    o->params.time_scale = 1.0;
+    dlb_conf_init(&conf); /* the limits.* defaults */
+    o->params.limits = conf.limits;
+    dlb_conf_destroy(&conf);
+    o->cluster_cores = 1024;
+    o->cluster_memory = (int64_t)4096 * DLB_GIB;
+    o->pending_timeout_ms = (int64_t)4 * 3600 * 1000;
+}
+
+static dlb_sim_job_t *job_of(dlb_sim_job_t *jobs, size_t n, const char *uid)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(jobs[i].uid, uid))
+            return &jobs[i];
+    return NULL;
+}
+
+/* Send the tick's requests' plans through io and apply them in request order. */
+static int exchange(const dlb_sim_opts_t *o, const dlb_sim_io_t *io, dlb_sim_job_t *jobs, size_t n,
+                    int64_t now, dlb_sim_cluster_t *c, dlb_sim_out_t *out, dlb_sim_summary_t *sum,
+                    char *errstr, size_t errstr_size)
+{
+    dlb_plan_t *plans;
+    int err;
+
+    if (!out->reqs_cnt)
+        return 0;
+    /* The tick's events are delivered before its requests exist. */
+    if (io->flush && (err = io->flush(io->opaque, errstr, errstr_size)))
+        return err;
+    for (size_t i = 0; i < out->reqs_cnt; i++) {
+        dlb_event_t ev = {.type = DLB_EV_PLAN_REQUEST};
+        ev.u.req = out->reqs[i];
+        out->events++;
+        if ((err = io->publish(io->opaque, &ev, errstr, errstr_size)))
+            return err;
+    }
+    if (!io->exchange)
+        return 0;
+    if (!(plans = calloc(out->reqs_cnt, sizeof(*plans))))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    err = io->exchange(io->opaque, out->reqs, out->reqs_cnt, plans, errstr, errstr_size);
+    for (size_t i = 0; !err && i < out->reqs_cnt; i++) {
+        dlb_sim_job_t *j = job_of(jobs, n, out->reqs[i].job_uid);
+
+        if (!plans[i].plan_id[0]) {
+            sum->plans_missing++;
+            continue;
+        }
+        sum->plans_received++;
+        if (j && dlb_sim_job_apply(j, &out->reqs[i], &plans[i], now, &o->params, c, out))
+            sum->plans_applied++;
+    }
+    for (size_t i = 0; i < out->reqs_cnt; i++) {
+        dlb_event_t ev = {.type = DLB_EV_PLAN};
+        ev.u.plan = plans[i];
+        dlb_event_clear(&ev);
+    }
+    free(plans);
+    return err;
+}
+
+/* Start pending jobs in arrival order while they fit (first come, first
+ * served: a big job at the head holds the ones behind it), fail those
+ * pending too long. */
+static void schedule(const dlb_sim_opts_t *o, dlb_sim_job_t *jobs, size_t n, int64_t now,
+                     dlb_sim_cluster_t *c, dlb_sim_out_t *out)
+{
+    int blocked = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        dlb_sim_job_t *j = &jobs[i];
+        double cores;
+        int64_t mem;
+
+        if (j->state != DLB_SIM_PENDING)
+            continue;
+        dlb_sim_job_totals(j, &cores, &mem);
+        if (!blocked && dlb_sim_cluster_fits(c, cores, mem)) {
+            dlb_sim_job_start(j, now, c, out);
+        } else {
+            blocked = 1;
+            if (o->pending_timeout_ms > 0 && now - j->arrival_ms >= o->pending_timeout_ms)
+                dlb_sim_job_fail(j, now, "PendingTimeout", c, out);
+        }
+    }
+}
+
+static void summarise(const dlb_sim_opts_t *o, const dlb_sim_job_t *jobs, size_t n,
+                      const dlb_sim_out_t *out, int64_t wall_ns, int64_t now, dlb_sim_summary_t *s)
+{
+    int finished = 0, started = 0;
+
+    s->jobs = (int)n;
+    for (size_t i = 0; i < n; i++) {
+        const dlb_sim_job_t *j = &jobs[i];
+
+        if (j->state == DLB_SIM_SUCCEEDED)
+            s->succeeded++;
+        else if (j->state == DLB_SIM_FAILED)
+            s->failed++;
+        else
+            s->unfinished++;
+        if (j->ps_hot > 1)
+            s->hot_ps_jobs++;
+        s->straggler_jobs += j->straggled;
+        s->stragglers_replaced += j->stragglers_replaced;
+        s->oom_answered += j->oom_answered;
+        if (j->end_ms && j->start_ms) {
+            s->jct_mean_s += (double)(j->end_ms - j->arrival_ms) / 1000.0;
+            finished++;
+        }
+        if (j->start_ms) {
+            s->pending_mean_s += (double)(j->start_ms - j->arrival_ms) / 1000.0;
+            started++;
+        }
+    }
+    if (finished)
+        s->jct_mean_s /= finished;
+    if (started)
+        s->pending_mean_s /= started;
+    s->virtual_ms = now - o->start_ms;
+    s->wall_s = (double)wall_ns / 1e9;
+    s->speedup = s->wall_s > 0 ? (double)s->virtual_ms / 1000.0 / s->wall_s : 0;
+    s->events = out->events;
+    s->samples = out->samples;
+    s->node_events = out->node_events;
+    s->plan_requests = out->requests;
+    s->ooms = out->ooms;
+}
+
+int dlb_sim_run(const dlb_sim_opts_t *o, const dlb_sim_io_t *io, dlb_sim_summary_t *sum,
+                char *errstr, size_t errstr_size)
+{
+    const dlb_sim_workload_t *wl = o->wl;
+    dlb_sim_out_t out = {0};
+    dlb_sim_cluster_t c = {o->cluster_cores, o->cluster_memory, 0, 0};
+    dlb_sim_job_t *jobs;
+    int64_t t = o->start_ms, t0 = dlb_lat_clock_ns(), dt = o->params.sample_ms;
+    size_t next = 0, n = wl->n;
+    int err = 0;
+
+    memset(sum, 0, sizeof(*sum));
+    if (dt <= 0 || o->params.time_scale <= 0)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "sample interval and time scale must be positive");
+    if (!(jobs = calloc(n ? n : 1, sizeof(*jobs))))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory for %zu jobs", n);
+    for (size_t i = 0; i < n && !err; i++)
+        err = dlb_sim_job_init(&jobs[i], &wl->jobs[i], o->seed, i, o->start_ms, &o->params, errstr,
+                               errstr_size);
+    out.publish = io->publish;
+    out.opaque = io->opaque;
+    while (!err && !(o->stop && *o->stop)) {
+        int active = 0;
+        double cores_h = 0;
+        int64_t mem_h = 0;
+
+        out.reqs_cnt = 0;
+        for (; next < n && jobs[next].arrival_ms <= t; next++)
+            dlb_sim_job_arrive(&jobs[next], t, &out);
+        for (size_t i = 0; i < n; i++) {
+            if (jobs[i].state == DLB_SIM_RUNNING && jobs[i].start_ms < t)
+                dlb_sim_job_tick(&jobs[i], t, &o->params, &c, &out);
+        }
+        if ((err = out.err)) {
+            dlb_seterr(errstr, errstr_size, err, "%s", out.errstr);
+            break;
+        }
+        if ((err = exchange(o, io, jobs, n, t, &c, &out, sum, errstr, errstr_size)))
+            break;
+        schedule(o, jobs, n, t, &c, &out);
+        if ((err = out.err)) {
+            dlb_seterr(errstr, errstr_size, err, "%s", out.errstr);
+            break;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (jobs[i].state == DLB_SIM_RUNNING || jobs[i].state == DLB_SIM_PENDING)
+                active++;
+            if (jobs[i].state == DLB_SIM_RUNNING) {
+                cores_h += jobs[i].held_cores;
+                mem_h += jobs[i].held_mem;
+            }
+        }
+        sum->core_hours += cores_h * (double)dt / 3.6e6;
+        sum->memory_gib_hours += (double)mem_h / (double)DLB_GIB * (double)dt / 3.6e6;
+        if (!active && next >= n)
+            break;
+        if (!active) {
+            /* Nothing runs: jump to the tick of the next arrival. */
+            int64_t gap = jobs[next].arrival_ms - t;
+            t += gap > dt ? (gap + dt - 1) / dt * dt : dt;
+        } else {
+            t += dt;
+        }
+        if (o->max_virtual_ms > 0 && t - o->start_ms > o->max_virtual_ms)
+            break;
+    }
+    summarise(o, jobs, n, &out, dlb_lat_clock_ns() - t0, t, sum);
+    free(out.reqs);
+    free(jobs);
+    return err;
+}
+
+void dlb_sim_summary_print(const dlb_sim_summary_t *s, FILE *fp)
+{
+    fprintf(fp,
+            "sim: jobs=%d succeeded=%d failed=%d unfinished=%d virtual_s=%.0f wall_s=%.2f "
+            "speedup=%.0f events=%ld samples=%ld plan_requests=%ld plans_received=%ld "
+            "plans_applied=%ld plans_missing=%ld ooms=%ld oom_answered=%ld hot_ps_jobs=%ld "
+            "straggler_jobs=%ld stragglers_replaced=%ld jct_mean_s=%.0f pending_mean_s=%.0f "
+            "core_hours=%.1f memory_gib_hours=%.1f\n",
+            s->jobs, s->succeeded, s->failed, s->unfinished, (double)s->virtual_ms / 1000.0,
+            s->wall_s, s->speedup, s->events, s->samples, s->plan_requests, s->plans_received,
+            s->plans_applied, s->plans_missing, s->ooms, s->oom_answered, s->hot_ps_jobs,
+            s->straggler_jobs, s->stragglers_replaced, s->jct_mean_s, s->pending_mean_s,
+            s->core_hours, s->memory_gib_hours);
+}
+
+int dlb_sim_summary_json(const dlb_sim_summary_t *s, FILE *fp)
+{
+    int r = fprintf(
+        fp,
+        "{\"jobs\":%d,\"succeeded\":%d,\"failed\":%d,\"unfinished\":%d,\"virtual_s\":%.0f,"
+        "\"wall_s\":%.3f,\"speedup\":%.1f,\"events\":%ld,\"samples\":%ld,\"node_events\":%ld,"
+        "\"plan_requests\":%ld,\"plans_received\":%ld,\"plans_applied\":%ld,"
+        "\"plans_missing\":%ld,\"ooms\":%ld,\"oom_answered\":%ld,\"hot_ps_jobs\":%ld,"
+        "\"straggler_jobs\":%ld,\"stragglers_replaced\":%ld,\"jct_mean_s\":%.1f,"
+        "\"pending_mean_s\":%.1f,\"core_hours\":%.2f,\"memory_gib_hours\":%.2f}\n",
+        s->jobs, s->succeeded, s->failed, s->unfinished, (double)s->virtual_ms / 1000.0, s->wall_s,
+        s->speedup, s->events, s->samples, s->node_events, s->plan_requests, s->plans_received,
+        s->plans_applied, s->plans_missing, s->ooms, s->oom_answered, s->hot_ps_jobs,
+        s->straggler_jobs, s->stragglers_replaced, s->jct_mean_s, s->pending_mean_s, s->core_hours,
+        s->memory_gib_hours);
+    return r < 0 ? -1 : 0;
+}
+
+/* ---- JSON lines io -------------------------------------------------------- */
+typedef struct json_io {
+    FILE *fp;
+    dlb_catalog_t *cat;
+} json_io_t;
+
+static int json_publish(void *opaque, const dlb_event_t *ev, char *errstr, size_t errstr_size)
+{
+    json_io_t *x = opaque;
+    char *line = NULL;
+    int err;
+
+    if ((err = dlb_event_to_json(x->cat, ev, &line, errstr, errstr_size)))
+        return err;
+    if (fputs(line, x->fp) < 0 || fputc('\n', x->fp) < 0)
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "writing events failed");
+    free(line);
+    return err;
+}
+
+int dlb_sim_json_io(FILE *fp, dlb_sim_io_t *io, char *errstr, size_t errstr_size)
+{
+    json_io_t *x = calloc(1, sizeof(*x));
+    int err;
+
+    memset(io, 0, sizeof(*io));
+    if (!x)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    if ((err = dlb_catalog_new(&x->cat, errstr, errstr_size))) {
+        free(x);
+        return err;
+    }
+    x->fp = fp;
+    io->publish = json_publish;
+    io->opaque = x;
+    return 0;
+}
+
+void dlb_sim_json_io_free(dlb_sim_io_t *io)
+{
+    json_io_t *x = io->opaque;
+
+    if (x) {
+        dlb_catalog_destroy(x->cat);
+        free(x);
+    }
+    memset(io, 0, sizeof(*io));
+}
+
+/* ---- Kafka io ------------------------------------------------------------- */
+struct dlb_sim_kafka {
+    const dlb_conf_t *conf;
+    dlb_catalog_t *cat;
+    rd_kafka_t *producer, *consumer;
+    long plan_timeout_ms;
+    dlb_plan_t *spare; /* plans received for no request waited on (yet) */
+    size_t spare_cnt, spare_cap;
+};
+
+static int kafka_publish(void *opaque, const dlb_event_t *ev, char *errstr, size_t errstr_size)
+{
+    dlb_sim_kafka_t *k = opaque;
+    char topic[256];
+    void *buf = NULL;
+    size_t len = 0;
+    int err;
+
+    if ((err = dlb_codec_encode(k->cat, ev, &buf, &len, errstr, errstr_size)))
+        return err;
+    dlb_conf_topic(k->conf, dlb_event_type_topic(ev->type), topic, sizeof(topic));
+    err =
+        dlb_kafka_produce(k->producer, topic, dlb_event_job_uid(ev), buf, len, errstr, errstr_size);
+    free(buf);
+    return err;
+}
+
+/* Move a spare plan answering req into *plan. @returns 1 when found. */
+static int take_spare(dlb_sim_kafka_t *k, const dlb_plan_request_t *req, dlb_plan_t *plan)
+{
+    for (size_t i = 0; i < k->spare_cnt; i++) {
+        if (strcmp(k->spare[i].trigger_event_id, req->event_id))
+            continue;
+        *plan = k->spare[i];
+        k->spare[i] = k->spare[--k->spare_cnt];
+        return 1;
+    }
+    return 0;
+}
+
+static int keep_spare(dlb_sim_kafka_t *k, dlb_event_t *ev)
+{
+    if (k->spare_cnt == k->spare_cap) {
+        size_t cap = k->spare_cap ? 2 * k->spare_cap : 64;
+        dlb_plan_t *s = realloc(k->spare, cap * sizeof(*s));
+        if (!s)
+            return DLB_ERR_NOMEM;
+        k->spare = s;
+        k->spare_cap = cap;
+    }
+    k->spare[k->spare_cnt++] = ev->u.plan;
+    memset(ev, 0, sizeof(*ev)); /* the arrays moved with it */
+    return 0;
+}
+
+static int kafka_flush(void *opaque, char *errstr, size_t errstr_size)
+{
+    dlb_sim_kafka_t *k = opaque;
+
+    return dlb_kafka_flush(k->producer, 30000, errstr, errstr_size);
+}
+
+static int kafka_exchange(void *opaque, const dlb_plan_request_t *reqs, size_t n, dlb_plan_t *plans,
+                          char *errstr, size_t errstr_size)
+{
+    dlb_sim_kafka_t *k = opaque;
+    size_t missing = 0;
+    int64_t deadline;
+    int err;
+
+    if ((err = dlb_kafka_flush(k->producer, 30000, errstr, errstr_size)))
+        return err;
+    for (size_t i = 0; i < n; i++)
+        if (!take_spare(k, &reqs[i], &plans[i]))
+            missing++;
+    deadline = dlb_lat_clock_ns() / 1000000 + k->plan_timeout_ms;
+    while (missing && dlb_lat_clock_ns() / 1000000 < deadline) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(k->consumer, 50);
+        dlb_event_t ev = {0};
+        char sub[256];
+        size_t i;
+
+        if (!m)
+            continue;
+        if (m->err || dlb_codec_decode(k->cat, m->payload, m->len, &ev, sub, sizeof(sub)) ||
+            ev.type != DLB_EV_PLAN) {
+            if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                dlb_warn("kafka: %s; continuing", rd_kafka_message_errstr(m));
+            dlb_event_clear(&ev);
+            rd_kafka_message_destroy(m);
+            continue;
+        }
+        rd_kafka_message_destroy(m);
+        for (i = 0; i < n; i++)
+            if (!plans[i].plan_id[0] && !strcmp(ev.u.plan.trigger_event_id, reqs[i].event_id))
+                break;
+        if (i < n) {
+            plans[i] = ev.u.plan;
+            missing--;
+        } else if ((err = keep_spare(k, &ev))) {
+            dlb_event_clear(&ev);
+            return dlb_seterr(errstr, errstr_size, err, "out of memory keeping plans");
+        }
+    }
+    if (missing)
+        dlb_warn("%zu of %zu plan(s) did not come within %ld ms: those jobs keep their "
+                 "resources",
+                 missing, n, k->plan_timeout_ms);
+    return 0;
+}
+
+int dlb_sim_kafka_new(const dlb_conf_t *conf, int plans, long plan_timeout_ms,
+                      dlb_sim_kafka_t **out, dlb_sim_io_t *io, char *errstr, size_t errstr_size)
+{
+    static const char *const extra[] = {"isolation.level", "read_committed", NULL};
+    dlb_sim_kafka_t *k = calloc(1, sizeof(*k));
+    char group[256], topic[256];
+    int err;
+
+    *out = NULL;
+    memset(io, 0, sizeof(*io));
+    if (!k)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    k->conf = conf;
+    k->plan_timeout_ms = plan_timeout_ms;
+    if ((err = dlb_catalog_new(&k->cat, errstr, errstr_size)) ||
+        (err = dlb_kafka_producer_new(conf, NULL, &k->producer, errstr, errstr_size)))
+        goto fail;
+    if (plans) {
+        rd_kafka_topic_partition_list_t *sub;
+        rd_kafka_resp_err_t e;
+
+        /* A group of its own, read from the start: a plan answering a
+         * request is never missed for joining late. */
+        snprintf(group, sizeof(group), "%s.sim.%d.%lld", conf->env, (int)getpid(),
+                 (long long)time(NULL));
+        if ((err = dlb_kafka_consumer_new(conf, group, extra, &k->consumer, errstr, errstr_size)))
+            goto fail;
+        sub = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(
+            sub, dlb_conf_topic(conf, DLB_TOPIC_PLANS, topic, sizeof(topic)),
+            RD_KAFKA_PARTITION_UA);
+        e = rd_kafka_subscribe(k->consumer, sub);
+        rd_kafka_topic_partition_list_destroy(sub);
+        if (e) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "subscribing to %s: %s", topic,
+                             rd_kafka_err2str(e));
+            goto fail;
+        }
+        io->exchange = kafka_exchange;
+    }
+    io->publish = kafka_publish;
+    io->flush = kafka_flush;
+    io->opaque = k;
+    *out = k;
+    return 0;
+fail:
+    dlb_sim_kafka_destroy(k);
+    return err;
+}
+
+void dlb_sim_kafka_destroy(dlb_sim_kafka_t *k)
+{
+    if (!k)
+        return;
+    if (k->consumer) {
+        rd_kafka_consumer_close(k->consumer);
+        rd_kafka_destroy(k->consumer);
+    }
+    if (k->producer)
+        dlb_kafka_producer_destroy(k->producer);
+    for (size_t i = 0; i < k->spare_cnt; i++) {
+        dlb_event_t ev = {.type = DLB_EV_PLAN};
+        ev.u.plan = k->spare[i];
+        dlb_event_clear(&ev);
+    }
+    free(k->spare);
+    if (k->cat)
+        dlb_catalog_destroy(k->cat);
+    free(k);
+}

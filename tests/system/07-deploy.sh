@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# deploy/ holds together, without servers: tests/system/deploy_check.py parses
+# every manifest, resolves every reference (ConfigMaps, Secrets and their keys,
+# the ServiceAccount, scale targets, probe ports), runs the binary on each
+# container's settings, checks RBAC only reads, the autoscalers' groups,
+# topics and maxima, the compose file and the Dockerfile. Then the checker
+# must reject broken copies of deploy/, each naming the file and object.
+set -euo pipefail
+top=${DLB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+DLBRAIN=${DLBRAIN:-$top/build/dlbrain}
+case $DLBRAIN in /*) ;; *) DLBRAIN=$PWD/$DLBRAIN ;; esac
+fail() { echo "FAIL - $*"; exit 1; }
+# Debian's python3 with python3-yaml (scripts/setup).
+py=/usr/bin/python3
+"$py" -c 'import yaml' 2>/dev/null || fail "$py has no yaml module: run scripts/setup (python3-yaml)"
+check="$top/tests/system/deploy_check.py"
+
+"$py" "$check" "$top" "$DLBRAIN" || fail "deploy/ does not pass the checks above"
+
+# Negative self-tests on a copy: what the checker needs of the repository.
+tmp=$(mktemp -d /tmp/dlbrain-deploy.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/repo/scripts"
+cp -r "$top"/{CMakeLists.txt,.dockerignore,cmake,schemas,pipeline,consumers,producers,cli,tests} "$tmp/repo/"
+cp "$top/scripts/setup" "$tmp/repo/scripts/"
+# broken FILE SED-EXPRESSION EXPECTED: the copy with one change is rejected,
+# with a message that holds EXPECTED.
+broken() {
+    local file=$1 expr=$2 want=$3 out
+    rm -rf "$tmp/repo/deploy"
+    cp -r "$top/deploy" "$tmp/repo/deploy"
+    sed -i -e "$expr" "$tmp/repo/deploy/$file"
+    cmp -s "$top/deploy/$file" "$tmp/repo/deploy/$file" && fail "self-test: '$expr' changed nothing in $file"
+    if out=$("$py" "$check" "$tmp/repo" "$DLBRAIN" 2>&1); then
+        fail "the checker accepted deploy/$file with '$expr'"
+    fi
+    grep -qF -- "$want" <<<"$out" || fail "deploy/$file with '$expr': expected '$want' in: $out"
+    echo "ok - rejected: $file: $want"
+}
+broken k8s/optimizer.yaml 's/name: dlbrain-settings/name: dlbrain-setings/' \
+    "deploy/k8s/optimizer.yaml: Deployment dlbrain-optimizer: volume settings: no ConfigMap dlbrain-setings"
+broken k8s/configurer.yaml 's|value: /etc/dlbrain/secrets/pg-dsn|value: /etc/dlbrain/secrets/pg-dns|' \
+    "Secret dlbrain-credentials has no key pg-dns"
+broken k8s/config-watch.yaml 's/DLBRAIN_PG_DSN_FILE/DLBRAIN_PG_DNS_FILE/' \
+    "env DLBRAIN_PG_DNS_FILE: dlbrain reads no such variable"
+broken k8s/optimizer.yaml 's|args: \["optimizer"|args: ["optimiser"|' \
+    "do not start with a dlbrain command"
+broken k8s/k8s-monitor.yaml 's|"-c", "/etc/dlbrain/dlbrain.conf"\]|"-X", "k8s.namespce=x"]|' \
+    "-X k8s.namespce: not a dlbrain setting"
+broken k8s/settings.yaml 's/^    redis.port=6379/    redis.prot=6379/' \
+    "settings key 'redis.prot' is not a dlbrain setting"
+broken k8s/optimizer.yaml 's/port: metrics}/port: metric}/' \
+    "livenessProbe port 'metric' is not a declared container port"
+broken k8s/k8s-monitor.yaml 's/serviceAccountName: dlbrain-k8s-monitor/serviceAccountName: dlbrain-monitor/' \
+    "no ServiceAccount dlbrain-monitor"
+broken k8s/k8s-monitor-rbac.yaml 's/verbs: \["get", "list", "watch"\]/verbs: ["get", "list", "watch", "delete"]/' \
+    "ClusterRole dlbrain-k8s-monitor: verbs ['delete']"
+broken k8s/keda-scaledobject.yaml 's/consumerGroup: dlbrain.configurer/consumerGroup: dlbrain.config/' \
+    "ScaledObject dlbrain-configurer: consumerGroup 'dlbrain.config'"
+broken k8s/keda-scaledobject.yaml '0,/topic: dlbrain.job-events/s//topic: dlbrain.plans/' \
+    "topic 'dlbrain.plans' is not an input of the optimizer"
+broken k8s/keda-scaledobject.yaml '0,/maxReplicaCount: 12/s//maxReplicaCount: 24/' \
+    "maxReplicaCount 24 > topic.partitions 12"
+broken k8s/hpa-alternative.yaml 's/name: dlbrain-configurer$/name: dlbrain-configure/' \
+    "scaleTargetRef dlbrain-configure: no Deployment dlbrain-configure"
+broken k8s/config-rules.yaml 's/cache_gb: 16/cache_gb: 32/' \
+    "key example.yaml differs from deploy/config-rules/example.yaml"
+broken k8s/config-watch.yaml 's|mountPath: /etc/dlbrain/rules, readOnly|mountPath: /etc/dlbrain/rules, subPath: example.yaml, readOnly|' \
+    "not a directory mount of a ConfigMap"
+broken k8s/relay.yaml 's/readOnlyRootFilesystem: true/readOnlyRootFilesystem: false/' \
+    "container relay: readOnlyRootFilesystem is not true"
+broken k8s/kustomization.yaml 's/  - configurer.yaml/  - configurer.yml/' \
+    "resource configurer.yml does not exist"
+broken k8s/topics-job.yaml 's/value: "12"/value: "6"/' \
+    "env PARTITIONS='6'"
+broken k8s/settings.yaml 's/^  dlbrain.conf: |/  dlbrain.conf: [/' \
+    "deploy/k8s/settings.yaml: not valid YAML"
+broken compose.yaml 's/rules: {condition: service_completed_successfully}/rule: {condition: service_completed_successfully}/' \
+    "service configurer: depends_on rule: no such service"
+broken compose.yaml 's/"127.0.0.1:9092:9092"/"9092:9092"/' \
+    "port 9092:9092 is not published on 127.0.0.1 only"
+broken compose.yaml 's/DLBRAIN_REDIS_HOST: redis/DLBRAIN_REDIS_HOSTNAME: redis/' \
+    "environment DLBRAIN_REDIS_HOSTNAME: dlbrain reads no such variable"
+broken Dockerfile 's|^COPY cli/ cli/|COPY client/ client/|' \
+    "COPY client/: no such file in the build context"
+broken Dockerfile 's/libhiredis0.14 //' \
+    "dlbrain links libhiredis.so.0.14 from libhiredis0.14, which the runtime stage does not install"
+broken Dockerfile 's/libcjson1 /libcjson2 /' \
+    "runtime package libcjson2 is not a Debian package here"
+broken Dockerfile 's|/opt/dlbrain/bin/dlbrain|/opt/dlbrain/dlbrain|' \
+    "cmake installs dlbrain at /opt/dlbrain/bin/dlbrain"
+echo "07-deploy: all checks passed"

@@ -1,0 +1,253 @@
+/* The simulator's speed model: the built-in Pollux fits reproduce the
+ * measurements within the MAPE the README states, the fit routine finds them
+ * again, and the PS-job mapping behaves: more workers more throughput with
+ * falling efficiency, starved / hot PS and stragglers slow the step. Also the
+ * workload readers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "conf.h"
+#include "sim_model.h"
+#include "sim_workload.h"
+
+/* The MAPE the README reports per model (measured 6.80, 9.30, 6.42), with
+ * a little room. */
+static const struct {
+    const char *model;
+    double mape_max;
+} bounds[] = {{"cifar10", 7.5}, {"ncf", 10.0}, {"bert", 7.0}};
+
+static char data_dir[2048];
+
+static int have_data(void)
+{
+    const char *src = getenv("DLB_SOURCE_DIR");
+
+    snprintf(data_dir, sizeof(data_dir), "%s/data/pollux", src ? src : ".");
+    return access(data_dir, R_OK) == 0;
+}
+
+static void load(const char *model, dlb_sim_point_t **pts, size_t *n)
+{
+    static const char *const files[] = {"placements.csv", "scalability.csv"};
+    char path[4096], errstr[256];
+
+    *pts = NULL;
+    *n = 0;
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s/%s/%s", data_dir, model, files[i]);
+        int err = dlb_sim_points_load(path, pts, n, errstr, sizeof(errstr));
+        if (err)
+            fail_msg("%s", errstr);
+    }
+}
+
+static void test_builtin_mape(void **state)
+{
+    (void)state;
+    assert_true(have_data()); /* data/pollux is part of the repository */
+    for (size_t i = 0; i < sizeof(bounds) / sizeof(bounds[0]); i++) {
+        dlb_sim_point_t *pts;
+        size_t n;
+        int known;
+        const dlb_sim_profile_t *p = dlb_sim_profile_find(bounds[i].model, &known);
+        double mape;
+
+        assert_true(known);
+        load(bounds[i].model, &pts, &n);
+        assert_true(n > 500);
+        mape = dlb_sim_mape(&p->fit, pts, n);
+        print_message("%s: %zu points, MAPE %.2f%%\n", bounds[i].model, n, mape);
+        assert_true(mape < bounds[i].mape_max);
+        free(pts);
+    }
+}
+
+/* The fit routine finds the built-in constants again (BERT: the smallest
+ * set, so the test stays fast under the sanitizers). */
+static void test_fit_reproduces(void **state)
+{
+    dlb_sim_point_t *pts;
+    size_t n;
+    dlb_sim_fit_t f;
+    const dlb_sim_profile_t *p = dlb_sim_profile_find("bert", NULL);
+
+    (void)state;
+    assert_true(have_data()); /* data/pollux is part of the repository */
+    load("bert", &pts, &n);
+    assert_int_equal(dlb_sim_fit_points(pts, n, &f), 0);
+    assert_true(dlb_sim_mape(&f, pts, n) <= dlb_sim_mape(&p->fit, pts, n) + 0.05);
+    assert_true(f.g >= 1.0);
+    assert_int_equal(dlb_sim_fit_points(pts, 3, &f), -6); /* too few points */
+    free(pts);
+}
+
+static void test_points_bad(void **state)
+{
+    char path[] = "/tmp/dlb-sim-pts-XXXXXX", errstr[256];
+    dlb_sim_point_t *pts = NULL;
+    size_t n = 0;
+    int fd = mkstemp(path);
+    FILE *fp;
+
+    (void)state;
+    assert_true(fd >= 0);
+    fp = fdopen(fd, "w");
+    fputs("placement,local_bsz,step_time,sync_time\n12,32,0.5,0.1\n1,x,0.5,0.1\n", fp);
+    fclose(fp);
+    assert_int_not_equal(dlb_sim_points_load(path, &pts, &n, errstr, sizeof(errstr)), 0);
+    assert_non_null(strstr(errstr, ":3:"));
+    assert_int_equal(n, 1);
+    assert_int_equal(pts[0].nodes, 2);
+    assert_int_equal(pts[0].replicas, 3);
+    free(pts);
+    unlink(path);
+}
+
+static void speed(const char *model, int w, double ps_cpu, double hot, double slowest,
+                  dlb_sim_speed_t *out)
+{
+    double share[4], cpu[4];
+    const dlb_sim_profile_t *p = dlb_sim_profile_find(model, NULL);
+
+    for (int i = 0; i < 4; i++) {
+        share[i] = (i == 0 ? hot : 1.0) / (hot + 3);
+        cpu[i] = ps_cpu;
+    }
+    dlb_sim_speed_in_t in = {p, w, 256, p->worker_cpu, slowest, 4, share, cpu};
+    dlb_sim_speed(&in, out);
+}
+
+static void test_more_workers(void **state)
+{
+    dlb_sim_speed_t a, b;
+    const char *models[] = {"cifar10", "ncf", "bert"};
+
+    (void)state;
+    for (int m = 0; m < 3; m++) {
+        for (int w = 1; w < 32; w++) {
+            speed(models[m], w, 1000, 1, 1, &a);
+            speed(models[m], w + 1, 1000, 1, 1, &b);
+            /* More throughput, less per worker: the network term grows. */
+            assert_true(b.samples_per_s > a.samples_per_s);
+            assert_true(b.samples_per_s / (w + 1) <= a.samples_per_s / w + 1e-9);
+        }
+    }
+    /* cifar10 at 64 workers: the network term dominates the step. */
+    speed("cifar10", 64, 1000, 1, 1, &a);
+    assert_true(a.step_time > 1.3 * a.t_compute);
+}
+
+static void test_ps_starved_hot_straggler(void **state)
+{
+    dlb_sim_speed_t ok, starved, hot, slow;
+
+    (void)state;
+    speed("cifar10", 8, 32, 1, 1, &ok);
+    speed("cifar10", 8, 1, 1, 1, &starved);
+    assert_true(ok.ps_load < 1);
+    assert_true(starved.ps_load > 1);
+    assert_true(starved.step_time > 2 * ok.step_time);
+    /* Same CPU per PS, PS 0 holding 4 shares of 7: it saturates first. */
+    speed("cifar10", 8, 3, 1, 1, &ok);
+    speed("cifar10", 8, 3, 4, 1, &hot);
+    assert_true(hot.ps_load > ok.ps_load);
+    assert_true(hot.step_time > ok.step_time);
+    /* A worker 2.5x slower drags the synchronous step. */
+    speed("cifar10", 8, 32, 1, 2.5, &slow);
+    speed("cifar10", 8, 32, 1, 1, &ok);
+    assert_true(slow.step_time > 1.8 * ok.step_time);
+}
+
+static void test_profiles(void **state)
+{
+    int known;
+    size_t n;
+    const dlb_sim_profile_t *all = dlb_sim_profiles(&n);
+
+    (void)state;
+    assert_int_equal(n, 6);
+    assert_string_equal(dlb_sim_profile_find("YOLOv3", &known)->name, "yolov3");
+    assert_true(known);
+    assert_string_equal(dlb_sim_profile_find("gpt-7", &known)->name, "cifar10");
+    assert_false(known);
+    for (size_t i = 0; i < n; i++)
+        assert_true(all[i].fit.a > 0 && all[i].fit.g >= 1 && all[i].dataset_size > 0);
+}
+
+static void test_workloads(void **state)
+{
+    char path[4096], tmp[] = "/tmp/dlb-sim-wl-XXXXXX", errstr[256];
+    dlb_sim_workload_t wl;
+    int fd;
+    FILE *fp;
+
+    (void)state;
+    assert_true(have_data());
+    {
+        snprintf(path, sizeof(path), "%s/workloads/workload-1.csv", data_dir);
+        assert_int_equal(dlb_sim_workload_load(path, 0, &wl, errstr, sizeof(errstr)), 0);
+        assert_int_equal(wl.n, 160);
+        assert_string_equal(wl.jobs[0].name, "cifar10-0");
+        assert_int_equal(wl.jobs[0].arrival_ms, 107000);
+        assert_int_equal(wl.jobs[0].workers, 6);
+        assert_int_equal(wl.jobs[0].batch_size, 2048);
+        dlb_sim_workload_free(&wl);
+        /* 200 of 160: the file again, after itself, names suffixed. */
+        assert_int_equal(dlb_sim_workload_load(path, 200, &wl, errstr, sizeof(errstr)), 0);
+        assert_int_equal(wl.n, 200);
+        assert_string_equal(wl.jobs[160].name, "cifar10-0-r1");
+        assert_true(wl.jobs[160].arrival_ms > wl.jobs[159].arrival_ms);
+        dlb_sim_workload_free(&wl);
+    }
+    fd = mkstemp(tmp);
+    assert_true(fd >= 0);
+    fp = fdopen(fd, "w");
+    fputs("arrival_s,name,model,dataset_size,epochs,batch_size,workers\n"
+          "60,b,bert,,,384,6\n"
+          "# a comment\n"
+          "0.5,a,ncf,1000000,3,4096,2\n",
+          fp);
+    fclose(fp);
+    assert_int_equal(dlb_sim_workload_load(tmp, 0, &wl, errstr, sizeof(errstr)), 0);
+    assert_int_equal(wl.n, 2);
+    assert_string_equal(wl.jobs[0].name, "a"); /* sorted by arrival */
+    assert_int_equal(wl.jobs[0].arrival_ms, 500);
+    assert_int_equal(wl.jobs[0].dataset_size, 1000000);
+    assert_int_equal(wl.jobs[0].epochs, 3);
+    assert_int_equal(wl.jobs[1].dataset_size, 0);
+    assert_int_equal(wl.jobs[1].workers, 6);
+    dlb_sim_workload_free(&wl);
+    fp = fopen(tmp, "w");
+    fputs("arrival_s,name,model,dataset_size,epochs,batch_size,workers\n1,a,ncf,x,1,2,3\n", fp);
+    fclose(fp);
+    assert_int_not_equal(dlb_sim_workload_load(tmp, 0, &wl, errstr, sizeof(errstr)), 0);
+    assert_non_null(strstr(errstr, ":2:"));
+    fp = fopen(tmp, "w");
+    fputs("what,ever\n", fp);
+    fclose(fp);
+    assert_int_not_equal(dlb_sim_workload_load(tmp, 0, &wl, errstr, sizeof(errstr)), 0);
+    unlink(tmp);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_builtin_mape),
+        cmocka_unit_test(test_fit_reproduces),
+        cmocka_unit_test(test_points_bad),
+        cmocka_unit_test(test_more_workers),
+        cmocka_unit_test(test_ps_starved_hot_straggler),
+        cmocka_unit_test(test_profiles),
+        cmocka_unit_test(test_workloads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
