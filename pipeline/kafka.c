@@ -565,3 +565,28 @@ void dlb_mock_stop(dlb_mock_t *mock)
         rd_kafka_destroy(mock->rk);
     free(mock);
 }
+
+int dlb_kafka_seek_back(rd_kafka_t *consumer, const rd_kafka_topic_partition_list_t *l,
+                        char *errstr, size_t errstr_size)
+{
+    rd_kafka_topic_partition_list_t *copy = rd_kafka_topic_partition_list_copy(l);
+    rd_kafka_error_t *e;
+    int err = 0;
+
+    if (!copy)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    /* The copy, because librdkafka reports each partition's result in it. */
+    if ((e = rd_kafka_seek_partitions(consumer, copy, 10000))) {
+        err =
+            dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "seek: %s", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    }
+    for (int i = 0; i < copy->cnt && !err; i++)
+        if (copy->elems[i].err)
+            err =
+                dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "seek %s[%d]@%lld: %s",
+                           copy->elems[i].topic, (int)copy->elems[i].partition,
+                           (long long)copy->elems[i].offset, rd_kafka_err2str(copy->elems[i].err));
+    rd_kafka_topic_partition_list_destroy(copy);
+    return err;
+}

@@ -51,6 +51,14 @@ int dlb_kafka_create_topics(rd_kafka_t *rk, const dlb_conf_t *conf, int timeout_
 int dlb_kafka_delete_topics(rd_kafka_t *rk, const dlb_conf_t *conf, int timeout_ms, int *deleted,
                             char *errstr, size_t errstr_size);
 
+/** @brief Seek a consumer's partitions back to the offsets in l (a failed
+ *         batch's first messages), so its messages are fetched again.
+ *  @returns 0, or DLB_ERR_GENERIC with errstr naming the topic[partition]@offset
+ *           (or the call) that failed: the consumer's position is then unknown,
+ *           and the caller must not go on consuming from it. */
+int dlb_kafka_seek_back(rd_kafka_t *consumer, const rd_kafka_topic_partition_list_t *l,
+                        char *errstr, size_t errstr_size);
+
 /** @brief Send a bad message to "<env>.dlq", same key and value, with headers
  *         dlb.source.topic, dlb.source.partition, dlb.source.offset, dlb.stage
  *         (where it failed: decode, validate, process), dlb.error.class

@@ -578,18 +578,16 @@ out:
     return err;
 }
 
-/* Undo a failed batch: seek each partition back to its first record. */
-static void batch_rewind(relay_t *r)
+/* Undo a failed batch: seek each partition back to its first record.
+ * @returns 0, or an error when the consumer's position is unknown. */
+static int batch_rewind(relay_t *r, char *errstr, size_t size)
 {
     rd_kafka_topic_partition_list_t *l = batch_offsets(r, 1);
-    rd_kafka_error_t *e = rd_kafka_seek_partitions(r->consumer, l, 10000);
+    int err = dlb_kafka_seek_back(r->consumer, l, errstr, size);
 
-    if (e) {
-        dlb_err("kafka: rewinding the batch failed: %s", rd_kafka_error_string(e));
-        rd_kafka_error_destroy(e);
-    }
     rd_kafka_topic_partition_list_destroy(l);
     batch_clear(r);
+    return err;
 }
 
 static void batch_poll(relay_t *r)
@@ -730,7 +728,15 @@ int dlb_relay_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_strea
         stats->retries++;
         dlb_err("batch of %zu record(s) failed: %s; rewinding and retrying in %d ms", r.batch_cnt,
                 sub, conf->retry_backoff_ms);
-        batch_rewind(&r);
+        if ((err = batch_rewind(&r, sub, sizeof(sub)))) {
+            /* Going on would skip the batch: nothing of it was committed, so
+             * a restart resumes from the committed offsets. */
+            dlb_seterr(errstr, errstr_size, err,
+                       "kafka: cannot rewind the failed batch (%s); stopping, a restart resumes "
+                       "from the committed offsets",
+                       sub);
+            goto out;
+        }
         nap_ms(&r, conf->retry_backoff_ms);
         if (fatal) {
             dlb_warn("kafka: replacing the transactional producer");

@@ -839,10 +839,12 @@ static rd_kafka_topic_partition_list_t *batch_offsets(const ctx_t *c, int rewind
 }
 
 /* Undo a failed batch: seek every partition back to its first message. */
-static void batch_rewind(ctx_t *c)
+/* Undo a failed batch: seek each partition back to the first message held.
+ * @returns 0, or an error when the consumer's position is unknown. */
+static int batch_rewind(ctx_t *c, char *errstr, size_t size)
 {
     rd_kafka_topic_partition_list_t *l = batch_offsets(c, 1);
-    rd_kafka_error_t *e = rd_kafka_seek_partitions(c->consumer, l, 10000);
+    int err = dlb_kafka_seek_back(c->consumer, l, errstr, size);
 
     for (int i = 0; i < l->cnt; i++) {
         int rank = topic_rank(c, l->elems[i].topic);
@@ -850,15 +852,10 @@ static void batch_rewind(ctx_t *c)
         if (p)
             p->next = l->elems[i].offset;
     }
-
-    if (e) {
-        dlb_err("kafka: rewinding the batch failed: %s; restarting from committed offsets",
-                rd_kafka_error_string(e));
-        rd_kafka_error_destroy(e);
-    }
     rd_kafka_topic_partition_list_destroy(l);
     items_filter(c, keep_none, NULL);
     out_clear(c);
+    return err;
 }
 
 /* Connect and migrate, waiting out an unreachable or restarting server;
@@ -1085,7 +1082,15 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
             stats->retries++;
             dlb_err("batch of %zu message(s) failed: %s (%s); rewinding and retrying in %d ms",
                     c.order_cnt, err_buf, dlb_err_name(err), conf->retry_backoff_ms);
-            batch_rewind(&c);
+            if ((err = batch_rewind(&c, err_buf, sizeof(err_buf)))) {
+                /* Going on would skip the batch: nothing of it was committed,
+                 * so a restart resumes from the committed offsets. */
+                dlb_seterr(errstr, errstr_size, err,
+                           "kafka: cannot rewind the failed batch (%s); stopping, a restart "
+                           "resumes from the committed offsets",
+                           err_buf);
+                goto out;
+            }
             flow_control(&c);
             sleep_ms(&c, conf->retry_backoff_ms);
             if (fatal) {
