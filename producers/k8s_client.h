@@ -41,9 +41,9 @@ typedef struct dlb_k8s_result {
     const char *error; /* the transfer's error ("" when it completed) */
     const char *body;  /* a list's body, or any non-200 response's (a Status) */
     size_t len;
-    size_t lines;     /* watch lines delivered */
-    size_t partial;   /* bytes of an unfinished last line, dropped */
-    int aborted;      /* the line callback ended it */
+    size_t lines;      /* watch lines delivered */
+    size_t partial;    /* bytes of an unfinished last line, dropped */
+    int aborted;       /* the line callback ended it */
     int line_too_long; /* a line passed DLB_K8S_LINE_MAX */
 } dlb_k8s_result_t;
 

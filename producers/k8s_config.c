@@ -188,8 +188,8 @@ static int load_doc(kube_t *k, const char *context, dlb_k8s_config_t *cfg)
         return dlb_seterr(k->errstr, k->size, DLB_ERR_CONF,
                           "kubeconfig %s: cluster \"%s\" not found", k->path, cname);
     if (!(server = scalar(k, cluster, "server")))
-        return dlb_seterr(k->errstr, k->size, DLB_ERR_CONF, "kubeconfig %s: %s: no server",
-                          k->path, where);
+        return dlb_seterr(k->errstr, k->size, DLB_ERR_CONF, "kubeconfig %s: %s: no server", k->path,
+                          where);
     if (!(cfg->server = strdup(server)))
         return nomem(k);
     for (size_t n = strlen(cfg->server); n > 0 && cfg->server[n - 1] == '/'; n--)
@@ -201,8 +201,8 @@ static int load_doc(kube_t *k, const char *context, dlb_k8s_config_t *cfg)
     uname = scalar(k, ctx, "user");
     if (uname && (err = load_user(k, uname, cfg)))
         return err;
-    cfg->source = fmt("kubeconfig %s, context %s, user %s", k->path, context,
-                      uname ? uname : "(none)");
+    cfg->source =
+        fmt("kubeconfig %s, context %s, user %s", k->path, context, uname ? uname : "(none)");
     return cfg->source ? 0 : nomem(k);
 }
 
@@ -245,8 +245,7 @@ int dlb_k8s_config_kubeconfig(const char *path, const char *context, dlb_k8s_con
     return err;
 }
 
-int dlb_k8s_config_in_cluster(const char *sa_dir, dlb_k8s_config_t *cfg, char *errstr,
-                              size_t size)
+int dlb_k8s_config_in_cluster(const char *sa_dir, dlb_k8s_config_t *cfg, char *errstr, size_t size)
 {
     const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
     int v6;
@@ -256,8 +255,8 @@ int dlb_k8s_config_in_cluster(const char *sa_dir, dlb_k8s_config_t *cfg, char *e
         return dlb_seterr(errstr, size, DLB_ERR_CONF,
                           "in-cluster: KUBERNETES_SERVICE_HOST is not set (not in a pod)");
     v6 = strchr(host, ':') != NULL;
-    cfg->server = fmt("https://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "",
-                      port && *port ? port : "443");
+    cfg->server =
+        fmt("https://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", port && *port ? port : "443");
     cfg->token_file = fmt("%s/token", sa_dir);
     cfg->ca.file = fmt("%s/ca.crt", sa_dir);
     cfg->source = fmt("in-cluster service account (%s)", sa_dir);

@@ -50,8 +50,7 @@ int dlb_k8s_config_in_cluster(const char *sa_dir, dlb_k8s_config_t *cfg, char *e
  *         dropped), else the literal token, else NULL (no token).
  *  @param out malloc'ed, or NULL.
  *  @returns 0 or DLB_ERR_CONF naming the file that cannot be read. */
-int dlb_k8s_config_token(const dlb_k8s_config_t *cfg, char **out, char *errstr,
-                         size_t errstr_size);
+int dlb_k8s_config_token(const dlb_k8s_config_t *cfg, char **out, char *errstr, size_t errstr_size);
 
 /** @brief Check that every file the configuration names can be read.
  *  @returns 0 or DLB_ERR_CONF naming the first one that cannot. */

@@ -153,10 +153,10 @@ int dlb_k8s_quantity(const char *s, double *out)
         const char *suffix;
         double mult;
     } units[] = {
-        {"Ki", 1024.0},   {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0},
-        {"Pi", 0x1p50},   {"Ei", 0x1p60},    {"n", 1e-9},          {"u", 1e-6},
-        {"m", 1e-3},      {"k", 1e3},        {"M", 1e6},           {"G", 1e9},
-        {"T", 1e12},      {"P", 1e15},       {"E", 1e18},          {"", 1.0},
+        {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0},
+        {"Pi", 0x1p50}, {"Ei", 0x1p60},    {"n", 1e-9},          {"u", 1e-6},
+        {"m", 1e-3},    {"k", 1e3},        {"M", 1e6},           {"G", 1e9},
+        {"T", 1e12},    {"P", 1e15},       {"E", 1e18},          {"", 1.0},
     };
     char *end;
     double v;
@@ -293,8 +293,8 @@ static int sum_requests(const cJSON *spec, const char *resource, double *sum)
     return any;
 }
 
-int dlb_k8s_pod_read(const cJSON *obj, const dlb_k8s_labels_t *lb, dlb_k8s_pod_t *pod,
-                     char *errstr, size_t size)
+int dlb_k8s_pod_read(const cJSON *obj, const dlb_k8s_labels_t *lb, dlb_k8s_pod_t *pod, char *errstr,
+                     size_t size)
 {
     const cJSON *meta = at(obj, "metadata", NULL), *labels = at(meta, "labels", NULL),
                 *spec = at(obj, "spec", NULL);
@@ -375,8 +375,8 @@ static int map_oom(const cJSON *status, const dlb_k8s_pod_t *pod, int64_t now_ms
                 instance = str_or(str(t, "finishedAt"), str_or(str(t, "startedAt"), ""));
             hash2(cname, instance, h);
             snprintf(suffix, sizeof(suffix), "oom-%s", h);
-            if ((err = add(out, pod, "oom_killed", suffix,
-                           time_or(str(t, "finishedAt"), now_ms), &ev, errstr, size)))
+            if ((err = add(out, pod, "oom_killed", suffix, time_or(str(t, "finishedAt"), now_ms),
+                           &ev, errstr, size)))
                 return err;
             if (!ev)
                 continue;
@@ -458,8 +458,8 @@ static void container_reason(const cJSON *status, const char **reason, const cha
     }
 }
 
-static int map_phase(const cJSON *obj, const dlb_k8s_pod_t *pod, int64_t now_ms,
-                     dlb_k8s_out_t *out, char *errstr, size_t size)
+static int map_phase(const cJSON *obj, const dlb_k8s_pod_t *pod, int64_t now_ms, dlb_k8s_out_t *out,
+                     char *errstr, size_t size)
 {
     const cJSON *status = at(obj, "status", NULL);
     const char *reason = str(status, "reason"), *msg = str(status, "message");
@@ -519,8 +519,8 @@ int dlb_k8s_map_pod(const cJSON *obj, const dlb_k8s_pod_t *pod, int deleted, int
     return 0;
 }
 
-int dlb_k8s_map_pod_gone(const dlb_k8s_pod_t *pod, int64_t now_ms, dlb_k8s_out_t *out,
-                         char *errstr, size_t size)
+int dlb_k8s_map_pod_gone(const dlb_k8s_pod_t *pod, int64_t now_ms, dlb_k8s_out_t *out, char *errstr,
+                         size_t size)
 {
     return map_deleted(pod, now_ms, "pod missing from a relist: deleted while the watch was down",
                        out, errstr, size);
@@ -570,8 +570,8 @@ int dlb_k8s_node_changed(const dlb_k8s_node_t *prev, const dlb_k8s_node_t *cur)
 }
 
 static int map_node_pod(const dlb_k8s_node_t *prev, const dlb_k8s_node_t *cur,
-                        const dlb_k8s_pod_t *pod, int64_t now_ms, dlb_k8s_out_t *out,
-                        char *errstr, size_t size)
+                        const dlb_k8s_pod_t *pod, int64_t now_ms, dlb_k8s_out_t *out, char *errstr,
+                        size_t size)
 {
     int64_t since = time_or(cur->since, now_ms);
     dlb_node_event_t *ev;

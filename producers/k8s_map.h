@@ -88,8 +88,8 @@ int dlb_k8s_map_pod(const cJSON *obj, const dlb_k8s_pod_t *pod, int deleted, int
 
 /** @brief A pod that was known but is missing from a relist: deleted while the
  *         watch was down. */
-int dlb_k8s_map_pod_gone(const dlb_k8s_pod_t *pod, int64_t now_ms, dlb_k8s_out_t *out,
-                         char *errstr, size_t errstr_size);
+int dlb_k8s_map_pod_gone(const dlb_k8s_pod_t *pod, int64_t now_ms, dlb_k8s_out_t *out, char *errstr,
+                         size_t errstr_size);
 
 /** @brief Read a node's Ready condition and preemption taints.
  *  @returns 0 or DLB_ERR_INVALID (no metadata.name, or too long). */

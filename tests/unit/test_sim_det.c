@@ -86,8 +86,7 @@ static int setup(void **state)
     char path[4096], errstr[256];
 
     (void)state;
-    snprintf(path, sizeof(path), "%s/data/pollux/workloads/workload-4.csv",
-             src ? src : ".");
+    snprintf(path, sizeof(path), "%s/data/pollux/workloads/workload-4.csv", src ? src : ".");
     return dlb_sim_workload_load(path, 30, &wl, errstr, sizeof(errstr));
 }
 
