@@ -840,11 +840,20 @@ static rd_kafka_topic_partition_list_t *batch_offsets(const ctx_t *c, int rewind
 
 /* Undo a failed batch: seek every partition back to its first message. */
 /* Undo a failed batch: seek each partition back to the first message held.
- * @returns 0, or an error when the consumer's position is unknown. */
+ * @returns 0, or an error when stopped before the seek took. */
 static int batch_rewind(ctx_t *c, char *errstr, size_t size)
 {
     rd_kafka_topic_partition_list_t *l = batch_offsets(c, 1);
-    int err = dlb_kafka_seek_back(c->consumer, l, errstr, size);
+    int err;
+
+    /* A seek can fail while the broker restarts; going on would skip the
+     * batch, so retry until it takes (a seek to the same offsets is harmless
+     * to repeat) or we are stopped. */
+    while ((err = dlb_kafka_seek_back(c->consumer, l, errstr, size)) && !*c->stop) {
+        dlb_warn("kafka: rewinding the failed batch: %s; retrying in %d ms", errstr,
+                 c->conf->retry_backoff_ms);
+        sleep_ms(c, c->conf->retry_backoff_ms);
+    }
 
     for (int i = 0; i < l->cnt; i++) {
         int rank = topic_rank(c, l->elems[i].topic);
@@ -1083,12 +1092,12 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
             dlb_err("batch of %zu message(s) failed: %s (%s); rewinding and retrying in %d ms",
                     c.order_cnt, err_buf, dlb_err_name(err), conf->retry_backoff_ms);
             if ((err = batch_rewind(&c, err_buf, sizeof(err_buf)))) {
-                /* Going on would skip the batch: nothing of it was committed,
-                 * so a restart resumes from the committed offsets. */
-                dlb_seterr(errstr, errstr_size, err,
-                           "kafka: cannot rewind the failed batch (%s); stopping, a restart "
-                           "resumes from the committed offsets",
-                           err_buf);
+                /* Stopped: nothing of the batch was committed, so the next
+                 * start resumes from the committed offsets. */
+                dlb_info("kafka: stopped before the failed batch was rewound (%s); the next "
+                         "start resumes from the committed offsets",
+                         err_buf);
+                err = 0;
                 goto out;
             }
             flow_control(&c);

@@ -38,11 +38,15 @@ ok "$(s plans_applied) plans applied"
 ok "$(s ooms) OOMs, $(s oom_answered) answered with more memory"
 
 # What the evaluator reads: every job's history in the environment's tables.
+# The simulator ends when its last events are acknowledged by Kafka, not when
+# the optimizer has stored them: wait for them, then check exact counts.
 SCHEMA=sima
+sys_wait_count_in() { DLBRAIN_ENV=$SCHEMA sys_wait_count "$@"; }
+sys_wait_count_in "jobs WHERE state IN ('succeeded', 'failed')" 10 60
 n=$(sys_sql "SELECT count(*) FROM $SCHEMA.jobs WHERE state IN ('succeeded', 'failed')")
 expect_eq "ended jobs in PostgreSQL" 10 "$n"
-sys_wait_count_in() { DLBRAIN_ENV=$SCHEMA sys_wait_count "$@"; }
 sys_wait_count_in plans "$(s plan_requests)" 60
+sys_wait_count_in "node_events WHERE kind = 'oom_killed'" "$(s ooms)" 60
 n=$(sys_sql "SELECT count(*) FROM $SCHEMA.node_events WHERE kind = 'oom_killed'")
 expect_eq "oom_killed node events in PostgreSQL" "$(s ooms)" "$n"
 
