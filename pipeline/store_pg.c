@@ -91,19 +91,29 @@ static const struct {
         "updated_ms = CASE WHEN " NEWER " THEN EXCLUDED.updated_ms ELSE j.updated_ms END, "
         "last_event_id = CASE WHEN " NEWER " THEN EXCLUDED.last_event_id "
         "ELSE j.last_event_id END"},
+    /* The sample's pods into its row's pod_* arrays (migration 005), in the
+     * order sent; a repeated pod name keeps its first copy (DISTINCT ON), as
+     * runtime_pods' primary key did. */
     [ST_RUNTIME] = {"dlb_runtime",
-                    "WITH ins AS (INSERT INTO runtime_samples (event_id, job_uid, event_time_ms, "
-                    "global_step, speed, raw) VALUES ($1, $2, $3::bigint, $4::bigint, $5::float8, "
-                    "$6::bytea) ON CONFLICT (event_id) DO NOTHING RETURNING event_id) "
-                    "INSERT INTO runtime_pods (event_id, pod_name, pod_type, pod_index, cpu_used, "
-                    "cpu_requested, memory_used, memory_requested, speed) "
-                    "SELECT ins.event_id, p.name, p.type, p.index, p.cpu_used, p.cpu_requested, "
-                    "p.memory_used, p.memory_requested, p.speed "
-                    "FROM ins, jsonb_to_recordset($7::jsonb) "
-                    "AS p(name text, type text, index integer, cpu_used float8, "
-                    "cpu_requested float8, memory_used bigint, memory_requested bigint, "
-                    "speed float8) "
-                    "ON CONFLICT DO NOTHING"},
+                    "INSERT INTO runtime_samples (event_id, job_uid, event_time_ms, global_step, "
+                    "speed, raw, pod_names, pod_types, pod_indexes, pod_cpu_used, "
+                    "pod_cpu_requested, pod_memory_used, pod_memory_requested, pod_speeds) "
+                    "SELECT $1, $2, $3::bigint, $4::bigint, $5::float8, $6::bytea, "
+                    "COALESCE(array_agg(p.name ORDER BY p.k), '{}'), "
+                    "COALESCE(array_agg(p.type ORDER BY p.k), '{}'), "
+                    "COALESCE(array_agg(p.index ORDER BY p.k), '{}'), "
+                    "COALESCE(array_agg(p.cpu_used ORDER BY p.k), '{}'), "
+                    "COALESCE(array_agg(p.cpu_requested ORDER BY p.k), '{}'), "
+                    "COALESCE(array_agg(p.memory_used ORDER BY p.k), '{}'), "
+                    "COALESCE(array_agg(p.memory_requested ORDER BY p.k), '{}'), "
+                    "COALESCE(array_agg(p.speed ORDER BY p.k), '{}') "
+                    "FROM (SELECT DISTINCT ON (name) * FROM ROWS FROM ("
+                    "jsonb_to_recordset($7::jsonb) AS (name text, type text, index integer, "
+                    "cpu_used float8, cpu_requested float8, memory_used bigint, "
+                    "memory_requested bigint, speed float8)) WITH ORDINALITY "
+                    "AS r(name, type, index, cpu_used, cpu_requested, memory_used, "
+                    "memory_requested, speed, k) ORDER BY name, k) p "
+                    "ON CONFLICT (event_id) DO NOTHING"},
     [ST_NODE] = {"dlb_node",
                  "INSERT INTO node_events (event_id, job_uid, event_time_ms, kind, pod_name, "
                  "pod_type, pod_index, node_name, phase, reason, message, memory_requested, "

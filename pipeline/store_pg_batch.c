@@ -2,8 +2,9 @@
  *
  * One statement per batch instead of one per sample: the samples and their
  * pods travel as PostgreSQL arrays in the binary format (no text escaping of
- * the raw frames, no JSON of the pods), are expanded with unnest() and
- * inserted with the same ON CONFLICT rules as the statement of one sample. */
+ * the raw frames, no JSON of the pods), are expanded with unnest(), each
+ * sample's pods folded back into its row's pod arrays, and inserted with the
+ * same ON CONFLICT rule as the statement of one sample. */
 #include "store_pg.h"
 #include "store_pg_internal.h"
 
@@ -129,30 +130,39 @@ enum { P_ORD, P_NAME, P_TYPE, P_INDEX, P_CPU, P_CPU_REQ, P_MEM, P_MEM_REQ, P_SPE
 
 /* The statement of one sample (store_pg.c, dlb_runtime) for many: a sample
  * repeated in the batch is inserted once (its first copy), a stored one not
- * at all, and only inserted samples get pod rows, so a redelivered batch
- * changes nothing. Their pods need no ON CONFLICT: a sample inserted now has
- * no pod rows yet and its repeated pod names are dropped before, and the
- * speculative insertion cost a sixth of PostgreSQL's time. */
+ * at all, so a redelivered batch changes nothing. The pods arrive flattened
+ * (ord ties each to its sample) and are folded back into their sample's pod_*
+ * arrays (migration 005): one row a sample. An aggregate takes a group's rows
+ * in the order they reach it, here sorted by (ord, k), the order sent, so the
+ * arrays keep the sample's order without an ORDER BY in each array_agg (which
+ * would sort every group once per column: eight sorts a sample). */
 static const char sql_batch[] =
     "WITH s AS (SELECT DISTINCT ON (event_id) * "
     "FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::float8[], $6::bytea[]) "
     "WITH ORDINALITY AS s(event_id, job_uid, event_time_ms, global_step, speed, raw, ord) "
     "ORDER BY event_id, ord), "
-    "ins AS (INSERT INTO runtime_samples (event_id, job_uid, event_time_ms, global_step, speed, "
-    "raw) SELECT event_id, job_uid, event_time_ms, global_step, speed, raw FROM s "
-    "ON CONFLICT (event_id) DO NOTHING RETURNING event_id) "
-    "INSERT INTO runtime_pods (event_id, pod_name, pod_type, pod_index, cpu_used, cpu_requested, "
-    "memory_used, memory_requested, speed) "
-    "SELECT s.event_id, p.name, p.type, p.index, p.cpu_used, p.cpu_requested, p.memory_used, "
-    "p.memory_requested, p.speed "
-    "FROM unnest($7::bigint[], $8::text[], $9::text[], $10::integer[], $11::float8[], "
-    "$12::float8[], $13::bigint[], $14::bigint[], $15::float8[]) "
-    "AS p(ord, name, type, index, cpu_used, cpu_requested, memory_used, memory_requested, speed) "
-    "JOIN s ON s.ord = p.ord JOIN ins ON ins.event_id = s.event_id";
+    "p AS (SELECT ord, array_agg(name) AS names, array_agg(type) AS types, "
+    "array_agg(index) AS indexes, array_agg(cpu_used) AS cpu_used, "
+    "array_agg(cpu_requested) AS cpu_requested, array_agg(memory_used) AS memory_used, "
+    "array_agg(memory_requested) AS memory_requested, array_agg(speed) AS speeds "
+    "FROM (SELECT * FROM unnest($7::bigint[], $8::text[], $9::text[], $10::integer[], "
+    "$11::float8[], $12::float8[], $13::bigint[], $14::bigint[], $15::float8[]) WITH ORDINALITY "
+    "AS p(ord, name, type, index, cpu_used, cpu_requested, memory_used, memory_requested, speed, "
+    "k) ORDER BY ord, k) p GROUP BY ord) "
+    "INSERT INTO runtime_samples (event_id, job_uid, event_time_ms, global_step, speed, raw, "
+    "pod_names, pod_types, pod_indexes, pod_cpu_used, pod_cpu_requested, pod_memory_used, "
+    "pod_memory_requested, pod_speeds) "
+    "SELECT s.event_id, s.job_uid, s.event_time_ms, s.global_step, s.speed, s.raw, "
+    "COALESCE(p.names, '{}'), COALESCE(p.types, '{}'), COALESCE(p.indexes, '{}'), "
+    "COALESCE(p.cpu_used, '{}'), COALESCE(p.cpu_requested, '{}'), COALESCE(p.memory_used, '{}'), "
+    "COALESCE(p.memory_requested, '{}'), COALESCE(p.speeds, '{}') "
+    "FROM s LEFT JOIN p ON p.ord = s.ord "
+    "ON CONFLICT (event_id) DO NOTHING";
 
 /* A pod named like an earlier one of the same sample: the statement of one
- * sample keeps the first (ON CONFLICT DO NOTHING in list order); here the
- * order of a join is not the list's, so the repeat is dropped before. */
+ * sample keeps the first, and so does this one, by dropping the repeat
+ * before it is sent (pod names are unique within a sample, as runtime_pods'
+ * primary key made them before migration 005). */
 static int pod_repeated(const dlb_runtime_sample_t *s, size_t i)
 {
     for (size_t j = 0; j < i; j++)
