@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "cmd.h"
 #include "demo_cluster.h"
 #include "event.h"
@@ -57,14 +58,6 @@ static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
         return -1;
     *out = v;
     return 0;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int cmd_simulate_main(int argc, char **argv)
@@ -128,8 +121,9 @@ int cmd_simulate_main(int argc, char **argv)
         return 2;
     }
     if (o.base_time_ms < 0)
-        o.base_time_ms = now_ms() - (o.phase == DLB_DEMO_HISTORY ? DLB_DEMO_HISTORY_AGE_MS
-                                                                 : DLB_DEMO_LIVE_AGE_MS);
+        o.base_time_ms =
+            dlb_clock_wall_ms() -
+            (o.phase == DLB_DEMO_HISTORY ? DLB_DEMO_HISTORY_AGE_MS : DLB_DEMO_LIVE_AGE_MS);
     if (dlb_demo_write(&o, expect ? NULL : stdout, &cnt, errstr, sizeof(errstr))) {
         fprintf(stderr, "simulate: %s\n", errstr);
         return 1;

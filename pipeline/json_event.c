@@ -17,6 +17,7 @@
 
 #include <cJSON.h>
 
+#include "clock.h"
 #include "codec_internal.h"
 #include "err.h"
 
@@ -396,14 +397,6 @@ static int uuid4(char out[37])
     return 0;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int add_defaults(cJSON *root, char *errstr, size_t size)
 {
     if (!cJSON_GetObjectItemCaseSensitive(root, "event_id")) {
@@ -414,7 +407,7 @@ static int add_defaults(cJSON *root, char *errstr, size_t size)
             return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
     }
     if (!cJSON_GetObjectItemCaseSensitive(root, "event_time_ms") &&
-        !cJSON_AddNumberToObject(root, "event_time_ms", (double)now_ms()))
+        !cJSON_AddNumberToObject(root, "event_time_ms", (double)dlb_clock_wall_ms()))
         return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
     return 0;
 }

@@ -566,8 +566,9 @@ void dlb_mock_stop(dlb_mock_t *mock)
     free(mock);
 }
 
-int dlb_kafka_seek_back(rd_kafka_t *consumer, const rd_kafka_topic_partition_list_t *l,
-                        char *errstr, size_t errstr_size)
+/* One seek of every partition of l; 0 or DLB_ERR_GENERIC naming what failed. */
+static int seek_once(rd_kafka_t *consumer, const rd_kafka_topic_partition_list_t *l, char *errstr,
+                     size_t errstr_size)
 {
     rd_kafka_topic_partition_list_t *copy = rd_kafka_topic_partition_list_copy(l);
     rd_kafka_error_t *e;
@@ -588,5 +589,18 @@ int dlb_kafka_seek_back(rd_kafka_t *consumer, const rd_kafka_topic_partition_lis
                            copy->elems[i].topic, (int)copy->elems[i].partition,
                            (long long)copy->elems[i].offset, rd_kafka_err2str(copy->elems[i].err));
     rd_kafka_topic_partition_list_destroy(copy);
+    return err;
+}
+
+int dlb_kafka_seek_back(rd_kafka_t *consumer, const rd_kafka_topic_partition_list_t *l,
+                        volatile sig_atomic_t *stop, int backoff_ms, char *errstr,
+                        size_t errstr_size)
+{
+    int err;
+
+    while ((err = seek_once(consumer, l, errstr, errstr_size)) && !*stop) {
+        dlb_warn("kafka: rewinding the failed batch: %s; retrying in %d ms", errstr, backoff_ms);
+        dlb_metrics_nap_ms(stop, backoff_ms);
+    }
     return err;
 }

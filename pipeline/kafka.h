@@ -3,6 +3,7 @@
 #ifndef DLB_KAFKA_H
 #define DLB_KAFKA_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,12 +53,15 @@ int dlb_kafka_delete_topics(rd_kafka_t *rk, const dlb_conf_t *conf, int timeout_
                             char *errstr, size_t errstr_size);
 
 /** @brief Seek a consumer's partitions back to the offsets in l (a failed
- *         batch's first messages), so its messages are fetched again.
- *  @returns 0, or DLB_ERR_GENERIC with errstr naming the topic[partition]@offset
- *           (or the call) that failed: the consumer's position is then unknown,
- *           and the caller must not go on consuming from it. */
+ *         batch's first messages), so its messages are fetched again. A seek
+ *         can fail while the broker restarts, and going on would skip the
+ *         batch: it is retried every backoff_ms (a seek to the same offsets is
+ *         harmless to repeat) until it takes or *stop becomes non-zero.
+ *  @returns 0, or DLB_ERR_GENERIC when stopped first, errstr naming the
+ *           topic[partition]@offset (or the call) that failed. */
 int dlb_kafka_seek_back(rd_kafka_t *consumer, const rd_kafka_topic_partition_list_t *l,
-                        char *errstr, size_t errstr_size);
+                        volatile sig_atomic_t *stop, int backoff_ms, char *errstr,
+                        size_t errstr_size);
 
 /** @brief Send a bad message to "<env>.dlq", same key and value, with headers
  *         dlb.source.topic, dlb.source.partition, dlb.source.offset, dlb.stage

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "clock.h"
 #include "err.h"
 #include "log.h"
 #include "metrics_internal.h"
@@ -82,14 +84,6 @@ static double bitsd(uint64_t u)
     return v;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int dlb_metrics_new(dlb_metrics_t **out, char *errstr, size_t errstr_size)
 {
     dlb_metrics_t *m = calloc(1, sizeof(*m));
@@ -101,7 +95,7 @@ int dlb_metrics_new(dlb_metrics_t **out, char *errstr, size_t errstr_size)
     }
     for (int i = 0; i < DLB_DEP__CNT; i++)
         atomic_init(&m->dep[i], -1);
-    atomic_init(&m->beat_ms, mono_ms());
+    atomic_init(&m->beat_ms, dlb_clock_mono_ms());
     *out = m;
     return 0;
 }
@@ -563,12 +557,20 @@ void dlb_metrics_beat(void)
     dlb_metrics_t *m = dlb_metrics_global();
 
     if (m)
-        atomic_store_explicit(&m->beat_ms, mono_ms(), memory_order_relaxed);
+        atomic_store_explicit(&m->beat_ms, dlb_clock_mono_ms(), memory_order_relaxed);
+}
+
+void dlb_metrics_nap_ms(volatile sig_atomic_t *stop, int ms)
+{
+    for (int i = 0; i < ms / 50 && !*stop; i++) {
+        dlb_metrics_beat();
+        usleep(50 * 1000);
+    }
 }
 
 int dlb_metrics_healthy(dlb_metrics_t *m, char *why, size_t why_size)
 {
-    int64_t age = mono_ms() - atomic_load_explicit(&m->beat_ms, memory_order_relaxed);
+    int64_t age = dlb_clock_mono_ms() - atomic_load_explicit(&m->beat_ms, memory_order_relaxed);
 
     if (m->stall_ms > 0 && age > m->stall_ms) {
         snprintf(why, why_size, "the main loop has not come round for %lld ms (limit %d ms)",
@@ -605,7 +607,7 @@ void dlb_metrics_attach(dlb_metrics_t *m, void *server, void (*stop)(void *), in
     m->server_stop = stop;
     m->port = port;
     m->stall_ms = stall_s > 0 ? stall_s * 1000 : 0;
-    atomic_store(&m->beat_ms, mono_ms());
+    atomic_store(&m->beat_ms, dlb_clock_mono_ms());
 }
 
 int dlb_metrics_port(const dlb_metrics_t *m)

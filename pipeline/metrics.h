@@ -18,6 +18,7 @@
 #ifndef DLB_METRICS_H
 #define DLB_METRICS_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -136,6 +137,10 @@ void dlb_metrics_dep(dlb_dep_t dep, int up);
 /** @brief The main loop came round: /healthz answers 200 while the last beat
  *         is younger than the stall time given to dlb_metrics_serve(). */
 void dlb_metrics_beat(void);
+
+/** @brief Sleep ms (in 50 ms steps) unless *stop becomes non-zero, beating
+ *         all the while: waiting out a dependency is the loop being alive. */
+void dlb_metrics_nap_ms(volatile sig_atomic_t *stop, int ms);
 
 /** @brief Serve /metrics, /healthz and /readyz on addr:port (IPv4 or IPv6
  *         literal) from a thread of libmicrohttpd's. port 0 takes a free one

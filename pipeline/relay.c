@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "env_registry.h"
 #include "err.h"
 #include "kafka.h"
@@ -60,21 +61,6 @@ typedef struct relay {
 
 /* What happened to a record, the first index of relay_t.records. */
 enum { ACT_COPIED, ACT_FORWARDED, ACT_DROPPED };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void nap_ms(const relay_t *r, int ms)
-{
-    for (int i = 0; i < ms / 50 && !*r->stop; i++) {
-        dlb_metrics_beat();
-        usleep(50 * 1000);
-    }
-}
 
 /* The metrics index of a short topic name (RELAY_TOPICS - 1 if unknown). */
 static int topic_index(const char *shortname)
@@ -530,7 +516,7 @@ static int txn_step(relay_t *r, int step, const rd_kafka_topic_partition_list_t 
         }
         rd_kafka_error_destroy(e);
         dlb_warn("%s; retrying", errstr);
-        nap_ms(r, 500);
+        dlb_metrics_nap_ms(r->stop, 500);
     }
 }
 
@@ -583,15 +569,7 @@ out:
 static int batch_rewind(relay_t *r, char *errstr, size_t size)
 {
     rd_kafka_topic_partition_list_t *l = batch_offsets(r, 1);
-    int err;
-
-    /* A seek can fail while the broker restarts; going on would skip the
-     * batch, so retry until it takes or we are stopped. */
-    while ((err = dlb_kafka_seek_back(r->consumer, l, errstr, size)) && !*r->stop) {
-        dlb_warn("kafka: rewinding the failed batch: %s; retrying in %d ms", errstr,
-                 r->conf->retry_backoff_ms);
-        nap_ms(r, r->conf->retry_backoff_ms);
-    }
+    int err = dlb_kafka_seek_back(r->consumer, l, r->stop, r->conf->retry_backoff_ms, errstr, size);
 
     rd_kafka_topic_partition_list_destroy(l);
     batch_clear(r);
@@ -639,7 +617,7 @@ static int producer_start(relay_t *r, char *errstr, size_t size)
         }
         dlb_warn("kafka: init_transactions: %s; retrying", rd_kafka_error_string(e));
         rd_kafka_error_destroy(e);
-        nap_ms(r, r->conf->retry_backoff_ms);
+        dlb_metrics_nap_ms(r->stop, r->conf->retry_backoff_ms);
     }
     return 0;
 }
@@ -669,7 +647,7 @@ static int setup(relay_t *r, char *errstr, size_t size)
     /* The registry first: a misconfigured front is refused before anything. */
     while ((err = registry_open(r, errstr, size)) == DLB_ERR_TRANSIENT && !*r->stop) {
         dlb_warn("%s; retrying in %d ms", errstr, r->conf->retry_backoff_ms);
-        nap_ms(r, r->conf->retry_backoff_ms);
+        dlb_metrics_nap_ms(r->stop, r->conf->retry_backoff_ms);
     }
     if (err)
         return err;
@@ -711,16 +689,16 @@ int dlb_relay_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_strea
 
     if ((err = setup(&r, errstr, errstr_size)))
         goto out;
-    r.refresh_at = now_ms() + conf->relay_refresh_ms;
+    r.refresh_at = dlb_clock_mono_ms() + conf->relay_refresh_ms;
     while (!*stop) {
         dlb_metrics_beat();
-        if (now_ms() >= r.refresh_at) {
+        if (dlb_clock_mono_ms() >= r.refresh_at) {
             if ((err = refresh(&r, 0, errstr, errstr_size)))
                 goto out;
-            r.refresh_at = now_ms() + conf->relay_refresh_ms;
+            r.refresh_at = dlb_clock_mono_ms() + conf->relay_refresh_ms;
         }
         if (!r.subscribed) {
-            nap_ms(&r, conf->poll_ms);
+            dlb_metrics_nap_ms(r.stop, conf->poll_ms);
             continue;
         }
         batch_poll(&r);
@@ -745,7 +723,7 @@ int dlb_relay_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_strea
             err = 0;
             goto out;
         }
-        nap_ms(&r, conf->retry_backoff_ms);
+        dlb_metrics_nap_ms(r.stop, conf->retry_backoff_ms);
         if (fatal) {
             dlb_warn("kafka: replacing the transactional producer");
             producer_stop(&r);

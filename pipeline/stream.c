@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cache_redis.h"
 #include "catalog.h"
 #include "codec.h"
@@ -118,22 +119,6 @@ struct dlb_stream {
     stream_metrics_t m;
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Waiting out a dependency is the loop being alive: it beats /healthz. */
-static void sleep_ms(const ctx_t *c, int ms)
-{
-    for (int i = 0; i < ms / 50 && !*c->stop; i++) {
-        dlb_metrics_beat();
-        usleep(50 * 1000);
-    }
-}
-
 static void redis_down(ctx_t *c, const char *what, const char *errstr)
 {
     dlb_metric_add(c->m.err_redis, 1);
@@ -141,7 +126,7 @@ static void redis_down(ctx_t *c, const char *what, const char *errstr)
              errstr);
     dlb_redis_destroy(c->redis);
     c->redis = NULL;
-    c->redis_retry_at = now_ms() + REDIS_RETRY_MS;
+    c->redis_retry_at = dlb_clock_mono_ms() + REDIS_RETRY_MS;
     c->redis_missed = 1;
 }
 
@@ -149,11 +134,11 @@ static void redis_maybe_connect(ctx_t *c)
 {
     char errstr[512];
 
-    if (c->redis || now_ms() < c->redis_retry_at)
+    if (c->redis || dlb_clock_mono_ms() < c->redis_retry_at)
         return;
     if (dlb_redis_connect(&c->redis, c->conf, c->cat, errstr, sizeof(errstr))) {
         c->redis = NULL;
-        c->redis_retry_at = now_ms() + REDIS_RETRY_MS;
+        c->redis_retry_at = dlb_clock_mono_ms() + REDIS_RETRY_MS;
         c->redis_missed = 1;
         dlb_dbg("redis: still unavailable: %s", errstr);
         return;
@@ -387,7 +372,7 @@ static void flow_control(ctx_t *c)
  * whole wait), so it is answered then and not a poll later. */
 static int poll_wait_ms(const ctx_t *c)
 {
-    int64_t now = now_ms(), wait = c->conf->poll_ms;
+    int64_t now = dlb_clock_mono_ms(), wait = c->conf->poll_ms;
 
     for (size_t i = 0; i < c->items_cnt; i++) {
         const item_t *it = &c->items[i];
@@ -413,11 +398,11 @@ static int poll_wait_ms(const ctx_t *c)
  * not after a batch that is not coming (latency). */
 static void batch_poll(ctx_t *c)
 {
-    int64_t deadline = now_ms() + poll_wait_ms(c);
+    int64_t deadline = dlb_clock_mono_ms() + poll_wait_ms(c);
     size_t added = 0;
 
     while (added < (size_t)c->conf->batch_size && c->items_cnt < c->items_cap && !*c->stop) {
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - dlb_clock_mono_ms();
         rd_kafka_message_t *m;
         part_t *p;
         int rank;
@@ -454,7 +439,7 @@ static void batch_poll(ctx_t *c)
         memset(&c->items[c->items_cnt], 0, sizeof(item_t));
         c->items[c->items_cnt].msg = m;
         c->items[c->items_cnt].rank = rank;
-        c->items[c->items_cnt].polled_at = now_ms();
+        c->items[c->items_cnt].polled_at = dlb_clock_mono_ms();
         c->items_cnt++;
         c->st->consumed++;
         if (rank >= 0)
@@ -558,7 +543,7 @@ static int barrier_open(ctx_t *c, const item_t *req, int64_t now, const char **l
  * Fills c->order with the released items' indexes, in processing order. */
 static void batch_release(ctx_t *c)
 {
-    int64_t now = now_ms();
+    int64_t now = dlb_clock_mono_ms();
 
     c->order_cnt = 0;
     for (size_t i = 0; i < c->items_cnt; i++)
@@ -723,7 +708,7 @@ static txn_verdict_t txn_error(rd_kafka_error_t *e, const char *what, char *errs
             if ((verdict) != TXN_RETRY || ++tries_ >= 10 || *(c)->stop)                            \
                 break;                                                                             \
             dlb_warn("%s; retrying", errstr);                                                      \
-            sleep_ms(c, 500);                                                                      \
+            dlb_metrics_nap_ms(c->stop, 500);                                                      \
             (verdict) = -1;                                                                        \
         }                                                                                          \
     } while (0)
@@ -844,16 +829,7 @@ static rd_kafka_topic_partition_list_t *batch_offsets(const ctx_t *c, int rewind
 static int batch_rewind(ctx_t *c, char *errstr, size_t size)
 {
     rd_kafka_topic_partition_list_t *l = batch_offsets(c, 1);
-    int err;
-
-    /* A seek can fail while the broker restarts; going on would skip the
-     * batch, so retry until it takes (a seek to the same offsets is harmless
-     * to repeat) or we are stopped. */
-    while ((err = dlb_kafka_seek_back(c->consumer, l, errstr, size)) && !*c->stop) {
-        dlb_warn("kafka: rewinding the failed batch: %s; retrying in %d ms", errstr,
-                 c->conf->retry_backoff_ms);
-        sleep_ms(c, c->conf->retry_backoff_ms);
-    }
+    int err = dlb_kafka_seek_back(c->consumer, l, c->stop, c->conf->retry_backoff_ms, errstr, size);
 
     for (int i = 0; i < l->cnt; i++) {
         int rank = topic_rank(c, l->elems[i].topic);
@@ -883,7 +859,7 @@ static int pg_connect_wait(ctx_t *c, char *errstr, size_t size)
         if (err != DLB_ERR_TRANSIENT)
             return err;
         dlb_warn("%s; retrying in %d ms", errstr, c->conf->retry_backoff_ms);
-        sleep_ms(c, c->conf->retry_backoff_ms);
+        dlb_metrics_nap_ms(c->stop, c->conf->retry_backoff_ms);
     }
     return dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "stopped before PostgreSQL was reachable");
 }
@@ -912,7 +888,7 @@ static int producer_start(ctx_t *c, char *errstr, size_t size)
         dlb_warn("kafka: init_transactions: %s; retrying in %d ms", rd_kafka_error_string(e),
                  c->conf->retry_backoff_ms);
         rd_kafka_error_destroy(e);
-        sleep_ms(c, c->conf->retry_backoff_ms);
+        dlb_metrics_nap_ms(c->stop, c->conf->retry_backoff_ms);
     }
     return dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "stopped before Kafka transactions began");
 }
@@ -1064,7 +1040,8 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
         if (role->tick && (err = role->tick(&c, errstr, errstr_size)))
             goto out;
         if (c.items_cnt == c.items_cap)
-            sleep_ms(&c, 100); /* all held back by the barrier: let its wait run out */
+            dlb_metrics_nap_ms(c.stop,
+                               100); /* all held back by the barrier: let its wait run out */
         batch_poll(&c);
         if (!c.items_cnt)
             continue;
@@ -1076,12 +1053,12 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
             continue;
         }
         fatal = 0;
-        t_start = now_ms();
+        t_start = dlb_clock_mono_ms();
         t_batch = dlb_metric_now();
         if ((err = batch_process(&c, err_buf, sizeof(err_buf)))) {
             dlb_metric_add(err == DLB_ERR_NOMEM ? c.m.err_internal : c.m.err_pg, 1);
         } else {
-            t_processed = now_ms();
+            t_processed = dlb_clock_mono_ms();
             if ((err = batch_publish(&c, &fatal, err_buf, sizeof(err_buf))))
                 dlb_metric_add(c.m.err_kafka, 1);
         }
@@ -1101,7 +1078,7 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
                 goto out;
             }
             flow_control(&c);
-            sleep_ms(&c, conf->retry_backoff_ms);
+            dlb_metrics_nap_ms(c.stop, conf->retry_backoff_ms);
             if (fatal) {
                 dlb_warn("kafka: replacing the transactional producer");
                 producer_stop(&c);
@@ -1115,7 +1092,7 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
         stats->batches++;
         dlb_metric_observe_since(c.m.batch_seconds, t_batch);
         if (c.m.event_seconds) {
-            int64_t now = now_ms();
+            int64_t now = dlb_clock_mono_ms();
             for (size_t k = 0; k < c.order_cnt; k++)
                 dlb_metric_observe(c.m.event_seconds,
                                    (double)(now - c.items[c.order[k]].polled_at) / 1000.0);
@@ -1123,7 +1100,7 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
         dlb_dbg("batch of %zu message(s), %zu output(s): PostgreSQL and Redis %lld ms, Kafka "
                 "transaction %lld ms",
                 c.order_cnt, c.out_cnt, (long long)(t_processed - t_start),
-                (long long)(now_ms() - t_processed));
+                (long long)(dlb_clock_mono_ms() - t_processed));
         items_filter(&c, keep_unreleased, NULL);
         out_clear(&c);
         flow_control(&c);

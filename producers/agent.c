@@ -16,6 +16,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "clock.h"
 #include "agent_internal.h"
 #include "codec.h"
 #include "err.h"
@@ -38,22 +39,6 @@ static const struct {
      offsetof(dlb_agent_conf_t, log_level)},
     {"agent.log.interval.ms", 0, 86400000, offsetof(dlb_agent_conf_t, log_interval_ms)},
 };
-
-int64_t agent_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t agent_mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 const char *dlb_agent_err2str(int err)
 {
@@ -246,7 +231,7 @@ void agent_log(dlb_agent_t *a, int level, const char *fmt, ...)
 int agent_throttle(dlb_agent_t *a, agent_throttle_t *t, const char *what, char *out,
                    size_t out_size)
 {
-    int64_t now = agent_mono_ms();
+    int64_t now = dlb_clock_mono_ms();
     uint64_t more;
 
     if (t->last_ms && now - t->last_ms < a->conf.log_interval_ms) {
@@ -374,7 +359,7 @@ static int head_due(const dlb_agent_t *a, int64_t now)
 
 void agent_send_due(dlb_agent_t *a)
 {
-    int64_t now = agent_mono_ms();
+    int64_t now = dlb_clock_mono_ms();
     char what[512];
 
     while (a->reqs_cnt && head_due(a, now)) {
@@ -450,7 +435,7 @@ static int make_nonce(char *out)
 
     if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
         /* No entropy source: time and address still differ between agents. */
-        uint64_t x = (uint64_t)agent_now_ms() ^ ((uint64_t)(uintptr_t)out << 16);
+        uint64_t x = (uint64_t)dlb_clock_wall_ms() ^ ((uint64_t)(uintptr_t)out << 16);
         memcpy(b, &x, sizeof(b));
     }
     for (size_t i = 0; i < sizeof(b); i++)
@@ -554,7 +539,7 @@ static uint64_t queued(const dlb_agent_t *a)
 
 int dlb_agent_flush(dlb_agent_t *a, int timeout_ms)
 {
-    int64_t deadline = agent_mono_ms() + timeout_ms;
+    int64_t deadline = dlb_clock_mono_ms() + timeout_ms;
     struct timespec ts;
     int rc = 0;
 
@@ -562,7 +547,7 @@ int dlb_agent_flush(dlb_agent_t *a, int timeout_ms)
         return DLB_AGENT_ERR_INVALID;
     pthread_mutex_lock(&a->lock);
     while (queued(a)) {
-        int64_t left = deadline - agent_mono_ms();
+        int64_t left = deadline - dlb_clock_mono_ms();
 
         if (timeout_ms >= 0 && left <= 0) {
             rc = DLB_AGENT_ERR_TIMEOUT;
@@ -629,7 +614,7 @@ int dlb_agent_close(dlb_agent_t *a, int flush_timeout_ms)
 
 static void fill_header(dlb_agent_t *a, dlb_event_t *ev, char *id, size_t id_size)
 {
-    int64_t now = agent_now_ms();
+    int64_t now = dlb_clock_wall_ms();
     char *eid, *uid;
     int64_t *t;
 
@@ -810,7 +795,7 @@ int dlb_agent_request_plan(dlb_agent_t *a, const char *stage, const char *oom_po
         /* Everything in flight now was queued before this request. */
         r->mark = a->produced;
         r->waiting = a->produced - a->acked;
-        r->created_ms = agent_mono_ms();
+        r->created_ms = dlb_clock_mono_ms();
         r->buf = buf;
         r->len = len;
         a->st.reported++;

@@ -10,6 +10,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "clock.h"
 #include "catalog.h"
 #include "conf.h"
 /* The public functions are the only ones the shared library exports (it is
@@ -112,8 +113,6 @@ struct dlb_agent {
 };
 
 /* ---- agent.c ---- */
-int64_t agent_now_ms(void);
-int64_t agent_mono_ms(void);
 void agent_log(dlb_agent_t *a, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Count a repeated condition; @returns 1 when a line is due (text in out). */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "agent_internal.h"
 #include "codec.h"
 #include "err.h"
@@ -303,7 +304,7 @@ out:
 
 int dlb_agent_poll_plan(dlb_agent_t *a, dlb_agent_plan_t **plan, int timeout_ms)
 {
-    int64_t deadline = agent_mono_ms() + timeout_ms;
+    int64_t deadline = dlb_clock_mono_ms() + timeout_ms;
     struct timespec ts;
     int rc = 0;
 
@@ -320,7 +321,7 @@ int dlb_agent_poll_plan(dlb_agent_t *a, dlb_agent_plan_t **plan, int timeout_ms)
             pthread_cond_wait(&a->plan_ready, &a->lock);
             continue;
         }
-        if (agent_mono_ms() >= deadline)
+        if (dlb_clock_mono_ms() >= deadline)
             break;
         ts.tv_sec = deadline / 1000;
         ts.tv_nsec = (deadline % 1000) * 1000000L;

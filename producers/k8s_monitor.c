@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
+#include "clock.h"
 #include "catalog.h"
 #include "codec.h"
 #include "err.h"
@@ -87,22 +88,6 @@ struct mon {
     dlb_k8s_stats_t published;
     dlb_series_t *m_objects, *m_events, *m_skipped, *m_relists, *m_reconnects, *m_errors;
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const cJSON *get(const cJSON *o, const char *key)
 {
@@ -320,7 +305,8 @@ static void on_pod(mon_t *m, const cJSON *obj, int deleted, const char *where)
     e->pod = pod;
     e->gen = m->w[R_PODS].gen;
     dlb_k8s_out_reset(&m->out);
-    if ((err = dlb_k8s_map_pod(obj, &e->pod, deleted, now_ms(), &m->out, sub, sizeof(sub))))
+    if ((err = dlb_k8s_map_pod(obj, &e->pod, deleted, dlb_clock_wall_ms(), &m->out, sub,
+                               sizeof(sub))))
         map_failed(m, where, err, sub);
     else
         emit(m, e);
@@ -361,7 +347,8 @@ static void on_node(mon_t *m, const cJSON *obj, int deleted, const char *where)
     for (size_t i = 0; i < m->pods_cnt && !m->fatal; i++) {
         const dlb_k8s_pod_t *p = &m->pods[i].pod;
         dlb_k8s_out_reset(&m->out);
-        if ((err = dlb_k8s_map_node(before, &cur, &p, 1, now_ms(), &m->out, sub, sizeof(sub))))
+        if ((err = dlb_k8s_map_node(before, &cur, &p, 1, dlb_clock_wall_ms(), &m->out, sub,
+                                    sizeof(sub))))
             map_failed(m, where, err, sub);
         else
             emit(m, &m->pods[i]);
@@ -379,7 +366,7 @@ static void on_event(mon_t *m, const cJSON *obj, int deleted, const char *where)
     if (deleted || !uid || !(e = pod_find(m, uid)))
         return;
     dlb_k8s_out_reset(&m->out);
-    if ((err = dlb_k8s_map_event(obj, &e->pod, now_ms(), &m->out, sub, sizeof(sub))))
+    if ((err = dlb_k8s_map_event(obj, &e->pod, dlb_clock_wall_ms(), &m->out, sub, sizeof(sub))))
         map_failed(m, where, err, sub);
     else
         emit(m, e);
@@ -459,7 +446,7 @@ static void backoff(watch_t *w, const char *what, const char *why)
         w->backoff_ms = k->backoff_ms > 0 ? k->backoff_ms : 1;
     dlb_warn("%s: %s; retrying in %d ms", what, why, w->backoff_ms);
     w->m->st->reconnects++;
-    w->start_at_ms = mono_ms() + w->backoff_ms;
+    w->start_at_ms = dlb_clock_mono_ms() + w->backoff_ms;
     w->backoff_ms = w->backoff_ms > k->backoff_max_ms / 2 ? k->backoff_max_ms : w->backoff_ms * 2;
 }
 
@@ -533,7 +520,8 @@ static void list_done(watch_t *w)
                 continue;
             }
             dlb_k8s_out_reset(&m->out);
-            if ((err = dlb_k8s_map_pod_gone(&e->pod, now_ms(), &m->out, sub, sizeof(sub))))
+            if ((err =
+                     dlb_k8s_map_pod_gone(&e->pod, dlb_clock_wall_ms(), &m->out, sub, sizeof(sub))))
                 map_failed(m, "pods list", err, sub);
             else
                 emit(m, e);
@@ -723,7 +711,7 @@ static void loop(mon_t *m)
     m->published = *m->st;
     while (!*m->stop && !m->fatal) {
         metrics_publish(m);
-        int64_t now = mono_ms(), wait_ms = 200;
+        int64_t now = dlb_clock_mono_ms(), wait_ms = 200;
         CURLMsg *msg;
         int running, left;
         int64_t failed;

@@ -11,6 +11,7 @@
 #include <libpq-fe.h>
 #include <librdkafka/rdkafka.h>
 
+#include "clock.h"
 #include "env_registry.h"
 #include "err.h"
 #include "kafka.h"
@@ -45,13 +46,6 @@ static const char *const pg_topics[] = {DLB_TOPIC_JOB_EVENTS, DLB_TOPIC_METRICS,
 const char *const *dlb_replay_default_topics(int from_pg)
 {
     return from_pg ? pg_topics : kafka_topics;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* ---- time ------------------------------------------------------------------ */
@@ -411,7 +405,7 @@ static int stopped(const replay_t *r)
 
 static void tick(replay_t *r, int force)
 {
-    int64_t now = now_ms();
+    int64_t now = dlb_clock_mono_ms();
 
     if (!force && now < r->next_progress)
         return;
@@ -432,12 +426,12 @@ static void pace(replay_t *r, int64_t ts)
         return;
     if (!r->paced) {
         r->paced = 1;
-        r->pace_wall = now_ms();
+        r->pace_wall = dlb_clock_mono_ms();
         r->pace_ts = ts;
         return;
     }
     due = r->pace_wall + (int64_t)((double)(ts - r->pace_ts) / r->o->speed);
-    while ((now = now_ms()) < due && !stopped(r)) {
+    while ((now = dlb_clock_mono_ms()) < due && !stopped(r)) {
         int64_t wait = due - now;
         /* Serve delivery reports and the progress bar while waiting. */
         rd_kafka_poll(r->producer, (int)(wait < PROGRESS_MS ? wait : PROGRESS_MS));
@@ -799,7 +793,7 @@ static int replay_kafka(const dlb_conf_t *conf, replay_t *r, char *errstr, size_
         rc = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
         goto out;
     }
-    last_msg = now_ms();
+    last_msg = dlb_clock_mono_ms();
     while (!stopped(r)) {
         stream_t *waiting = NULL, *s;
         size_t i;
@@ -814,7 +808,7 @@ static int replay_kafka(const dlb_conf_t *conf, replay_t *r, char *errstr, size_
             tick(r, 0);
             rd_kafka_poll(r->producer, 0);
             if (!m) {
-                if (now_ms() - last_msg > r->o->timeout_ms) {
+                if (dlb_clock_mono_ms() - last_msg > r->o->timeout_ms) {
                     rc = dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT,
                                     "%s [%" PRId32 "]: nothing fetched for %d ms (offsets %" PRId64
                                     "..%" PRId64 ")",
@@ -824,7 +818,7 @@ static int replay_kafka(const dlb_conf_t *conf, replay_t *r, char *errstr, size_
                 }
                 continue;
             }
-            last_msg = now_ms();
+            last_msg = dlb_clock_mono_ms();
             if ((rc = ksource_fill(&k, m, errstr, errstr_size)))
                 goto out;
             continue;
@@ -1151,7 +1145,7 @@ int dlb_replay_run(const dlb_conf_t *conf, const dlb_replay_opts_t *o, dlb_repla
     int rc, frc = 0;
 
     memset(st, 0, sizeof(*st));
-    r.start_wall = now_ms();
+    r.start_wall = dlb_clock_mono_ms();
     if ((rc = check_opts(o, st, errstr, errstr_size)))
         return rc;
     for (size_t t = 0; t < st->topic_cnt; t++)
@@ -1162,8 +1156,8 @@ int dlb_replay_run(const dlb_conf_t *conf, const dlb_replay_opts_t *o, dlb_repla
                     : replay_kafka(conf, &r, errstr, errstr_size);
     /* Deliver what was produced even after an error, so the counts say what
      * the target really holds. */
-    deadline = now_ms() + o->timeout_ms;
-    while (rd_kafka_outq_len(r.producer) > 0 && now_ms() < deadline) {
+    deadline = dlb_clock_mono_ms() + o->timeout_ms;
+    while (rd_kafka_outq_len(r.producer) > 0 && dlb_clock_mono_ms() < deadline) {
         rd_kafka_flush(r.producer, PROGRESS_MS);
         tick(&r, 0);
     }
