@@ -18,7 +18,9 @@ static void usage(FILE *fp)
                 "FILEs or stdin, validate them against the schemas, and publish each to its topic\n"
                 "keyed by job uid. A bad line is reported with its line number and field, and the\n"
                 "other lines still go out. Optional fields may be left out or null, e.g. a\n"
-                "runtime_sample pod's own \"speed\" (steps/s of that worker).\n"
+                "runtime_sample pod's own \"speed\" (steps/s of that worker). A plan_request is\n"
+                "sent only once every event before it is acknowledged by Kafka, so the optimizer\n"
+                "reads the job's events before the request that refers to them.\n"
                 "Exit status: 0 all sent, 1 some line rejected, 2 usage or configuration error,\n"
                 "3 Kafka did not take every event.\n\n"
                 "      --strict              require event_id and event_time_ms on every line\n"
@@ -70,7 +72,8 @@ int cmd_emit_main(int argc, char **argv)
             rc = 1;
             continue;
         }
-        if (dlb_emit_stream(in, name, producer, &conf, cat, !strict, &st, errstr, sizeof(errstr))) {
+        if (dlb_emit_stream(in, name, producer, &conf, cat, !strict, timeout_ms, &st, errstr,
+                            sizeof(errstr))) {
             dlb_err("%s; stopping", errstr);
             rc = 3;
         }

@@ -17,8 +17,8 @@ static int blank_or_comment(const char *s)
 }
 
 int dlb_emit_stream(FILE *in, const char *name, rd_kafka_t *producer, const dlb_conf_t *conf,
-                    const dlb_catalog_t *cat, int gen_defaults, dlb_emit_stats_t *stats,
-                    char *errstr, size_t errstr_size)
+                    const dlb_catalog_t *cat, int gen_defaults, int timeout_ms,
+                    dlb_emit_stats_t *stats, char *errstr, size_t errstr_size)
 {
     char *line = NULL, topic[256], sub[512];
     size_t cap = 0;
@@ -48,8 +48,17 @@ int dlb_emit_stream(FILE *in, const char *name, rd_kafka_t *producer, const dlb_
                     name, (long long)stats->lines, buf_len, (long long)conf->max_message_bytes);
             stats->rejected++;
         } else {
+            /* As the agent does: a plan request goes out only once the events
+             * before it are in the log, so the optimizer's ordering barrier
+             * never finds its job's partitions "consumed to the end" while
+             * those events are still in our queue (a wave of events and
+             * requests from one file would otherwise race, the requests
+             * topic's batch landing before the metrics topic's). */
+            if (ev.type == DLB_EV_PLAN_REQUEST && rd_kafka_outq_len(producer) > 0)
+                err = dlb_kafka_flush(producer, timeout_ms, sub, sizeof(sub));
             dlb_conf_topic(conf, dlb_event_type_topic(ev.type), topic, sizeof(topic));
-            err = dlb_kafka_produce(producer, topic, dlb_event_job_uid(&ev), buf, buf_len, sub,
+            if (!err)
+                err = dlb_kafka_produce(producer, topic, dlb_event_job_uid(&ev), buf, buf_len, sub,
                                     sizeof(sub));
             if (!err)
                 stats->sent++;
