@@ -421,20 +421,31 @@ static int apply_sample(dlb_redis_t *r, const dlb_event_t *ev, const job_keys_t 
     return r_collect(r, n, NULL, "adding a runtime sample", errstr, errstr_size);
 }
 
+/* A sample of a batch with the frame it arrived in (NULL: none). */
+typedef struct batch_sample {
+    const dlb_event_t *ev;
+    const void *raw;
+    size_t raw_len;
+} batch_sample_t;
+
 static int by_job(const void *a, const void *b)
 {
-    const dlb_event_t *x = *(const dlb_event_t *const *)a, *y = *(const dlb_event_t *const *)b;
+    const batch_sample_t *x = a, *y = b;
 
-    return strcmp(x->u.rt.job_uid, y->u.rt.job_uid);
+    return strcmp(x->ev->u.rt.job_uid, y->ev->u.rt.job_uid);
 }
 
 /* apply_sample() for many samples, one round trip: a ZADD per sample, then
  * per job one trim and one TTL refresh (top window_size of the union is what
- * adding and trimming one at a time leaves too). */
-int dlb_redis_apply_samples(dlb_redis_t *r, const dlb_event_t *const *evs, size_t n, char *errstr,
-                            size_t errstr_size)
+ * adding and trimming one at a time leaves too). A sample's window entry is
+ * its frame as encoded with the newest schema: the frame it arrived in when
+ * it was written with that schema (the same bytes: Avro's encoding of the
+ * same values is unique), else encoded anew. */
+int dlb_redis_apply_samples(dlb_redis_t *r, const dlb_event_t *const *evs, const void *const *raws,
+                            const size_t *raw_lens, size_t n, char *errstr, size_t errstr_size)
 {
-    const dlb_event_t **sorted = NULL;
+    const int32_t newest = r->cat ? dlb_catalog_latest(r->cat, DLB_EV_RUNTIME)->id : -1;
+    batch_sample_t *sorted = NULL;
     char score[24], stop[24];
     job_keys_t k;
     size_t m = 0;
@@ -446,25 +457,40 @@ int dlb_redis_apply_samples(dlb_redis_t *r, const dlb_event_t *const *evs, size_
         return err;
     if (!(sorted = malloc(n * sizeof(*sorted))))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < n; i++)
-        if (evs[i]->type == DLB_EV_RUNTIME)
-            sorted[m++] = evs[i];
+    for (size_t i = 0; i < n; i++) {
+        int32_t id;
+        char sub[64];
+
+        if (evs[i]->type != DLB_EV_RUNTIME)
+            continue;
+        sorted[m].ev = evs[i];
+        sorted[m].raw = NULL;
+        sorted[m].raw_len = 0;
+        if (raws && raws[i] && !dlb_codec_peek(raws[i], raw_lens[i], &id, sub, sizeof(sub)) &&
+            id == newest) {
+            sorted[m].raw = raws[i];
+            sorted[m].raw_len = raw_lens[i];
+        }
+        m++;
+    }
+    /* Stable enough: a job's samples keep no order in a sorted set anyway. */
     qsort(sorted, m, sizeof(*sorted), by_job);
     snprintf(stop, sizeof(stop), "%d", -(r->window_size + 1));
     for (size_t i = 0; i < m; i++) {
-        const dlb_runtime_sample_t *rt = &sorted[i]->u.rt;
+        const dlb_runtime_sample_t *rt = &sorted[i].ev->u.rt;
         void *buf = NULL;
-        size_t len = 0;
+        size_t len = sorted[i].raw_len;
 
-        if ((err = dlb_codec_encode(r->cat, sorted[i], &buf, &len, errstr, errstr_size))) {
+        if (!sorted[i].raw &&
+            (err = dlb_codec_encode(r->cat, sorted[i].ev, &buf, &len, errstr, errstr_size))) {
             r_abandon(r); /* never send half a batch */
             goto out;
         }
         keys_of(r, rt->job_uid, &k);
         snprintf(score, sizeof(score), "%" PRId64, rt->event_time_ms);
-        err = r_append(r, &cnt, "ZADD %s %s %b", k.rt, score, buf, len);
+        err = r_append(r, &cnt, "ZADD %s %s %b", k.rt, score, buf ? buf : sorted[i].raw, len);
         free(buf);
-        if (err || ((i + 1 == m || strcmp(rt->job_uid, sorted[i + 1]->u.rt.job_uid)) &&
+        if (err || ((i + 1 == m || strcmp(rt->job_uid, sorted[i + 1].ev->u.rt.job_uid)) &&
                     (r_append(r, &cnt, "ZREMRANGEBYRANK %s 0 %s", k.rt, stop) ||
                      r_expire_all(r, &cnt, &k)))) {
             err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");

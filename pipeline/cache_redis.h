@@ -46,11 +46,14 @@ int dlb_redis_apply_event(dlb_redis_t *r, const dlb_event_t *ev, char *errstr, s
  *         in one round trip: every sample added to its job's window, then
  *         each job's window trimmed and its TTLs refreshed once. The same
  *         state as one by one: the window keeps the newest window_size of all.
- *  @param evs  n events of type DLB_EV_RUNTIME (other types are skipped)
+ *  @param evs   n events of type DLB_EV_RUNTIME (other types are skipped)
+ *  @param raws  NULL, or each event's framed message as it arrived (an entry
+ *               may be NULL): used as the window entry instead of encoding
+ *               the event again when it was written with the newest schema
  *  @returns 0, DLB_ERR_TRANSIENT (unreachable; reconnects next call),
  *           DLB_ERR_NOMEM. */
-int dlb_redis_apply_samples(dlb_redis_t *r, const dlb_event_t *const *evs, size_t n, char *errstr,
-                            size_t errstr_size);
+int dlb_redis_apply_samples(dlb_redis_t *r, const dlb_event_t *const *evs, const void *const *raws,
+                            const size_t *raw_lens, size_t n, char *errstr, size_t errstr_size);
 
 /** @brief Forget every cached job state of this environment (SCAN + DEL of
  *         <prefix>:job:*). After an outage the cache may have missed events,

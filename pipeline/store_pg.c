@@ -47,8 +47,11 @@ enum {
 struct dlb_pg {
     PGconn *conn;
     char *schema;
-    unsigned prepared;  /* bit per ST_* prepared on this connection */
-    int in_tx;          /* between dlb_pg_begin() and commit/rollback */
+    unsigned prepared; /* bit per ST_* prepared on this connection */
+    int in_tx;         /* between dlb_pg_begin() and commit/rollback */
+    /* dlb_pg_send() sent a statement dlb_pg_wait() has not collected */
+    const char *pending_what;
+    double pending_t0;
     dlb_catalog_t *cat; /* loaded on first decode/encode */
 };
 
@@ -281,6 +284,49 @@ int dlb_pg_exec(dlb_pg_t *pg, const char *sql, int nparams, const char *const *v
     return err;
 }
 
+int dlb_pg_send(dlb_pg_t *pg, const char *sql, int nparams, const char *const *values,
+                const int *lens, const char *what, char *errstr, size_t errstr_size)
+{
+    int formats[32] = {0};
+
+    if (pg->pending_what)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC,
+                          "%s: sent while %s is still running", what, pg->pending_what);
+    if (nparams > (int)(sizeof(formats) / sizeof(formats[0])))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "%s: too many parameters", what);
+    for (int i = 0; lens && i < nparams; i++)
+        formats[i] = lens[i] > 0;
+    pg->pending_t0 = dlb_metric_now();
+    if (!PQsendQueryParams(pg->conn, sql, nparams, NULL, values, lens, lens ? formats : NULL, 0))
+        return pg_fail(pg, NULL, what, errstr, errstr_size);
+    pg->pending_what = what;
+    return 0;
+}
+
+int dlb_pg_wait(dlb_pg_t *pg, char *errstr, size_t errstr_size)
+{
+    const char *what = pg->pending_what;
+    PGresult *res;
+    int err = 0;
+
+    if (!what)
+        return 0;
+    pg->pending_what = NULL;
+    /* Every result until NULL, or the connection is not free for the next. */
+    while ((res = PQgetResult(pg->conn))) {
+        ExecStatusType st = PQresultStatus(res);
+        if (!err && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+            err = pg_fail(pg, res, what, errstr, errstr_size);
+        PQclear(res);
+        if (PQstatus(pg->conn) == CONNECTION_BAD)
+            break;
+    }
+    pg_observe(pg, PG_SLOT_QUERY, pg->pending_t0);
+    if (!err && PQstatus(pg->conn) == CONNECTION_BAD)
+        err = pg_fail(pg, NULL, what, errstr, errstr_size);
+    return err;
+}
+
 /* Run a statement that returns no rows (or whose rows are ignored). */
 static int pg_command(dlb_pg_t *pg, const char *sql, int nparams, const char *const *values,
                       const char *what, char *errstr, size_t errstr_size)
@@ -426,8 +472,13 @@ void dlb_pg_destroy(dlb_pg_t *pg)
 
 int dlb_pg_reconnect(dlb_pg_t *pg, char *errstr, size_t errstr_size)
 {
-    /* The caller gave up its transaction, if any. */
+    /* The caller gave up its transaction, if any, and what it sent. */
     pg->in_tx = 0;
+    if (pg->pending_what && PQstatus(pg->conn) == CONNECTION_OK) {
+        char sub[256];
+        (void)dlb_pg_wait(pg, sub, sizeof(sub));
+    }
+    pg->pending_what = NULL;
     /* A healthy connection is kept: callers reconnect after any failed batch. */
     if (PQstatus(pg->conn) == CONNECTION_OK)
         return 0;
@@ -512,7 +563,10 @@ int dlb_pg_commit(dlb_pg_t *pg, char *errstr, size_t errstr_size)
 void dlb_pg_rollback(dlb_pg_t *pg)
 {
     PGresult *res;
+    char sub[256];
 
+    /* A statement still running fails with the transaction: drain it. */
+    (void)dlb_pg_wait(pg, sub, sizeof(sub));
     pg->in_tx = 0;
     if (PQstatus(pg->conn) != CONNECTION_OK || PQtransactionStatus(pg->conn) == PQTRANS_IDLE)
         return;

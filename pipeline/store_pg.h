@@ -55,6 +55,17 @@ int dlb_pg_put_event(dlb_pg_t *pg, const dlb_event_t *ev, const void *raw, size_
 int dlb_pg_put_runtime_batch(dlb_pg_t *pg, const dlb_event_t *const *evs, const void *const *raws,
                              const size_t *raw_lens, size_t n, char *errstr, size_t errstr_size);
 
+/** @brief dlb_pg_put_runtime_batch() without waiting: the statement is sent
+ *         and runs on the server while the caller does other work (not with
+ *         this connection); dlb_pg_wait_runtime_batch() collects its outcome
+ *         and must come before any other call on pg but dlb_pg_rollback(). */
+int dlb_pg_send_runtime_batch(dlb_pg_t *pg, const dlb_event_t *const *evs, const void *const *raws,
+                              const size_t *raw_lens, size_t n, char *errstr, size_t errstr_size);
+
+/** @brief The outcome of what dlb_pg_send_runtime_batch() sent (0 when it
+ *         sent nothing), as dlb_pg_put_runtime_batch() returns it. */
+int dlb_pg_wait_runtime_batch(dlb_pg_t *pg, char *errstr, size_t errstr_size);
+
 /** @brief Persist a plan (idempotent by plan_id): columns groups, pods and
  *         actions as JSON arrays in the Avro field names, plus the raw frame. */
 int dlb_pg_put_plan(dlb_pg_t *pg, const dlb_plan_t *plan, const void *raw, size_t raw_len,

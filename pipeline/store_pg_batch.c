@@ -174,6 +174,14 @@ static int pod_repeated(const dlb_runtime_sample_t *s, size_t i)
 int dlb_pg_put_runtime_batch(dlb_pg_t *pg, const dlb_event_t *const *evs, const void *const *raws,
                              const size_t *raw_lens, size_t n, char *errstr, size_t errstr_size)
 {
+    int err = dlb_pg_send_runtime_batch(pg, evs, raws, raw_lens, n, errstr, errstr_size);
+
+    return err ? err : dlb_pg_wait(pg, errstr, errstr_size);
+}
+
+int dlb_pg_send_runtime_batch(dlb_pg_t *pg, const dlb_event_t *const *evs, const void *const *raws,
+                              const size_t *raw_lens, size_t n, char *errstr, size_t errstr_size)
+{
     static const uint32_t s_oid[S__CNT] = {OID_TEXT, OID_TEXT,   OID_INT8,
                                            OID_INT8, OID_FLOAT8, OID_BYTEA};
     static const uint32_t p_oid[P__CNT] = {OID_INT8,   OID_TEXT, OID_TEXT, OID_INT4,  OID_FLOAT8,
@@ -249,12 +257,18 @@ int dlb_pg_put_runtime_batch(dlb_pg_t *pg, const dlb_event_t *const *evs, const 
         values[c] = a->b.p;
         lens[c] = (int)a->b.len; /* > 0: binary */
     }
-    err = dlb_pg_exec(pg, sql_batch, S__CNT + P__CNT, values, lens, 0, NULL,
-                      "runtime samples (batch)", errstr, errstr_size);
+    /* libpq has copied the parameters out once this returns. */
+    err = dlb_pg_send(pg, sql_batch, S__CNT + P__CNT, values, lens, "runtime samples (batch)",
+                      errstr, errstr_size);
 out:
     for (int c = 0; c < S__CNT; c++)
         free(s[c].b.p);
     for (int c = 0; c < P__CNT; c++)
         free(p[c].b.p);
     return err;
+}
+
+int dlb_pg_wait_runtime_batch(dlb_pg_t *pg, char *errstr, size_t errstr_size)
+{
+    return dlb_pg_wait(pg, errstr, errstr_size);
 }

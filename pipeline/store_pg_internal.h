@@ -48,6 +48,17 @@ int dlb_pg_exec(dlb_pg_t *pg, const char *sql, int nparams, const char *const *v
                 const int *lens, int binary_result, PGresult **out, const char *what, char *errstr,
                 size_t errstr_size);
 
+/** @brief dlb_pg_exec() in two halves, for work to overlap the server's:
+ *         send the statement (no rows expected) and return; dlb_pg_wait()
+ *         collects its outcome. Nothing else may use the connection between.
+ *  @returns 0, or what dlb_pg_exec() returns when it cannot be sent. */
+int dlb_pg_send(dlb_pg_t *pg, const char *sql, int nparams, const char *const *values,
+                const int *lens, const char *what, char *errstr, size_t errstr_size);
+
+/** @brief Wait for the statement dlb_pg_send() sent (0 when none is pending).
+ *  @returns what dlb_pg_exec() would have. */
+int dlb_pg_wait(dlb_pg_t *pg, char *errstr, size_t errstr_size);
+
 /** @brief A malloc'ed copy of the first cell of a result's first row (a
  *         binary bytea); *raw = NULL and *raw_len = 0 when it has no row.
  *  @returns 0 or DLB_ERR_NOMEM. */

@@ -614,7 +614,10 @@ int dlb_stream_emit(dlb_stream_t *c, const char *key, void *buf, size_t len)
 }
 
 /* Write the pending runtime samples: PostgreSQL (in the batch's transaction),
- * then Redis, as dlb_stream_store_event() writes one event. */
+ * then Redis, as dlb_stream_store_event() writes one event. The statement
+ * runs on the server while the Redis round trip is made: the two overlap.
+ * Should the statement fail, Redis holds samples the batch's redo adds again
+ * (the same members: no change), as after a crash between the two. */
 static int pending_flush(ctx_t *c, char *errstr, size_t size)
 {
     char sub[512];
@@ -622,11 +625,14 @@ static int pending_flush(ctx_t *c, char *errstr, size_t size)
 
     if (!c->pend_cnt)
         return 0;
-    if ((err = dlb_pg_put_runtime_batch(c->pg, c->pend_ev, c->pend_raw, c->pend_len, c->pend_cnt,
-                                        errstr, size)))
+    if ((err = dlb_pg_send_runtime_batch(c->pg, c->pend_ev, c->pend_raw, c->pend_len, c->pend_cnt,
+                                         errstr, size)))
         return err;
-    if (c->redis && dlb_redis_apply_samples(c->redis, c->pend_ev, c->pend_cnt, sub, sizeof(sub)))
+    if (c->redis && dlb_redis_apply_samples(c->redis, c->pend_ev, c->pend_raw, c->pend_len,
+                                            c->pend_cnt, sub, sizeof(sub)))
         redis_down(c, "applying runtime samples", sub);
+    if ((err = dlb_pg_wait_runtime_batch(c->pg, errstr, size)))
+        return err;
     c->pend_cnt = 0;
     return 0;
 }

@@ -15,7 +15,9 @@
 #include <librdkafka/rdkafka.h>
 
 #include "catalog.h"
+#include "cache_redis.h"
 #include "codec.h"
+#include "env_ops.h"
 #include "err.h"
 #include "kafka.h"
 #include "latency.h"
@@ -72,6 +74,9 @@ typedef struct run {
     double raw_s, raw_first_s, raw_pass_s[RAW_PASSES];
     int64_t raw_msgs, raw_bytes;
     double pipe_s, pipe_first_s, pipe_steady;
+    /* each stage alone (stages_pass): seconds spent in it */
+    int64_t st_msgs;
+    double st_consume_s, st_decode_s, st_pg_s, st_redis_s;
     int by_rows; /* the end seen in PostgreSQL, the broker stored no offsets */
 } run_t;
 
@@ -361,6 +366,155 @@ static int raw_read(run_t *r, char *errstr, size_t size)
     return 0;
 }
 
+/* One batch of the stages pass: decode (and validate, as the stream does),
+ * then the batch statement in its own transaction, then Redis, each timed. */
+static int stages_batch(run_t *r, dlb_pg_t *pg, dlb_redis_t *rd, rd_kafka_message_t **msgs,
+                        size_t n, dlb_event_t *evs, const dlb_event_t **evp, const void **raws,
+                        size_t *lens, char *errstr, size_t size)
+{
+    int64_t t = dlb_lat_clock_ns();
+    size_t k = 0;
+    int err = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        memset(&evs[k], 0, sizeof(evs[k]));
+        if ((err =
+                 dlb_codec_decode(r->cat, msgs[i]->payload, msgs[i]->len, &evs[k], errstr, size)) ||
+            (err = dlb_event_validate(&evs[k], errstr, size))) {
+            dlb_event_clear(&evs[k]);
+            goto out;
+        }
+        evp[k] = &evs[k];
+        raws[k] = msgs[i]->payload;
+        lens[k] = msgs[i]->len;
+        k++;
+    }
+    r->st_decode_s += since_s(t);
+    t = dlb_lat_clock_ns();
+    if ((err = dlb_pg_begin(pg, errstr, size)) ||
+        (err = dlb_pg_put_runtime_batch(pg, evp, raws, lens, k, errstr, size)) ||
+        (err = dlb_pg_commit(pg, errstr, size)))
+        goto out;
+    r->st_pg_s += since_s(t);
+    t = dlb_lat_clock_ns();
+    if ((err = dlb_redis_apply_samples(rd, evp, raws, lens, k, errstr, size)))
+        goto out;
+    r->st_redis_s += since_s(t);
+out:
+    for (size_t i = 0; i < k; i++)
+        dlb_event_clear(&evs[i]);
+    return err;
+}
+
+/* Each stage of the pipeline alone, in this process, on the run's messages:
+ * a plain consumer filling batches of consumer.batch.size; decoding them
+ * (avro-c) and validating; the batch statement of the stream, a transaction
+ * a batch, into a scratch environment's schema (<env>_stages, dropped
+ * after); the batch's Redis writes under that environment's keys. The
+ * rates say what the pipeline could reach were a stage all it did, and
+ * their sum what one process doing them in series (no Kafka transaction)
+ * can. */
+static int stages_pass(run_t *r, char *errstr, size_t size)
+{
+    const size_t cap = (size_t)(r->conf->batch_size > 0 ? r->conf->batch_size : 500);
+    rd_kafka_message_t **msgs = calloc(cap, sizeof(*msgs));
+    dlb_event_t *evs = calloc(cap, sizeof(*evs));
+    const dlb_event_t **evp = calloc(cap, sizeof(*evp));
+    const void **raws = calloc(cap, sizeof(*raws));
+    size_t *lens = calloc(cap, sizeof(*lens)), n = 0;
+    rd_kafka_topic_partition_list_t *l;
+    rd_kafka_t *rc = NULL;
+    dlb_pg_t *pg = NULL;
+    dlb_redis_t *rd = NULL;
+    PGconn *admin = NULL;
+    dlb_conf_t sc;
+    char name[sizeof(r->conf->env) + 8], group[300];
+    int64_t t0, t, deadline;
+    int64_t purged = 0;
+    int err = 0;
+
+    if (!msgs || !evs || !evp || !raws || !lens) {
+        err = dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    snprintf(name, sizeof(name), "%s_stages", r->conf->env);
+    snprintf(group, sizeof(group), "%s.stages", r->group);
+    dlb_env_conf(r->conf, name, &sc);
+    admin = PQconnectdb(r->conf->pg_dsn);
+    if (PQstatus(admin) != CONNECTION_OK) {
+        err = dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "postgresql: %s", PQerrorMessage(admin));
+        goto out;
+    }
+    /* A run stopped halfway left its scratch schema: start from none. */
+    if ((err = dlb_env_schema_drop(admin, name, errstr, size)) ||
+        (err = dlb_env_schema_create(&sc, name, errstr, size)) ||
+        (err = dlb_pg_connect(&pg, sc.pg_dsn, name, errstr, size)) ||
+        (err = dlb_redis_connect(&rd, &sc, r->cat, errstr, size)) ||
+        (err = dlb_kafka_consumer_new(r->conf, group, NULL, &rc, errstr, size)))
+        goto out;
+    l = rd_kafka_topic_partition_list_new(r->metrics.cnt);
+    for (int p = 0; p < r->metrics.cnt; p++)
+        rd_kafka_topic_partition_list_add(l, r->metrics.name, p)->offset = r->first[p];
+    rd_kafka_assign(rc, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    t0 = dlb_lat_clock_ns();
+    deadline = t0 + (int64_t)r->o->timeout_s * 1000000000;
+    t = t0;
+    while (r->st_msgs < r->messages && !stopped(r)) {
+        /* Fill a batch; a short one when the rest has not come yet. */
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rc, n ? 0 : 100);
+        if (m && !m->err && m->partition >= 0 && m->partition < r->metrics.cnt &&
+            m->offset >= r->first[m->partition] && m->offset < r->last[m->partition]) {
+            msgs[n++] = m;
+            r->st_msgs++;
+            if (n < cap && r->st_msgs < r->messages)
+                continue;
+        } else if (m) {
+            rd_kafka_message_destroy(m);
+            continue;
+        } else if (!n) {
+            if (dlb_lat_clock_ns() > deadline) {
+                err = dlb_seterr(errstr, size, DLB_ERR_TRANSIENT,
+                                 "stages: %" PRId64 " of %" PRId64 " messages after %ld s",
+                                 r->st_msgs, r->messages, r->o->timeout_s);
+                break;
+            }
+            continue;
+        }
+        r->st_consume_s += since_s(t);
+        err = stages_batch(r, pg, rd, msgs, n, evs, evp, raws, lens, errstr, size);
+        for (size_t i = 0; i < n; i++)
+            rd_kafka_message_destroy(msgs[i]);
+        n = 0;
+        if (err)
+            break;
+        t = dlb_lat_clock_ns();
+    }
+out:
+    for (size_t i = 0; i < n; i++)
+        rd_kafka_message_destroy(msgs[i]);
+    if (rc) {
+        rd_kafka_consumer_close(rc);
+        rd_kafka_destroy(rc);
+    }
+    dlb_pg_destroy(pg);
+    dlb_redis_destroy(rd);
+    if (admin && PQstatus(admin) == CONNECTION_OK) {
+        char sub[512];
+        if (dlb_env_schema_drop(admin, name, sub, sizeof(sub)) ||
+            dlb_env_redis_purge(r->conf, name, &purged, sub, sizeof(sub)))
+            dlb_warn("bench ingest: cleaning up scratch environment %s: %s", name, sub);
+    }
+    if (admin)
+        PQfinish(admin);
+    free(msgs);
+    free(evs);
+    free(evp);
+    free(raws);
+    free(lens);
+    return err;
+}
+
 static int kids_start(run_t *r, char *errstr, size_t size)
 {
     const char *const *base = r->o->consumer_argv;
@@ -610,6 +764,23 @@ static void print_table(const run_t *r)
     fprintf(out, "%-42s %9" PRId64 " %8.2f %10.0f %8.1f\n", "pipeline (decode, Redis, PostgreSQL)",
             r->messages, r->pipe_s, pipe, rate((double)r->bytes, r->pipe_s) / 1e6);
     fprintf(out, "%-42s %9s %8s %10.3f\n\n", "ratio (pipeline / raw)", "", "", rate(pipe, raw));
+    fprintf(out,
+            "each stage alone, in the bench process, batches of %d (what it costs, not a path):\n",
+            r->conf->batch_size);
+    fprintf(out, "%-42s %9s %8s %10s %8s\n", "STAGE", "MESSAGES", "SECONDS", "MSGS/S", "OF RAW");
+    {
+        const char *names[] = {
+            "consume (librdkafka, filling batches)", "decode + validate (avro-c)",
+            "PostgreSQL (batch statement + commit)", "Redis (pipelined window writes)",
+            "all four in series, no Kafka transaction"};
+        double secs[] = {r->st_consume_s, r->st_decode_s, r->st_pg_s, r->st_redis_s,
+                         r->st_consume_s + r->st_decode_s + r->st_pg_s + r->st_redis_s};
+        for (int i = 0; i < 5; i++)
+            fprintf(out, "%-42s %9" PRId64 " %8.2f %10.0f %8.3f\n", names[i], r->st_msgs, secs[i],
+                    rate((double)r->st_msgs, secs[i]),
+                    rate(rate((double)r->st_msgs, secs[i]), raw));
+    }
+    fprintf(out, "\n");
     if (r->by_rows)
         fprintf(out,
                 "pipeline: the broker stored no committed offsets (the mock cluster does not "
@@ -636,7 +807,7 @@ static cJSON *results_json(const run_t *r)
     const dlb_bench_ingest_opts_t *o = r->o;
     double raw = rate((double)r->raw_msgs, r->raw_s), pipe = rate((double)r->messages, r->pipe_s);
     cJSON *root = cJSON_CreateObject(), *rw = cJSON_CreateObject(), *pl = cJSON_CreateObject(),
-          *rss = cJSON_CreateObject(), *kids = cJSON_CreateArray();
+          *rss = cJSON_CreateObject(), *kids = cJSON_CreateArray(), *st;
 
     if (!root || !rw || !pl || !rss || !kids) {
         cJSON_Delete(root);
@@ -675,6 +846,14 @@ static cJSON *results_json(const run_t *r)
     cJSON_AddNumberToObject(pl, "redis_jobs_checked", (double)r->redis_jobs);
     cJSON_AddItemToObject(root, "pipeline", pl);
     cJSON_AddNumberToObject(root, "ratio", rate(pipe, raw));
+    if ((st = cJSON_AddObjectToObject(root, "stages"))) {
+        cJSON_AddNumberToObject(st, "messages", (double)r->st_msgs);
+        cJSON_AddNumberToObject(st, "batch_size", r->conf->batch_size);
+        cJSON_AddNumberToObject(st, "consume_s", r->st_consume_s);
+        cJSON_AddNumberToObject(st, "decode_s", r->st_decode_s);
+        cJSON_AddNumberToObject(st, "postgresql_s", r->st_pg_s);
+        cJSON_AddNumberToObject(st, "redis_s", r->st_redis_s);
+    }
     cJSON_AddNumberToObject(rss, "bench", (double)dlb_rss_peak_self());
     for (int i = 0; i < r->kids_cnt; i++)
         cJSON_AddItemToArray(kids, cJSON_CreateNumber((double)r->kids[i].rss));
@@ -770,6 +949,12 @@ int dlb_bench_ingest(const dlb_conf_t *conf, const dlb_bench_ingest_opts_t *opts
              r.messages, (double)r.bytes / 1e6);
     if ((err = raw_read(&r, errstr, errstr_size)) || stopped(&r))
         goto out;
+    dlb_info("run %s: each stage alone (decode, PostgreSQL, Redis) in this process", r.tag);
+    if ((err = stages_pass(&r, errstr, errstr_size)) || stopped(&r))
+        goto out;
+    dlb_info("run %s: alone, decode %.0f, PostgreSQL %.0f, Redis %.0f msgs/s", r.tag,
+             rate((double)r.st_msgs, r.st_decode_s), rate((double)r.st_msgs, r.st_pg_s),
+             rate((double)r.st_msgs, r.st_redis_s));
     dlb_info("run %s: %.0f msgs/s raw; starting %d consumer process(es) in group %s", r.tag,
              rate((double)r.raw_msgs, r.raw_s), opts->consumers, r.group);
     if ((err = pipeline(&r, errstr, errstr_size)) || stopped(&r) ||

@@ -59,7 +59,7 @@ int dlb_emit_stream(FILE *in, const char *name, rd_kafka_t *producer, const dlb_
             dlb_conf_topic(conf, dlb_event_type_topic(ev.type), topic, sizeof(topic));
             if (!err)
                 err = dlb_kafka_produce(producer, topic, dlb_event_job_uid(&ev), buf, buf_len, sub,
-                                    sizeof(sub));
+                                        sizeof(sub));
             if (!err)
                 stats->sent++;
         }
