@@ -374,6 +374,17 @@ static int validate_job(const dlb_job_event_t *j, char *errstr, size_t size)
     return 0;
 }
 
+/* Every pod of every sample is checked: a field's name ("pods[3].cpu_used")
+ * is formatted only for the message of a check that failed, by running the
+ * check again with it (formatting six names a pod was half of decoding). */
+#define POD_NEED(check, i, key, ...)                                                               \
+    do {                                                                                           \
+        if (check("", __VA_ARGS__, NULL, 0)) {                                                     \
+            snprintf(f, sizeof(f), "pods[%zu]." key, (i));                                         \
+            return check(f, __VA_ARGS__, errstr, size);                                            \
+        }                                                                                          \
+    } while (0)
+
 static int validate_runtime(const dlb_runtime_sample_t *rt, char *errstr, size_t size)
 {
     char f[64];
@@ -386,28 +397,15 @@ static int validate_runtime(const dlb_runtime_sample_t *rt, char *errstr, size_t
                           "speed: must be a finite non-negative number of steps/s (%g)", rt->speed);
     for (size_t i = 0; i < rt->pods_cnt; i++) {
         const dlb_pod_usage_t *p = &rt->pods[i];
-        snprintf(f, sizeof(f), "pods[%zu].name", i);
-        if ((err = need_id(f, p->name, errstr, size)))
-            return err;
-        snprintf(f, sizeof(f), "pods[%zu].type", i);
-        if ((err = need_listed(f, dlb_pod_types, p->type, errstr, size)))
-            return err;
-        if (p->index < 0) {
-            snprintf(f, sizeof(f), "pods[%zu].index", i);
-            return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s: negative (%d)", f, (int)p->index);
-        }
-        snprintf(f, sizeof(f), "pods[%zu].cpu_used", i);
-        if ((err = need_cpu(f, p->cpu_used, errstr, size)))
-            return err;
-        snprintf(f, sizeof(f), "pods[%zu].cpu_requested", i);
-        if ((err = need_cpu(f, p->cpu_requested, errstr, size)))
-            return err;
-        snprintf(f, sizeof(f), "pods[%zu].memory_used", i);
-        if ((err = need_mem(f, p->memory_used, errstr, size)))
-            return err;
-        snprintf(f, sizeof(f), "pods[%zu].memory_requested", i);
-        if ((err = need_mem(f, p->memory_requested, errstr, size)))
-            return err;
+        POD_NEED(need_id, i, "name", p->name);
+        POD_NEED(need_listed, i, "type", dlb_pod_types, p->type);
+        if (p->index < 0)
+            return dlb_seterr(errstr, size, DLB_ERR_INVALID, "pods[%zu].index: negative (%d)", i,
+                              (int)p->index);
+        POD_NEED(need_cpu, i, "cpu_used", p->cpu_used);
+        POD_NEED(need_cpu, i, "cpu_requested", p->cpu_requested);
+        POD_NEED(need_mem, i, "memory_used", p->memory_used);
+        POD_NEED(need_mem, i, "memory_requested", p->memory_requested);
         if (p->has_speed && (!isfinite(p->speed) || p->speed < 0))
             return dlb_seterr(errstr, size, DLB_ERR_INVALID,
                               "pods[%zu].speed: must be a finite non-negative number of steps/s "
