@@ -24,6 +24,9 @@
  * outage costs one failed connect per interval instead of one per event. */
 #define REDIS_RETRY_MS   5000
 #define FLUSH_TIMEOUT_MS 30000
+/* The longest the loop waits for the broker to say where a partition ends
+ * (barrier); past it, the end consumed is trusted. */
+#define END_ASK_TIMEOUT_MS 1000
 
 typedef struct item {
     rd_kafka_message_t *msg;
@@ -52,6 +55,10 @@ typedef struct part {
     int paused;     /* we paused its fetching (we hold messages of it) */
     int64_t next;   /* offset after the last message polled from it, -1 if none */
     int held;       /* scratch: messages of it held back this round */
+    /* The broker's end of it as last asked (eof_confirmed): when, at which
+     * of our positions, and whether there was more. */
+    int64_t end_asked_at, end_asked_next;
+    int end_more;
 } part_t;
 
 typedef struct outmsg {
@@ -188,6 +195,7 @@ static part_t *part_get(ctx_t *c, int rank, int32_t partition)
     p->assigned = 0;
     p->paused = 0;
     p->next = -1;
+    p->end_asked_at = -1;
     return p;
 }
 
@@ -260,6 +268,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                 p->assigned = 1;
                 p->paused = 0;
                 p->next = -1;
+                p->end_asked_at = -1;
             }
         }
         dlb_info("kafka: assigned %d partition(s)", parts->cnt);
@@ -421,8 +430,11 @@ static void batch_poll(ctx_t *c)
         p = rank >= 0 ? part_get(c, rank, m->partition) : NULL;
         if (m->err) {
             if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                if (p)
+                if (p) {
                     p->at_eof = 1;
+                    if (m->offset >= 0) /* the end: where the next message will be */
+                        p->next = m->offset;
+                }
             } else {
                 dlb_metric_add(c->m.err_kafka, 1);
                 dlb_warn("kafka: consume error on %s [%" PRId32 "]: %s; skipping it, polling on",
@@ -510,15 +522,51 @@ static void batch_decode(ctx_t *c)
     }
 }
 
+/* Whether a partition we consumed to its end is at its end on the broker
+ * too, asked after req was polled. A producer that sends a job's events and
+ * waits for them before its request (the agent, emit) put them in the log
+ * before the request: our end-of-partition may be older than they are (a
+ * fetch that came back empty just before), and without asking, a loaded
+ * machine or a broker that holds empty fetches (the mock cluster, for
+ * fetch.wait.max.ms) lets the request through without them. One ListOffsets
+ * round trip per partition, shared by the requests polled before it; when
+ * the broker cannot say, the end we saw is trusted as before. */
+static int end_confirmed(ctx_t *c, part_t *p, const item_t *req)
+{
+    int64_t lo, hi;
+    rd_kafka_resp_err_t e;
+
+    if (p->next < 0 || !c->producer)
+        return 1; /* nothing to compare with, or no one to ask */
+    if (p->end_asked_at >= req->polled_at && p->end_asked_next == p->next)
+        return !p->end_more;
+    /* Asked on the producer's connections: a broker answers a connection's
+     * requests in order, and the consumer's hold a fetch waiting up to
+     * fetch.wait.max.ms for data (measured: +300 ms a plan at p50). */
+    e = rd_kafka_query_watermark_offsets(c->producer, c->topics[p->rank], p->partition, &lo, &hi,
+                                         END_ASK_TIMEOUT_MS);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        dlb_dbg("kafka: asking the end of %s [%d]: %s; trusting the end consumed",
+                c->topics[p->rank], (int)p->partition, rd_kafka_err2str(e));
+        return 1;
+    }
+    /* Answered after it was asked: a request polled meanwhile asks again. */
+    p->end_asked_at = dlb_clock_mono_ms();
+    p->end_asked_next = p->next;
+    p->end_more = hi > p->next;
+    return !p->end_more;
+}
+
 /* A plan request may be answered once every other input topic's partition of
  * the same number (the same jobs: all topics are keyed by job uid with the
  * same partition count) has shown an event at or after the request's time, or
  * has been consumed to its end. "Consumed to its end" is trusted only after
  * consumer.order.grace.ms: a producer sends a job's events to different
  * topics in separate batches, so its meta event may land just after its
- * request. This is Kafka Streams' co-partitioned ordering; like its
- * max.task.idle.ms, the whole wait is bounded by consumer.order.wait.ms so a
- * silent producer cannot stall plans. */
+ * request; and only once the broker confirms it (end_confirmed). This is
+ * Kafka Streams' co-partitioned ordering; like its max.task.idle.ms, the
+ * whole wait is bounded by consumer.order.wait.ms so a silent producer
+ * cannot stall plans. */
 static int barrier_open(ctx_t *c, const item_t *req, int64_t now, const char **lagging)
 {
     int grace_over = now - req->polled_at >= c->conf->order_grace_ms;
@@ -529,7 +577,8 @@ static int barrier_open(ctx_t *c, const item_t *req, int64_t now, const char **l
             continue;
         if (!(p = part_get(c, r, req->msg->partition)))
             return 1;
-        if (p->max_ts < req->ts && !(p->at_eof && grace_over)) {
+        if (p->max_ts < req->ts &&
+            !(p->at_eof && grace_over && end_confirmed(c, p, req))) {
             *lagging = c->topics[r];
             return 0;
         }
