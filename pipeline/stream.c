@@ -577,8 +577,7 @@ static int barrier_open(ctx_t *c, const item_t *req, int64_t now, const char **l
             continue;
         if (!(p = part_get(c, r, req->msg->partition)))
             return 1;
-        if (p->max_ts < req->ts &&
-            !(p->at_eof && grace_over && end_confirmed(c, p, req))) {
+        if (p->max_ts < req->ts && !(p->at_eof && grace_over && end_confirmed(c, p, req))) {
             *lagging = c->topics[r];
             return 0;
         }
