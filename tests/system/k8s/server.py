@@ -11,6 +11,10 @@ kind (list, watch), what the n-th request of that kind gets:
         watch stream, one line per chunk; then "close" ends the stream as a
         watch's timeoutSeconds does, "drop" sends half a line and cuts the
         connection, "hang" (the default) keeps it open and silent.
+  {..., "delay_s": 0.1}                            a watch's first line only after
+        that long: what it records happened after what another watch sends
+        first (the watches are separate connections, so without it either
+        could reach the client first).
 
 Once a kind's list is used up, lists repeat its last entry and watches hang.
 Every request is logged as one JSON line: resource, watch, params, auth (the
@@ -106,6 +110,7 @@ class Handler(BaseHTTPRequestHandler):
         end = "hang"
         if entry is not None:
             end = entry.get("end", "hang")
+            time.sleep(entry.get("delay_s", 0))
             with open(os.path.join(replay.dir, entry["file"]), "rb") as f:
                 for line in f:
                     self.chunk(line)
