@@ -256,20 +256,32 @@ static void pg_observe(const dlb_pg_t *pg, int slot, double t0)
     dlb_metrics_dep(DLB_DEP_POSTGRES, PQstatus(pg->conn) == CONNECTION_OK);
 }
 
+/* Parameters of one call: text, except binary where lens[i] > 0 (all text
+ * when lens is NULL). @returns 0, or DLB_ERR_GENERIC naming what when there
+ * are more than PARAMS_MAX. */
+#define PARAMS_MAX 32
+static int param_formats(int nparams, const int *lens, int formats[PARAMS_MAX], const char *what,
+                         char *errstr, size_t errstr_size)
+{
+    if (nparams > PARAMS_MAX)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "%s: too many parameters", what);
+    for (int i = 0; i < nparams; i++)
+        formats[i] = lens && lens[i] > 0;
+    return 0;
+}
+
 int dlb_pg_exec(dlb_pg_t *pg, const char *sql, int nparams, const char *const *values,
                 const int *lens, int binary_result, PGresult **out, const char *what, char *errstr,
                 size_t errstr_size)
 {
-    int formats[32] = {0};
+    int formats[PARAMS_MAX] = {0};
     PGresult *res;
     ExecStatusType st;
     double t0;
-    int err = 0;
+    int err;
 
-    if (nparams > (int)(sizeof(formats) / sizeof(formats[0])))
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "%s: too many parameters", what);
-    for (int i = 0; lens && i < nparams; i++)
-        formats[i] = lens[i] > 0;
+    if ((err = param_formats(nparams, lens, formats, what, errstr, errstr_size)))
+        return err;
     t0 = dlb_metric_now();
     res = PQexecParams(pg->conn, sql, nparams, NULL, values, lens, lens ? formats : NULL,
                        binary_result);
@@ -287,15 +299,14 @@ int dlb_pg_exec(dlb_pg_t *pg, const char *sql, int nparams, const char *const *v
 int dlb_pg_send(dlb_pg_t *pg, const char *sql, int nparams, const char *const *values,
                 const int *lens, const char *what, char *errstr, size_t errstr_size)
 {
-    int formats[32] = {0};
+    int formats[PARAMS_MAX] = {0};
+    int err;
 
     if (pg->pending_what)
         return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC,
                           "%s: sent while %s is still running", what, pg->pending_what);
-    if (nparams > (int)(sizeof(formats) / sizeof(formats[0])))
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "%s: too many parameters", what);
-    for (int i = 0; lens && i < nparams; i++)
-        formats[i] = lens[i] > 0;
+    if ((err = param_formats(nparams, lens, formats, what, errstr, errstr_size)))
+        return err;
     pg->pending_t0 = dlb_metric_now();
     if (!PQsendQueryParams(pg->conn, sql, nparams, NULL, values, lens, lens ? formats : NULL, 0))
         return pg_fail(pg, NULL, what, errstr, errstr_size);
@@ -356,19 +367,15 @@ static int pg_prepare(dlb_pg_t *pg, int st, char *errstr, size_t errstr_size)
 static int pg_run(dlb_pg_t *pg, int st, int nparams, const char *const *values, const int *lens,
                   int binary_result, PGresult **out, char *errstr, size_t errstr_size)
 {
-    int formats[32] = {0};
+    int formats[PARAMS_MAX] = {0};
     PGresult *res;
     ExecStatusType rs;
     double t0;
     int err;
 
-    if (nparams > (int)(sizeof(formats) / sizeof(formats[0])))
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "%s: too many parameters",
-                          stmts[st].name);
-    if ((err = pg_prepare(pg, st, errstr, errstr_size)))
+    if ((err = param_formats(nparams, lens, formats, stmts[st].name, errstr, errstr_size)) ||
+        (err = pg_prepare(pg, st, errstr, errstr_size)))
         return err;
-    for (int i = 0; lens && i < nparams; i++)
-        formats[i] = lens[i] > 0;
     t0 = dlb_metric_now();
     res = PQexecPrepared(pg->conn, stmts[st].name, nparams, values, lens, formats, binary_result);
     pg_observe(pg, st, t0);

@@ -289,27 +289,47 @@ out:
     return err;
 }
 
+/* A plain consumer in group <run's group>.<suffix>, assigned at the run's
+ * first offsets of <env>.metrics (no group protocol: nothing to wait for). */
+static int run_consumer(run_t *r, const char *suffix, rd_kafka_t **out, char *errstr, size_t size)
+{
+    rd_kafka_topic_partition_list_t *l;
+    char group[300];
+    int err;
+
+    snprintf(group, sizeof(group), "%s.%s", r->group, suffix);
+    if ((err = dlb_kafka_consumer_new(r->conf, group, NULL, out, errstr, size)))
+        return err;
+    l = rd_kafka_topic_partition_list_new(r->metrics.cnt);
+    for (int p = 0; p < r->metrics.cnt; p++)
+        rd_kafka_topic_partition_list_add(l, r->metrics.name, p)->offset = r->first[p];
+    rd_kafka_assign(*out, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    return 0;
+}
+
+/* Whether m is one of the run's messages (not an error, not older). */
+static int in_run(const run_t *r, const rd_kafka_message_t *m)
+{
+    return !m->err && m->partition >= 0 && m->partition < r->metrics.cnt &&
+           m->offset >= r->first[m->partition] && m->offset < r->last[m->partition];
+}
+
 /* A plain consumer, assigned at the run's first offsets, counting messages
  * and bytes without decoding them: what librdkafka alone reads. One pass:
  * its seconds in *secs, until the first message in *first_s. */
 static int raw_pass(run_t *r, int pass, double *secs, double *first_s, char *errstr, size_t size)
 {
-    rd_kafka_topic_partition_list_t *l;
     rd_kafka_t *rc = NULL;
-    char group[300];
+    char suffix[16];
     int64_t t0, deadline, msgs = 0, bytes = 0;
     int err;
 
-    snprintf(group, sizeof(group), "%s.raw%d", r->group, pass);
-    if ((err = dlb_kafka_consumer_new(r->conf, group, NULL, &rc, errstr, size)))
+    snprintf(suffix, sizeof(suffix), "raw%d", pass);
+    if ((err = run_consumer(r, suffix, &rc, errstr, size)))
         return err;
-    l = rd_kafka_topic_partition_list_new(r->metrics.cnt);
-    for (int p = 0; p < r->metrics.cnt; p++)
-        rd_kafka_topic_partition_list_add(l, r->metrics.name, p)->offset = r->first[p];
-    t0 = dlb_lat_clock_ns();
+    t0 = dlb_lat_clock_ns(); /* from the assignment: the handle's creation is not reading */
     deadline = t0 + (int64_t)r->o->timeout_s * 1000000000;
-    rd_kafka_assign(rc, l);
-    rd_kafka_topic_partition_list_destroy(l);
     while (msgs < r->messages && !stopped(r)) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rc, 100);
         if (!m) {
@@ -324,8 +344,7 @@ static int raw_pass(run_t *r, int pass, double *secs, double *first_s, char *err
         if (m->err) {
             if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                 dlb_warn("raw consumer: %s; continuing", rd_kafka_message_errstr(m));
-        } else if (m->partition >= 0 && m->partition < r->metrics.cnt &&
-                   m->offset >= r->first[m->partition] && m->offset < r->last[m->partition]) {
+        } else if (in_run(r, m)) {
             if (!msgs)
                 *first_s = since_s(t0);
             msgs++;
@@ -422,13 +441,12 @@ static int stages_pass(run_t *r, char *errstr, size_t size)
     const dlb_event_t **evp = calloc(cap, sizeof(*evp));
     const void **raws = calloc(cap, sizeof(*raws));
     size_t *lens = calloc(cap, sizeof(*lens)), n = 0;
-    rd_kafka_topic_partition_list_t *l;
     rd_kafka_t *rc = NULL;
     dlb_pg_t *pg = NULL;
     dlb_redis_t *rd = NULL;
     PGconn *admin = NULL;
     dlb_conf_t sc;
-    char name[sizeof(r->conf->env) + 8], group[300];
+    char name[sizeof(r->conf->env) + 8];
     int64_t t0, t, deadline;
     int64_t purged = 0;
     int err = 0;
@@ -438,7 +456,6 @@ static int stages_pass(run_t *r, char *errstr, size_t size)
         goto out;
     }
     snprintf(name, sizeof(name), "%s_stages", r->conf->env);
-    snprintf(group, sizeof(group), "%s.stages", r->group);
     dlb_env_conf(r->conf, name, &sc);
     admin = PQconnectdb(r->conf->pg_dsn);
     if (PQstatus(admin) != CONNECTION_OK) {
@@ -447,24 +464,18 @@ static int stages_pass(run_t *r, char *errstr, size_t size)
     }
     /* A run stopped halfway left its scratch schema: start from none. */
     if ((err = dlb_env_schema_drop(admin, name, errstr, size)) ||
-        (err = dlb_env_schema_create(&sc, name, errstr, size)) ||
         (err = dlb_pg_connect(&pg, sc.pg_dsn, name, errstr, size)) ||
+        (err = dlb_pg_migrate(pg, errstr, size)) ||
         (err = dlb_redis_connect(&rd, &sc, r->cat, errstr, size)) ||
-        (err = dlb_kafka_consumer_new(r->conf, group, NULL, &rc, errstr, size)))
+        (err = run_consumer(r, "stages", &rc, errstr, size)))
         goto out;
-    l = rd_kafka_topic_partition_list_new(r->metrics.cnt);
-    for (int p = 0; p < r->metrics.cnt; p++)
-        rd_kafka_topic_partition_list_add(l, r->metrics.name, p)->offset = r->first[p];
-    rd_kafka_assign(rc, l);
-    rd_kafka_topic_partition_list_destroy(l);
     t0 = dlb_lat_clock_ns();
     deadline = t0 + (int64_t)r->o->timeout_s * 1000000000;
     t = t0;
     while (r->st_msgs < r->messages && !stopped(r)) {
         /* Fill a batch; a short one when the rest has not come yet. */
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rc, n ? 0 : 100);
-        if (m && !m->err && m->partition >= 0 && m->partition < r->metrics.cnt &&
-            m->offset >= r->first[m->partition] && m->offset < r->last[m->partition]) {
+        if (m && in_run(r, m)) {
             msgs[n++] = m;
             r->st_msgs++;
             if (n < cap && r->st_msgs < r->messages)
