@@ -2,17 +2,17 @@
  *
  *   optimizer  the optimizer core alone (dlb_router_plan, a pure function) on
  *              the inputs a recording of events gives each of its plan requests
- *              (consumers/optimizer/bench_optimizer.c)
+ *              (bench/bench_optimizer.c)
  *   roundtrip  end to end: plan request produced -> plan received by a master,
  *              through a running `dlbrain optimizer`, against the raw Kafka
  *              produce -> consume round trip on the same broker in the same run
- *              (producers/bench_roundtrip.c)
+ *              (bench/bench_roundtrip.c)
  *   matcher    the configuration matcher alone (dlb_matcher_match) on synthetic
  *              rules and jobs, against a plain scan of every rule
- *              (pipeline/bench_matcher.c)
+ *              (bench/bench_matcher.c)
  *   ingest     runtime samples through `dlbrain optimizer` processes into Redis
  *              and PostgreSQL, against a plain consumer reading the same
- *              messages (producers/bench_ingest.c)
+ *              messages (bench/bench_ingest.c)
  *
  * scripts/bench makes the recording and starts the servers. */
 #include <errno.h>

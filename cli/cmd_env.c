@@ -1,5 +1,5 @@
 /* dlbrain env: create, list, show, drop and promote environments, and their
- * history (pipeline/env_registry.h for the registry, pipeline/env_ops.h for
+ * history (env/registry/env_registry.h for the registry, env/registry/env_ops.h for
  * their topics, schema and keys). One function per action. */
 #include <pwd.h>
 #include <stdio.h>

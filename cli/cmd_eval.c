@@ -1,5 +1,5 @@
 /* dlbrain eval: compare environments that ran the same workload
- * (consumers/eval: figures from each environment's PostgreSQL schema, a
+ * (env/eval: figures from each environment's PostgreSQL schema, a
  * table, JSON and an HTML report). */
 #include <errno.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* dlbrain relay: the front <-> environments relay (pipeline/relay.h). */
+/* dlbrain relay: the front <-> environments relay (env/relay/relay.h). */
 #include <stdio.h>
 
 #include "cmd.h"

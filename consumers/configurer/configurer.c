@@ -1,5 +1,5 @@
 /* The configurer role (configurer.h): job events and config requests in,
- * config matches out. The stream (pipeline/stream.h) does the ordering and
+ * config matches out. The stream (pipeline/stream/stream.h) does the ordering and
  * the exactly-once delivery; this file says what an event means here.
  *
  * Per job, the configurer keeps only the job's attributes (its merged meta)

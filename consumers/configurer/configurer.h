@@ -2,10 +2,10 @@
  * <env>.configurer) that answers "which configuration applies to this job?"
  * when a job reports its attributes (a job event with meta) and when it asks
  * (a config_request), with a config_match on <env>.configs (keyed by job uid)
- * and in PostgreSQL, exactly once (pipeline/stream.h). It matches against the
- * newest rules version (pipeline/store_config.h), picked up within
+ * and in PostgreSQL, exactly once (pipeline/stream/stream.h). It matches against the
+ * newest rules version (pipeline/store/store_config.h), picked up within
  * config.refresh.ms without a restart, through a compiled matcher
- * (pipeline/matcher.h) and a Redis cache keyed by rules version. */
+ * (pipeline/rules/matcher.h) and a Redis cache keyed by rules version. */
 #ifndef DLB_CONFIGURER_H
 #define DLB_CONFIGURER_H
 

@@ -1,6 +1,6 @@
 /* The optimizer role: job, node and runtime events folded into per-job state
  * (Redis, PostgreSQL), plan requests answered with plans on <env>.plans. The
- * stream (pipeline/stream.h) does the ordering and the exactly-once delivery;
+ * stream (pipeline/stream/stream.h) does the ordering and the exactly-once delivery;
  * this file only says what an event means to the optimizer. */
 #include "consumer.h"
 

@@ -1,7 +1,7 @@
 /* The optimizer consumer: a consumer-group member (default group
  * <env>.optimizer) that folds job events, runtime samples and node events into
  * per-job state, persists them, and answers plan requests with plans on
- * "<env>.plans" and in PostgreSQL, exactly once (pipeline/stream.h). */
+ * "<env>.plans" and in PostgreSQL, exactly once (pipeline/stream/stream.h). */
 #ifndef DLB_CONSUMER_H
 #define DLB_CONSUMER_H
 

@@ -39,7 +39,7 @@ PKG_CONFIG_PATH=$(dirname "$PC")
 export PKG_CONFIG_PATH
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Wextra -Werror "${SAN[@]}" -o "$SYS_DIR/agent_example" \
-    "$SYS_TOP/producers/examples/agent_example.c" $(pkg-config --cflags --libs dlbrain-agent) ||
+    "$SYS_TOP/producers/agent/examples/agent_example.c" $(pkg-config --cflags --libs dlbrain-agent) ||
     fail "the example does not build with pkg-config --cflags --libs dlbrain-agent"
 ok "the example builds with pkg-config"
 

@@ -71,9 +71,9 @@ class Repo:
             self.settings[m.group(1)] = (default, m.group(3))
         self.env_vars = {v[1]: k for k, v in self.settings.items()}
         self.file_vars = {}  # *_FILE variables the binary knows: found by trying it
-        conf_h = self.read("pipeline/conf.h")
+        conf_h = self.read("pipeline/base/conf.h")
         macros = dict(re.findall(r'#define\s+(DLB_TOPIC_\w+)\s+"([^"]+)"', conf_h))
-        kafka_c = self.read("pipeline/kafka.c")
+        kafka_c = self.read("pipeline/stream/kafka.c")
         m = re.search(r"dlb_kafka_pipeline_topics\[\]\s*=\s*\{(.*?)\};", kafka_c, re.S)
         self.topics = [macros[t] for t in re.findall(r"DLB_TOPIC_\w+", m.group(1))]
         self.inputs = {}
@@ -492,8 +492,9 @@ def check_k8s(repo, docs, top, kubectl):
                 if ev.get(k) != v:
                     fail(where, f"env {k}={ev.get(k)!r}, dlbrain-settings and the pipeline say {v!r}")
     if any(k == "HorizontalPodAutoscaler" for k, _ in m.objs):
-        src = "".join(repo.read(os.path.join("pipeline", f)) for f in
-                      sorted(os.listdir(os.path.join(top, "pipeline"))) if f.endswith(".c"))
+        src = "".join(repo.read(os.path.relpath(os.path.join(d, f), top))
+                      for d, _, fs in sorted(os.walk(os.path.join(top, "pipeline")))
+                      for f in sorted(fs) if f.endswith(".c"))
         if f'"{LAG_METRIC}"' not in src:
             fail("deploy/k8s/hpa-alternative.yaml", f"no pipeline/*.c exports {LAG_METRIC}")
 

@@ -1,4 +1,4 @@
-/* The evaluator's figures (consumers/eval) on a tiny workload whose every
+/* The evaluator's figures (env/eval) on a tiny workload whose every
  * figure is worked out by hand in the comments, then the outputs built from
  * them: the table, JSON and the HTML report with its SVG plots.
  *

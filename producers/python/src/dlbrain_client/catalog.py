@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional
 
 from fastavro import parse_schema
 
-# Where each event type is published: <env>.<topic> (pipeline/event.c, conf.h).
+# Where each event type is published: <env>.<topic> (pipeline/codec/event.c, conf.h).
 TOPICS = {
     "job_event": "job-events",
     "runtime_sample": "metrics",

@@ -1,12 +1,12 @@
 """Kafka clients for a job master: publish a job's events, subscribe to its plans.
 
-Publisher/Reporter behave as `dlbrain emit` (producers/emit.c): each event is
+Publisher/Reporter behave as `dlbrain emit` (producers/emit/emit.c): each event is
 encoded with the newest schema of its type and produced to <env>.<topic of the
 type>, keyed by the job uid's UTF-8 bytes, by an idempotent producer with
 librdkafka's default partitioner (consistent_random: CRC32 of the key), so a
 job's events land on the same partitions as the C producers put them.
 PlanSubscriber/ConfigSubscriber behave as `dlbrain plans`/`dlbrain configs`
-(producers/subscribe.c): a consumer group of their own, read_committed,
+(consumers/subscribe/subscribe.c): a consumer group of their own, read_committed,
 from the earliest offset, each id delivered once.
 """
 

@@ -1,7 +1,7 @@
 """What makes an event valid, as the C side judges it.
 
-The allowed values come from pipeline/event.c, the string limits from the
-fixed-size buffers of pipeline/event.h, and every message is worded as C words
+The allowed values come from pipeline/codec/event.c, the string limits from the
+fixed-size buffers of pipeline/codec/event.h, and every message is worded as C words
 it ("pods[0].memory_used: negative (-5)"), so an event this package accepts is
 one the consumers accept, and a rejection reads the same on both sides.
 tests/test_validation.py runs `dlbrain emit` on the same bad events and

@@ -50,7 +50,7 @@ typedef enum dlb_demo_role {
 /** @returns a short name of a role ("worker-oom", "cpu-hot-ps", ...). */
 const char *dlb_demo_role_name(dlb_demo_role_t role);
 
-/* Stages in the order of dlb_stages[] (pipeline/event.h). */
+/* Stages in the order of dlb_stages[] (pipeline/codec/event.h). */
 #define DLB_DEMO_STAGES 6
 
 typedef struct dlb_demo_opts {

@@ -12,7 +12,7 @@ typedef struct dlb_embedded {
 
 /* schemas/catalog.tsv and schemas/\*.avsc */
 extern const dlb_embedded_t dlb_embedded_schemas[];
-/* pipeline/sql/NNN_*.sql, sorted by name */
+/* pipeline/store/sql/NNN_*.sql, sorted by name */
 extern const dlb_embedded_t dlb_embedded_migrations[];
 
 /** @returns the embedded file by name, or NULL. */

@@ -1,5 +1,5 @@
 /* Versioned configuration rules and configuration matches in PostgreSQL
- * (store_config.h; tables of pipeline/sql/003_config.sql). */
+ * (store_config.h; tables of pipeline/store/sql/003_config.sql). */
 #include "store_config.h"
 
 #include <inttypes.h>

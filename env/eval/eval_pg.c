@@ -1,5 +1,5 @@
 /* The evaluator's input: one environment's history, read from its
- * PostgreSQL schema (pipeline/sql) into the arrays of eval.h. */
+ * PostgreSQL schema (pipeline/store/sql) into the arrays of eval.h. */
 #include "eval.h"
 
 #include <stdio.h>

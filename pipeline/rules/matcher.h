@@ -1,4 +1,4 @@
-/* The configuration matcher: which rules (pipeline/rules.h) apply to a job,
+/* The configuration matcher: which rules (pipeline/rules/rules.h) apply to a job,
  * and the Configure values they give it, merged.
  *
  * Semantics (the seed's Include / Exclude / Configure, DLRover reference
@@ -55,7 +55,7 @@
 /* Rule sets whose merged result the matcher keeps (8-way set-associative,
  * least recently used evicted). Enough for the distinct sets a cluster's
  * recurring jobs fall into: 16,384 jobs of 5,000 kinds against 10,000 rules
- * (pipeline/bench_matcher.h) make about 4,500, which 4,096 entries could
+ * (bench/bench_matcher.h) make about 4,500, which 4,096 entries could
  * not hold (92.7 % hits, against 99.6 %). An entry holds pointers for its
  * rules and values: about 2.5 KiB for 35 rules and 40 values, so some 20 MiB
  * when full at that size. */

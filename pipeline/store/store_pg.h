@@ -2,7 +2,7 @@
  *
  * Every statement is parameterised (PQexecParams). Each connection works in
  * its own schema (conf.pg_schema, one per environment), created and migrated
- * by dlb_pg_migrate() from the embedded pipeline/sql/NNN_*.sql files; applied
+ * by dlb_pg_migrate() from the embedded pipeline/store/sql/NNN_*.sql files; applied
  * versions are recorded in <schema>.schema_migrations. */
 #ifndef DLB_STORE_PG_H
 #define DLB_STORE_PG_H

@@ -26,7 +26,7 @@
 #define PG_FETCH_ROWS "1000"
 
 /* The input topics and, for the history, the table keeping each one's raw
- * frames (pipeline/sql/001_init.sql); config requests are not stored. */
+ * frames (pipeline/store/sql/001_init.sql); config requests are not stored. */
 static const struct {
     const char *topic;
     const char *table;

@@ -58,7 +58,7 @@ typedef struct dlb_rule {
     size_t include_cnt;
     dlb_rule_match_t *exclude;
     size_t exclude_cnt;
-    dlb_config_value_t *configure; /* key -> value as JSON text (pipeline/event.h) */
+    dlb_config_value_t *configure; /* key -> value as JSON text (pipeline/codec/event.h) */
     size_t configure_cnt;
     char *file; /* the file (name given to dlb_rules_parse()) it came from */
     int line;   /* 1-based line of the rule in its file */

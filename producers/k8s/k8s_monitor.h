@@ -1,6 +1,6 @@
 /* The Kubernetes monitor: lists then watches the job pods, the nodes and the
  * pod Events through the API server and produces what they mean as node
- * events to <env>.k8s-events, keyed by job uid (producers/k8s_map.h says
+ * events to <env>.k8s-events, keyed by job uid (producers/k8s/k8s_map.h says
  * which and with what ids).
  *
  * Each resource is listed (paged), then watched from the list's
