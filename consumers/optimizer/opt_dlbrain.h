@@ -12,7 +12,7 @@
  *           (defined in opt_util.c). */
 const dlb_tuning_t *dlb_opt_tuning(const dlb_opt_input_t *in);
 
-/* How the dlbrain set grows memory (opt_vpa.c), for OOMs and for the memory
+/* How the dlbrain set grows memory (opt_memory.c), for OOMs and for the memory
  * trend alike. */
 typedef struct dlb_vpa_growth {
     int64_t vpa;    /* max(ceil(peak * 1.2), peak + 100 MiB): Kubernetes VPA's OOM bump */
@@ -27,7 +27,7 @@ typedef struct dlb_vpa_growth {
  *         never below current. */
 dlb_vpa_growth_t dlb_vpa_grow(int64_t peak, int64_t current);
 
-/* A line through a pod's memory_used (opt_trend.c), for the memory trend and
+/* A line through a pod's memory_used (opt_memory.c), for the memory trend and
  * the OOM answer alike. */
 #define DLB_TREND_MIN_POINTS 4 /* a line through fewer says little about a trend */
 

@@ -16,30 +16,8 @@
 #include "opt_oom.h"
 #include "opt_util.h"
 
-#define VPA_NUM         6 /* peak * 1.2: VPA's OOM bump ratio */
-#define VPA_DEN         5
-#define VPA_MIN_BUMP    (100 * DLB_MIB)   /* VPA's minimum OOM bump */
-#define CAP_MEMORY      (65536 * DLB_MIB) /* DLRover master: min(2 * current, 65536 MiB) */
-#define CAP_STEP        (8192 * DLB_MIB)  /* DLRover master: each increment at most 8192 MiB */
-#define ASSUMED_MEMORY  (16 * DLB_GIB)    /* what create gives a job without history */
+#define ASSUMED_MEMORY  (16 * DLB_GIB) /* what create gives a job without history */
 #define VPA_CAP_FORMULA "min(max(min(2*cur,64GiB),cur),cur+8GiB)"
-
-dlb_vpa_growth_t dlb_vpa_grow(int64_t peak, int64_t current)
-{
-    dlb_vpa_growth_t g;
-    int64_t twice = dlb_mem_scale(current, 2, 1), bumped = dlb_mem_add(peak, VPA_MIN_BUMP);
-
-    g.vpa = dlb_mem_scale(peak, VPA_NUM, VPA_DEN);
-    if (bumped > g.vpa)
-        g.vpa = bumped;
-    g.cap = twice < CAP_MEMORY ? twice : CAP_MEMORY;
-    if (g.cap < current)
-        g.cap = current;
-    if (g.cap > dlb_mem_add(current, CAP_STEP))
-        g.cap = dlb_mem_add(current, CAP_STEP);
-    g.memory = g.vpa < g.cap ? g.vpa : g.cap;
-    return g;
-}
 
 /* The pod's largest memory_used over the window, and how many samples had it. */
 static int64_t window_peak(const dlb_job_state_t *st, const char *name, size_t *samples)

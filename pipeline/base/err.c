@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 const char *dlb_err_name(int err)
 {
@@ -39,4 +40,26 @@ int dlb_seterr(char *errstr, size_t errstr_size, int err, const char *fmt, ...)
         va_end(ap);
     }
     return err;
+}
+
+void dlb_err_prepend(char *errstr, size_t size, const char *fmt, ...)
+{
+    char pre[192];
+    size_t pl, el;
+    va_list ap;
+
+    if (!errstr || !size)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof(pre), fmt, ap);
+    va_end(ap);
+    pl = strlen(pre);
+    el = strnlen(errstr, size - 1);
+    if (pl > size - 1)
+        pl = size - 1;
+    if (pl + el > size - 1)
+        el = size - 1 - pl;
+    memmove(errstr + pl, errstr, el);
+    memcpy(errstr, pre, pl);
+    errstr[pl + el] = '\0';
 }

@@ -31,4 +31,10 @@ const char *dlb_err_name(int err);
 int dlb_seterr(char *errstr, size_t errstr_size, int err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/** @brief Put a printf-formatted prefix in front of errstr's message, cutting
+ *         the message's end if the two do not fit (e.g. a field path
+ *         "pods[1]." before "name: too long"). */
+void dlb_err_prepend(char *errstr, size_t errstr_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif

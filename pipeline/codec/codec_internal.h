@@ -1,4 +1,6 @@
-/* Internal glue between catalog.c, codec.c and json_event.c; not a public API.
+/* Internal glue between catalog.c, codec.c, codec_map.c, avro_json.c and
+ * json_event.c; not a public API. Calls run one way: json_event and codec use
+ * avro_json and codec_map, which use the catalog.
  *
  * avro-c 1.11 drops field defaults when it parses a schema, and its resolved
  * writer refuses a reader field the writer lacks ("Reader field x doesn't
@@ -40,6 +42,13 @@ avro_schema_t dlb_avro_deref(avro_schema_t schema);
  *  @returns 0, DLB_ERR_DECODE with errstr "path: problem", DLB_ERR_NOMEM. */
 int dlb_json_to_avro(const dlb_catalog_t *cat, const dlb_schema_entry_t *e, const cJSON *j,
                      avro_value_t *v, const char *path, char *errstr, size_t errstr_size);
+
+/** @brief A generic value (any schema) as JSON, records as objects in schema
+ *         order. @returns NULL when out of memory or nested too deep. */
+cJSON *dlb_avro_to_json(avro_value_t *v);
+
+/** @brief A short rendering of a JSON value for messages: "a", 1.5, {"x":1}. */
+void dlb_json_describe(const cJSON *j, char *out, size_t n);
 
 /** @brief The one Avro -> struct mapping (decode and JSON input share it).
  *         ev is zeroed first; on error its heap parts may be half filled and

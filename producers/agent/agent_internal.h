@@ -112,7 +112,10 @@ struct dlb_agent {
     void *tap_opaque;
 };
 
-/* ---- agent.c ---- */
+/* A message's opaque: its number shifted left, the low bit set for a request. */
+#define AGENT_MSG_REQ 1u
+
+/* ---- agent_io.c ---- */
 void agent_log(dlb_agent_t *a, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Count a repeated condition; @returns 1 when a line is due (text in out). */
@@ -120,13 +123,24 @@ int agent_throttle(dlb_agent_t *a, agent_throttle_t *t, const char *what, char *
                    size_t out_size);
 /* Send the plan requests that are due. Called with the lock held. */
 void agent_send_due(dlb_agent_t *a);
-/* Install the test hook (not exported by the shared library). */
-void agent_set_tap(dlb_agent_t *a, agent_tap_cb cb, void *opaque);
+/* agent_throttle, and the line at warning/error level when it is due. */
+void agent_log_throttled(dlb_agent_t *a, agent_throttle_t *t, int level, const char *what);
+/* The count a throttle held back since its last line, if any (close). */
+void agent_log_held_back(dlb_agent_t *a, agent_throttle_t *t);
+/* The producer's delivery-report callback (opaque: the agent). */
+void agent_dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque);
+/* The io thread: serves delivery reports and sends due requests until stop. */
+void *agent_io_main(void *arg);
+
 /* librdkafka configuration of this agent: base settings, the pass-through,
  * then extra; logs and errors go to the agent's log callback, served by
  * whichever thread polls the client. */
 rd_kafka_conf_t *agent_kafka_conf(dlb_agent_t *a, const char *const *base, const char *const *extra,
                                   char *errstr, size_t errstr_size);
+
+/* ---- agent.c ---- */
+/* Install the test hook (not exported by the shared library). */
+void agent_set_tap(dlb_agent_t *a, agent_tap_cb cb, void *opaque);
 
 /* ---- agent_event.c: public structs to events, checked against the field
  * sizes (DLB_AGENT_ERR_INVALID naming the field, never truncated) ---- */

@@ -1,0 +1,504 @@
+/* The one mapping between Avro records and event.h structs.
+ *
+ * Field tables describe each struct; rd_* walks a generic value of the newest
+ * schema into a struct, wr_* the reverse. Both the binary codec (codec.c) and
+ * JSON input and output (json_event.c) go through it. */
+#include "codec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec_internal.h"
+#include "err.h"
+
+/* ---- the field tables: Avro record <-> struct ---------------------------- */
+
+typedef enum fkind {
+    F_STR,     /* char[size] */
+    F_LONG,    /* int64_t */
+    F_INT,     /* int32_t */
+    F_DOUBLE,  /* double */
+    F_REC,     /* embedded struct described by sub */
+    F_ARR_REC, /* heap array of size-byte structs (sub) + size_t count */
+    F_ARR_STR, /* char ** + size_t count */
+    F_MAP_STR, /* dlb_config_value_t * + size_t count */
+} fkind_t;
+
+typedef struct fdesc {
+    const char *name; /* Avro field name */
+    fkind_t kind;
+    size_t off;
+    size_t size;
+    int opt; /* a union with null; the int at has_off says present */
+    size_t has_off;
+    size_t cnt_off;
+    const struct fdesc *sub;
+} fdesc_t;
+
+#define MSIZE(T, m) sizeof(((T *)0)->m)
+/* clang-format off */
+#define FS(T, m) {#m, F_STR, offsetof(T, m), MSIZE(T, m), 0, 0, 0, NULL}
+#define FL(T, m) {#m, F_LONG, offsetof(T, m), 0, 0, 0, 0, NULL}
+#define FI(T, m) {#m, F_INT, offsetof(T, m), 0, 0, 0, 0, NULL}
+#define FD(T, m) {#m, F_DOUBLE, offsetof(T, m), 0, 0, 0, 0, NULL}
+#define FR(T, m, sub) {#m, F_REC, offsetof(T, m), 0, 0, 0, 0, sub}
+#define FOS(T, m, has) {#m, F_STR, offsetof(T, m), MSIZE(T, m), 1, offsetof(T, has), 0, NULL}
+#define FOL(T, m, has) {#m, F_LONG, offsetof(T, m), 0, 1, offsetof(T, has), 0, NULL}
+#define FOD(T, m, has) {#m, F_DOUBLE, offsetof(T, m), 0, 1, offsetof(T, has), 0, NULL}
+#define FOR(T, m, has, sub) {#m, F_REC, offsetof(T, m), 0, 1, offsetof(T, has), 0, sub}
+#define FAR(T, m, cnt, ET, sub) \
+    {#m, F_ARR_REC, offsetof(T, m), sizeof(ET), 0, 0, offsetof(T, cnt), sub}
+#define FEND {NULL, F_STR, 0, 0, 0, 0, 0, NULL}
+/* clang-format on */
+
+static const fdesc_t meta_fields[] = {
+    FS(dlb_job_meta_t, name),
+    FS(dlb_job_meta_t, user),
+    FS(dlb_job_meta_t, group),
+    FS(dlb_job_meta_t, app),
+    FS(dlb_job_meta_t, cluster),
+    {"namespace", F_STR, offsetof(dlb_job_meta_t, ns), MSIZE(dlb_job_meta_t, ns), 0, 0, 0, NULL},
+    FS(dlb_job_meta_t, scenario),
+    FS(dlb_job_meta_t, framework),
+    FEND};
+static const fdesc_t hyper_fields[] = {FL(dlb_hyper_params_t, batch_size),
+                                       FL(dlb_hyper_params_t, epoch),
+                                       FL(dlb_hyper_params_t, max_steps), FEND};
+static const fdesc_t dataset_fields[] = {FS(dlb_dataset_t, name), FL(dlb_dataset_t, size),
+                                         FS(dlb_dataset_t, storage), FEND};
+static const fdesc_t model_fields[] = {FL(dlb_model_t, variable_count),
+                                       FL(dlb_model_t, op_count),
+                                       FL(dlb_model_t, total_variable_size),
+                                       FL(dlb_model_t, recv_op_count),
+                                       FL(dlb_model_t, flops),
+                                       FL(dlb_model_t, embedding_dimension),
+                                       FEND};
+static const fdesc_t job_fields[] = {
+    FS(dlb_job_event_t, event_id),
+    FL(dlb_job_event_t, event_time_ms),
+    FS(dlb_job_event_t, job_uid),
+    FOR(dlb_job_event_t, meta, has_meta, meta_fields),
+    FOS(dlb_job_event_t, state, has_state),
+    FOR(dlb_job_event_t, hyper_params, has_hyper_params, hyper_fields),
+    FOR(dlb_job_event_t, dataset, has_dataset, dataset_fields),
+    FOR(dlb_job_event_t, model, has_model, model_fields),
+    FOS(dlb_job_event_t, exit_reason, has_exit_reason),
+    FEND};
+
+static const fdesc_t pod_usage_fields[] = {FS(dlb_pod_usage_t, name),
+                                           FS(dlb_pod_usage_t, type),
+                                           FI(dlb_pod_usage_t, index),
+                                           FD(dlb_pod_usage_t, cpu_used),
+                                           FD(dlb_pod_usage_t, cpu_requested),
+                                           FL(dlb_pod_usage_t, memory_used),
+                                           FL(dlb_pod_usage_t, memory_requested),
+                                           FOD(dlb_pod_usage_t, speed, has_speed),
+                                           FEND};
+static const fdesc_t runtime_fields[] = {
+    FS(dlb_runtime_sample_t, event_id),
+    FL(dlb_runtime_sample_t, event_time_ms),
+    FS(dlb_runtime_sample_t, job_uid),
+    FL(dlb_runtime_sample_t, global_step),
+    FD(dlb_runtime_sample_t, speed),
+    FAR(dlb_runtime_sample_t, pods, pods_cnt, dlb_pod_usage_t, pod_usage_fields),
+    FEND};
+
+static const fdesc_t node_fields[] = {FS(dlb_node_event_t, event_id),
+                                      FL(dlb_node_event_t, event_time_ms),
+                                      FS(dlb_node_event_t, job_uid),
+                                      FS(dlb_node_event_t, kind),
+                                      FS(dlb_node_event_t, pod_name),
+                                      FS(dlb_node_event_t, pod_type),
+                                      FI(dlb_node_event_t, pod_index),
+                                      FS(dlb_node_event_t, node_name),
+                                      FOS(dlb_node_event_t, phase, has_phase),
+                                      FS(dlb_node_event_t, reason),
+                                      FS(dlb_node_event_t, message),
+                                      FOL(dlb_node_event_t, memory_requested, has_memory_requested),
+                                      FOD(dlb_node_event_t, cpu_requested, has_cpu_requested),
+                                      FEND};
+
+static const fdesc_t request_fields[] = {FS(dlb_plan_request_t, event_id),
+                                         FL(dlb_plan_request_t, event_time_ms),
+                                         FS(dlb_plan_request_t, job_uid),
+                                         FS(dlb_plan_request_t, stage),
+                                         FOS(dlb_plan_request_t, oom_pod, has_oom_pod),
+                                         FEND};
+
+static const fdesc_t resource_fields[] = {
+    FD(dlb_resource_t, cpu),      FL(dlb_resource_t, memory),   FI(dlb_resource_t, gpu),
+    FS(dlb_resource_t, gpu_type), FS(dlb_resource_t, priority), FEND};
+static const fdesc_t group_fields[] = {FS(dlb_group_resource_t, group),
+                                       FI(dlb_group_resource_t, count),
+                                       FR(dlb_group_resource_t, resource, resource_fields), FEND};
+static const fdesc_t pod_res_fields[] = {FS(dlb_pod_resource_t, name),
+                                         FR(dlb_pod_resource_t, resource, resource_fields), FEND};
+static const fdesc_t action_fields[] = {FS(dlb_pod_action_t, pod), FS(dlb_pod_action_t, action),
+                                        FS(dlb_pod_action_t, reason), FEND};
+static const fdesc_t plan_fields[] = {
+    FS(dlb_plan_t, event_id),
+    FL(dlb_plan_t, event_time_ms),
+    FS(dlb_plan_t, plan_id),
+    FS(dlb_plan_t, job_uid),
+    FS(dlb_plan_t, stage),
+    FAR(dlb_plan_t, groups, groups_cnt, dlb_group_resource_t, group_fields),
+    FAR(dlb_plan_t, pods, pods_cnt, dlb_pod_resource_t, pod_res_fields),
+    FAR(dlb_plan_t, actions, actions_cnt, dlb_pod_action_t, action_fields),
+    FS(dlb_plan_t, optimizer),
+    FS(dlb_plan_t, reason),
+    FS(dlb_plan_t, trigger_event_id),
+    FEND};
+
+static const fdesc_t config_match_fields[] = {
+    FS(dlb_config_match_t, event_id),
+    FL(dlb_config_match_t, event_time_ms),
+    FS(dlb_config_match_t, job_uid),
+    FL(dlb_config_match_t, rules_version),
+    {"rule_ids", F_ARR_STR, offsetof(dlb_config_match_t, rule_ids), 0, 0, 0,
+     offsetof(dlb_config_match_t, rule_ids_cnt), NULL},
+    {"values", F_MAP_STR, offsetof(dlb_config_match_t, values), 0, 0, 0,
+     offsetof(dlb_config_match_t, values_cnt), NULL},
+    FS(dlb_config_match_t, trigger_event_id),
+    FEND};
+
+static const fdesc_t config_request_fields[] = {
+    FS(dlb_config_request_t, event_id), FL(dlb_config_request_t, event_time_ms),
+    FS(dlb_config_request_t, job_uid), FOR(dlb_config_request_t, meta, has_meta, meta_fields),
+    FEND};
+
+static const fdesc_t *const type_fields[DLB_EV__CNT] = {
+    [DLB_EV_JOB] = job_fields,
+    [DLB_EV_RUNTIME] = runtime_fields,
+    [DLB_EV_NODE] = node_fields,
+    [DLB_EV_PLAN_REQUEST] = request_fields,
+    [DLB_EV_PLAN] = plan_fields,
+    [DLB_EV_CONFIG_MATCH] = config_match_fields,
+    [DLB_EV_CONFIG_REQUEST] = config_request_fields,
+};
+
+static int avro_fail(char *errstr, size_t size, const char *field, const char *what)
+{
+    return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "%s: %s: %s", field, what, avro_strerror());
+}
+
+/* ---- Avro -> struct -------------------------------------------------------- */
+
+static int copy_str(const char *field, const char *s, size_t sz, char *dst, size_t cap,
+                    char *errstr, size_t size)
+{
+    /* avro-c sizes include the NUL terminator. */
+    size_t len = (s && sz) ? sz - 1 : 0;
+
+    if (len && memchr(s, '\0', len))
+        return dlb_seterr(errstr, size, DLB_ERR_DECODE, "%s: contains a NUL byte", field);
+    if (len >= cap)
+        return dlb_seterr(errstr, size, DLB_ERR_DECODE,
+                          "%s: %zu bytes long, more than the limit of %zu", field, len, cap - 1);
+    if (len)
+        memcpy(dst, s, len);
+    dst[len] = '\0';
+    return 0;
+}
+
+static int dup_str(const char *field, avro_value_t *v, char **out, char *errstr, size_t size)
+{
+    const char *s = NULL;
+    size_t sz = 0, len;
+
+    if (avro_value_get_string(v, &s, &sz))
+        return avro_fail(errstr, size, field, "not a string");
+    len = (s && sz) ? sz - 1 : 0;
+    if (len && memchr(s, '\0', len))
+        return dlb_seterr(errstr, size, DLB_ERR_DECODE, "%s: contains a NUL byte", field);
+    if (!(*out = malloc(len + 1)))
+        return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+    if (len)
+        memcpy(*out, s, len);
+    (*out)[len] = '\0';
+    return 0;
+}
+
+static int rd_record(const fdesc_t *t, avro_value_t *rec, char *base, char *errstr, size_t size);
+
+static int rd_value(const fdesc_t *t, avro_value_t *f, char *base, char *errstr, size_t size)
+{
+    char *p = base + t->off;
+    avro_value_t el;
+    size_t n = 0;
+    int err;
+
+    switch (t->kind) {
+    case F_STR: {
+        const char *s = NULL;
+        size_t sz = 0;
+        if (avro_value_get_string(f, &s, &sz))
+            return avro_fail(errstr, size, t->name, "not a string");
+        return copy_str(t->name, s, sz, p, t->size, errstr, size);
+    }
+    case F_LONG:
+        if (avro_value_get_long(f, (int64_t *)(void *)p))
+            return avro_fail(errstr, size, t->name, "not a long");
+        return 0;
+    case F_INT:
+        if (avro_value_get_int(f, (int32_t *)(void *)p))
+            return avro_fail(errstr, size, t->name, "not an int");
+        return 0;
+    case F_DOUBLE:
+        if (avro_value_get_double(f, (double *)(void *)p))
+            return avro_fail(errstr, size, t->name, "not a double");
+        return 0;
+    case F_REC:
+        if ((err = rd_record(t->sub, f, p, errstr, size)))
+            dlb_err_prepend(errstr, size, "%s.", t->name);
+        return err;
+    default:
+        break;
+    }
+
+    /* Lists: the pointer and count are set before the items are filled, so
+     * dlb_event_clear() releases a half-filled list. */
+    if (avro_value_get_size(f, &n))
+        return avro_fail(errstr, size, t->name, "not a list");
+    if (!n)
+        return 0;
+    switch (t->kind) {
+    case F_ARR_REC: {
+        char *arr = calloc(n, t->size);
+        if (!arr)
+            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+        *(void **)(void *)p = arr;
+        *(size_t *)(void *)(base + t->cnt_off) = n;
+        for (size_t i = 0; i < n; i++) {
+            if (avro_value_get_by_index(f, i, &el, NULL))
+                return avro_fail(errstr, size, t->name, "item");
+            if ((err = rd_record(t->sub, &el, arr + i * t->size, errstr, size))) {
+                dlb_err_prepend(errstr, size, "%s[%zu].", t->name, i);
+                return err;
+            }
+        }
+        return 0;
+    }
+    case F_ARR_STR: {
+        char **arr = calloc(n, sizeof(*arr));
+        size_t *cnt = (size_t *)(void *)(base + t->cnt_off);
+        if (!arr)
+            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+        *(char ***)(void *)p = arr;
+        for (size_t i = 0; i < n; i++) {
+            if (avro_value_get_by_index(f, i, &el, NULL))
+                return avro_fail(errstr, size, t->name, "item");
+            if ((err = dup_str(t->name, &el, &arr[i], errstr, size))) {
+                dlb_err_prepend(errstr, size, "%s[%zu]", t->name, i);
+                return err;
+            }
+            (*cnt)++;
+        }
+        return 0;
+    }
+    case F_MAP_STR: {
+        dlb_config_value_t *arr = calloc(n, sizeof(*arr));
+        size_t *cnt = (size_t *)(void *)(base + t->cnt_off);
+        if (!arr)
+            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+        *(dlb_config_value_t **)(void *)p = arr;
+        for (size_t i = 0; i < n; i++) {
+            const char *key = NULL;
+            if (avro_value_get_by_index(f, i, &el, &key))
+                return avro_fail(errstr, size, t->name, "entry");
+            (*cnt)++;
+            if (!(arr[i].key = strdup(key ? key : "")))
+                return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+            if ((err = dup_str(t->name, &el, &arr[i].json, errstr, size)))
+                return err;
+        }
+        return 0;
+    }
+    default:
+        return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "%s: bad field kind", t->name);
+    }
+}
+
+static int rd_record(const fdesc_t *t, avro_value_t *rec, char *base, char *errstr, size_t size)
+{
+    for (; t->name; t++) {
+        avro_value_t f, b;
+        int err;
+
+        if (avro_value_get_by_name(rec, t->name, &f, NULL))
+            return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "%s: not in the schema", t->name);
+        if (t->opt) {
+            if (avro_value_get_current_branch(&f, &b))
+                return avro_fail(errstr, size, t->name, "not a union");
+            if (avro_value_get_type(&b) == AVRO_NULL) {
+                *(int *)(void *)(base + t->has_off) = 0;
+                continue;
+            }
+            *(int *)(void *)(base + t->has_off) = 1;
+            f = b;
+        }
+        if ((err = rd_value(t, &f, base, errstr, size)))
+            return err;
+    }
+    return 0;
+}
+
+int dlb_codec_from_avro(dlb_event_type_t type, avro_value_t *rec, dlb_event_t *ev, char *errstr,
+                        size_t errstr_size)
+{
+    memset(ev, 0, sizeof(*ev));
+    if (type <= DLB_EV_NONE || type >= DLB_EV__CNT)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "unknown event type %d", (int)type);
+    ev->type = type;
+    return rd_record(type_fields[type], rec, (char *)&ev->u, errstr, errstr_size);
+}
+
+/* ---- struct -> Avro -------------------------------------------------------- */
+
+/* Selects the null branch (present = 0) or the first other branch. */
+static int set_optional(avro_value_t *u, int present, avro_value_t *branch, const char *field,
+                        char *errstr, size_t size)
+{
+    avro_schema_t us = dlb_avro_deref(avro_value_get_schema(u));
+
+    if (is_avro_union(us))
+        for (size_t i = 0; i < avro_schema_union_size(us); i++) {
+            avro_schema_t b = dlb_avro_deref(avro_schema_union_branch(us, (int)i));
+            if (is_avro_null(b) != present) {
+                if (avro_value_set_branch(u, (int)i, branch))
+                    return avro_fail(errstr, size, field, "union");
+                return 0;
+            }
+        }
+    return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "%s: not an optional union", field);
+}
+
+static int wr_record(const fdesc_t *t, avro_value_t *rec, const char *base, char *errstr,
+                     size_t size);
+
+static int wr_value(const fdesc_t *t, avro_value_t *f, const char *base, char *errstr, size_t size)
+{
+    const char *p = base + t->off;
+    avro_value_t el;
+    int err;
+
+    switch (t->kind) {
+    case F_STR:
+        if (strnlen(p, t->size) == t->size)
+            return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                              "%s: not NUL-terminated within its %zu bytes", t->name, t->size);
+        if (avro_value_set_string(f, p))
+            return avro_fail(errstr, size, t->name, "set string");
+        return 0;
+    case F_LONG:
+        if (avro_value_set_long(f, *(const int64_t *)(const void *)p))
+            return avro_fail(errstr, size, t->name, "set long");
+        return 0;
+    case F_INT:
+        if (avro_value_set_int(f, *(const int32_t *)(const void *)p))
+            return avro_fail(errstr, size, t->name, "set int");
+        return 0;
+    case F_DOUBLE:
+        if (avro_value_set_double(f, *(const double *)(const void *)p))
+            return avro_fail(errstr, size, t->name, "set double");
+        return 0;
+    case F_REC:
+        if ((err = wr_record(t->sub, f, p, errstr, size)))
+            dlb_err_prepend(errstr, size, "%s.", t->name);
+        return err;
+    case F_ARR_REC: {
+        const char *arr = *(char *const *)(const void *)p;
+        size_t n = *(const size_t *)(const void *)(base + t->cnt_off);
+        if (n && !arr)
+            return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s: %zu items but no array", t->name,
+                              n);
+        for (size_t i = 0; i < n; i++) {
+            if (avro_value_append(f, &el, NULL))
+                return avro_fail(errstr, size, t->name, "append");
+            if ((err = wr_record(t->sub, &el, arr + i * t->size, errstr, size))) {
+                dlb_err_prepend(errstr, size, "%s[%zu].", t->name, i);
+                return err;
+            }
+        }
+        return 0;
+    }
+    case F_ARR_STR: {
+        char *const *arr = *(char *const *const *)(const void *)p;
+        size_t n = *(const size_t *)(const void *)(base + t->cnt_off);
+        for (size_t i = 0; i < n; i++) {
+            if (!arr || !arr[i])
+                return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s[%zu]: NULL string", t->name,
+                                  i);
+            if (avro_value_append(f, &el, NULL) || avro_value_set_string(&el, arr[i]))
+                return avro_fail(errstr, size, t->name, "append");
+        }
+        return 0;
+    }
+    case F_MAP_STR: {
+        const dlb_config_value_t *arr = *(dlb_config_value_t *const *)(const void *)p;
+        size_t n = *(const size_t *)(const void *)(base + t->cnt_off);
+        for (size_t i = 0; i < n; i++) {
+            if (!arr || !arr[i].key || !arr[i].json)
+                return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s[%zu]: NULL key or value",
+                                  t->name, i);
+            if (avro_value_add(f, arr[i].key, &el, NULL, NULL) ||
+                avro_value_set_string(&el, arr[i].json))
+                return avro_fail(errstr, size, t->name, "add");
+        }
+        return 0;
+    }
+    }
+    return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "%s: bad field kind", t->name);
+}
+
+static int wr_record(const fdesc_t *t, avro_value_t *rec, const char *base, char *errstr,
+                     size_t size)
+{
+    for (; t->name; t++) {
+        avro_value_t f, b;
+        int err;
+
+        if (avro_value_get_by_name(rec, t->name, &f, NULL))
+            return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "%s: not in the schema", t->name);
+        if (t->opt) {
+            int present = *(const int *)(const void *)(base + t->has_off) != 0;
+            if ((err = set_optional(&f, present, &b, t->name, errstr, size)))
+                return err;
+            if (!present)
+                continue;
+            f = b;
+        }
+        if ((err = wr_value(t, &f, base, errstr, size)))
+            return err;
+    }
+    return 0;
+}
+
+int dlb_codec_to_avro(const dlb_event_t *ev, avro_value_t *rec, char *errstr, size_t errstr_size)
+{
+    if (ev->type <= DLB_EV_NONE || ev->type >= DLB_EV__CNT)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "type: unknown event type %d",
+                          (int)ev->type);
+    return wr_record(type_fields[ev->type], rec, (const char *)&ev->u, errstr, errstr_size);
+}
+
+int dlb_codec_value_new(const dlb_catalog_t *cat, const dlb_event_t *ev,
+                        const dlb_schema_entry_t **entry, avro_value_t *v, char *errstr,
+                        size_t errstr_size)
+{
+    const dlb_schema_entry_t *e = dlb_catalog_latest(cat, ev->type);
+    int err;
+
+    if (!e)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "no schema for event type %d in the catalog", (int)ev->type);
+    if (avro_generic_value_new(e->iface, v))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s", avro_strerror());
+    if ((err = dlb_codec_to_avro(ev, v, errstr, errstr_size))) {
+        avro_value_decref(v);
+        return err;
+    }
+    if (entry)
+        *entry = e;
+    return 0;
+}
