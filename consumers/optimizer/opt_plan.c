@@ -1,5 +1,5 @@
-/* Plan builders shared by the optimizers (declared in event.h). */
-#include "event.h"
+/* Plan builders shared by the optimizers. */
+#include "opt_plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,4 +61,11 @@ dlb_group_resource_t *dlb_plan_group(dlb_plan_t *plan, const char *group)
         if (!strcmp(plan->groups[i].group, group))
             return &plan->groups[i];
     return NULL;
+}
+
+dlb_group_resource_t *dlb_plan_group_get(dlb_plan_t *plan, const char *group)
+{
+    dlb_group_resource_t *g = dlb_plan_group(plan, group);
+
+    return g ? g : dlb_plan_add_group(plan, group);
 }

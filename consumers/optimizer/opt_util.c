@@ -38,13 +38,6 @@ const char *dlb_reason_sep(const char *reason)
     return reason[0] ? " " : "";
 }
 
-dlb_group_resource_t *dlb_plan_group_get(dlb_plan_t *plan, const char *group)
-{
-    dlb_group_resource_t *g = dlb_plan_group(plan, group);
-
-    return g ? g : dlb_plan_add_group(plan, group);
-}
-
 int64_t dlb_mem_scale(int64_t mem, int64_t num, int64_t den)
 {
     if (mem <= 0 || num <= 0 || den <= 0)

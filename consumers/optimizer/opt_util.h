@@ -9,6 +9,7 @@
 
 #include "conf.h"
 #include "event.h"
+#include "opt_plan.h"
 #include "state.h"
 
 /* Reasons print memory in GiB; the exact bytes are in the plan itself. */
@@ -22,10 +23,6 @@ void dlb_reason_appendf(char *reason, size_t size, const char *fmt, ...)
 
 /** @returns "" for an empty reason, else the " " that starts the next sentence. */
 const char *dlb_reason_sep(const char *reason);
-
-/** @brief The plan's entry for group, appended (zeroed) when absent.
- *  @returns NULL when out of memory. */
-dlb_group_resource_t *dlb_plan_group_get(dlb_plan_t *plan, const char *group);
 
 /** @brief ceil(mem * num / den) in integers (den > 0, num >= 0), saturating at
  *         INT64_MAX. Integer maths keeps "x 1.2" exact: 10 GiB * 1.2 in double

@@ -259,14 +259,6 @@ void dlb_event_clear(dlb_event_t *ev);
  *           "pods[2].memory_used: negative (-5)". */
 int dlb_event_validate(const dlb_event_t *ev, char *errstr, size_t errstr_size);
 
-/** @brief Plan helpers used by optimizers: append a group / pod entry.
- *  @returns a pointer to the zeroed new entry, or NULL when out of memory. */
-dlb_group_resource_t *dlb_plan_add_group(dlb_plan_t *plan, const char *group);
-dlb_pod_resource_t *dlb_plan_add_pod(dlb_plan_t *plan, const char *name);
-dlb_pod_action_t *dlb_plan_add_action(dlb_plan_t *plan, const char *pod, const char *action);
-/** @returns the group entry or NULL. */
-dlb_group_resource_t *dlb_plan_group(dlb_plan_t *plan, const char *group);
-
 /** @brief Deep copy (heap arrays duplicated). @returns 0 or DLB_ERR_NOMEM. */
 int dlb_event_copy(dlb_event_t *dst, const dlb_event_t *src);
 

@@ -30,6 +30,7 @@
 #include "embedded.h"
 #include "err.h"
 #include "event.h"
+#include "opt_plan.h"
 #include "rules.h"
 #include "state.h"
 #include "store_config.h"

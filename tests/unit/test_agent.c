@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "agent_internal.h"
 #include "codec.h"
+#include "opt_plan.h"
 
 #include <librdkafka/rdkafka_mock.h> /* after rdkafka.h, which agent_internal.h includes */
 

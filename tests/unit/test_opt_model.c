@@ -17,6 +17,7 @@
 
 #include "dlbrain_fixture.h"
 #include "optimizer.h"
+#include "opt_plan.h"
 
 /* One sample: w workers, ps PS of ps_cpu requested cores each, 1/speed. */
 typedef struct mspec {

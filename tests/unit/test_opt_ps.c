@@ -14,6 +14,7 @@
 
 #include "opt_util.h"
 #include "optimizer.h"
+#include "opt_plan.h"
 
 #define GIB DLB_GIB
 

@@ -15,6 +15,7 @@
 #include "opt_util.h"
 #include "optimizer.h"
 #include "plan_assert.h"
+#include "opt_plan.h"
 
 #define GIB  DLB_GIB
 #define MIB  DLB_MIB

@@ -18,6 +18,7 @@
 #include "conf.h"
 #include "err.h"
 #include "sim_run.h"
+#include "opt_plan.h"
 
 typedef struct stream {
     dlb_catalog_t *cat;
