@@ -1,7 +1,7 @@
 /* dlbrain config: apply, list, show, diff and roll back configuration rules
  * (pipeline/rules/rules.h, pipeline/store/store_config.h), match a job against them
- * (pipeline/rules/matcher.h) and sync a ConfigMap directory (pipeline/rules/config_sync.h). One function per
- * action; an action is a row of the actions table. */
+ * (pipeline/rules/matcher.h) and sync a ConfigMap directory (pipeline/rules/config_sync.h). One
+ * function per action; an action is a row of the actions table. */
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "actions.h"
 #include "cmd.h"
 #include "common.h"
 #include "config_sync.h"
@@ -25,7 +26,6 @@
 /* Options of the actions beyond the common ones, each action taking those
  * its opts string names: -m MESSAGE (apply, rollback), -f FORMAT (show),
  * -V VERSION (match), -i MS and -o (watch). */
-#define ACTION_OPTS "m:f:V:i:o"
 static const struct option action_longopts[] = {{"message", required_argument, 0, 'm'},
                                                 {"format", required_argument, 0, 'f'},
                                                 {"version", required_argument, 0, 'V'},
@@ -34,31 +34,15 @@ static const struct option action_longopts[] = {{"message", required_argument, 0
                                                 CLI_COMMON_LONG,
                                                 {0, 0, 0, 0}};
 
-typedef struct cfg_args {
-    const char *action;
-    const char *opt[128]; /* opt['m']: the value of -m, "" for a flag, NULL when not given */
-    char **pos;           /* the arguments after the action and options */
-    int pos_cnt;
-} cfg_args_t;
+static int act_apply(const cli_args_t *a, const dlb_conf_t *conf);
+static int act_list(const cli_args_t *a, const dlb_conf_t *conf);
+static int act_show(const cli_args_t *a, const dlb_conf_t *conf);
+static int act_diff(const cli_args_t *a, const dlb_conf_t *conf);
+static int act_rollback(const cli_args_t *a, const dlb_conf_t *conf);
+static int act_match(const cli_args_t *a, const dlb_conf_t *conf);
+static int act_watch(const cli_args_t *a, const dlb_conf_t *conf);
 
-typedef struct cfg_action {
-    const char *name;
-    const char *synopsis; /* what follows "dlbrain config " */
-    const char *summary;
-    const char *opts; /* its short options beyond the common ones */
-    int min_pos, max_pos;
-    int (*run)(const cfg_args_t *a, const dlb_conf_t *conf);
-} cfg_action_t;
-
-static int act_apply(const cfg_args_t *a, const dlb_conf_t *conf);
-static int act_list(const cfg_args_t *a, const dlb_conf_t *conf);
-static int act_show(const cfg_args_t *a, const dlb_conf_t *conf);
-static int act_diff(const cfg_args_t *a, const dlb_conf_t *conf);
-static int act_rollback(const cfg_args_t *a, const dlb_conf_t *conf);
-static int act_match(const cfg_args_t *a, const dlb_conf_t *conf);
-static int act_watch(const cfg_args_t *a, const dlb_conf_t *conf);
-
-static const cfg_action_t actions[] = {
+static const cli_action_t actions[] = {
     {"apply", "apply FILE... [-m MESSAGE]", "store the files' rules as one new version", "m:", 1,
      -1, act_apply},
     {"list", "list", "every version, oldest first", "", 0, 0, act_list},
@@ -76,41 +60,34 @@ static const cfg_action_t actions[] = {
     {NULL, NULL, NULL, NULL, 0, 0, NULL},
 };
 
-static const cfg_action_t *current; /* the action whose usage -h prints */
+static const cli_action_opt_help_t action_help[] = {
+    {'m', "  -m, --message TEXT    why (apply, rollback), kept with the version\n"},
+    {'f', "  -f, --format F        show: yaml (default) or json\n"},
+    {'V', "  -V, --version N       match: against version N (default: the newest);\n"
+          "                        ATTR is user, group, app, cluster, namespace,\n"
+          "                        scenario, framework or name\n"},
+    {'i', "  -i, --interval-ms MS  watch: look at DIR this often (default 2000)\n"
+          "  -o, --once            watch: one round, then exit (0 synced or unchanged,\n"
+          "                        1 refused or failed)\n"},
+    {0, NULL},
+};
 
-static void usage(FILE *fp)
-{
-    if (current) {
-        fprintf(fp, "usage: dlbrain config %s\n%c%s.\n\n", current->synopsis,
-                toupper((unsigned char)current->summary[0]), current->summary + 1);
-    } else {
-        fprintf(fp, "usage: dlbrain config <action> [options]\n"
-                    "Configuration rules (YAML: Include / Exclude / Configure) in PostgreSQL, "
-                    "schema\npg.schema: every apply or rollback is a new version, never changed "
-                    "afterwards;\nthe newest is the current one. A file with an error is named "
-                    "with its line and\ncolumn, and then nothing is applied.\n\nactions:\n");
-        for (const cfg_action_t *c = actions; c->name; c++)
-            fprintf(fp, "  %-30s  %s\n", c->synopsis, c->summary);
-        fprintf(fp, "\n");
-    }
-    if (!current || strchr(current->opts, 'm'))
-        fprintf(fp, "  -m, --message TEXT    why (apply, rollback), kept with the version\n");
-    if (!current || strchr(current->opts, 'f'))
-        fprintf(fp, "  -f, --format F        show: yaml (default) or json\n");
-    if (!current || strchr(current->opts, 'V'))
-        fprintf(fp, "  -V, --version N       match: against version N (default: the newest);\n"
-                    "                        ATTR is user, group, app, cluster, namespace,\n"
-                    "                        scenario, framework or name\n");
-    if (!current || strchr(current->opts, 'i'))
-        fprintf(fp, "  -i, --interval-ms MS  watch: look at DIR this often (default 2000)\n"
-                    "  -o, --once            watch: one round, then exit (0 synced or unchanged,\n"
-                    "                        1 refused or failed)\n");
-    fprintf(fp, CLI_COMMON_HELP);
-}
+static const cli_command_t command = {
+    "config",
+    "Configuration rules (YAML: Include / Exclude / Configure) in PostgreSQL, schema\n"
+    "pg.schema: every apply or rollback is a new version, never changed afterwards;\n"
+    "the newest is the current one. A file with an error is named with its line and\n"
+    "column, and then nothing is applied.",
+    actions,
+    "m:f:V:i:o",
+    action_longopts,
+    0,
+    action_help,
+};
 
 /* ---- helpers ------------------------------------------------------------------- */
 
-static int cfg_open(const cfg_args_t *a, const dlb_conf_t *conf, dlb_pg_t **pg)
+static int cfg_open(const cli_args_t *a, const dlb_conf_t *conf, dlb_pg_t **pg)
 {
     char errstr[1024];
 
@@ -139,7 +116,7 @@ static int parse_version(const char *s, int64_t *out)
 
 /* "applied version N: <what> (checksum ...)", and whether it repeats the
  * version before it. */
-static int print_applied(dlb_pg_t *pg, const cfg_args_t *a, const dlb_cfg_version_t *v,
+static int print_applied(dlb_pg_t *pg, const cli_args_t *a, const dlb_cfg_version_t *v,
                          const char *what)
 {
     dlb_cfg_version_t prev;
@@ -164,7 +141,7 @@ static const char *plural(int64_t n)
 
 /* ---- actions ------------------------------------------------------------------- */
 
-static int act_apply(const cfg_args_t *a, const dlb_conf_t *conf)
+static int act_apply(const cli_args_t *a, const dlb_conf_t *conf)
 {
     dlb_rules_t rules;
     dlb_cfg_version_t v;
@@ -193,7 +170,7 @@ out:
     return rc;
 }
 
-static int act_list(const cfg_args_t *a, const dlb_conf_t *conf)
+static int act_list(const cli_args_t *a, const dlb_conf_t *conf)
 {
     dlb_cfg_version_t *vs = NULL;
     dlb_pg_t *pg = NULL;
@@ -237,7 +214,7 @@ static int act_list(const cfg_args_t *a, const dlb_conf_t *conf)
     return 0;
 }
 
-static int act_show(const cfg_args_t *a, const dlb_conf_t *conf)
+static int act_show(const cli_args_t *a, const dlb_conf_t *conf)
 {
     dlb_rules_t rules = {0};
     dlb_cfg_version_t v;
@@ -282,7 +259,7 @@ out:
     return rc;
 }
 
-static int act_diff(const cfg_args_t *a, const dlb_conf_t *conf)
+static int act_diff(const cli_args_t *a, const dlb_conf_t *conf)
 {
     dlb_rules_t r1 = {0}, r2 = {0};
     dlb_pg_t *pg = NULL;
@@ -311,7 +288,7 @@ out:
     return rc;
 }
 
-static int act_rollback(const cfg_args_t *a, const dlb_conf_t *conf)
+static int act_rollback(const cli_args_t *a, const dlb_conf_t *conf)
 {
     dlb_cfg_version_t v;
     dlb_pg_t *pg = NULL;
@@ -355,7 +332,7 @@ static int set_attr(dlb_job_meta_t *m, const char *pair)
     return 2;
 }
 
-static int act_match(const cfg_args_t *a, const dlb_conf_t *conf)
+static int act_match(const cli_args_t *a, const dlb_conf_t *conf)
 {
     dlb_job_meta_t meta = {0};
     dlb_rules_t rules = {0};
@@ -396,7 +373,7 @@ out:
 
 /* ---- watch ---------------------------------------------------------------------- */
 
-static int act_watch(const cfg_args_t *a, const dlb_conf_t *conf)
+static int act_watch(const cli_args_t *a, const dlb_conf_t *conf)
 {
     /* In dlb_sync_result_t order, then a failed round. */
     static const char *const round_names[5] = {"unchanged", "same", "applied", "refused", "failed"};
@@ -474,53 +451,7 @@ static int act_watch(const cfg_args_t *a, const dlb_conf_t *conf)
     return a->opt['o'] ? rc : 0;
 }
 
-/* ---- dispatch ------------------------------------------------------------------ */
-
-static int run_action(const cfg_action_t *act, int argc, char **argv)
-{
-    char shortopts[64];
-    cfg_args_t a = {.action = act->name};
-    cli_opts_t o = {0};
-    dlb_conf_t conf;
-    int c, rc;
-
-    current = act;
-    snprintf(shortopts, sizeof(shortopts), "%s%s", ACTION_OPTS, CLI_COMMON_SHORT);
-    while ((c = getopt_long(argc, argv, shortopts, action_longopts, NULL)) != -1) {
-        if (c > 0 && c < 128 && c != ':' && strchr(ACTION_OPTS, c)) {
-            if (!strchr(act->opts, c)) {
-                fprintf(stderr, "config %s: no option -%c\n", act->name, c);
-                usage(stderr);
-                return 2;
-            }
-            a.opt[c] = optarg ? optarg : "";
-        } else if ((rc = cli_default_opt(&o, c, optarg, usage)) >= 0) {
-            return rc;
-        }
-    }
-    a.pos = argv + optind;
-    a.pos_cnt = argc - optind;
-    if (a.pos_cnt < act->min_pos || (act->max_pos >= 0 && a.pos_cnt > act->max_pos)) {
-        usage(stderr);
-        return 2;
-    }
-    if (cli_conf_build(&o, &conf, "config"))
-        return 2;
-    rc = act->run(&a, &conf);
-    dlb_conf_destroy(&conf);
-    return rc;
-}
-
 int cmd_config_main(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    for (const cfg_action_t *act = actions; act->name; act++)
-        if (!strcmp(argv[1], act->name))
-            return run_action(act, argc - 1, argv + 1);
-    fprintf(stderr, "dlbrain config: unknown action '%s'\n", argv[1]);
-    usage(stderr);
-    return 2;
+    return cli_actions_main(&command, argc, argv);
 }

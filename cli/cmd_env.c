@@ -10,6 +10,7 @@
 
 #include <cJSON.h>
 
+#include "actions.h"
 #include "cmd.h"
 #include "common.h"
 #include "env_ops.h"
@@ -18,74 +19,67 @@
 #include "log.h"
 
 #define ADMIN_TIMEOUT_MS 30000
-#define MAX_SETS         64
 
-typedef struct env_args {
-    const char *action;
-    int kind; /* -1 unset, else dlb_env_kind_t */
-    const char *optimizer_set;
-    const char *description;
-    const char *sets[MAX_SETS]; /* --set key=value */
-    int sets_cnt;
-    int all, purge, conf_format;
-    char **pos;
-    int pos_cnt;
-} env_args_t;
+static int act_create(const cli_args_t *a, const dlb_conf_t *conf);
+static int act_list(const cli_args_t *a, const dlb_conf_t *conf);
+static int act_show(const cli_args_t *a, const dlb_conf_t *conf);
+static int act_drop(const cli_args_t *a, const dlb_conf_t *conf);
+static int act_promote(const cli_args_t *a, const dlb_conf_t *conf);
+static int act_history(const cli_args_t *a, const dlb_conf_t *conf);
 
-typedef struct env_action {
-    const char *name;
-    const char *synopsis;
-    const char *summary;
-    int min_pos, max_pos;
-    int (*run)(const env_args_t *a, const dlb_conf_t *conf);
-} env_action_t;
-
-static int act_create(const env_args_t *a, const dlb_conf_t *conf);
-static int act_list(const env_args_t *a, const dlb_conf_t *conf);
-static int act_show(const env_args_t *a, const dlb_conf_t *conf);
-static int act_drop(const env_args_t *a, const dlb_conf_t *conf);
-static int act_promote(const env_args_t *a, const dlb_conf_t *conf);
-static int act_history(const env_args_t *a, const dlb_conf_t *conf);
-
-static const env_action_t actions[] = {
+static const cli_action_t actions[] = {
     {"create",
      "create NAME [--real|--virtual] [--optimizer-set S] [-s KEY=VALUE]... [--description T]",
-     "register NAME, create its topics and its PostgreSQL schema", 1, 1, act_create},
-    {"list", "list [--all]", "live environments (--all: dropped ones too)", 0, 0, act_list},
+     "register NAME, create its topics and its PostgreSQL schema", "rVO:s:d:", 1, 1, act_create},
+    {"list", "list [--all]", "live environments (--all: dropped ones too)", "a", 0, 0, act_list},
     {"show", "show NAME [--format text|conf]",
-     "everything about NAME; conf: its settings as a -c file for its consumers", 1, 1, act_show},
+     "everything about NAME; conf: its settings as a -c file for its consumers", "f:", 1, 1,
+     act_show},
     {"drop", "drop NAME [--purge]",
-     "retire NAME (never the real one); --purge deletes its topics, schema and Redis keys", 1, 1,
-     act_drop},
-    {"promote", "promote NAME", "make NAME real and the real one virtual, in one transaction", 1, 1,
-     act_promote},
-    {"history", "history [NAME]", "every create, promote, demote and drop, oldest first", 0, 1,
+     "retire NAME (never the real one); --purge deletes its topics, schema and Redis keys", "p", 1,
+     1, act_drop},
+    {"promote", "promote NAME", "make NAME real and the real one virtual, in one transaction", "",
+     1, 1, act_promote},
+    {"history", "history [NAME]", "every create, promote, demote and drop, oldest first", "", 0, 1,
      act_history},
-    {NULL, NULL, NULL, 0, 0, NULL},
+    {NULL, NULL, NULL, NULL, 0, 0, NULL},
 };
 
-static void usage(FILE *fp)
-{
-    fprintf(fp, "usage: dlbrain env <action> [options]\n"
-                "Environments: a name that prefixes topics (<name>.plans), consumer groups, the\n"
-                "PostgreSQL schema and Redis keys (<name>:...), with the optimizer set and\n"
-                "settings its consumers run. At most one is real: the relay (dlbrain relay)\n"
-                "forwards its plans and configs to the front; the others are virtual.\n\n"
-                "actions:\n");
-    for (const env_action_t *c = actions; c->name; c++)
-        fprintf(fp, "  %s\n      %s\n", c->synopsis, c->summary);
-    fprintf(
-        fp,
-        "\n"
-        "  -r, --real            create: a real environment (refused if one is real)\n"
-        "  -V, --virtual         create: a virtual environment (the default)\n"
-        "  -O, --optimizer-set S create: dlrover or dlbrain (default: optimizer.set)\n"
-        "  -s, --set KEY=VALUE   create: a setting of its consumers (repeatable)\n"
-        "  -d, --description T   create: what it is for\n"
-        "  -a, --all             list: dropped environments too\n"
-        "  -f, --format F        show: text (default) or conf\n"
-        "  -p, --purge           drop: delete its topics, schema and Redis keys\n" CLI_COMMON_HELP);
-}
+static const struct option action_longopts[] = {{"real", no_argument, 0, 'r'},
+                                                {"virtual", no_argument, 0, 'V'},
+                                                {"optimizer-set", required_argument, 0, 'O'},
+                                                {"set", required_argument, 0, 's'},
+                                                {"description", required_argument, 0, 'd'},
+                                                {"all", no_argument, 0, 'a'},
+                                                {"format", required_argument, 0, 'f'},
+                                                {"purge", no_argument, 0, 'p'},
+                                                CLI_COMMON_LONG,
+                                                {0, 0, 0, 0}};
+
+static const cli_action_opt_help_t action_help[] = {
+    {'r', "  -r, --real            create: a real environment (refused if one is real)\n"},
+    {'V', "  -V, --virtual         create: a virtual environment (the default)\n"},
+    {'O', "  -O, --optimizer-set S create: dlrover or dlbrain (default: optimizer.set)\n"},
+    {'s', "  -s, --set KEY=VALUE   create: a setting of its consumers (repeatable)\n"},
+    {'d', "  -d, --description T   create: what it is for\n"},
+    {'a', "  -a, --all             list: dropped environments too\n"},
+    {'f', "  -f, --format F        show: text (default) or conf\n"},
+    {'p', "  -p, --purge           drop: delete its topics, schema and Redis keys\n"},
+    {0, NULL},
+};
+
+static const cli_command_t command = {
+    "env",
+    "Environments: a name that prefixes topics (<name>.plans), consumer groups, the\n"
+    "PostgreSQL schema and Redis keys (<name>:...), with the optimizer set and\n"
+    "settings its consumers run. At most one is real: the relay (dlbrain relay)\n"
+    "forwards its plans and configs to the front; the others are virtual.",
+    actions,
+    "rVO:s:d:af:p",
+    action_longopts,
+    's',
+    action_help,
+};
 
 /* ---- helpers ------------------------------------------------------------------- */
 
@@ -107,7 +101,7 @@ static void fmt_ms(int64_t ms, char *buf, size_t size)
         strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
-static int reg_open(const env_args_t *a, const dlb_conf_t *conf, PGconn **pg)
+static int reg_open(const cli_args_t *a, const dlb_conf_t *conf, PGconn **pg)
 {
     char errstr[1024];
 
@@ -124,7 +118,7 @@ static int reg_open(const env_args_t *a, const dlb_conf_t *conf, PGconn **pg)
 
 /* --set pairs as a JSON object of strings; keys that name the environment
  * itself are refused, values of known keys are checked. */
-static char *settings_json(const env_args_t *a, char *errstr, size_t size)
+static char *settings_json(const cli_args_t *a, char *errstr, size_t size)
 {
     static const char *const own[] = {"env", "pg.schema", "group.id", "optimizer.set", NULL};
     cJSON *obj = cJSON_CreateObject();
@@ -136,13 +130,13 @@ static char *settings_json(const env_args_t *a, char *errstr, size_t size)
         dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
         goto out;
     }
-    for (int i = 0; i < a->sets_cnt; i++) {
-        const char *eq = strchr(a->sets[i], '=');
-        if (!eq || eq == a->sets[i] || (size_t)(eq - a->sets[i]) >= sizeof(key)) {
-            dlb_seterr(errstr, size, DLB_ERR_INVALID, "--set %s: not KEY=VALUE", a->sets[i]);
+    for (int i = 0; i < a->multi_cnt; i++) {
+        const char *eq = strchr(a->multi[i], '=');
+        if (!eq || eq == a->multi[i] || (size_t)(eq - a->multi[i]) >= sizeof(key)) {
+            dlb_seterr(errstr, size, DLB_ERR_INVALID, "--set %s: not KEY=VALUE", a->multi[i]);
             goto out;
         }
-        snprintf(key, sizeof(key), "%.*s", (int)(eq - a->sets[i]), a->sets[i]);
+        snprintf(key, sizeof(key), "%.*s", (int)(eq - a->multi[i]), a->multi[i]);
         for (const char *const *o = own; *o; o++)
             if (!strcmp(key, *o)) {
                 dlb_seterr(errstr, size, DLB_ERR_INVALID,
@@ -168,7 +162,7 @@ out:
 
 /* ---- actions ------------------------------------------------------------------- */
 
-static int act_create(const env_args_t *a, const dlb_conf_t *conf)
+static int act_create(const cli_args_t *a, const dlb_conf_t *conf)
 {
     dlb_env_t env = {0}, old;
     PGconn *pg = NULL;
@@ -182,10 +176,14 @@ static int act_create(const env_args_t *a, const dlb_conf_t *conf)
         return 2;
     }
     snprintf(env.name, sizeof(env.name), "%s", name);
-    env.kind = a->kind == DLB_ENV_REAL ? DLB_ENV_REAL : DLB_ENV_VIRTUAL;
+    if (a->opt['r'] && a->opt['V']) {
+        fprintf(stderr, "env create: --real or --virtual, not both\n");
+        return 2;
+    }
+    env.kind = a->opt['r'] ? DLB_ENV_REAL : DLB_ENV_VIRTUAL;
     snprintf(env.optimizer_set, sizeof(env.optimizer_set), "%s",
-             a->optimizer_set ? a->optimizer_set : conf->optimizer_set);
-    env.description = (char *)(a->description ? a->description : "");
+             a->opt['O'] ? a->opt['O'] : conf->optimizer_set);
+    env.description = (char *)(a->opt['d'] ? a->opt['d'] : "");
     if (!(env.settings = settings_json(a, errstr, sizeof(errstr)))) {
         fprintf(stderr, "env create: %s\n", errstr);
         return 2;
@@ -234,7 +232,7 @@ out:
     return rc;
 }
 
-static int act_list(const env_args_t *a, const dlb_conf_t *conf)
+static int act_list(const cli_args_t *a, const dlb_conf_t *conf)
 {
     dlb_env_t *envs = NULL;
     PGconn *pg = NULL;
@@ -243,21 +241,21 @@ static int act_list(const env_args_t *a, const dlb_conf_t *conf)
 
     if (reg_open(a, conf, &pg))
         return 1;
-    if (dlb_env_list_all(pg, a->all, &envs, &n, errstr, sizeof(errstr))) {
+    if (dlb_env_list_all(pg, a->opt['a'] != NULL, &envs, &n, errstr, sizeof(errstr))) {
         fprintf(stderr, "env list: %s\n", errstr);
         PQfinish(pg);
         return 1;
     }
     PQfinish(pg);
     printf("%-20s  %-7s  %-9s  %-19s  %-19s%s\n", "NAME", "KIND", "OPTIMIZER", "CREATED(UTC)",
-           "CHANGED(UTC)", a->all ? "  DROPPED(UTC)" : "");
+           "CHANGED(UTC)", a->opt['a'] ? "  DROPPED(UTC)" : "");
     for (size_t i = 0; i < n; i++) {
         fmt_ms(envs[i].created_ms, created, sizeof(created));
         fmt_ms(envs[i].changed_ms, changed, sizeof(changed));
         fmt_ms(envs[i].dropped_ms, dropped, sizeof(dropped));
         printf("%-20s  %-7s  %-9s  %-19s  %-19s%s%s\n", envs[i].name,
                dlb_env_kind_name(envs[i].kind), envs[i].optimizer_set, created, changed,
-               a->all ? "  " : "", a->all ? dropped : "");
+               a->opt['a'] ? "  " : "", a->opt['a'] ? dropped : "");
     }
     dlb_env_list_free(envs, n);
     return 0;
@@ -317,13 +315,17 @@ static void print_resources(const dlb_conf_t *conf, PGconn *pg, const char *name
         rd_kafka_destroy(admin);
 }
 
-static int act_show(const env_args_t *a, const dlb_conf_t *conf)
+static int act_show(const cli_args_t *a, const dlb_conf_t *conf)
 {
     dlb_env_t env;
     PGconn *pg = NULL;
     char errstr[1024], created[32], changed[32], dropped[32];
     int rc = 1;
 
+    if (a->opt['f'] && strcmp(a->opt['f'], "text") && strcmp(a->opt['f'], "conf")) {
+        fprintf(stderr, "env: --format is text or conf\n");
+        return 2;
+    }
     if (reg_open(a, conf, &pg))
         return 1;
     if (dlb_env_get_any(pg, a->pos[0], &env, errstr, sizeof(errstr))) {
@@ -331,7 +333,7 @@ static int act_show(const env_args_t *a, const dlb_conf_t *conf)
         PQfinish(pg);
         return 1;
     }
-    if (a->conf_format) {
+    if (a->opt['f'] && !strcmp(a->opt['f'], "conf")) {
         rc = print_conf(&env);
         goto out;
     }
@@ -387,7 +389,7 @@ static int purge(const dlb_conf_t *conf, PGconn *pg, const char *name)
     return rc;
 }
 
-static int act_drop(const env_args_t *a, const dlb_conf_t *conf)
+static int act_drop(const cli_args_t *a, const dlb_conf_t *conf)
 {
     PGconn *pg = NULL;
     char errstr[1024];
@@ -395,18 +397,18 @@ static int act_drop(const env_args_t *a, const dlb_conf_t *conf)
 
     if (reg_open(a, conf, &pg))
         return 1;
-    if (dlb_env_drop(pg, a->pos[0], a->purge, by_user(), errstr, sizeof(errstr))) {
+    if (dlb_env_drop(pg, a->pos[0], a->opt['p'] != NULL, by_user(), errstr, sizeof(errstr))) {
         fprintf(stderr, "env drop: %s\n", errstr);
         goto out;
     }
     printf("dropped environment %s\n", a->pos[0]);
-    rc = a->purge ? purge(conf, pg, a->pos[0]) : 0;
+    rc = a->opt['p'] ? purge(conf, pg, a->pos[0]) : 0;
 out:
     PQfinish(pg);
     return rc;
 }
 
-static int act_promote(const env_args_t *a, const dlb_conf_t *conf)
+static int act_promote(const cli_args_t *a, const dlb_conf_t *conf)
 {
     PGconn *pg = NULL;
     char errstr[1024], was[DLB_ENV_NAME_MAX + 1];
@@ -426,7 +428,7 @@ out:
     return rc;
 }
 
-static int act_history(const env_args_t *a, const dlb_conf_t *conf)
+static int act_history(const cli_args_t *a, const dlb_conf_t *conf)
 {
     dlb_env_change_t *ch = NULL;
     PGconn *pg = NULL;
@@ -452,93 +454,7 @@ static int act_history(const env_args_t *a, const dlb_conf_t *conf)
     return 0;
 }
 
-/* ---- dispatch ------------------------------------------------------------------ */
-
-static int parse_args(env_args_t *a, cli_opts_t *o, int argc, char **argv)
-{
-    static const struct option longopts[] = {{"real", no_argument, 0, 'r'},
-                                             {"virtual", no_argument, 0, 'V'},
-                                             {"optimizer-set", required_argument, 0, 'O'},
-                                             {"set", required_argument, 0, 's'},
-                                             {"description", required_argument, 0, 'd'},
-                                             {"all", no_argument, 0, 'a'},
-                                             {"format", required_argument, 0, 'f'},
-                                             {"purge", no_argument, 0, 'p'},
-                                             CLI_COMMON_LONG,
-                                             {0, 0, 0, 0}};
-    int c, rc;
-
-    while ((c = getopt_long(argc, argv, "rVO:s:d:af:p" CLI_COMMON_SHORT, longopts, NULL)) != -1) {
-        switch (c) {
-        case 'r':
-        case 'V':
-            a->kind = c == 'r' ? DLB_ENV_REAL : DLB_ENV_VIRTUAL;
-            break;
-        case 'O':
-            a->optimizer_set = optarg;
-            break;
-        case 's':
-            if (a->sets_cnt == MAX_SETS) {
-                fprintf(stderr, "env: at most %d --set\n", MAX_SETS);
-                return 2;
-            }
-            a->sets[a->sets_cnt++] = optarg;
-            break;
-        case 'd':
-            a->description = optarg;
-            break;
-        case 'a':
-            a->all = 1;
-            break;
-        case 'f':
-            if (strcmp(optarg, "text") && strcmp(optarg, "conf")) {
-                fprintf(stderr, "env: --format is text or conf\n");
-                return 2;
-            }
-            a->conf_format = !strcmp(optarg, "conf");
-            break;
-        case 'p':
-            a->purge = 1;
-            break;
-        default:
-            if ((rc = cli_default_opt(o, c, optarg, usage)) >= 0)
-                return rc;
-        }
-    }
-    a->pos = argv + optind;
-    a->pos_cnt = argc - optind;
-    return -1;
-}
-
 int cmd_env_main(int argc, char **argv)
 {
-    env_args_t a = {.kind = -1};
-    const env_action_t *act;
-    cli_opts_t o = {0};
-    dlb_conf_t conf;
-    int rc;
-
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    for (act = actions; act->name && strcmp(argv[1], act->name); act++)
-        ;
-    if (!act->name) {
-        fprintf(stderr, "dlbrain env: unknown action '%s'\n", argv[1]);
-        usage(stderr);
-        return 2;
-    }
-    a.action = act->name;
-    if ((rc = parse_args(&a, &o, argc - 1, argv + 1)) >= 0)
-        return rc;
-    if (a.pos_cnt < act->min_pos || a.pos_cnt > act->max_pos) {
-        fprintf(stderr, "usage: dlbrain env %s\n", act->synopsis);
-        return 2;
-    }
-    if (cli_conf_build(&o, &conf, "env"))
-        return 2;
-    rc = act->run(&a, &conf);
-    dlb_conf_destroy(&conf);
-    return rc;
+    return cli_actions_main(&command, argc, argv);
 }

@@ -26,6 +26,22 @@ static void usage(FILE *fp)
             "See 'dlbrain settings' for the k8s.* settings.\n" CLI_COMMON_HELP);
 }
 
+static int monitor_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, void *opaque,
+                       char *errstr, size_t errstr_size)
+{
+    return dlb_k8s_monitor_run(conf, stop, opaque, errstr, errstr_size);
+}
+
+static void monitor_report(void *opaque)
+{
+    const dlb_k8s_stats_t *st = opaque;
+
+    dlb_info("stopped: %lld object(s) read, %lld node event(s) produced, %lld skipped, %lld "
+             "relist(s), %lld retried request(s)",
+             (long long)st->objects, (long long)st->events, (long long)st->skipped,
+             (long long)st->relists, (long long)st->reconnects);
+}
+
 int cmd_k8s_monitor_main(int argc, char **argv)
 {
     static const struct option longopts[] = {{"kubeconfig", required_argument, 0, 'k'},
@@ -36,9 +52,7 @@ int cmd_k8s_monitor_main(int argc, char **argv)
                                              {0, 0, 0, 0}};
     static char kv[3][1100]; /* the options above rewritten as -X key=value */
     cli_opts_t o = {0};
-    dlb_conf_t conf;
     dlb_k8s_stats_t st = {0};
-    char errstr[1024];
     int c, rc, dump = 0;
 
     while ((c = getopt_long(argc, argv, "k:n:l:D" CLI_COMMON_SHORT, longopts, NULL)) != -1) {
@@ -68,15 +82,5 @@ int cmd_k8s_monitor_main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if ((rc = cli_service_start(&o, &conf, "k8s-monitor", dump)) >= 0)
-        return rc;
-    rc = dlb_k8s_monitor_run(&conf, &cli_stop, &st, errstr, sizeof(errstr)) ? 1 : 0;
-    if (rc)
-        dlb_err("%s; exiting", errstr);
-    dlb_info("stopped: %lld object(s) read, %lld node event(s) produced, %lld skipped, %lld "
-             "relist(s), %lld retried request(s)",
-             (long long)st.objects, (long long)st.events, (long long)st.skipped,
-             (long long)st.relists, (long long)st.reconnects);
-    cli_service_end(&conf);
-    return rc;
+    return cli_service_run(&o, "k8s-monitor", dump, monitor_run, monitor_report, &st);
 }

@@ -161,7 +161,7 @@ void cli_metrics_stop(void)
     dlb_metrics_destroy(dlb_metrics_global());
 }
 
-int cli_service_start(const cli_opts_t *o, dlb_conf_t *conf, const char *program, int dump)
+static int service_start(const cli_opts_t *o, dlb_conf_t *conf, const char *program, int dump)
 {
     if (cli_conf_build(o, conf, program))
         return 2;
@@ -178,10 +178,52 @@ int cli_service_start(const cli_opts_t *o, dlb_conf_t *conf, const char *program
     return -1;
 }
 
-void cli_service_end(dlb_conf_t *conf)
+static void service_end(dlb_conf_t *conf)
 {
     cli_metrics_stop();
     dlb_conf_destroy(conf);
+}
+
+int cli_service_run(const cli_opts_t *o, const char *program, int dump, cli_service_fn run,
+                    void (*report)(void *opaque), void *opaque)
+{
+    dlb_conf_t conf;
+    char errstr[1024];
+    int rc;
+
+    if ((rc = service_start(o, &conf, program, dump)) >= 0)
+        return rc;
+    rc = run(&conf, &cli_stop, opaque, errstr, sizeof(errstr)) ? 1 : 0;
+    if (rc)
+        dlb_err("%s; exiting", errstr);
+    report(opaque);
+    service_end(&conf);
+    return rc;
+}
+
+typedef struct consumer_run {
+    cli_consumer_fn fn;
+    const char *outputs;
+    dlb_stream_stats_t st;
+} consumer_run_t;
+
+static int consumer_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, void *opaque,
+                        char *errstr, size_t errstr_size)
+{
+    consumer_run_t *c = opaque;
+
+    return c->fn(conf, stop, &c->st, errstr, errstr_size);
+}
+
+static void consumer_report(void *opaque)
+{
+    const consumer_run_t *c = opaque;
+    const dlb_stream_stats_t *st = &c->st;
+
+    dlb_info("stopped: %lld consumed, %lld accepted, %lld to DLQ, %lld %s, %lld batches, %lld "
+             "retried",
+             (long long)st->consumed, (long long)st->accepted, (long long)st->dlq,
+             (long long)st->outputs, c->outputs, (long long)st->batches, (long long)st->retries);
 }
 
 int cli_consumer_main(int argc, char **argv, const char *program, void (*usage)(FILE *),
@@ -189,10 +231,8 @@ int cli_consumer_main(int argc, char **argv, const char *program, void (*usage)(
 {
     static const struct option longopts[] = {
         {"dump-config", no_argument, 0, 'D'}, CLI_COMMON_LONG, {0, 0, 0, 0}};
+    consumer_run_t cr = {.fn = run, .outputs = outputs};
     cli_opts_t o = {0};
-    dlb_conf_t conf;
-    dlb_stream_stats_t st = {0};
-    char errstr[1024];
     int c, dump = 0, rc;
 
     while ((c = getopt_long(argc, argv, "D" CLI_COMMON_SHORT, longopts, NULL)) != -1) {
@@ -205,17 +245,7 @@ int cli_consumer_main(int argc, char **argv, const char *program, void (*usage)(
                 return rc;
         }
     }
-    if ((rc = cli_service_start(&o, &conf, program, dump)) >= 0)
-        return rc;
-    rc = run(&conf, &cli_stop, &st, errstr, sizeof(errstr)) ? 1 : 0;
-    if (rc)
-        dlb_err("%s; exiting", errstr);
-    dlb_info("stopped: %lld consumed, %lld accepted, %lld to DLQ, %lld %s, %lld batches, %lld "
-             "retried",
-             (long long)st.consumed, (long long)st.accepted, (long long)st.dlq,
-             (long long)st.outputs, outputs, (long long)st.batches, (long long)st.retries);
-    cli_service_end(&conf);
-    return rc;
+    return cli_service_run(&o, program, dump, consumer_run, consumer_report, &cr);
 }
 
 typedef struct sub_print {

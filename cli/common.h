@@ -54,16 +54,18 @@ int cli_conf_build(const cli_opts_t *o, dlb_conf_t *conf, const char *program);
 extern volatile sig_atomic_t cli_stop;
 void cli_signals_install(void);
 
-/** @brief Start of a long-running command: build conf (cli_conf_build), print
- *         it and stop when dump (-D), else install the signal handlers and
- *         start the metrics endpoint (cli_metrics_start).
- *  @returns -1 to go on running (conf is built; end with cli_service_end),
- *           else the exit status: 0 (dumped), 1 (the metrics port cannot be
- *           served) or 2 (bad configuration); conf is then released. */
-int cli_service_start(const cli_opts_t *o, dlb_conf_t *conf, const char *program, int dump);
+/* What a long-running command runs: until *stop, counting into opaque. */
+typedef int (*cli_service_fn)(const dlb_conf_t *conf, volatile sig_atomic_t *stop, void *opaque,
+                              char *errstr, size_t errstr_size);
 
-/** @brief End of a long-running command: stop the metrics endpoint, release conf. */
-void cli_service_end(dlb_conf_t *conf);
+/** @brief main()'s tail of every long-running command: build conf from o
+ *         (print it and stop when dump, -D), install the signal handlers and
+ *         the metrics endpoint, run until SIGINT/SIGTERM, log why it failed,
+ *         then report(opaque) logs the last line counting what was done.
+ *  @returns the exit status: 0, 1 (could not run, or the metrics port cannot
+ *           be served) or 2 (bad configuration). */
+int cli_service_run(const cli_opts_t *o, const char *program, int dump, cli_service_fn run,
+                    void (*report)(void *opaque), void *opaque);
 
 /** @brief Serve /metrics, /healthz and /readyz as metrics.* say (nothing when
  *         metrics.port is -1) and install the process's global registry;
