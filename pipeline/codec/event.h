@@ -270,7 +270,7 @@ dlb_group_resource_t *dlb_plan_group(dlb_plan_t *plan, const char *group);
 /** @brief Deep copy (heap arrays duplicated). @returns 0 or DLB_ERR_NOMEM. */
 int dlb_event_copy(dlb_event_t *dst, const dlb_event_t *src);
 
-/* Known values, NULL-terminated, used by validation and documented in the README. */
+/* Known values, NULL-terminated, used by validation and documented in docs/events.md. */
 extern const char *const dlb_stages[];
 extern const char *const dlb_job_states[];
 extern const char *const dlb_exit_reasons[];
