@@ -26,7 +26,7 @@ static void usage(FILE *fp)
         "publishes job events, runtime samples and node events into <env>. Virtual\n"
         "time moves in lock-step with the optimizer: each tick's requests wait for\n"
         "their plans. A summary line goes to stderr at the end.\n\n"
-        "  -w, --workload FILE     Pollux workload-N.csv or dlbrain CSV (README)\n"
+        "  -w, --workload FILE     Pollux workload-N.csv or dlbrain CSV (docs/simulator.md)\n"
         "  -n, --jobs N            the first N jobs (a shorter file repeats)\n"
         "  -s, --seed N            random seed (default 1)\n"
         "      --start MS          virtual start, ms since the epoch (default %" PRId64 ",\n"

@@ -8,7 +8,7 @@
  * figures seconds, CPU cores, memory bytes; a figure that has no data (a mean
  * of no jobs, a utilisation with nothing requested) is NaN.
  *
- * Definitions (README "Evaluator"):
+ * Definitions (docs/evaluator.md, "Definitions"):
  *  - JCT of a job: its first terminal state (succeeded, failed, stopped)
  *    minus its first job event (created); over finished jobs only.
  *  - Pending time: first running minus first created/pending event; over jobs

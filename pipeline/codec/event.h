@@ -262,7 +262,7 @@ int dlb_event_validate(const dlb_event_t *ev, char *errstr, size_t errstr_size);
 /** @brief Deep copy (heap arrays duplicated). @returns 0 or DLB_ERR_NOMEM. */
 int dlb_event_copy(dlb_event_t *dst, const dlb_event_t *src);
 
-/* Known values, NULL-terminated, used by validation and documented in the README. */
+/* Known values, NULL-terminated, used by validation and documented in docs/events.md. */
 extern const char *const dlb_stages[];
 extern const char *const dlb_job_states[];
 extern const char *const dlb_exit_reasons[];

@@ -77,7 +77,7 @@ void dlb_k8s_out_free(dlb_k8s_out_t *out);
 int dlb_k8s_pod_read(const cJSON *obj, const dlb_k8s_labels_t *labels, dlb_k8s_pod_t *pod,
                      char *errstr, size_t errstr_size);
 
-/** @brief The events a pod object's state implies (see the table in the README):
+/** @brief The events a pod object's state implies (see the table in docs/k8s-monitor.md):
  *         OOM kills of its containers (state and lastState), eviction,
  *         preemption, its phase, and deleted when the watch said DELETED.
  *  @param pod what dlb_k8s_pod_read() read from obj.

@@ -9,7 +9,7 @@
  *    to the same bytes again; checked for every decoded event, valid or not;
  *  - a decoded event renders as JSON (what `dlbrain plans -f json` prints),
  *    and a valid one reads back from that JSON as the same event, unless a
- *    long is beyond the +-2^53 JSON input takes (README, "Event format"). */
+ *    long is beyond the +-2^53 JSON input takes (docs/events.md). */
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

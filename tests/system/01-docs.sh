@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# The README stays true: its settings table is what the code says, its first
-# code block holds exactly the two commands, and .ci/run runs the test command.
+# The documentation stays true: the settings table of docs/configuration.md is
+# what the code says, the README's first code block holds exactly the two
+# commands and .ci/run runs the test command, the README names every command,
+# every relative link of README.md and docs/*.md leads to a file (and heading)
+# that exists, and the README stays short.
 set -euo pipefail
 top=${DLB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 DLBRAIN=${DLBRAIN:-$top/build/dlbrain}
 fail() { echo "FAIL - $*"; exit 1; }
 
-sed -n '/^<!-- settings-reference/,/^<!-- \/settings-reference/p' "$top/README.md" | sed '1d;$d' >/tmp/dlb-docs.$$
-"$DLBRAIN" settings --reference | diff -u /tmp/dlb-docs.$$ - || { rm -f /tmp/dlb-docs.$$; fail "README settings table differs from 'dlbrain settings --reference'"; }
+conf_doc=docs/configuration.md
+[ -f "$top/$conf_doc" ] || fail "$conf_doc is missing"
+grep -q '^<!-- settings-reference' "$top/$conf_doc" || fail "$conf_doc has no <!-- settings-reference block"
+sed -n '/^<!-- settings-reference/,/^<!-- \/settings-reference/p' "$top/$conf_doc" | sed '1d;$d' >/tmp/dlb-docs.$$
+"$DLBRAIN" settings --reference | diff -u /tmp/dlb-docs.$$ - || { rm -f /tmp/dlb-docs.$$; fail "$conf_doc settings table differs from 'dlbrain settings --reference'"; }
 rm -f /tmp/dlb-docs.$$
-echo "ok - README settings table matches the code"
+echo "ok - $conf_doc settings table matches the code"
 
 cmds=$(awk '/^```/{n++; next} n==1' "$top/README.md" | sed 's/ *#.*//')
 [ "$(printf '%s\n' "$cmds" | wc -l)" = 2 ] || fail "the README's first code block is not two commands: $cmds"
@@ -21,4 +27,37 @@ for c in $("$DLBRAIN" --help | awk '/^commands:/{f=1; next} f && !NF {exit} f {p
     grep -q "dlbrain $c" "$top/README.md" || fail "command '$c' is not documented in the README"
 done
 echo "ok - every dlbrain command is documented"
+
+size=$(wc -c <"$top/README.md")
+[ "$size" -lt 15360 ] || fail "README.md is $size bytes; keep it under 15360 (15 KB) and move detail to docs/"
+echo "ok - README.md is $size bytes (< 15360)"
+
+# Markdown outside fenced code blocks.
+prose() { awk '/^[ \t]*```/{f=!f; next} !f' "$1"; }
+# GitHub's anchor of a heading: lower case, punctuation dropped, spaces -> '-'.
+anchors() { prose "$1" | sed -n 's/^#\{1,6\} \{1,\}//p' | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9 _-]//g; s/ /-/g'; }
+nlinks=0
+for doc in "$top/README.md" "$top"/docs/*.md; do
+    [ -e "$doc" ] || continue
+    rel=${doc#"$top"/}
+    dir=$(dirname "$doc")
+    while IFS= read -r target; do
+        target=${target%% *} # drop a link title: (path "title")
+        case $target in
+        '' | http://* | https://* | mailto:*) continue ;;
+        esac
+        path=${target%%#*}
+        anchor=
+        [ "$path" = "$target" ] || anchor=${target#*#}
+        if [ -z "$path" ]; then file=$doc; else file=$dir/$path; fi
+        [ -e "$file" ] || fail "$rel links to '$target': $path does not exist"
+        if [ -n "$anchor" ]; then
+            [ -f "$file" ] && case $file in *.md) true ;; *) false ;; esac ||
+                fail "$rel links to '$target': an anchor into a file that is not Markdown"
+            anchors "$file" | grep -qxF "$anchor" || fail "$rel links to '$target': no heading '#$anchor' in ${file#"$top"/}"
+        fi
+        nlinks=$((nlinks + 1))
+    done < <(prose "$doc" | grep -o '\]([^)]*)' | sed 's/^](//; s/)$//')
+done
+echo "ok - $nlinks relative links of README.md and docs/*.md lead to files and headings that exist"
 echo "01-docs: all checks passed"

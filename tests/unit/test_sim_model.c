@@ -1,5 +1,5 @@
 /* The simulator's speed model: the built-in Pollux fits reproduce the
- * measurements within the MAPE the README states, the fit routine finds them
+ * measurements within the MAPE docs/simulator.md states, the fit routine finds them
  * again, and the PS-job mapping behaves: more workers more throughput with
  * falling efficiency, starved / hot PS and stragglers slow the step. Also the
  * workload readers. */
@@ -18,7 +18,7 @@
 #include "sim_model.h"
 #include "sim_workload.h"
 
-/* The MAPE the README reports per model (measured 6.80, 9.30, 6.42), with
+/* The MAPE docs/simulator.md reports per model (measured 6.80, 9.30, 6.42), with
  * a little room. */
 static const struct {
     const char *model;
