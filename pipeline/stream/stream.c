@@ -1,6 +1,6 @@
 /* The exactly-once stream processor (stream.h): the consumer loop every role
  * runs, with its ordering barrier, flow control, batches and transactions. */
-#include "stream.h"
+#include "stream_internal.h"
 
 #include <inttypes.h>
 #include <stdint.h>
@@ -20,150 +20,12 @@
 #include "metrics.h"
 #include "store_pg.h"
 
-/* Redis reconnects are tried at most this often while it is down, so an
- * outage costs one failed connect per interval instead of one per event. */
-#define REDIS_RETRY_MS   5000
-#define FLUSH_TIMEOUT_MS 30000
 /* The longest the loop waits for the broker to say where a partition ends
  * (barrier); past it, the end consumed is trusted. */
 #define END_ASK_TIMEOUT_MS 1000
 
-typedef struct item {
-    rd_kafka_message_t *msg;
-    dlb_event_t ev;
-    int rank;          /* index of its topic in the role's inputs, -1 if none */
-    int decoded;       /* decode (and DLQ on failure) done */
-    int ok;            /* decoded and valid */
-    int released;      /* processed in this round */
-    int64_t ts;        /* event time, INT64_MIN for bad messages */
-    int64_t polled_at; /* monotonic ms when it was polled */
-    /* Bad input: where it failed and why. It goes to the DLQ inside the
-     * batch's transaction, so an aborted batch leaves no DLQ copy behind. */
-    const char *dlq_stage; /* NULL when not bad */
-    int dlq_err;
-    char dlq_msg[512];
-    int64_t blocked_since; /* requests: when the barrier first held it, 0 if never */
-} item_t;
-
-/* What we know of one assigned input partition, for the ordering barrier. */
-typedef struct part {
-    int rank;
-    int32_t partition;
-    int64_t max_ts; /* newest event time consumed from it, INT64_MIN if none */
-    int at_eof;     /* consumed to its end and nothing since */
-    int assigned;   /* ours now (revoked entries are kept, unassigned) */
-    int paused;     /* we paused its fetching (we hold messages of it) */
-    int64_t next;   /* offset after the last message polled from it, -1 if none */
-    int held;       /* scratch: messages of it held back this round */
-    /* The broker's end of it as last asked (eof_confirmed): when, at which
-     * of our positions, and whether there was more. */
-    int64_t end_asked_at, end_asked_next;
-    int end_more;
-} part_t;
-
-typedef struct outmsg {
-    char key[DLB_ID_MAX];
-    void *buf;
-    size_t len;
-} outmsg_t;
-
-typedef struct dlb_stream ctx_t;
-
-/* Bad input stages (to_dlq) in the order of stream_metrics_t.dlq. */
-static const char *const dlq_stages[] = {"decode", "validate", "process"};
-#define NSTAGES (sizeof(dlq_stages) / sizeof(dlq_stages[0]))
-
-/* The series this loop updates, looked up once at set-up (all NULL without
- * a metrics registry: every update is then a no-op). */
-typedef struct stream_metrics {
-    dlb_series_t *consumed[DLB_STREAM_MAX_INPUTS];  /* per input topic */
-    dlb_series_t *processed[DLB_STREAM_MAX_INPUTS]; /* per input topic */
-    dlb_series_t *dlq[DLB_STREAM_MAX_INPUTS][NSTAGES];
-    dlb_series_t *bad[NSTAGES]; /* errors_total{class=stage} */
-    dlb_series_t *err_pg, *err_redis, *err_kafka, *err_internal;
-    dlb_series_t *produced;
-    dlb_series_t *txn_committed, *txn_aborted;
-    dlb_series_t *assigns, *revokes, *assigned;
-    dlb_series_t *batch_seconds, *event_seconds;
-} stream_metrics_t;
-
-struct dlb_stream {
-    const dlb_conf_t *conf;
-    const dlb_stream_role_t *role;
-    const char *group;
-    volatile sig_atomic_t *stop;
-    dlb_stream_stats_t *st;
-    dlb_catalog_t *cat;
-    dlb_pg_t *pg;
-    dlb_redis_t *redis; /* NULL while Redis is down */
-    int64_t redis_retry_at;
-    int redis_missed; /* events went by while Redis was down: its job states are stale */
-    rd_kafka_t *consumer;
-    rd_kafka_t *producer;
-    char topics[DLB_STREAM_MAX_INPUTS][256];
-    int ninputs;
-    char out_topic[256];
-    /* Messages polled and not yet committed, in poll order (so in offset
-     * order within each partition). Capacity 2 x batch size: one batch of
-     * new messages on top of those held back by the barrier. */
-    item_t *items;
-    size_t items_cnt, items_cap;
-    size_t *order; /* indexes of the items released this round */
-    size_t order_cnt;
-    part_t *parts;
-    size_t parts_cnt, parts_cap;
-    outmsg_t *out;
-    size_t out_cnt, out_cap;
-    item_t *cur; /* the item role->process() is given */
-    /* Runtime samples dlb_stream_store_event() was given in this batch and
-     * has not written yet: written together by pending_flush(), one
-     * PostgreSQL statement and one Redis round trip for all of them instead
-     * of one of each per sample (capacity items_cap). */
-    const dlb_event_t **pend_ev;
-    const void **pend_raw;
-    size_t *pend_len;
-    size_t pend_cnt;
-    stream_metrics_t m;
-};
-
-static void redis_down(ctx_t *c, const char *what, const char *errstr)
-{
-    dlb_metric_add(c->m.err_redis, 1);
-    dlb_warn("redis: %s failed: %s; serving job state from PostgreSQL until Redis is back", what,
-             errstr);
-    dlb_redis_destroy(c->redis);
-    c->redis = NULL;
-    c->redis_retry_at = dlb_clock_mono_ms() + REDIS_RETRY_MS;
-    c->redis_missed = 1;
-}
-
-static void redis_maybe_connect(ctx_t *c)
-{
-    char errstr[512];
-
-    if (c->redis || dlb_clock_mono_ms() < c->redis_retry_at)
-        return;
-    if (dlb_redis_connect(&c->redis, c->conf, c->cat, errstr, sizeof(errstr))) {
-        c->redis = NULL;
-        c->redis_retry_at = dlb_clock_mono_ms() + REDIS_RETRY_MS;
-        c->redis_missed = 1;
-        dlb_dbg("redis: still unavailable: %s", errstr);
-        return;
-    }
-    if (c->redis_missed) {
-        /* A stale hit would give a wrong plan; a miss only costs a rebuild. */
-        if (dlb_redis_invalidate_all(c->redis, errstr, sizeof(errstr))) {
-            redis_down(c, "invalidating the job states cached before the outage", errstr);
-            return;
-        }
-        c->redis_missed = 0;
-        dlb_info("redis: back at %s:%d; job states cached before the outage dropped, they are "
-                 "rebuilt from PostgreSQL when next needed",
-                 c->conf->redis_host, c->conf->redis_port);
-        return;
-    }
-    dlb_info("redis: connected to %s:%d", c->conf->redis_host, c->conf->redis_port);
-}
+/* Bad input stages, in the order of stream_metrics_t.dlq. */
+static const char *const dlq_stages[NSTAGES] = {"decode", "validate", "process"};
 
 static int topic_rank(const ctx_t *c, const char *topic)
 {
@@ -678,7 +540,7 @@ static int pending_flush(ctx_t *c, char *errstr, size_t size)
         return err;
     if (c->redis && dlb_redis_apply_samples(c->redis, c->pend_ev, c->pend_raw, c->pend_len,
                                             c->pend_cnt, sub, sizeof(sub)))
-        redis_down(c, "applying runtime samples", sub);
+        stream_redis_down(c, "applying runtime samples", sub);
     if ((err = dlb_pg_wait_runtime_batch(c->pg, errstr, size)))
         return err;
     c->pend_cnt = 0;
@@ -897,66 +759,6 @@ static int batch_rewind(ctx_t *c, char *errstr, size_t size)
     return err;
 }
 
-/* Connect and migrate, waiting out an unreachable or restarting server;
- * anything else (bad DSN, a failing migration) is returned. */
-static int pg_connect_wait(ctx_t *c, char *errstr, size_t size)
-{
-    int err;
-
-    while (!*c->stop) {
-        if (!c->pg)
-            err = dlb_pg_connect(&c->pg, c->conf->pg_dsn, c->conf->pg_schema, errstr, size);
-        else
-            err = dlb_pg_reconnect(c->pg, errstr, size);
-        if (!err && !(err = dlb_pg_migrate(c->pg, errstr, size)))
-            return 0;
-        if (err != DLB_ERR_TRANSIENT)
-            return err;
-        dlb_warn("%s; retrying in %d ms", errstr, c->conf->retry_backoff_ms);
-        dlb_metrics_nap_ms(c->stop, c->conf->retry_backoff_ms);
-    }
-    return dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "stopped before PostgreSQL was reachable");
-}
-
-/* A transactional producer, its transactions initialised: this also aborts
- * whatever a previous process with the same transactional.id left open. */
-static int producer_start(ctx_t *c, char *errstr, size_t size)
-{
-    char host[128] = "localhost", txn_id[512];
-    int err;
-
-    gethostname(host, sizeof(host) - 1);
-    snprintf(txn_id, sizeof(txn_id), "%s-%s-%d", c->group, host, (int)getpid());
-    if ((err = dlb_kafka_txn_producer_new(c->conf, txn_id, &c->producer, errstr, size)))
-        return err;
-    while (!*c->stop) {
-        rd_kafka_error_t *e = rd_kafka_init_transactions(c->producer, FLUSH_TIMEOUT_MS);
-        if (!e)
-            return 0;
-        if (rd_kafka_error_is_fatal(e)) {
-            err = dlb_seterr(errstr, size, DLB_ERR_GENERIC, "kafka: init_transactions: %s",
-                             rd_kafka_error_string(e));
-            rd_kafka_error_destroy(e);
-            return err;
-        }
-        dlb_warn("kafka: init_transactions: %s; retrying in %d ms", rd_kafka_error_string(e),
-                 c->conf->retry_backoff_ms);
-        rd_kafka_error_destroy(e);
-        dlb_metrics_nap_ms(c->stop, c->conf->retry_backoff_ms);
-    }
-    return dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "stopped before Kafka transactions began");
-}
-
-static void producer_stop(ctx_t *c)
-{
-    if (!c->producer)
-        return;
-    /* Anything unsent belongs to an aborted or unfinished transaction. */
-    rd_kafka_purge(c->producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-    dlb_kafka_producer_destroy(c->producer);
-    c->producer = NULL;
-}
-
 static void metrics_setup(ctx_t *c)
 {
     stream_metrics_t *m = &c->m;
@@ -1006,10 +808,6 @@ static void metrics_setup(ctx_t *c)
 
 static int setup(ctx_t *c, char *errstr, size_t size)
 {
-    /* EOF events tell the ordering barrier a partition has nothing more. */
-    static const char *const extra[] = {"enable.partition.eof", "true", NULL};
-    rd_kafka_topic_partition_list_t *sub;
-    rd_kafka_resp_err_t kerr;
     int err;
 
     char names[512] = "";
@@ -1036,20 +834,12 @@ static int setup(ctx_t *c, char *errstr, size_t size)
         return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
     if ((err = dlb_catalog_new(&c->cat, errstr, size)))
         return err;
-    if ((err = pg_connect_wait(c, errstr, size)))
+    if ((err = stream_pg_connect(c, errstr, size)))
         return err;
-    redis_maybe_connect(c);
-    if ((err = producer_start(c, errstr, size)) ||
-        (err = dlb_kafka_consumer_new_cb(c->conf, c->group, extra, rebalance_cb, c, &c->consumer,
-                                         errstr, size)))
+    stream_redis_connect(c);
+    if ((err = stream_producer_start(c, errstr, size)) ||
+        (err = stream_consumer_start(c, rebalance_cb, errstr, size)))
         return err;
-    sub = rd_kafka_topic_partition_list_new(c->ninputs);
-    for (int r = 0; r < c->ninputs; r++)
-        rd_kafka_topic_partition_list_add(sub, c->topics[r], RD_KAFKA_PARTITION_UA);
-    kerr = rd_kafka_subscribe(c->consumer, sub);
-    rd_kafka_topic_partition_list_destroy(sub);
-    if (kerr)
-        return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "subscribe: %s", rd_kafka_err2str(kerr));
     dlb_info("%s: group %s consuming %s.{%s} from %s, answering on %s", c->role->name, c->group,
              c->conf->env, names, c->conf->brokers, c->out_topic);
     return 0;
@@ -1059,13 +849,7 @@ static void teardown(ctx_t *c)
 {
     items_filter(c, keep_none, NULL);
     out_clear(c);
-    if (c->consumer) {
-        rd_kafka_consumer_close(c->consumer);
-        rd_kafka_destroy(c->consumer);
-    }
-    producer_stop(c);
-    dlb_redis_destroy(c->redis);
-    dlb_pg_destroy(c->pg);
+    stream_disconnect(c);
     if (c->cat)
         dlb_catalog_destroy(c->cat);
     free(c->items);
@@ -1099,7 +883,7 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
         batch_poll(&c);
         if (!c.items_cnt)
             continue;
-        redis_maybe_connect(&c);
+        stream_redis_connect(&c);
         batch_decode(&c);
         batch_release(&c);
         if (!c.order_cnt) {
@@ -1135,8 +919,8 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
             dlb_metrics_nap_ms(c.stop, conf->retry_backoff_ms);
             if (fatal) {
                 dlb_warn("kafka: replacing the transactional producer");
-                producer_stop(&c);
-                if ((err = producer_start(&c, errstr, errstr_size)))
+                stream_producer_stop(&c);
+                if ((err = stream_producer_start(&c, errstr, errstr_size)))
                     goto out;
             }
             if (dlb_pg_reconnect(c.pg, err_buf, sizeof(err_buf)))
@@ -1194,7 +978,7 @@ dlb_redis_t *dlb_stream_redis(dlb_stream_t *s)
 
 void dlb_stream_redis_down(dlb_stream_t *s, const char *what, const char *errstr)
 {
-    redis_down(s, what, errstr);
+    stream_redis_down(s, what, errstr);
 }
 
 void dlb_stream_reject(dlb_stream_t *s, const char *stage, int err, const char *msg)
@@ -1223,7 +1007,7 @@ int dlb_stream_store_event(dlb_stream_t *s, const dlb_event_t *ev, const void *r
         return err;
     if (s->redis && !s->role->is_request(ev) &&
         dlb_redis_apply_event(s->redis, ev, sub, sizeof(sub)))
-        redis_down(s, "applying an event", sub);
+        stream_redis_down(s, "applying an event", sub);
     return 0;
 }
 
@@ -1238,7 +1022,7 @@ int dlb_stream_load_job(dlb_stream_t *s, const char *job_uid, int64_t until_ms, 
 
     if (s->redis) {
         if ((err = dlb_redis_load_job(s->redis, job_uid, st, &found, sub, sizeof(sub)))) {
-            redis_down(s, "loading job state", sub);
+            stream_redis_down(s, "loading job state", sub);
             found = 0;
         }
     }
@@ -1248,7 +1032,7 @@ int dlb_stream_load_job(dlb_stream_t *s, const char *job_uid, int64_t until_ms, 
                                          errstr_size)))
             return err;
         if (s->redis && dlb_redis_store_job(s->redis, st, sub, sizeof(sub)))
-            redis_down(s, "seeding job state", sub);
+            stream_redis_down(s, "seeding job state", sub);
     }
     while (st->window_cnt > 0 && st->window[st->window_cnt - 1].event_time_ms > until_ms) {
         st->window_cnt--;

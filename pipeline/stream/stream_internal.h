@@ -1,0 +1,140 @@
+/* The stream processor's inside, shared by stream.c (the loop) and
+ * stream_conn.c (its connections); not a public API. */
+#ifndef DLB_STREAM_INTERNAL_H
+#define DLB_STREAM_INTERNAL_H
+
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "cache_redis.h"
+#include "catalog.h"
+#include "metrics.h"
+#include "store_pg.h"
+#include "stream.h"
+
+/* How long a Kafka transaction call may take before it counts as failed. */
+#define FLUSH_TIMEOUT_MS 30000
+
+typedef struct item {
+    rd_kafka_message_t *msg;
+    dlb_event_t ev;
+    int rank;          /* index of its topic in the role's inputs, -1 if none */
+    int decoded;       /* decode (and DLQ on failure) done */
+    int ok;            /* decoded and valid */
+    int released;      /* processed in this round */
+    int64_t ts;        /* event time, INT64_MIN for bad messages */
+    int64_t polled_at; /* monotonic ms when it was polled */
+    /* Bad input: where it failed and why. It goes to the DLQ inside the
+     * batch's transaction, so an aborted batch leaves no DLQ copy behind. */
+    const char *dlq_stage; /* NULL when not bad */
+    int dlq_err;
+    char dlq_msg[512];
+    int64_t blocked_since; /* requests: when the barrier first held it, 0 if never */
+} item_t;
+
+/* What we know of one assigned input partition, for the ordering barrier. */
+typedef struct part {
+    int rank;
+    int32_t partition;
+    int64_t max_ts; /* newest event time consumed from it, INT64_MIN if none */
+    int at_eof;     /* consumed to its end and nothing since */
+    int assigned;   /* ours now (revoked entries are kept, unassigned) */
+    int paused;     /* we paused its fetching (we hold messages of it) */
+    int64_t next;   /* offset after the last message polled from it, -1 if none */
+    int held;       /* scratch: messages of it held back this round */
+    /* The broker's end of it as last asked (eof_confirmed): when, at which
+     * of our positions, and whether there was more. */
+    int64_t end_asked_at, end_asked_next;
+    int end_more;
+} part_t;
+
+typedef struct outmsg {
+    char key[DLB_ID_MAX];
+    void *buf;
+    size_t len;
+} outmsg_t;
+
+typedef struct dlb_stream ctx_t;
+
+/* Bad input stages (to_dlq, stream.c's dlq_stages) in the order of
+ * stream_metrics_t.dlq: decode, validate, process. */
+#define NSTAGES 3
+
+/* The series this loop updates, looked up once at set-up (all NULL without
+ * a metrics registry: every update is then a no-op). */
+typedef struct stream_metrics {
+    dlb_series_t *consumed[DLB_STREAM_MAX_INPUTS];  /* per input topic */
+    dlb_series_t *processed[DLB_STREAM_MAX_INPUTS]; /* per input topic */
+    dlb_series_t *dlq[DLB_STREAM_MAX_INPUTS][NSTAGES];
+    dlb_series_t *bad[NSTAGES]; /* errors_total{class=stage} */
+    dlb_series_t *err_pg, *err_redis, *err_kafka, *err_internal;
+    dlb_series_t *produced;
+    dlb_series_t *txn_committed, *txn_aborted;
+    dlb_series_t *assigns, *revokes, *assigned;
+    dlb_series_t *batch_seconds, *event_seconds;
+} stream_metrics_t;
+
+struct dlb_stream {
+    const dlb_conf_t *conf;
+    const dlb_stream_role_t *role;
+    const char *group;
+    volatile sig_atomic_t *stop;
+    dlb_stream_stats_t *st;
+    dlb_catalog_t *cat;
+    dlb_pg_t *pg;
+    dlb_redis_t *redis; /* NULL while Redis is down */
+    int64_t redis_retry_at;
+    int redis_missed; /* events went by while Redis was down: its job states are stale */
+    rd_kafka_t *consumer;
+    rd_kafka_t *producer;
+    char topics[DLB_STREAM_MAX_INPUTS][256];
+    int ninputs;
+    char out_topic[256];
+    /* Messages polled and not yet committed, in poll order (so in offset
+     * order within each partition). Capacity 2 x batch size: one batch of
+     * new messages on top of those held back by the barrier. */
+    item_t *items;
+    size_t items_cnt, items_cap;
+    size_t *order; /* indexes of the items released this round */
+    size_t order_cnt;
+    part_t *parts;
+    size_t parts_cnt, parts_cap;
+    outmsg_t *out;
+    size_t out_cnt, out_cap;
+    item_t *cur; /* the item role->process() is given */
+    /* Runtime samples dlb_stream_store_event() was given in this batch and
+     * has not written yet: written together by pending_flush(), one
+     * PostgreSQL statement and one Redis round trip for all of them instead
+     * of one of each per sample (capacity items_cap). */
+    const dlb_event_t **pend_ev;
+    const void **pend_raw;
+    size_t *pend_len;
+    size_t pend_cnt;
+    stream_metrics_t m;
+};
+
+/* ---- stream_conn.c: PostgreSQL, Redis and Kafka, each waited for or
+ * retried as its outage needs ---- */
+
+/** Redis failed doing what: drop the connection, serve job state from
+ *  PostgreSQL, and retry connecting in a while. */
+void stream_redis_down(ctx_t *c, const char *what, const char *errstr);
+/** Connect to Redis when not connected and the retry is due; after an outage
+ *  the states cached before it are dropped. Failure is logged, not returned. */
+void stream_redis_connect(ctx_t *c);
+/** Connect (or reconnect) and migrate, waiting out an unreachable server. */
+int stream_pg_connect(ctx_t *c, char *errstr, size_t size);
+/** A transactional producer with its transactions initialised (this aborts
+ *  what a previous process with the same transactional.id left open). */
+int stream_producer_start(ctx_t *c, char *errstr, size_t size);
+void stream_producer_stop(ctx_t *c);
+/** The consumer of the role's input topics, subscribed, with rebalance_cb. */
+int stream_consumer_start(ctx_t *c,
+                          void (*rebalance_cb)(rd_kafka_t *, rd_kafka_resp_err_t,
+                                               rd_kafka_topic_partition_list_t *, void *),
+                          char *errstr, size_t size);
+/** Close and release every connection. */
+void stream_disconnect(ctx_t *c);
+
+#endif
