@@ -10,6 +10,7 @@
 #include "latency.h"
 #include "matcher.h"
 #include "rules.h"
+#include "vec.h"
 
 #define SEED   0x6d61746368ULL /* "match" */
 #define POOL   16384
@@ -186,14 +187,11 @@ static dlb_job_meta_t *make_pool(void)
 static int add_cond(dlb_rule_match_t **arr, size_t *cnt, int a, char (*vals)[DLB_NAME_MAX],
                     size_t n)
 {
-    dlb_rule_match_t *p = realloc(*arr, (*cnt + 1) * sizeof(*p)), *m;
+    /* Counted once pushed: dlb_rules_clear frees whatever follows. */
+    dlb_rule_match_t *m = dlb_vec_push((void **)arr, cnt, sizeof(*m));
 
-    if (!p)
+    if (!m)
         return DLB_ERR_NOMEM;
-    *arr = p;
-    m = &p[*cnt];
-    memset(m, 0, sizeof(*m));
-    (*cnt)++; /* now dlb_rules_clear frees whatever follows */
     if (!(m->attr = strdup(attr_keys[a])) || !(m->values = calloc(n, sizeof(char *))))
         return DLB_ERR_NOMEM;
     for (; m->values_cnt < n; m->values_cnt++)

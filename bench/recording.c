@@ -8,6 +8,7 @@
 #include "codec.h"
 #include "err.h"
 #include "log.h"
+#include "vec.h"
 
 typedef struct rec_event {
     dlb_event_t ev;
@@ -107,15 +108,9 @@ static int load_events(dlb_recording_t *rec, const char *path, const dlb_catalog
             line[--len] = '\0';
         if (!len || line[0] == '#')
             continue;
-        if (rec->evs_cnt == evs_cap) {
-            size_t ncap = evs_cap ? 2 * evs_cap : 4096;
-            rec_event_t *n = realloc(rec->evs, ncap * sizeof(*n));
-            if (!n) {
-                err = dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
-                goto out;
-            }
-            rec->evs = n;
-            evs_cap = ncap;
+        if (dlb_vec_reserve((void **)&rec->evs, &evs_cap, rec->evs_cnt + 1, sizeof(*rec->evs))) {
+            err = dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+            goto out;
         }
         e = &rec->evs[rec->evs_cnt];
         memset(e, 0, sizeof(*e));
@@ -460,13 +455,9 @@ int dlb_recording_answer(dlb_recording_t *rec, size_t i, const dlb_plan_t *plan,
 
     if (!answered->pod_name[0])
         return 0;
-    if (j->answered_cnt == j->answered_cap) {
-        size_t cap = j->answered_cap ? 2 * j->answered_cap : 4;
-        if (!(a = realloc(j->answered, cap * sizeof(*a))))
-            return DLB_ERR_NOMEM;
-        j->answered = a;
-        j->answered_cap = cap;
-    }
+    if (dlb_vec_reserve((void **)&j->answered, &j->answered_cap, j->answered_cnt + 1,
+                        sizeof(*j->answered)))
+        return DLB_ERR_NOMEM;
     a = &j->answered[j->answered_cnt++];
     *a = *answered;
     snprintf(a->plan_id, sizeof(a->plan_id), "%s", plan->plan_id);

@@ -14,6 +14,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "vec.h"
 
 #define PS_RUNTIME_MEM     (512 * DLB_MIB)
 #define WK_GROWTH_PROGRESS 0.3
@@ -113,17 +114,12 @@ static void ask(dlb_sim_job_t *j, int64_t now, const char *stage, const char *oo
     dlb_event_t ev = {.type = DLB_EV_PLAN_REQUEST};
     dlb_plan_request_t *r = &ev.u.req;
 
-    if (out->reqs_cnt == out->reqs_cap) {
-        size_t cap = out->reqs_cap ? 2 * out->reqs_cap : 64;
-        dlb_plan_request_t *n = realloc(out->reqs, cap * sizeof(*n));
-        if (!n) {
-            if (!out->err)
-                out->err = dlb_seterr(out->errstr, sizeof(out->errstr), DLB_ERR_NOMEM,
-                                      "out of memory queueing a plan request");
-            return;
-        }
-        out->reqs = n;
-        out->reqs_cap = cap;
+    if (dlb_vec_reserve((void **)&out->reqs, &out->reqs_cap, out->reqs_cnt + 1,
+                        sizeof(*out->reqs))) {
+        if (!out->err)
+            out->err = dlb_seterr(out->errstr, sizeof(out->errstr), DLB_ERR_NOMEM,
+                                  "out of memory queueing a plan request");
+        return;
     }
     next_id(j, r->event_id);
     r->event_time_ms = now;

@@ -11,6 +11,7 @@
 
 #include "conf.h"
 #include "err.h"
+#include "vec.h"
 
 /* splitmix64 (Steele, Lea, Flood 2014): tiny, the same sequence everywhere. */
 uint64_t dlb_rng_next(dlb_rng_t *r)
@@ -45,13 +46,11 @@ double dlb_sim_step_time(const dlb_sim_fit_t *f, int nodes, int replicas, double
 
 static int push_point(dlb_sim_point_t **pts, size_t *n, const dlb_sim_point_t *p)
 {
-    dlb_sim_point_t *np = realloc(*pts, (*n + 1) * sizeof(*np));
+    dlb_sim_point_t *np = dlb_vec_push((void **)pts, n, sizeof(*np));
 
     if (!np)
         return DLB_ERR_NOMEM;
-    np[*n] = *p;
-    *pts = np;
-    (*n)++;
+    *np = *p;
     return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "kafka.h"
 #include "latency.h"
 #include "log.h"
+#include "vec.h"
 
 void dlb_sim_opts_init(dlb_sim_opts_t *o)
 {
@@ -354,14 +355,8 @@ static int take_spare(dlb_sim_kafka_t *k, const dlb_plan_request_t *req, dlb_pla
 
 static int keep_spare(dlb_sim_kafka_t *k, dlb_event_t *ev)
 {
-    if (k->spare_cnt == k->spare_cap) {
-        size_t cap = k->spare_cap ? 2 * k->spare_cap : 64;
-        dlb_plan_t *s = realloc(k->spare, cap * sizeof(*s));
-        if (!s)
-            return DLB_ERR_NOMEM;
-        k->spare = s;
-        k->spare_cap = cap;
-    }
+    if (dlb_vec_reserve((void **)&k->spare, &k->spare_cap, k->spare_cnt + 1, sizeof(*k->spare)))
+        return DLB_ERR_NOMEM;
     k->spare[k->spare_cnt++] = ev->u.plan;
     memset(ev, 0, sizeof(*ev)); /* the arrays moved with it */
     return 0;

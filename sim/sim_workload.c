@@ -7,17 +7,12 @@
 #include <string.h>
 
 #include "err.h"
+#include "vec.h"
 
 static int push(dlb_sim_workload_t *wl, size_t *cap, const dlb_sim_spec_t *s)
 {
-    if (wl->n == *cap) {
-        size_t ncap = *cap ? 2 * *cap : 64;
-        dlb_sim_spec_t *j = realloc(wl->jobs, ncap * sizeof(*j));
-        if (!j)
-            return DLB_ERR_NOMEM;
-        wl->jobs = j;
-        *cap = ncap;
-    }
+    if (dlb_vec_reserve((void **)&wl->jobs, cap, wl->n + 1, sizeof(*wl->jobs)))
+        return DLB_ERR_NOMEM;
     wl->jobs[wl->n++] = *s;
     return 0;
 }

@@ -24,6 +24,7 @@
 #include "matcher.h"
 #include "store_config.h"
 #include "store_pg.h"
+#include "vec.h"
 
 #define JOB_TTL_S 604800 /* a job's attributes live as long as its other keys (7 days) */
 
@@ -267,28 +268,25 @@ static void match_values_clear(dlb_config_match_t *cm)
 
 static int add_str(char ***arr, size_t *cnt, const char *s)
 {
-    char **p = realloc(*arr, (*cnt + 1) * sizeof(**arr));
+    char *d = strdup(s), **p;
 
-    if (!p)
+    if (!d || !(p = dlb_vec_push((void **)arr, cnt, sizeof(**arr)))) {
+        free(d);
         return DLB_ERR_NOMEM;
-    *arr = p;
-    if (!(p[*cnt] = strdup(s)))
-        return DLB_ERR_NOMEM;
-    (*cnt)++;
+    }
+    *p = d;
     return 0;
 }
 
 static int add_value(dlb_config_match_t *cm, const char *key, const char *json)
 {
-    dlb_config_value_t *p = realloc(cm->values, (cm->values_cnt + 1) * sizeof(*p));
+    dlb_config_value_t *p = dlb_vec_push((void **)&cm->values, &cm->values_cnt, sizeof(*p));
 
     if (!p)
         return DLB_ERR_NOMEM;
-    cm->values = p;
-    p[cm->values_cnt].key = strdup(key);
-    p[cm->values_cnt].json = strdup(json);
-    cm->values_cnt++;
-    return p[cm->values_cnt - 1].key && p[cm->values_cnt - 1].json ? 0 : DLB_ERR_NOMEM;
+    p->key = strdup(key);
+    p->json = strdup(json);
+    return p->key && p->json ? 0 : DLB_ERR_NOMEM;
 }
 
 /* {"a": canon, "r": [rule ids], "v": [[key, json], ...]} */

@@ -7,6 +7,7 @@
 
 #include "err.h"
 #include "opt_util.h"
+#include "vec.h"
 
 /* DLRover's defaults (go/brain optimizer config). */
 #define PS_COLD_REPLICA   4
@@ -47,7 +48,6 @@ typedef struct ps_hist {
 
 static int ps_acc_add(ps_acc_t **acc, size_t *cnt, size_t *cap, const dlb_pod_usage_t *pod)
 {
-    ps_acc_t *a;
     size_t i;
 
     for (i = 0; i < *cnt; i++) {
@@ -57,14 +57,8 @@ static int ps_acc_add(ps_acc_t **acc, size_t *cnt, size_t *cap, const dlb_pod_us
             return 0;
         }
     }
-    if (*cnt == *cap) {
-        size_t ncap = *cap ? *cap * 2 : 16;
-
-        if (!(a = realloc(*acc, ncap * sizeof(*a))))
-            return DLB_ERR_NOMEM;
-        *acc = a;
-        *cap = ncap;
-    }
+    if (dlb_vec_reserve((void **)acc, cap, *cnt + 1, sizeof(**acc)))
+        return DLB_ERR_NOMEM;
     (*acc)[*cnt].name = pod->name;
     (*acc)[*cnt].cpu_sum = pod->cpu_used;
     (*acc)[*cnt].records = 1;
@@ -86,15 +80,9 @@ static int ps_history(const dlb_history_t *h, ps_hist_t *out)
         const dlb_hist_job_t *job = &h->jobs[i];
         size_t nsums = 0;
 
-        if (job->samples_cnt > sums_cap) {
-            double *s = realloc(sums, job->samples_cnt * sizeof(*s));
-
-            if (!s) {
-                err = DLB_ERR_NOMEM;
-                goto out;
-            }
-            sums = s;
-            sums_cap = job->samples_cnt;
+        if (dlb_vec_reserve((void **)&sums, &sums_cap, job->samples_cnt, sizeof(*sums))) {
+            err = DLB_ERR_NOMEM;
+            goto out;
         }
         acc_cnt = 0;
         for (j = 0; j < job->samples_cnt; j++) {

@@ -10,6 +10,7 @@
 #include "err.h"
 #include "opt_oom.h"
 #include "opt_util.h"
+#include "vec.h"
 
 #define OOM_WORKER_STEP    ((int64_t)4000000000) /* DLRover adds 4e9 bytes, not 4 GiB */
 #define OOM_HIST_NUM       6                     /* an OOM'd history pod needed >= used * 1.2 */
@@ -155,16 +156,9 @@ int dlb_oom_history_memory(const dlb_history_t *h, const char *type, int64_t *ma
                         break;
                 if (n < seen_cnt)
                     continue;
-                if (seen_cnt == seen_cap) {
-                    size_t ncap = seen_cap ? seen_cap * 2 : 16;
-                    const char **ns = realloc(seen, ncap * sizeof(*ns));
-
-                    if (!ns) {
-                        err = DLB_ERR_NOMEM;
-                        goto out;
-                    }
-                    seen = ns;
-                    seen_cap = ncap;
+                if (dlb_vec_reserve((void **)&seen, &seen_cap, seen_cnt + 1, sizeof(*seen))) {
+                    err = DLB_ERR_NOMEM;
+                    goto out;
                 }
                 seen[seen_cnt++] = pod->name;
                 (*pods)++;

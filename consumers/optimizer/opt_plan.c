@@ -5,47 +5,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vec.h"
+
 dlb_group_resource_t *dlb_plan_add_group(dlb_plan_t *plan, const char *group)
 {
-    dlb_group_resource_t *groups, *g;
+    dlb_group_resource_t *g;
 
     /* Plans hold a handful of groups (ps, worker, chief, evaluator): growing
      * by one keeps the struct free of a capacity field the codecs would have
      * to know about. */
-    groups = realloc(plan->groups, (plan->groups_cnt + 1) * sizeof(*groups));
-    if (!groups)
+    if (!(g = dlb_vec_push((void **)&plan->groups, &plan->groups_cnt, sizeof(*g))))
         return NULL;
-    plan->groups = groups;
-    g = &groups[plan->groups_cnt++];
-    memset(g, 0, sizeof(*g));
     snprintf(g->group, sizeof(g->group), "%s", group);
     return g;
 }
 
 dlb_pod_resource_t *dlb_plan_add_pod(dlb_plan_t *plan, const char *name)
 {
-    dlb_pod_resource_t *pods, *p;
+    dlb_pod_resource_t *p;
 
-    pods = realloc(plan->pods, (plan->pods_cnt + 1) * sizeof(*pods));
-    if (!pods)
+    if (!(p = dlb_vec_push((void **)&plan->pods, &plan->pods_cnt, sizeof(*p))))
         return NULL;
-    plan->pods = pods;
-    p = &pods[plan->pods_cnt++];
-    memset(p, 0, sizeof(*p));
     snprintf(p->name, sizeof(p->name), "%s", name);
     return p;
 }
 
 dlb_pod_action_t *dlb_plan_add_action(dlb_plan_t *plan, const char *pod, const char *action)
 {
-    dlb_pod_action_t *acts, *a;
+    dlb_pod_action_t *a;
 
-    acts = realloc(plan->actions, (plan->actions_cnt + 1) * sizeof(*acts));
-    if (!acts)
+    if (!(a = dlb_vec_push((void **)&plan->actions, &plan->actions_cnt, sizeof(*a))))
         return NULL;
-    plan->actions = acts;
-    a = &acts[plan->actions_cnt++];
-    memset(a, 0, sizeof(*a));
     snprintf(a->pod, sizeof(a->pod), "%s", pod);
     snprintf(a->action, sizeof(a->action), "%s", action);
     return a;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "vec.h"
 
 #define MS_PER_HOUR 3600000.0
 #define GIB         1073741824.0
@@ -222,11 +223,8 @@ static int count_add(dlb_eval_count_t **list, size_t *cnt, int by_stage, const c
             l[i].count += count;
             return 0;
         }
-    if (!(l = realloc(l, (*cnt + 1) * sizeof(*l))))
+    if (!(e = dlb_vec_push((void **)list, cnt, sizeof(*e))))
         return DLB_ERR_NOMEM;
-    *list = l;
-    e = &l[(*cnt)++];
-    memset(e, 0, sizeof(*e));
     snprintf(by_stage ? e->stage : e->optimizer, sizeof(e->stage), "%s", name);
     e->count = count;
     return 0;

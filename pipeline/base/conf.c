@@ -9,6 +9,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "vec.h"
 
 typedef enum { K_STR, K_INT, K_PORT, K_I64, K_DBL, K_MIB, K_LEVEL, K_FORMAT, K_OPTSET } kind_t;
 
@@ -254,20 +255,15 @@ int dlb_conf_set_kafka(dlb_conf_t *conf, const char *key, const char *value, cha
             return 0;
         }
     }
-    kv = realloc(conf->kafka, (conf->kafka_cnt + 1) * sizeof(*kv));
-    if (!kv)
-        return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
-    conf->kafka = kv;
     k = strdup(key);
     v = strdup(value);
-    if (!k || !v) {
+    if (!k || !v || !(kv = dlb_vec_push((void **)&conf->kafka, &conf->kafka_cnt, sizeof(*kv)))) {
         free(k);
         free(v);
         return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
     }
-    conf->kafka[conf->kafka_cnt].key = k;
-    conf->kafka[conf->kafka_cnt].value = v;
-    conf->kafka_cnt++;
+    kv->key = k;
+    kv->value = v;
     return 0;
 }
 

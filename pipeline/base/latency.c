@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "err.h"
+#include "vec.h"
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -21,14 +22,8 @@ int dlb_lat_add(dlb_lat_t *l, int64_t ns)
         l->max = ns;
     if (l->n >= DLB_LAT_CAP)
         return 0;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 1024;
-        int64_t *v = realloc(l->v, cap * sizeof(*v));
-        if (!v)
-            return DLB_ERR_NOMEM;
-        l->v = v;
-        l->cap = cap;
-    }
+    if (dlb_vec_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
+        return DLB_ERR_NOMEM;
     l->v[l->n++] = ns;
     l->sorted = 0;
     return 0;

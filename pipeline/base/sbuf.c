@@ -1,24 +1,17 @@
 /* The growing text buffer of sbuf.h. */
 #include "sbuf.h"
 
-#include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "err.h"
+#include "vec.h"
 
 int dlb_sbuf_put(dlb_sbuf_t *b, const char *s, size_t n)
 {
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        char *p;
-
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        if (!(p = realloc(b->p, cap)))
-            return DLB_ERR_NOMEM;
-        b->p = p;
-        b->cap = cap;
-    }
+    /* len is below cap (the NUL has room), so only n can wrap len + n + 1. */
+    if (n > SIZE_MAX - b->len - 1 || dlb_vec_reserve((void **)&b->p, &b->cap, b->len + n + 1, 1))
+        return DLB_ERR_NOMEM;
     memcpy(b->p + b->len, s, n);
     b->len += n;
     b->p[b->len] = '\0';

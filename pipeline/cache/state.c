@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "vec.h"
 
 void dlb_job_state_clear(dlb_job_state_t *st)
 {
@@ -131,15 +132,11 @@ static int apply_sample(dlb_job_state_t *st, const dlb_runtime_sample_t *s, int 
             return DLB_ERR_NOMEM;
         memcpy(copy.pods, s->pods, s->pods_cnt * sizeof(*copy.pods));
     }
-    win = realloc(st->window, (st->window_cnt + 1) * sizeof(*win));
-    if (!win) {
+    if (!(win = dlb_vec_insert((void **)&st->window, &st->window_cnt, pos, sizeof(*win)))) {
         free(copy.pods);
         return DLB_ERR_NOMEM;
     }
-    st->window = win;
-    memmove(win + pos + 1, win + pos, (st->window_cnt - pos) * sizeof(*win));
-    win[pos] = copy;
-    st->window_cnt++;
+    *win = copy;
     trim_window(st, ws);
     return 0;
 }
@@ -184,14 +181,8 @@ static int apply_node(dlb_job_state_t *st, const dlb_node_event_t *ev)
         if (!strcmp(p->last_event_id, ev->event_id) || !strcmp(p->last_oom_event_id, ev->event_id))
             return 0;
     } else {
-        dlb_pod_status_t *pods = realloc(st->pods, (st->pods_cnt + 1) * sizeof(*pods));
-        if (!pods)
+        if (!(p = dlb_vec_insert((void **)&st->pods, &st->pods_cnt, i, sizeof(*p))))
             return DLB_ERR_NOMEM;
-        st->pods = pods;
-        memmove(pods + i + 1, pods + i, (st->pods_cnt - i) * sizeof(*pods));
-        st->pods_cnt++;
-        p = &pods[i];
-        memset(p, 0, sizeof(*p));
         copy_str(p->name, sizeof(p->name), ev->pod_name);
     }
 

@@ -10,6 +10,7 @@
 #include "codec_internal.h"
 #include "embedded.h"
 #include "err.h"
+#include "vec.h"
 
 #define CATALOG_FILE "catalog.tsv"
 /* A schema file is a few KiB; this only stops a wrong path from eating memory. */
@@ -128,14 +129,12 @@ static int collect_records(schema_priv_t *p, const cJSON *node)
         const cJSON *fields = cJSON_GetObjectItemCaseSensitive(node, "fields");
         if (cJSON_IsString(type) && !strcmp(type->valuestring, "record") && cJSON_IsString(name) &&
             cJSON_IsArray(fields)) {
-            record_json_t *r = realloc(p->records, (p->records_cnt + 1) * sizeof(*r));
+            record_json_t *r = dlb_vec_push((void **)&p->records, &p->records_cnt, sizeof(*r));
             const char *dot = strrchr(name->valuestring, '.');
             if (!r)
                 return DLB_ERR_NOMEM;
-            p->records = r;
-            r[p->records_cnt].name = dot ? dot + 1 : name->valuestring;
-            r[p->records_cnt].fields = fields;
-            p->records_cnt++;
+            r->name = dot ? dot + 1 : name->valuestring;
+            r->fields = fields;
         }
     }
     if (cJSON_IsObject(node) || cJSON_IsArray(node))

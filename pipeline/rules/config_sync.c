@@ -10,10 +10,11 @@
 
 #include "err.h"
 #include "rules.h"
+#include "vec.h"
 
 typedef struct files {
     char **paths;
-    size_t cnt;
+    size_t cnt, cap;
 } files_t;
 
 static void files_free(files_t *f)
@@ -63,17 +64,11 @@ static int list_files(const char *dir, files_t *out, uint64_t *fp, char *errstr,
         return dlb_seterr(errstr, size, errno == ENOENT ? DLB_ERR_NOTFOUND : DLB_ERR_CONF, "%s: %s",
                           dir, strerror(errno));
     while ((e = readdir(d))) {
-        char **p;
-
         if (e->d_name[0] == '.' ||
             !(has_suffix(e->d_name, ".yaml") || has_suffix(e->d_name, ".yml")))
             continue;
-        if (!(p = realloc(out->paths, (out->cnt + 1) * sizeof(*p)))) {
-            err = DLB_ERR_NOMEM;
-            break;
-        }
-        out->paths = p;
-        if (asprintf(&p[out->cnt], "%s/%s", dir, e->d_name) < 0) {
+        if (dlb_vec_reserve((void **)&out->paths, &out->cap, out->cnt + 1, sizeof(*out->paths)) ||
+            asprintf(&out->paths[out->cnt], "%s/%s", dir, e->d_name) < 0) {
             err = DLB_ERR_NOMEM;
             break;
         }

@@ -40,6 +40,7 @@
 
 #include "err.h"
 #include "sbuf.h"
+#include "vec.h"
 
 #define NATTR      8
 #define CACHE_WAYS 8
@@ -364,12 +365,8 @@ static int parse_object(chunk_t **arena, const char **pp, const char *lim, const
             break;
         if (*p == ',')
             p = skip_ws(p + 1);
-        if (cnt == cap) {
-            cap = cap ? 2 * cap : 8;
-            if (!(tmp = realloc(mem, cap * sizeof(*mem))))
-                goto out;
-            mem = tmp;
-        }
+        if (dlb_vec_reserve((void **)&mem, &cap, cnt + 1, sizeof(*mem)))
+            goto out;
         jm = &mem[cnt++];
         memset(jm, 0, sizeof(*jm));
         if (!(item = cJSON_ParseWithLengthOpts(p, (size_t)(lim - p), &end, 0)))
@@ -670,14 +667,8 @@ static long vt_get(vtable_t *t, const char *s)
         return found - t->ents;
     if ((t->cnt + 1 > (t->slots ? (t->mask + 1) / 2 : 0) && vt_grow(t)))
         return -1;
-    if (t->cnt == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 16;
-        vent_t *ents = realloc(t->ents, cap * sizeof(*ents));
-        if (!ents)
-            return -1;
-        t->ents = ents;
-        t->cap = cap;
-    }
+    if (dlb_vec_reserve((void **)&t->ents, &t->cap, t->cnt + 1, sizeof(*t->ents)))
+        return -1;
     e = &t->ents[t->cnt];
     memset(e, 0, sizeof(*e));
     e->value = s; /* the rule's copy, in the arena */

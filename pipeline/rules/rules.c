@@ -301,7 +301,7 @@ static int match_values(pctx_t *c, const yaml_event_t *start, const char *attr, 
             rc = fail(c, &ev.start_mark, "values of attribute %s must be scalars", attr);
         else if (!ev.data.scalar.length)
             rc = fail(c, &ev.start_mark, "attribute %s has an empty value", attr);
-        else if (dlb_rules_grow((void **)&m->values, &cap, m->values_cnt, sizeof(*m->values)))
+        else if (dlb_vec_reserve((void **)&m->values, &cap, m->values_cnt + 1, sizeof(*m->values)))
             rc = nomem(c);
         else if (!(rc = scalar_dup(c, &ev, "value", &m->values[m->values_cnt])))
             m->values_cnt++;
@@ -352,7 +352,7 @@ static int section_matches(pctx_t *c, const yaml_event_t *start, const char *sec
         yaml_event_delete(&ev);
         if (rc)
             return rc;
-        if (dlb_rules_grow((void **)out, &cap, *out_cnt, sizeof(**out)))
+        if (dlb_vec_reserve((void **)out, &cap, *out_cnt + 1, sizeof(**out)))
             return nomem(c);
         m = &(*out)[*out_cnt];
         memset(m, 0, sizeof(*m));
@@ -393,8 +393,8 @@ static int section_configure(pctx_t *c, const yaml_event_t *start, dlb_rule_t *r
         for (size_t i = 0; !rc && i < r->configure_cnt; i++)
             if (!strcmp(r->configure[i].key, sval(&ev)))
                 rc = fail(c, &ev.start_mark, "duplicate Configure key \"%.64s\"", sval(&ev));
-        if (!rc &&
-            dlb_rules_grow((void **)&r->configure, &cap, r->configure_cnt, sizeof(*r->configure)))
+        if (!rc && dlb_vec_reserve((void **)&r->configure, &cap, r->configure_cnt + 1,
+                                   sizeof(*r->configure)))
             rc = nomem(c);
         if (!rc) {
             v = &r->configure[r->configure_cnt];
@@ -528,7 +528,7 @@ static int parse_rule(pctx_t *c, const yaml_event_t *start, dlb_rules_t *rs, siz
                       rs->rules[i].line);
             goto out;
         }
-    if (dlb_rules_grow((void **)&rs->rules, cap, rs->cnt, sizeof(*rs->rules))) {
+    if (dlb_vec_reserve((void **)&rs->rules, cap, rs->cnt + 1, sizeof(*rs->rules))) {
         rc = nomem(c);
         goto out;
     }
@@ -637,18 +637,15 @@ int dlb_rules_load_file(const char *path, dlb_rules_t *out, char *errstr, size_t
                           "%s: %s", path, strerror(errno));
     for (;;) {
         if (len == cap) {
-            char *nb;
-
             /* One byte past the limit is enough to know it is too large. */
             if (cap > DLB_RULES_MAX_BYTES)
                 break;
-            cap = cap ? cap * 2 : 8192;
-            if (!(nb = realloc(buf, cap))) {
+            /* At least 8 KiB to read into: room doubles from 8 KiB. */
+            if (dlb_vec_reserve((void **)&buf, &cap, len + 8192, 1)) {
                 free(buf);
                 fclose(fp);
                 return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s: out of memory", path);
             }
-            buf = nb;
         }
         n = fread(buf + len, 1, cap - len, fp);
         len += n;
@@ -692,7 +689,7 @@ int dlb_rules_load_files(const char *const *paths, size_t n, dlb_rules_t *out, c
         if ((rc = dlb_rules_load_file(paths[f], &one, errstr, errstr_size)))
             break;
         for (size_t i = 0; i < one.cnt && !rc; i++) {
-            if (dlb_rules_grow((void **)&all.rules, &cap, all.cnt, sizeof(*all.rules))) {
+            if (dlb_vec_reserve((void **)&all.rules, &cap, all.cnt + 1, sizeof(*all.rules))) {
                 rc = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s: out of memory", paths[f]);
                 break;
             }
@@ -720,21 +717,6 @@ int dlb_rules_load_files(const char *const *paths, size_t n, dlb_rules_t *out, c
 
 /* ---- helpers of the whole set (rules_internal.h) --------------------------------- */
 
-int dlb_rules_grow(void **p, size_t *cap, size_t cnt, size_t elem)
-{
-    void *np;
-    size_t ncap;
-
-    if (cnt < *cap)
-        return 0;
-    ncap = *cap ? *cap * 2 : 4;
-    if (!(np = realloc(*p, ncap * elem)))
-        return DLB_ERR_NOMEM;
-    *p = np;
-    *cap = ncap;
-    return 0;
-}
-
 void dlb_rules_keyset_free(dlb_rules_keyset_t *ks)
 {
     for (size_t i = 0; i < ks->cnt; i++)
@@ -748,22 +730,16 @@ void dlb_rules_keyset_free(dlb_rules_keyset_t *ks)
  * and bounded by DLB_RULES_MAX_BYTES. */
 int dlb_rules_keyset_add(dlb_rules_keyset_t *ks, const char *s, size_t n)
 {
+    size_t kcap = ks->cap, ncap = ks->cap;
+
     for (size_t i = 0; i < ks->cnt; i++)
         if (ks->n[i] == n && !memcmp(ks->k[i], s, n))
             return 1;
-    if (ks->cnt == ks->cap) {
-        size_t cap = ks->cap ? ks->cap * 2 : 8;
-        char **k = realloc(ks->k, cap * sizeof(*k));
-        size_t *nn;
-
-        if (!k)
-            return DLB_ERR_NOMEM;
-        ks->k = k;
-        if (!(nn = realloc(ks->n, cap * sizeof(*nn))))
-            return DLB_ERR_NOMEM;
-        ks->n = nn;
-        ks->cap = cap;
-    }
+    /* k and n are parallel: cap is the room both have. */
+    if (dlb_vec_reserve((void **)&ks->k, &kcap, ks->cnt + 1, sizeof(*ks->k)) ||
+        dlb_vec_reserve((void **)&ks->n, &ncap, ks->cnt + 1, sizeof(*ks->n)))
+        return DLB_ERR_NOMEM;
+    ks->cap = kcap < ncap ? kcap : ncap;
     if (!(ks->k[ks->cnt] = malloc(n + 1)))
         return DLB_ERR_NOMEM;
     memcpy(ks->k[ks->cnt], s, n);

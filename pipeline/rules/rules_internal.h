@@ -9,15 +9,11 @@
 
 #include "rules.h"
 #include "sbuf.h"
+#include "vec.h"
 
 /* ---- rules.c ------------------------------------------------------------------------ */
 
 /* The attribute names, lower-case, NULL-terminated. */
-
-/** @brief Make room for element cnt of the array *p (elem bytes each),
- *         doubling *cap (4 first).
- *  @returns 0 or DLB_ERR_NOMEM (*p unchanged). */
-int dlb_rules_grow(void **p, size_t *cap, size_t cnt, size_t elem);
 
 /* The keys of one mapping or object, to refuse repeated ones. Zero-initialise. */
 typedef struct dlb_rules_keyset {

@@ -479,7 +479,7 @@ static int jmatches(jrd_t *j, size_t idx, const char *section, dlb_rule_match_t 
             dup |= !strcmp((*out)[i].attr, attr);
         if (!known || dup)
             return jbadkey(j, at, attr, known ? "duplicate attribute" : "unknown attribute");
-        if (dlb_rules_grow((void **)out, &cap, *out_cnt, sizeof(**out))) {
+        if (dlb_vec_reserve((void **)out, &cap, *out_cnt + 1, sizeof(**out))) {
             free(attr);
             return jnomem(j);
         }
@@ -490,7 +490,7 @@ static int jmatches(jrd_t *j, size_t idx, const char *section, dlb_rule_match_t 
         if ((rc = jopen(j, '[', "a non-empty array of strings")))
             return rc;
         while ((rc = jmore(j, ']', &vn)) > 0) {
-            if (dlb_rules_grow((void **)&m->values, &vcap, m->values_cnt, sizeof(*m->values)))
+            if (dlb_vec_reserve((void **)&m->values, &vcap, m->values_cnt + 1, sizeof(*m->values)))
                 return jnomem(j);
             if ((rc = jcstring(j, 1, &m->values[m->values_cnt])))
                 return rc;
@@ -522,7 +522,8 @@ static int jconfigure(jrd_t *j, size_t idx, dlb_rule_t *r)
             dup |= !strcmp(r->configure[i].key, key);
         if (dup)
             return jbadkey(j, at, key, "duplicate key");
-        if (dlb_rules_grow((void **)&r->configure, &cap, r->configure_cnt, sizeof(*r->configure))) {
+        if (dlb_vec_reserve((void **)&r->configure, &cap, r->configure_cnt + 1,
+                            sizeof(*r->configure))) {
             free(key);
             return jnomem(j);
         }
@@ -606,7 +607,7 @@ int dlb_rules_from_json(const char *json, size_t len, dlb_rules_t *out, char *er
     if ((rc = jopen(&j, '[', "an array of rules")))
         goto out;
     while ((rc = jmore(&j, ']', &n)) > 0) {
-        if (dlb_rules_grow((void **)&rs.rules, &cap, rs.cnt, sizeof(*rs.rules))) {
+        if (dlb_vec_reserve((void **)&rs.rules, &cap, rs.cnt + 1, sizeof(*rs.rules))) {
             rc = jnomem(&j);
             break;
         }

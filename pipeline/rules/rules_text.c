@@ -199,7 +199,7 @@ static int fields_add(fields_t *fs, int section, const char *prefix, const char 
 
     if ((prefix && (dlb_sbuf_str(&n, prefix) || dlb_sbuf_put(&n, ".", 1))) ||
         dlb_sbuf_str(&n, key) ||
-        dlb_rules_grow((void **)&fs->f, &fs->cap, fs->cnt, sizeof(*fs->f))) {
+        dlb_vec_reserve((void **)&fs->f, &fs->cap, fs->cnt + 1, sizeof(*fs->f))) {
         free(n.p);
         free(json);
         return DLB_ERR_NOMEM;

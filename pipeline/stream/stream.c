@@ -19,6 +19,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "store_pg.h"
+#include "vec.h"
 
 /* The longest the loop waits for the broker to say where a partition ends
  * (barrier); past it, the end consumed is trusted. */
@@ -42,13 +43,8 @@ static part_t *part_get(ctx_t *c, int rank, int32_t partition)
     for (size_t i = 0; i < c->parts_cnt; i++)
         if (c->parts[i].rank == rank && c->parts[i].partition == partition)
             return &c->parts[i];
-    if (c->parts_cnt == c->parts_cap) {
-        size_t cap = c->parts_cap ? 2 * c->parts_cap : 64;
-        if (!(p = realloc(c->parts, cap * sizeof(*p))))
-            return NULL;
-        c->parts = p;
-        c->parts_cap = cap;
-    }
+    if (dlb_vec_reserve((void **)&c->parts, &c->parts_cap, c->parts_cnt + 1, sizeof(*c->parts)))
+        return NULL;
     p = &c->parts[c->parts_cnt++];
     p->rank = rank;
     p->partition = partition;
@@ -507,14 +503,9 @@ int dlb_stream_emit(dlb_stream_t *c, const char *key, void *buf, size_t len)
 {
     outmsg_t *o;
 
-    if (c->out_cnt == c->out_cap) {
-        size_t cap = c->out_cap ? 2 * c->out_cap : 64;
-        if (!(o = realloc(c->out, cap * sizeof(*o)))) {
-            free(buf);
-            return DLB_ERR_NOMEM;
-        }
-        c->out = o;
-        c->out_cap = cap;
+    if (dlb_vec_reserve((void **)&c->out, &c->out_cap, c->out_cnt + 1, sizeof(*c->out))) {
+        free(buf);
+        return DLB_ERR_NOMEM;
     }
     o = &c->out[c->out_cnt++];
     snprintf(o->key, sizeof(o->key), "%s", key);

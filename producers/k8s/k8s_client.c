@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "err.h"
+#include "vec.h"
 
 struct dlb_k8s_req {
     CURL *h;
@@ -28,18 +29,10 @@ enum { MODE_UNSET, MODE_BODY, MODE_LINES };
 
 static int reserve(dlb_k8s_req_t *r, size_t extra)
 {
-    size_t cap = r->cap ? r->cap : 16384;
-    char *p;
+    /* At least a 16 KiB buffer: a curl chunk is up to CURL_MAX_WRITE_SIZE. */
+    size_t need = r->len + extra + 1 < 16384 ? 16384 : r->len + extra + 1;
 
-    if (r->len + extra + 1 <= r->cap)
-        return 0;
-    while (cap < r->len + extra + 1)
-        cap *= 2;
-    if (!(p = realloc(r->buf, cap)))
-        return -1;
-    r->buf = p;
-    r->cap = cap;
-    return 0;
+    return dlb_vec_reserve((void **)&r->buf, &r->cap, need, 1) ? -1 : 0;
 }
 
 /* Hands every complete line in buf to the callback and keeps the rest: the

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "err.h"
+#include "vec.h"
 
 /* Disruption reasons of the pod condition DisruptionTarget (Kubernetes 1.26+). */
 static const struct {
@@ -212,14 +213,8 @@ static int add(dlb_k8s_out_t *out, const dlb_k8s_pod_t *pod, const char *kind, c
     for (size_t i = 0; i < out->cnt; i++)
         if (!strcmp(out->ev[i].event_id, id))
             return 0;
-    if (out->cnt == out->cap) {
-        size_t cap = out->cap ? out->cap * 2 : 8;
-        dlb_node_event_t *p = realloc(out->ev, cap * sizeof(*p));
-        if (!p)
-            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
-        out->ev = p;
-        out->cap = cap;
-    }
+    if (dlb_vec_reserve((void **)&out->ev, &out->cap, out->cnt + 1, sizeof(*out->ev)))
+        return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
     ev = &out->ev[out->cnt++];
     memset(ev, 0, sizeof(*ev));
     memcpy(ev->event_id, id, strlen(id) + 1);

@@ -18,6 +18,7 @@
 #include "kafka.h"
 #include "log.h"
 #include "metrics.h"
+#include "vec.h"
 
 /* Items per list page: the API server's own suggestion for clients that
  * page (client-go's pager uses 500). */
@@ -120,14 +121,8 @@ static pod_ent_t *pod_add(mon_t *m, const dlb_k8s_pod_t *pod)
 {
     pod_ent_t *e;
 
-    if (m->pods_cnt == m->pods_cap) {
-        size_t cap = m->pods_cap ? m->pods_cap * 2 : 64;
-        pod_ent_t *p = realloc(m->pods, cap * sizeof(*p));
-        if (!p)
-            return NULL;
-        m->pods = p;
-        m->pods_cap = cap;
-    }
+    if (dlb_vec_reserve((void **)&m->pods, &m->pods_cap, m->pods_cnt + 1, sizeof(*m->pods)))
+        return NULL;
     e = &m->pods[m->pods_cnt++];
     memset(e, 0, sizeof(*e));
     e->pod = *pod;
@@ -155,15 +150,8 @@ static int pod_add_id(pod_ent_t *e, const char *id)
 {
     char *s;
 
-    if (e->ids_cnt == e->ids_cap) {
-        size_t cap = e->ids_cap ? e->ids_cap * 2 : 8;
-        char **p = realloc(e->ids, cap * sizeof(*p));
-        if (!p)
-            return -1;
-        e->ids = p;
-        e->ids_cap = cap;
-    }
-    if (!(s = strdup(id)))
+    if (dlb_vec_reserve((void **)&e->ids, &e->ids_cap, e->ids_cnt + 1, sizeof(*e->ids)) ||
+        !(s = strdup(id)))
         return -1;
     e->ids[e->ids_cnt++] = s;
     return 0;
@@ -181,14 +169,8 @@ static node_ent_t *node_add(mon_t *m, const char *name)
 {
     node_ent_t *e;
 
-    if (m->nodes_cnt == m->nodes_cap) {
-        size_t cap = m->nodes_cap ? m->nodes_cap * 2 : 16;
-        node_ent_t *p = realloc(m->nodes, cap * sizeof(*p));
-        if (!p)
-            return NULL;
-        m->nodes = p;
-        m->nodes_cap = cap;
-    }
+    if (dlb_vec_reserve((void **)&m->nodes, &m->nodes_cap, m->nodes_cnt + 1, sizeof(*m->nodes)))
+        return NULL;
     e = &m->nodes[m->nodes_cnt++];
     memset(e, 0, sizeof(*e));
     snprintf(e->node.name, sizeof(e->node.name), "%s", name);
@@ -271,13 +253,11 @@ static void warn_not_job(mon_t *m, const char *where, const cJSON *obj, const ch
         if (!strcmp(m->warned[i], uid))
             return;
     if (uid && m->warned_cnt < WARNED_MAX && (s = strdup(uid))) {
-        char **p = realloc(m->warned, (m->warned_cnt + 1) * sizeof(*p));
-        if (p) {
-            m->warned = p;
-            m->warned[m->warned_cnt++] = s;
-        } else {
+        char **p = dlb_vec_push((void **)&m->warned, &m->warned_cnt, sizeof(*p));
+        if (p)
+            *p = s;
+        else
             free(s);
-        }
     }
     dlb_warn("%s: pod %s/%s: %s: not a job pod; skipped (k8s.selector should "
              "leave it out)",
