@@ -146,7 +146,7 @@ int cmd_sim_main(int argc, char **argv)
     dlb_sim_kafka_t *k = NULL;
     const char *workload = NULL, *out_path = NULL, *summary_path = NULL, *fit = NULL;
     char errstr[512];
-    double v, jobs = 0, plan_timeout = 10000;
+    double v = 0, jobs = 0, plan_timeout = 10000;
     int c, rc, plans = 1, conf_built = 0, json_io = 0;
     FILE *out_fp = NULL;
 

@@ -210,7 +210,7 @@ int dlb_eval_table(FILE *fp, const dlb_eval_figures_t *f, size_t cnt)
 {
     table_t t;
     int lw = 6, vw = 8, rw = 6;
-    char buf[64];
+    char buf[2 * sizeof(f->env)]; /* also holds the "env/env" ratio headers */
 
     if (table_build(f, cnt, &t))
         return DLB_ERR_NOMEM;

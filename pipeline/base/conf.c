@@ -170,7 +170,7 @@ static int set_known(dlb_conf_t *conf, const key_def_t *k, const char *value, ch
                      size_t size)
 {
     char *base = (char *)conf + k->off;
-    long long ll;
+    long long ll = 0;
     double d;
     char *end;
     int err;

@@ -35,20 +35,23 @@ int agent_throttle(dlb_agent_t *a, agent_throttle_t *t, const char *what, char *
 {
     int64_t now = dlb_clock_mono_ms();
     uint64_t more;
+    int n;
 
     if (t->last_ms && now - t->last_ms < a->conf.log_interval_ms) {
         if (!t->count++)
-            snprintf(t->first, sizeof(t->first), "%s", what);
+            snprintf(t->first, sizeof(t->first), "%.*s", (int)sizeof(t->first) - 1, what);
         return 0;
     }
     more = t->count;
     t->count = 0;
     t->last_ms = now;
     if (more)
-        snprintf(out, out_size, "%s (and %" PRIu64 " more since the last line, the first: %s)",
-                 what, more, t->first);
+        n = snprintf(out, out_size, "%s (and %" PRIu64 " more since the last line, the first: %s)",
+                     what, more, t->first);
     else
-        snprintf(out, out_size, "%s", what);
+        n = snprintf(out, out_size, "%s", what);
+    if (n >= 0 && (size_t)n >= out_size && out_size > 4)
+        memcpy(out + out_size - 4, "...", 4); /* cut to the line: say so */
     return 1;
 }
 

@@ -17,6 +17,7 @@
 #include "codec.h"
 #include "conf.h"
 #include "err.h"
+#include "optimizer.h"
 #include "sim_run.h"
 #include "opt_plan.h"
 
@@ -67,7 +68,7 @@ static int oom_exchange(void *opaque, const dlb_plan_request_t *reqs, size_t n, 
     for (size_t i = 0; i < n; i++) {
         dlb_pod_resource_t *p;
 
-        snprintf(plans[i].plan_id, sizeof(plans[i].plan_id), "plan-%s", reqs[i].event_id);
+        dlb_plan_id(&reqs[i], plans[i].plan_id, sizeof(plans[i].plan_id));
         snprintf(plans[i].trigger_event_id, sizeof(plans[i].trigger_event_id), "%s",
                  reqs[i].event_id);
         if (!reqs[i].has_oom_pod)
