@@ -1,7 +1,9 @@
-/* For the modules of the PostgreSQL store beside store_pg.c (store_config.c,
- * env_registry.c):
- * the connection's statement runner, with store_pg.c's error classification
- * and reconnect rules, so there is one of each. Not for other callers. */
+/* What the files of the PostgreSQL store share (store_pg_conn.c: the
+ * connection and its statement runners; store_pg.c: the history writes;
+ * store_pg_read.c: the optimizer's reads; store_pg_batch.c; store_config.c;
+ * env_registry.c): the connection's state, its statement runners with one
+ * error classification and one set of reconnect rules, so there is one of
+ * each. Not for other callers. */
 #ifndef DLB_STORE_PG_INTERNAL_H
 #define DLB_STORE_PG_INTERNAL_H
 
@@ -9,8 +11,45 @@
 
 #include <libpq-fe.h>
 
+#include "catalog.h"
 #include "event.h"
 #include "store_pg.h"
+
+struct dlb_pg {
+    PGconn *conn;
+    char *schema;
+    unsigned prepared; /* bit per DLB_PG_ST_* prepared on this connection */
+    int in_tx;         /* between dlb_pg_begin() and commit/rollback */
+    /* dlb_pg_send() sent a statement dlb_pg_wait() has not collected */
+    const char *pending_what;
+    double pending_t0;
+    dlb_catalog_t *cat; /* loaded on first decode/encode */
+};
+
+/* The prepared statements of every file: each its bit in dlb_pg.prepared and
+ * its latency series (dlbrain_postgres_call_duration_seconds). */
+enum {
+    DLB_PG_ST_JOB,
+    DLB_PG_ST_RUNTIME,
+    DLB_PG_ST_NODE,
+    DLB_PG_ST_REQUEST,
+    DLB_PG_ST_PLAN,
+    DLB_PG_ST_JOB_REPLAY,
+    DLB_PG_ST_HIST_JOBS,
+    DLB_PG_ST_HIST_SAMPLES,
+    DLB_PG_ST_HIST_OOM,
+    DLB_PG_ST_GET_PLAN,
+    DLB_PG_ST_OOM_PLAN,
+    DLB_PG_ST_OOM_PLANS,
+    DLB_PG_ST__CNT
+};
+
+/* A statement prepared lazily on first use (tables must exist to prepare). */
+typedef struct dlb_pg_stmt {
+    int id;           /* DLB_PG_ST_* */
+    const char *name; /* of the prepared statement, and its metric label */
+    const char *sql;
+} dlb_pg_stmt_t;
 
 /** @brief Fill errstr from a failed libpq call on conn (res may be NULL) and
  *         classify it: a lost connection, SQLSTATE class 08 (connection
@@ -48,6 +87,12 @@ int dlb_pg_exec(dlb_pg_t *pg, const char *sql, int nparams, const char *const *v
                 const int *lens, int binary_result, PGresult **out, const char *what, char *errstr,
                 size_t errstr_size);
 
+/** @brief dlb_pg_exec() of prepared statement st (prepared on first use on
+ *         this connection; the error names it). */
+int dlb_pg_run(dlb_pg_t *pg, const dlb_pg_stmt_t *st, int nparams, const char *const *values,
+               const int *lens, int binary_result, PGresult **out, char *errstr,
+               size_t errstr_size);
+
 /** @brief dlb_pg_exec() in two halves, for work to overlap the server's:
  *         send the statement (no rows expected) and return; dlb_pg_wait()
  *         collects its outcome. Nothing else may use the connection between.
@@ -70,5 +115,11 @@ int dlb_pg_first_bytes(const PGresult *res, void **raw, size_t *raw_len, char *e
  *         (the caller frees it), *raw pointing at it. */
 int dlb_pg_raw_bytes(dlb_pg_t *pg, const dlb_event_t *ev, const void **raw, size_t *raw_len,
                      void **owned, char *errstr, size_t errstr_size);
+
+/** @brief Decode the stored frame in cell (row, col) of a binary result into
+ *         ev (the caller dlb_event_clear()s it).
+ *  @returns 0 or the codec's error, errstr saying a stored event is bad. */
+int dlb_pg_decode_cell(dlb_pg_t *pg, const PGresult *res, int row, int col, dlb_event_t *ev,
+                       char *errstr, size_t errstr_size);
 
 #endif
