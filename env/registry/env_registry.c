@@ -58,61 +58,27 @@ static const char *const migrations[] = {
     NULL,
 };
 
-/* Fill errstr and classify as store_pg.c does; bad JSON and a broken
- * constraint are the caller's invalid input. */
-static int reg_fail(PGconn *pg, const PGresult *res, const char *what, char *errstr, size_t size)
-{
-    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-    int err = dlb_pg_conn_fail(pg, res, what, errstr, size);
-
-    if (err == DLB_ERR_GENERIC && state && (!strcmp(state, "22P02") || !strncmp(state, "23", 2)))
-        err = DLB_ERR_INVALID;
-    return err;
-}
-
-/* One parameterised statement, text in and out; *out (if given) to PQclear(). */
+/* One parameterised statement of the registry, text in and out; *out (if
+ * given) to PQclear(). Bad JSON and a broken constraint are the caller's
+ * invalid input. */
 static int reg_exec(PGconn *pg, const char *sql, int nparams, const char *const *values,
                     PGresult **out, const char *what, char *errstr, size_t size)
 {
-    PGresult *res = PQexecParams(pg, sql, nparams, NULL, values, NULL, NULL, 0);
-    ExecStatusType st = PQresultStatus(res);
-    int err = 0;
-
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        err = reg_fail(pg, res, what, errstr, size);
-    if (out && !err)
-        *out = res;
-    else
-        PQclear(res);
-    return err;
+    return dlb_pg_conn_exec(pg, sql, nparams, values, NULL, DLB_PG_INPUT, out, what, errstr, size);
 }
 
-static void reg_rollback(PGconn *pg)
+/* BEGIN, then wait for other changers of the registry. */
+static int reg_begin(PGconn *pg, char *errstr, size_t size)
 {
-    if (PQtransactionStatus(pg) != PQTRANS_IDLE)
-        PQclear(PQexec(pg, "ROLLBACK"));
-}
-
-/* BEGIN, then wait for other changers (or migrators) of the registry. */
-static int reg_begin(PGconn *pg, int lock_class, char *errstr, size_t size)
-{
-    char cls[24];
-    const char *values[2] = {cls, DLB_ENV_REGISTRY_SCHEMA};
-    int err;
-
-    snprintf(cls, sizeof(cls), "%d", lock_class);
-    if ((err = reg_exec(pg, "BEGIN", 0, NULL, NULL, "BEGIN", errstr, size)) ||
-        (err = reg_exec(pg, "SELECT pg_advisory_xact_lock($1::integer, hashtext($2))", 2, values,
-                        NULL, "taking the registry lock", errstr, size)))
-        reg_rollback(pg);
-    return err;
+    return dlb_pg_conn_begin_locked(pg, REG_CHANGE_LOCK_CLASS, DLB_ENV_REGISTRY_SCHEMA, errstr,
+                                    size);
 }
 
 static int reg_commit(PGconn *pg, char *errstr, size_t size)
 {
     int err = reg_exec(pg, "COMMIT", 0, NULL, NULL, "COMMIT", errstr, size);
     if (err)
-        reg_rollback(pg);
+        dlb_pg_conn_rollback(pg);
     return err;
 }
 
@@ -137,7 +103,8 @@ int dlb_env_registry_migrate(PGconn *pg, char *errstr, size_t errstr_size)
     PGresult *res = NULL;
     int err, exists, applied;
 
-    if ((err = reg_begin(pg, REG_MIGRATE_LOCK_CLASS, errstr, errstr_size)))
+    if ((err = dlb_pg_conn_begin_locked(pg, REG_MIGRATE_LOCK_CLASS, DLB_ENV_REGISTRY_SCHEMA, errstr,
+                                        errstr_size)))
         return err;
     /* Existence first: CREATE SCHEMA IF NOT EXISTS still needs CREATE on the
      * database, which a production role may lack once the schema exists. */
@@ -171,7 +138,8 @@ int dlb_env_registry_migrate(PGconn *pg, char *errstr, size_t errstr_size)
          * runs it inside our transaction. */
         res = PQexec(pg, migrations[v]);
         if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-            err = reg_fail(pg, res, "registry migration", errstr, errstr_size);
+            err =
+                dlb_pg_conn_fail(pg, res, DLB_PG_INPUT, "registry migration", errstr, errstr_size);
             goto out;
         }
         PQclear(res);
@@ -185,7 +153,7 @@ int dlb_env_registry_migrate(PGconn *pg, char *errstr, size_t errstr_size)
     return reg_commit(pg, errstr, errstr_size);
 out:
     PQclear(res);
-    reg_rollback(pg);
+    dlb_pg_conn_rollback(pg);
     return err;
 }
 
@@ -391,7 +359,7 @@ int dlb_env_create(PGconn *pg, const dlb_env_t *env, const char *by_user, char *
     if (strcmp(env->optimizer_set, "dlrover") && strcmp(env->optimizer_set, "dlbrain"))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
                           "optimizer set '%s' is not dlrover or dlbrain", env->optimizer_set);
-    if ((err = reg_begin(pg, REG_CHANGE_LOCK_CLASS, errstr, errstr_size)))
+    if ((err = reg_begin(pg, errstr, errstr_size)))
         return err;
     if ((err = reg_exec(pg, "SELECT dropped_at IS NULL FROM " S "environments WHERE name = $1", 1,
                         values, &res, "looking up the environment", errstr, errstr_size)))
@@ -435,7 +403,7 @@ int dlb_env_create(PGconn *pg, const dlb_env_t *env, const char *by_user, char *
     return reg_commit(pg, errstr, errstr_size);
 out:
     PQclear(res);
-    reg_rollback(pg);
+    dlb_pg_conn_rollback(pg);
     return err;
 }
 
@@ -476,7 +444,7 @@ int dlb_env_promote(PGconn *pg, const char *name, const char *by_user, char *was
 
     if (was_size)
         was[0] = '\0';
-    if ((err = reg_begin(pg, REG_CHANGE_LOCK_CLASS, errstr, errstr_size)))
+    if ((err = reg_begin(pg, errstr, errstr_size)))
         return err;
     if ((err = env_locked(pg, name, &exists, &live, &is_real, errstr, errstr_size)))
         goto out;
@@ -506,7 +474,7 @@ int dlb_env_promote(PGconn *pg, const char *name, const char *by_user, char *was
     snprintf(was, was_size, "%s", real);
     return 0;
 out:
-    reg_rollback(pg);
+    dlb_pg_conn_rollback(pg);
     return err;
 }
 
@@ -516,7 +484,7 @@ int dlb_env_drop(PGconn *pg, const char *name, int purge, const char *by_user, c
     const char *values[1] = {name};
     int err, exists, live, is_real;
 
-    if ((err = reg_begin(pg, REG_CHANGE_LOCK_CLASS, errstr, errstr_size)))
+    if ((err = reg_begin(pg, errstr, errstr_size)))
         return err;
     if ((err = env_locked(pg, name, &exists, &live, &is_real, errstr, errstr_size)))
         goto out;
@@ -541,7 +509,7 @@ int dlb_env_drop(PGconn *pg, const char *name, int purge, const char *by_user, c
         goto out;
     return reg_commit(pg, errstr, errstr_size);
 out:
-    reg_rollback(pg);
+    dlb_pg_conn_rollback(pg);
     return err;
 }
 

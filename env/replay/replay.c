@@ -17,6 +17,7 @@
 #include "kafka.h"
 #include "log.h"
 #include "sbuf.h"
+#include "store_pg_conn.h"
 
 /* Messages buffered per partition before it is paused: the merge needs one
  * head per partition, and a partition far ahead of the others must not fill
@@ -862,26 +863,16 @@ static const char *history_table(const char *topic)
     return NULL;
 }
 
-static int pg_fail(PGconn *pg, PGresult *res, const char *what, char *errstr, size_t errstr_size)
-{
-    int err = PQstatus(pg) == CONNECTION_OK ? DLB_ERR_GENERIC : DLB_ERR_TRANSIENT;
-
-    dlb_seterr(errstr, errstr_size, err, "postgresql: %s: %s", what, PQerrorMessage(pg));
-    PQclear(res);
-    return err;
-}
-
 /* SELECT topic index, job_uid, event_time_ms, event_id, raw of every chosen
  * table in the range ($1, $2), in the schema quoted as an identifier. */
 static int history_sql(PGconn *pg, const replay_t *r, dlb_sbuf_t *sql, char *errstr,
                        size_t errstr_size)
 {
-    char *schema = PQescapeIdentifier(pg, r->o->schema, strlen(r->o->schema));
-    char part[256];
-    int rc = 0;
+    char part[256], *schema;
+    int rc;
 
-    if (!schema)
-        return pg_fail(pg, NULL, "schema name", errstr, errstr_size);
+    if ((rc = dlb_pg_conn_ident(pg, r->o->schema, &schema, errstr, errstr_size)))
+        return rc;
     for (size_t t = 0; t < r->st->topic_cnt && !rc; t++) {
         snprintf(part, sizeof(part),
                  "%sSELECT %zu::int4 AS t, job_uid, event_time_ms, event_id, raw FROM ",
@@ -907,12 +898,12 @@ static int64_t be64(const char *p)
 static int history_rows(PGconn *pg, replay_t *r, char *errstr, size_t errstr_size)
 {
     for (;;) {
-        PGresult *res = PQexecParams(pg, "FETCH " PG_FETCH_ROWS " FROM dlb_replay", 0, NULL, NULL,
-                                     NULL, NULL, 1);
-        int n, rc = 0;
+        PGresult *res;
+        int n, rc;
 
-        if (PQresultStatus(res) != PGRES_TUPLES_OK)
-            return pg_fail(pg, res, "fetch", errstr, errstr_size);
+        if ((rc = dlb_pg_conn_exec(pg, "FETCH " PG_FETCH_ROWS " FROM dlb_replay", 0, NULL, NULL,
+                                   DLB_PG_BINARY, &res, "fetch", errstr, errstr_size)))
+            return rc;
         n = PQntuples(res);
         for (int i = 0; i < n && !rc && !stopped(r); i++) {
             uint32_t t;
@@ -938,27 +929,21 @@ static int history_rows(PGconn *pg, replay_t *r, char *errstr, size_t errstr_siz
     }
 }
 
-/* Run prefix sel suffix, with the range as $1 and $2 when params is given.
- * @returns the result when its status is want, else NULL with *rc and errstr set. */
-static PGresult *history_exec(PGconn *pg, const char *prefix, const char *sel, const char *suffix,
-                              const char *const *params, ExecStatusType want, const char *what,
-                              int *rc, char *errstr, size_t errstr_size)
+/* Run prefix sel suffix with the range as $1 and $2; *out (if given) the
+ * result, to PQclear(). */
+static int history_exec(PGconn *pg, const char *prefix, const char *sel, const char *suffix,
+                        const char *const *range, PGresult **out, const char *what, char *errstr,
+                        size_t errstr_size)
 {
     dlb_sbuf_t q = {0};
-    PGresult *res;
+    int rc;
 
-    if (dlb_sbuf_str(&q, prefix) || dlb_sbuf_str(&q, sel) || dlb_sbuf_str(&q, suffix)) {
-        free(q.p);
-        *rc = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
-        return NULL;
-    }
-    res = PQexecParams(pg, q.p, params ? 2 : 0, NULL, params, NULL, NULL, 0);
+    if (dlb_sbuf_str(&q, prefix) || dlb_sbuf_str(&q, sel) || dlb_sbuf_str(&q, suffix))
+        rc = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    else
+        rc = dlb_pg_conn_exec(pg, q.p, 2, range, NULL, 0, out, what, errstr, errstr_size);
     free(q.p);
-    if (PQresultStatus(res) != want) {
-        *rc = pg_fail(pg, res, what, errstr, errstr_size);
-        return NULL;
-    }
-    return res;
+    return rc;
 }
 
 static int replay_pg(const dlb_conf_t *conf, replay_t *r, char *errstr, size_t errstr_size)
@@ -966,36 +951,29 @@ static int replay_pg(const dlb_conf_t *conf, replay_t *r, char *errstr, size_t e
     char from[24], to[24];
     const char *params[2] = {from, to};
     dlb_sbuf_t sel = {0};
-    PGconn *pg = PQconnectdb(conf->pg_dsn);
+    PGconn *pg = NULL;
     PGresult *res;
-    int rc = 0;
+    int rc;
 
-    if (PQstatus(pg) != CONNECTION_OK) {
-        rc = dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "postgresql: %s",
-                        PQerrorMessage(pg));
-        goto out;
-    }
     snprintf(from, sizeof(from), "%" PRId64, r->o->from_ms);
     snprintf(to, sizeof(to), "%" PRId64, r->o->to_ms);
-    if ((rc = history_sql(pg, r, &sel, errstr, errstr_size)))
+    if ((rc = dlb_pg_open(&pg, conf->pg_dsn, errstr, errstr_size)) ||
+        (rc = history_sql(pg, r, &sel, errstr, errstr_size)))
         goto out;
     /* One snapshot for the count and the rows; a cursor keeps memory flat. */
-    if (!(res = history_exec(pg, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "", "", NULL,
-                             PGRES_COMMAND_OK, "begin", &rc, errstr, errstr_size)))
-        goto out;
-    PQclear(res);
-    if (!(res = history_exec(pg, "SELECT count(*) FROM (", sel.p, ") u", params, PGRES_TUPLES_OK,
-                             r->o->schema, &rc, errstr, errstr_size)))
+    if ((rc = dlb_pg_conn_exec(pg, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, NULL,
+                               0, NULL, "begin", errstr, errstr_size)) ||
+        (rc = history_exec(pg, "SELECT count(*) FROM (", sel.p, ") u", params, &res, r->o->schema,
+                           errstr, errstr_size)))
         goto out;
     r->st->total = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     /* Event time, then event id (bytewise, "C" collation), then topic: the
      * order the consumers apply a job's events in. */
-    if (!(res = history_exec(pg, "DECLARE dlb_replay NO SCROLL CURSOR FOR ", sel.p,
-                             " ORDER BY 3, 4, 1", params, PGRES_COMMAND_OK, "declare cursor", &rc,
-                             errstr, errstr_size)))
+    if ((rc = history_exec(pg, "DECLARE dlb_replay NO SCROLL CURSOR FOR ", sel.p,
+                           " ORDER BY 3, 4, 1", params, NULL, "declare cursor", errstr,
+                           errstr_size)))
         goto out;
-    PQclear(res);
     rc = history_rows(pg, r, errstr, errstr_size);
 out:
     free(sel.p);
@@ -1004,12 +982,6 @@ out:
 }
 
 /* ---- source and target ------------------------------------------------------ */
-
-static void quiet_notice(void *arg, const char *message)
-{
-    (void)arg;
-    dlb_dbg("postgresql: %.*s", (int)strcspn(message, "\n"), message);
-}
 
 int dlb_replay_check_target(const dlb_conf_t *conf, const char *source_opt, const char *into,
                             char *source, size_t source_size, char *errstr, size_t errstr_size)
@@ -1025,10 +997,8 @@ int dlb_replay_check_target(const dlb_conf_t *conf, const char *source_opt, cons
     }
     /* The registry decides what is virtual: without it nothing may be
      * written, since the target could be someone's real environment. */
-    if (!(rc = dlb_env_registry_connect(conf->pg_dsn, &pg, sub, sizeof(sub))))
-        /* The registry's CREATE ... IF NOT EXISTS notices are not news here. */
-        PQsetNoticeProcessor(pg, quiet_notice, NULL);
-    if (rc || (rc = dlb_env_registry_migrate(pg, sub, sizeof(sub)))) {
+    if ((rc = dlb_env_registry_connect(conf->pg_dsn, &pg, sub, sizeof(sub))) ||
+        (rc = dlb_env_registry_migrate(pg, sub, sizeof(sub)))) {
         rc = dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT,
                         "cannot read the environment registry: %s", sub);
         goto out;

@@ -156,7 +156,7 @@ static int migration_applied(dlb_pg_t *pg, const char *qtable, long version, int
     snprintf(ver, sizeof(ver), "%ld", version);
     res = PQexecParams(pg->conn, sql, 1, NULL, values, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK)
-        err = dlb_pg_conn_fail(pg->conn, res, "reading schema_migrations", errstr, errstr_size);
+        err = dlb_pg_conn_fail(pg->conn, res, 0, "reading schema_migrations", errstr, errstr_size);
     else
         *applied = PQntuples(res) > 0;
     PQclear(res);
@@ -191,7 +191,7 @@ static int migrate_bootstrap(dlb_pg_t *pg, const char *qschema, const char *qtab
     res = PQexecParams(pg->conn, "SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1", 1,
                        NULL, values, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        err = dlb_pg_conn_fail(pg->conn, res, "looking up the schema", errstr, errstr_size);
+        err = dlb_pg_conn_fail(pg->conn, res, 0, "looking up the schema", errstr, errstr_size);
         PQclear(res);
         goto out;
     }
@@ -237,7 +237,7 @@ static int migrate_one(dlb_pg_t *pg, const char *qtable, const dlb_embedded_t *m
      * statements: the simple query protocol runs it inside our transaction. */
     res = PQexec(pg->conn, m->data);
     if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
-        err = dlb_pg_conn_fail(pg->conn, res, what, errstr, errstr_size);
+        err = dlb_pg_conn_fail(pg->conn, res, 0, what, errstr, errstr_size);
         PQclear(res);
         goto out;
     }
@@ -263,7 +263,7 @@ int dlb_pg_migrate(dlb_pg_t *pg, char *errstr, size_t errstr_size)
     if ((err = dlb_pg_ensure(pg, errstr, errstr_size)))
         return err;
     if (!(qschema = PQescapeIdentifier(pg->conn, pg->schema, strlen(pg->schema))))
-        return dlb_pg_conn_fail(pg->conn, NULL, "quoting the schema name", errstr, errstr_size);
+        return dlb_pg_conn_fail(pg->conn, NULL, 0, "quoting the schema name", errstr, errstr_size);
     snprintf(qtable, sizeof(qtable), "%s.schema_migrations", qschema);
     if ((err = migrate_bootstrap(pg, qschema, qtable, errstr, errstr_size)))
         goto out;
@@ -683,7 +683,8 @@ int dlb_pg_load_job_state(dlb_pg_t *pg, const char *job_uid, int window_size, dl
     snprintf(win, sizeof(win), "%d", window_size < 1 ? 1 : window_size);
     snprintf(jmax, sizeof(jmax), "%d", DLB_PG_MAX_JOB_EVENTS);
     snprintf(nmax, sizeof(nmax), "%d", DLB_PG_MAX_NODE_EVENTS);
-    if ((err = dlb_pg_run(pg, &st_job_replay, 4, v, NULL, 1, &res, errstr, errstr_size)))
+    if ((err =
+             dlb_pg_run(pg, &st_job_replay, 4, v, NULL, DLB_PG_BINARY, &res, errstr, errstr_size)))
         return err;
     for (int i = 0; i < PQntuples(res); i++) {
         dlb_event_t ev = {0};
@@ -711,19 +712,16 @@ int dlb_pg_count(dlb_pg_t *pg, const char *table, int64_t *count, char *errstr, 
 {
     char *ident, sql[256];
     PGresult *res;
-    int err = 0;
+    int err;
 
-    if ((err = dlb_pg_ensure(pg, errstr, errstr_size)))
+    if ((err = dlb_pg_ensure(pg, errstr, errstr_size)) ||
+        (err = dlb_pg_conn_ident(pg->conn, table, &ident, errstr, errstr_size)))
         return err;
-    if (!(ident = PQescapeIdentifier(pg->conn, table, strlen(table))))
-        return dlb_pg_conn_fail(pg->conn, NULL, "quoting the table name", errstr, errstr_size);
     snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", ident);
     PQfreemem(ident);
-    res = PQexecParams(pg->conn, sql, 0, NULL, NULL, NULL, NULL, 0);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK)
-        err = dlb_pg_conn_fail(pg->conn, res, "count", errstr, errstr_size);
-    else
-        *count = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    if ((err = dlb_pg_exec(pg, sql, 0, NULL, NULL, 0, &res, "count", errstr, errstr_size)))
+        return err;
+    *count = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
-    return err;
+    return 0;
 }

@@ -30,7 +30,7 @@ void dlb_pg_notice(void *arg, const char *msg)
 /* Fill errstr from a failed call and classify it. A lost connection, SQLSTATE
  * class 08 (connection exception) or 57P (operator intervention: shutdown,
  * crash recovery) is transient: the same work succeeds after a reconnect. */
-int dlb_pg_conn_fail(PGconn *conn, const PGresult *res, const char *what, char *errstr,
+int dlb_pg_conn_fail(PGconn *conn, const PGresult *res, int flags, const char *what, char *errstr,
                      size_t errstr_size)
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
@@ -47,15 +47,29 @@ int dlb_pg_conn_fail(PGconn *conn, const PGresult *res, const char *what, char *
         (state && (!strncmp(state, "08", 2) || !strncmp(state, "57P", 3)))) {
         err = DLB_ERR_TRANSIENT;
         dlb_metrics_dep(DLB_DEP_POSTGRES, 0);
+    } else if ((flags & DLB_PG_INPUT) && state &&
+               (!strcmp(state, "22P02") || !strncmp(state, "23", 2))) {
+        err = DLB_ERR_INVALID;
     }
     return dlb_seterr(errstr, errstr_size, err, "postgresql: %s: %.*s%s%s%s", what, (int)n, msg,
                       state ? " (SQLSTATE " : "", state ? state : "", state ? ")" : "");
 }
 
+/* 0 when res is a success (rows or none), else the failure classified. */
+static int pg_result(PGconn *conn, const PGresult *res, int flags, const char *what, char *errstr,
+                     size_t errstr_size)
+{
+    ExecStatusType st = PQresultStatus(res);
+
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+        return 0;
+    return dlb_pg_conn_fail(conn, res, flags, what, errstr, errstr_size);
+}
+
 static int pg_fail(dlb_pg_t *pg, const PGresult *res, const char *what, char *errstr,
                    size_t errstr_size)
 {
-    return dlb_pg_conn_fail(pg->conn, res, what, errstr, errstr_size);
+    return dlb_pg_conn_fail(pg->conn, res, 0, what, errstr, errstr_size);
 }
 
 /* dlbrain_postgres_call_duration_seconds, per prepared statement, "query"
@@ -64,10 +78,10 @@ static int pg_fail(dlb_pg_t *pg, const PGresult *res, const char *what, char *er
 #define PG_SLOT_COMMIT (DLB_PG_ST__CNT + 1)
 static _Thread_local dlb_metric_slot_t pg_slots[DLB_PG_ST__CNT + 2];
 
-/* A call came back: its latency, and whether the server answered (readiness:
- * an error reply still means PostgreSQL is there, a lost connection not).
- * label names a prepared statement's slot. */
-static void pg_observe(const dlb_pg_t *pg, int slot, const char *label, double t0)
+/* A call came back with err: its latency, and whether the server answered
+ * (readiness: an error reply still means PostgreSQL is there, a lost
+ * connection not). label names a prepared statement's slot. */
+static void pg_observe(const dlb_pg_t *pg, int slot, const char *label, double t0, int err)
 {
     dlb_metric_observe_since(
         dlb_metric_slot_histogram(&pg_slots[slot], "dlbrain_postgres_call_duration_seconds",
@@ -78,7 +92,8 @@ static void pg_observe(const dlb_pg_t *pg, int slot, const char *label, double t
                                          : slot == PG_SLOT_COMMIT ? "commit"
                                                                   : label)),
         t0);
-    dlb_metrics_dep(DLB_DEP_POSTGRES, PQstatus(pg->conn) == CONNECTION_OK);
+    dlb_metrics_dep(DLB_DEP_POSTGRES,
+                    PQstatus(pg->conn) == CONNECTION_OK && err != DLB_ERR_TRANSIENT);
 }
 
 /* Parameters of one call: text, except binary where lens[i] > 0 (all text
@@ -95,29 +110,68 @@ static int param_formats(int nparams, const int *lens, int formats[PARAMS_MAX], 
     return 0;
 }
 
-int dlb_pg_exec(dlb_pg_t *pg, const char *sql, int nparams, const char *const *values,
-                const int *lens, int binary_result, PGresult **out, const char *what, char *errstr,
-                size_t errstr_size)
+int dlb_pg_conn_exec(PGconn *conn, const char *sql, int nparams, const char *const *values,
+                     const int *lens, int flags, PGresult **out, const char *what, char *errstr,
+                     size_t errstr_size)
 {
     int formats[PARAMS_MAX] = {0};
     PGresult *res;
-    ExecStatusType st;
-    double t0;
     int err;
 
     if ((err = param_formats(nparams, lens, formats, what, errstr, errstr_size)))
         return err;
-    t0 = dlb_metric_now();
-    res = PQexecParams(pg->conn, sql, nparams, NULL, values, lens, lens ? formats : NULL,
-                       binary_result);
-    pg_observe(pg, PG_SLOT_QUERY, NULL, t0);
-    st = PQresultStatus(res);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        err = pg_fail(pg, res, what, errstr, errstr_size);
+    res = PQexecParams(conn, sql, nparams, NULL, values, lens, lens ? formats : NULL,
+                       flags & DLB_PG_BINARY);
+    err = pg_result(conn, res, flags, what, errstr, errstr_size);
     if (out && !err)
         *out = res;
     else
         PQclear(res);
+    return err;
+}
+
+void dlb_pg_conn_rollback(PGconn *conn)
+{
+    if (PQstatus(conn) == CONNECTION_OK && PQtransactionStatus(conn) != PQTRANS_IDLE)
+        PQclear(PQexec(conn, "ROLLBACK"));
+}
+
+int dlb_pg_conn_begin_locked(PGconn *conn, int lock_class, const char *key, char *errstr,
+                             size_t errstr_size)
+{
+    char cls[24], what[128];
+    const char *values[2] = {cls, key};
+    int err;
+
+    snprintf(cls, sizeof(cls), "%d", lock_class);
+    snprintf(what, sizeof(what), "waiting for the lock of %s", key);
+    if ((err = dlb_pg_conn_exec(conn, "BEGIN", 0, NULL, NULL, 0, NULL, "BEGIN", errstr,
+                                errstr_size)) ||
+        (err = dlb_pg_conn_exec(conn, "SELECT pg_advisory_xact_lock($1::integer, hashtext($2))", 2,
+                                values, NULL, 0, NULL, what, errstr, errstr_size)))
+        dlb_pg_conn_rollback(conn);
+    return err;
+}
+
+int dlb_pg_conn_ident(PGconn *conn, const char *name, char **out, char *errstr, size_t errstr_size)
+{
+    char what[128];
+
+    if ((*out = PQescapeIdentifier(conn, name, strlen(name))))
+        return 0;
+    snprintf(what, sizeof(what), "quoting \"%.64s\"", name);
+    return dlb_pg_conn_fail(conn, NULL, 0, what, errstr, errstr_size);
+}
+
+int dlb_pg_exec(dlb_pg_t *pg, const char *sql, int nparams, const char *const *values,
+                const int *lens, int flags, PGresult **out, const char *what, char *errstr,
+                size_t errstr_size)
+{
+    double t0 = dlb_metric_now();
+    int err = dlb_pg_conn_exec(pg->conn, sql, nparams, values, lens, flags, out, what, errstr,
+                               errstr_size);
+
+    pg_observe(pg, PG_SLOT_QUERY, NULL, t0, err);
     return err;
 }
 
@@ -150,16 +204,15 @@ int dlb_pg_wait(dlb_pg_t *pg, char *errstr, size_t errstr_size)
     pg->pending_what = NULL;
     /* Every result until NULL, or the connection is not free for the next. */
     while ((res = PQgetResult(pg->conn))) {
-        ExecStatusType st = PQresultStatus(res);
-        if (!err && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-            err = pg_fail(pg, res, what, errstr, errstr_size);
+        if (!err)
+            err = pg_result(pg->conn, res, 0, what, errstr, errstr_size);
         PQclear(res);
         if (PQstatus(pg->conn) == CONNECTION_BAD)
             break;
     }
-    pg_observe(pg, PG_SLOT_QUERY, NULL, pg->pending_t0);
     if (!err && PQstatus(pg->conn) == CONNECTION_BAD)
         err = pg_fail(pg, NULL, what, errstr, errstr_size);
+    pg_observe(pg, PG_SLOT_QUERY, NULL, pg->pending_t0, err);
     return err;
 }
 
@@ -178,20 +231,17 @@ static int pg_prepare(dlb_pg_t *pg, const dlb_pg_stmt_t *st, char *errstr, size_
     if (pg->prepared & (1u << st->id))
         return 0;
     res = PQprepare(pg->conn, st->name, st->sql, 0, NULL);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK)
-        err = pg_fail(pg, res, st->name, errstr, errstr_size);
-    else
+    if (!(err = pg_result(pg->conn, res, 0, st->name, errstr, errstr_size)))
         pg->prepared |= 1u << st->id;
     PQclear(res);
     return err;
 }
 
 int dlb_pg_run(dlb_pg_t *pg, const dlb_pg_stmt_t *st, int nparams, const char *const *values,
-               const int *lens, int binary_result, PGresult **out, char *errstr, size_t errstr_size)
+               const int *lens, int flags, PGresult **out, char *errstr, size_t errstr_size)
 {
     int formats[PARAMS_MAX] = {0};
     PGresult *res;
-    ExecStatusType rs;
     double t0;
     int err;
 
@@ -199,29 +249,24 @@ int dlb_pg_run(dlb_pg_t *pg, const dlb_pg_stmt_t *st, int nparams, const char *c
         (err = pg_prepare(pg, st, errstr, errstr_size)))
         return err;
     t0 = dlb_metric_now();
-    res = PQexecPrepared(pg->conn, st->name, nparams, values, lens, formats, binary_result);
-    pg_observe(pg, st->id, st->name, t0);
-    rs = PQresultStatus(res);
-    if (rs != PGRES_COMMAND_OK && rs != PGRES_TUPLES_OK) {
-        err = pg_fail(pg, res, st->name, errstr, errstr_size);
-        PQclear(res);
-        return err;
-    }
-    if (out)
+    res = PQexecPrepared(pg->conn, st->name, nparams, values, lens, formats, flags & DLB_PG_BINARY);
+    err = pg_result(pg->conn, res, flags, st->name, errstr, errstr_size);
+    pg_observe(pg, st->id, st->name, t0, err);
+    if (out && !err)
         *out = res;
     else
         PQclear(res);
-    return 0;
+    return err;
 }
 
 static int pg_set_search_path(dlb_pg_t *pg, char *errstr, size_t errstr_size)
 {
-    char *ident = PQescapeIdentifier(pg->conn, pg->schema, strlen(pg->schema));
     const char *values[1];
+    char *ident;
     int err;
 
-    if (!ident)
-        return pg_fail(pg, NULL, "quoting the schema name", errstr, errstr_size);
+    if ((err = dlb_pg_conn_ident(pg->conn, pg->schema, &ident, errstr, errstr_size)))
+        return err;
     values[0] = ident;
     err = pg_command(pg, "SELECT pg_catalog.set_config('search_path', $1, false)", 1, values,
                      "setting search_path", errstr, errstr_size);
@@ -229,22 +274,18 @@ static int pg_set_search_path(dlb_pg_t *pg, char *errstr, size_t errstr_size)
     return err;
 }
 
-int dlb_pg_connect(dlb_pg_t **out, const char *dsn, const char *schema, char *errstr,
-                   size_t errstr_size)
+int dlb_pg_open(PGconn **out, const char *dsn, char *errstr, size_t errstr_size)
 {
     /* dbname last: with expand_dbname its conninfo string may override the
      * defaults before it (e.g. its own connect_timeout). */
     const char *const keys[] = {"connect_timeout", "fallback_application_name", "dbname", NULL};
     const char *const vals[] = {"10", "dlbrain", dsn ? dsn : "", NULL};
-    dlb_pg_t *pg;
-    int err;
-
     PQconninfoOption *opts;
     char *perr = NULL;
+    PGconn *conn;
+    int err;
 
     *out = NULL;
-    if (!schema || !*schema)
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "postgresql: empty schema name");
     /* A malformed DSN is a configuration error, not an outage to wait out. */
     if (dsn && *dsn) {
         if (!(opts = PQconninfoParse(dsn, &perr))) {
@@ -255,22 +296,33 @@ int dlb_pg_connect(dlb_pg_t **out, const char *dsn, const char *schema, char *er
         }
         PQconninfoFree(opts);
     }
+    if (!(conn = PQconnectdbParams(keys, vals, 1)))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    if (PQstatus(conn) != CONNECTION_OK) {
+        err = dlb_pg_conn_fail(conn, NULL, 0, "connect", errstr, errstr_size);
+        PQfinish(conn);
+        return err;
+    }
+    PQsetNoticeProcessor(conn, dlb_pg_notice, NULL);
+    *out = conn;
+    return 0;
+}
+
+int dlb_pg_connect(dlb_pg_t **out, const char *dsn, const char *schema, char *errstr,
+                   size_t errstr_size)
+{
+    dlb_pg_t *pg;
+    int err;
+
+    *out = NULL;
+    if (!schema || !*schema)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "postgresql: empty schema name");
     if (!(pg = calloc(1, sizeof(*pg))) || !(pg->schema = strdup(schema))) {
         free(pg);
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     }
-    pg->conn = PQconnectdbParams(keys, vals, 1);
-    if (!pg->conn) {
-        dlb_pg_destroy(pg);
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
-    }
-    if (PQstatus(pg->conn) != CONNECTION_OK) {
-        err = pg_fail(pg, NULL, "connect", errstr, errstr_size);
-        dlb_pg_destroy(pg);
-        return err;
-    }
-    PQsetNoticeProcessor(pg->conn, dlb_pg_notice, NULL);
-    if ((err = pg_set_search_path(pg, errstr, errstr_size))) {
+    if ((err = dlb_pg_open(&pg->conn, dsn, errstr, errstr_size)) ||
+        (err = pg_set_search_path(pg, errstr, errstr_size))) {
         dlb_pg_destroy(pg);
         return err;
     }
@@ -377,10 +429,9 @@ int dlb_pg_commit(dlb_pg_t *pg, char *errstr, size_t errstr_size)
     }
     t0 = dlb_metric_now();
     res = PQexec(pg->conn, "COMMIT");
-    pg_observe(pg, PG_SLOT_COMMIT, NULL, t0);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK)
-        err = pg_fail(pg, res, "COMMIT", errstr, errstr_size);
-    else if (strcmp(PQcmdStatus(res), "COMMIT"))
+    err = pg_result(pg->conn, res, 0, "COMMIT", errstr, errstr_size);
+    pg_observe(pg, PG_SLOT_COMMIT, NULL, t0, err);
+    if (!err && strcmp(PQcmdStatus(res), "COMMIT"))
         err = dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "postgresql: COMMIT answered %s",
                          PQcmdStatus(res));
     PQclear(res);
@@ -391,16 +442,12 @@ int dlb_pg_commit(dlb_pg_t *pg, char *errstr, size_t errstr_size)
 
 void dlb_pg_rollback(dlb_pg_t *pg)
 {
-    PGresult *res;
     char sub[256];
 
     /* A statement still running fails with the transaction: drain it. */
     (void)dlb_pg_wait(pg, sub, sizeof(sub));
     pg->in_tx = 0;
-    if (PQstatus(pg->conn) != CONNECTION_OK || PQtransactionStatus(pg->conn) == PQTRANS_IDLE)
-        return;
-    res = PQexec(pg->conn, "ROLLBACK");
-    PQclear(res);
+    dlb_pg_conn_rollback(pg->conn);
 }
 
 int dlb_pg_first_bytes(const PGresult *res, void **raw, size_t *raw_len, char *errstr,

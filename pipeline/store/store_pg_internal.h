@@ -14,6 +14,7 @@
 #include "catalog.h"
 #include "event.h"
 #include "store_pg.h"
+#include "store_pg_conn.h"
 
 struct dlb_pg {
     PGconn *conn;
@@ -52,10 +53,10 @@ typedef struct dlb_pg_stmt {
 } dlb_pg_stmt_t;
 
 /** @brief Fill errstr from a failed libpq call on conn (res may be NULL) and
- *         classify it: a lost connection, SQLSTATE class 08 (connection
- *         exception) or 57P (shutdown, crash recovery) is DLB_ERR_TRANSIENT,
- *         anything else DLB_ERR_GENERIC. @returns the class. */
-int dlb_pg_conn_fail(PGconn *conn, const PGresult *res, const char *what, char *errstr,
+ *         classify it as dlb_pg_conn_exec() does (flags: DLB_PG_INPUT): for
+ *         the calls it does not make (connect, prepare, send, a migration's
+ *         several statements). @returns the class. */
+int dlb_pg_conn_fail(PGconn *conn, const PGresult *res, int flags, const char *what, char *errstr,
                      size_t errstr_size);
 
 /** @brief Free pg but keep its connection (notices logged, search_path set)
@@ -75,23 +76,16 @@ int dlb_pg_ensure(dlb_pg_t *pg, char *errstr, size_t errstr_size);
 /** @returns 1 between dlb_pg_begin() and its commit or rollback, else 0. */
 int dlb_pg_in_tx(const dlb_pg_t *pg);
 
-/** @brief Run one parameterised statement (PQexecParams, unnamed).
- *  @param values  text parameters, except those with lens[i] > 0, which are
- *                 binary (bytea); lens may be NULL (all text)
- *  @param binary_result  results in binary format (bytea as raw bytes)
- *  @param out     the result, PQclear() it; NULL to drop it
- *  @param what    names the statement in errstr
- *  @returns 0, DLB_ERR_TRANSIENT (connection lost, server shutting down) or
- *           DLB_ERR_GENERIC, errstr holding the server's message and SQLSTATE. */
+/** @brief dlb_pg_conn_exec() on the store's connection, timed in the
+ *         latency metric ("query") and its outcome in the readiness. */
 int dlb_pg_exec(dlb_pg_t *pg, const char *sql, int nparams, const char *const *values,
-                const int *lens, int binary_result, PGresult **out, const char *what, char *errstr,
+                const int *lens, int flags, PGresult **out, const char *what, char *errstr,
                 size_t errstr_size);
 
 /** @brief dlb_pg_exec() of prepared statement st (prepared on first use on
  *         this connection; the error names it). */
 int dlb_pg_run(dlb_pg_t *pg, const dlb_pg_stmt_t *st, int nparams, const char *const *values,
-               const int *lens, int binary_result, PGresult **out, char *errstr,
-               size_t errstr_size);
+               const int *lens, int flags, PGresult **out, char *errstr, size_t errstr_size);
 
 /** @brief dlb_pg_exec() in two halves, for work to overlap the server's:
  *         send the statement (no rows expected) and return; dlb_pg_wait()

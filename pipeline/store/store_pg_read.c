@@ -108,7 +108,7 @@ int dlb_pg_get_plan(dlb_pg_t *pg, const char *plan_id, void **raw, size_t *raw_l
     *raw = NULL;
     *raw_len = 0;
     if ((err = dlb_pg_ensure(pg, errstr, errstr_size)) ||
-        (err = dlb_pg_run(pg, &st_get_plan, 1, v, NULL, 1, &res, errstr, errstr_size)))
+        (err = dlb_pg_run(pg, &st_get_plan, 1, v, NULL, DLB_PG_BINARY, &res, errstr, errstr_size)))
         return err;
     err = dlb_pg_first_bytes(res, raw, raw_len, errstr, errstr_size);
     PQclear(res);
@@ -191,7 +191,8 @@ static int hist_samples(dlb_pg_t *pg, const char *uids, int max_samples, int64_t
 
     snprintf(lim, sizeof(lim), "%d", max_samples);
     snprintf(until, sizeof(until), "%" PRId64, until_ms);
-    if ((err = dlb_pg_run(pg, &st_hist_samples, 3, v, NULL, 1, &res, errstr, errstr_size)))
+    if ((err = dlb_pg_run(pg, &st_hist_samples, 3, v, NULL, DLB_PG_BINARY, &res, errstr,
+                          errstr_size)))
         return err;
     n = PQntuples(res);
     /* Rows come grouped by job: size each job's array before filling it. */
@@ -240,7 +241,7 @@ static int hist_oom(dlb_pg_t *pg, const char *uids, int64_t until_ms, dlb_histor
 
     snprintf(lim, sizeof(lim), "%d", DLB_PG_MAX_OOM_ROWS);
     snprintf(until, sizeof(until), "%" PRId64, until_ms);
-    if ((err = dlb_pg_run(pg, &st_hist_oom, 3, v, NULL, 1, &res, errstr, errstr_size)))
+    if ((err = dlb_pg_run(pg, &st_hist_oom, 3, v, NULL, DLB_PG_BINARY, &res, errstr, errstr_size)))
         return err;
     n = PQntuples(res);
     for (int i = 0; i < n; i++) {
