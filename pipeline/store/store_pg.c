@@ -1,6 +1,6 @@
 /* The PostgreSQL store's history (store_pg.h): the events and plans every
- * consumer writes, a job's state rebuilt from them, and the migrations of
- * its schema. The connection is store_pg_conn.c's, the optimizer's reads
+ * consumer writes, and a job's state rebuilt from them. The connection is
+ * store_pg_conn.c's, the migrations store_migrate.c's, the optimizer's reads
  * store_pg_read.c's. */
 #include "store_pg.h"
 #include "store_pg_internal.h"
@@ -15,18 +15,13 @@
 #include <libpq-fe.h>
 
 #include "codec.h"
-#include "embedded.h"
 #include "err.h"
-#include "log.h"
 
 /* Bounds of the rebuild query: a job's history of job and node events is
  * normally tens to thousands of rows; these only stop a runaway job from
  * exhausting memory (the newest events win when a bound is hit). */
 #define DLB_PG_MAX_JOB_EVENTS  10000
 #define DLB_PG_MAX_NODE_EVENTS 100000
-/* First key of pg_advisory_xact_lock(int, int) for migrations ("dlb"); the
- * second is hashtext(schema), so environments migrate independently. */
-#define DLB_PG_LOCK_CLASS 0x646c62
 
 /* A job event is "newer" than the jobs row when (event time, event id) is
  * greater: the order dlb_job_state_apply() uses. A newer event's sections win;
@@ -128,166 +123,6 @@ static const dlb_pg_stmt_t st_job_replay = {DLB_PG_ST_JOB_REPLAY, "dlb_job_repla
     "ORDER BY event_time_ms DESC, event_id DESC LIMIT $4::integer)"
     ") e ORDER BY event_time_ms, event_id"};
 /* clang-format on */
-
-/* ---- migrations ------------------------------------------------------------ */
-
-/* "001_init.sql" -> 1; -1 when the name is not NNN_name.sql. */
-static long migration_version(const char *name)
-{
-    char *end;
-    size_t n = strlen(name);
-    long v;
-
-    if (name[0] < '0' || name[0] > '9' || n < 5 || strcmp(name + n - 4, ".sql"))
-        return -1;
-    v = strtol(name, &end, 10);
-    return *end == '_' && v > 0 ? v : -1;
-}
-
-static int migration_applied(dlb_pg_t *pg, const char *qtable, long version, int *applied,
-                             char *errstr, size_t errstr_size)
-{
-    char sql[512], ver[24];
-    const char *values[1] = {ver};
-    PGresult *res;
-    int err = 0;
-
-    snprintf(sql, sizeof(sql), "SELECT 1 FROM %s WHERE version = $1::integer", qtable);
-    snprintf(ver, sizeof(ver), "%ld", version);
-    res = PQexecParams(pg->conn, sql, 1, NULL, values, NULL, NULL, 0);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK)
-        err = dlb_pg_conn_fail(pg->conn, res, 0, "reading schema_migrations", errstr, errstr_size);
-    else
-        *applied = PQntuples(res) > 0;
-    PQclear(res);
-    return err;
-}
-
-/* Inside a transaction: wait for other migrators of this schema. */
-static int migration_lock(dlb_pg_t *pg, char *errstr, size_t errstr_size)
-{
-    char cls[24];
-    const char *values[2] = {cls, pg->schema};
-
-    snprintf(cls, sizeof(cls), "%d", DLB_PG_LOCK_CLASS);
-    return dlb_pg_exec(pg, "SELECT pg_advisory_xact_lock($1::integer, hashtext($2))", 2, values,
-                       NULL, 0, NULL, "taking the migration lock", errstr, errstr_size);
-}
-
-/* Schema and bookkeeping table, created under the lock. Existence is checked
- * first because CREATE SCHEMA IF NOT EXISTS still needs CREATE on the database,
- * which a production role may lack once the schema exists. */
-static int migrate_bootstrap(dlb_pg_t *pg, const char *qschema, const char *qtable, char *errstr,
-                             size_t errstr_size)
-{
-    const char *values[1] = {pg->schema};
-    char sql[512];
-    PGresult *res;
-    int err, exists;
-
-    if ((err = dlb_pg_exec(pg, "BEGIN", 0, NULL, NULL, 0, NULL, "BEGIN", errstr, errstr_size)) ||
-        (err = migration_lock(pg, errstr, errstr_size)))
-        goto out;
-    res = PQexecParams(pg->conn, "SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1", 1,
-                       NULL, values, NULL, NULL, 0);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        err = dlb_pg_conn_fail(pg->conn, res, 0, "looking up the schema", errstr, errstr_size);
-        PQclear(res);
-        goto out;
-    }
-    exists = PQntuples(res) > 0;
-    PQclear(res);
-    if (!exists) {
-        snprintf(sql, sizeof(sql), "CREATE SCHEMA %s", qschema);
-        if ((err = dlb_pg_exec(pg, sql, 0, NULL, NULL, 0, NULL, "creating the schema", errstr,
-                               errstr_size)))
-            goto out;
-    }
-    snprintf(sql, sizeof(sql),
-             "CREATE TABLE IF NOT EXISTS %s (version integer PRIMARY KEY, name text NOT NULL, "
-             "applied_at timestamptz NOT NULL DEFAULT now())",
-             qtable);
-    if ((err = dlb_pg_exec(pg, sql, 0, NULL, NULL, 0, NULL, "creating schema_migrations", errstr,
-                           errstr_size)))
-        goto out;
-    err = dlb_pg_exec(pg, "COMMIT", 0, NULL, NULL, 0, NULL, "COMMIT", errstr, errstr_size);
-out:
-    if (err)
-        dlb_pg_rollback(pg);
-    return err;
-}
-
-static int migrate_one(dlb_pg_t *pg, const char *qtable, const dlb_embedded_t *m, long version,
-                       char *errstr, size_t errstr_size)
-{
-    char sql[512], ver[24], what[192];
-    const char *values[2] = {ver, m->name};
-    PGresult *res;
-    int err, applied = 0;
-
-    snprintf(ver, sizeof(ver), "%ld", version);
-    snprintf(what, sizeof(what), "migration %s", m->name);
-    if ((err = dlb_pg_exec(pg, "BEGIN", 0, NULL, NULL, 0, NULL, "BEGIN", errstr, errstr_size)) ||
-        (err = migration_lock(pg, errstr, errstr_size)) ||
-        (err = migration_applied(pg, qtable, version, &applied, errstr, errstr_size)))
-        goto out;
-    if (applied) /* another process got there first */
-        goto commit;
-    /* The migration is trusted text compiled into the binary, possibly several
-     * statements: the simple query protocol runs it inside our transaction. */
-    res = PQexec(pg->conn, m->data);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
-        err = dlb_pg_conn_fail(pg->conn, res, 0, what, errstr, errstr_size);
-        PQclear(res);
-        goto out;
-    }
-    PQclear(res);
-    snprintf(sql, sizeof(sql), "INSERT INTO %s (version, name) VALUES ($1::integer, $2)", qtable);
-    if ((err = dlb_pg_exec(pg, sql, 2, values, NULL, 0, NULL, what, errstr, errstr_size)))
-        goto out;
-    dlb_info("postgresql: schema %s: applied migration %s", pg->schema, m->name);
-commit:
-    err = dlb_pg_exec(pg, "COMMIT", 0, NULL, NULL, 0, NULL, "COMMIT", errstr, errstr_size);
-out:
-    if (err)
-        dlb_pg_rollback(pg);
-    return err;
-}
-
-int dlb_pg_migrate(dlb_pg_t *pg, char *errstr, size_t errstr_size)
-{
-    char *qschema = NULL, qtable[256];
-    long prev = 0;
-    int err;
-
-    if ((err = dlb_pg_ensure(pg, errstr, errstr_size)))
-        return err;
-    if (!(qschema = PQescapeIdentifier(pg->conn, pg->schema, strlen(pg->schema))))
-        return dlb_pg_conn_fail(pg->conn, NULL, 0, "quoting the schema name", errstr, errstr_size);
-    snprintf(qtable, sizeof(qtable), "%s.schema_migrations", qschema);
-    if ((err = migrate_bootstrap(pg, qschema, qtable, errstr, errstr_size)))
-        goto out;
-    for (const dlb_embedded_t *m = dlb_embedded_migrations; m->name; m++) {
-        long version = migration_version(m->name);
-        int applied = 0;
-
-        if (version <= prev) {
-            err =
-                dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC,
-                           "migration %s: name must be NNN_name.sql with NNN increasing", m->name);
-            goto out;
-        }
-        prev = version;
-        /* Cheap check first, so starting many consumers takes no lock at all. */
-        if ((err = migration_applied(pg, qtable, version, &applied, errstr, errstr_size)))
-            goto out;
-        if (!applied && (err = migrate_one(pg, qtable, m, version, errstr, errstr_size)))
-            goto out;
-    }
-out:
-    PQfreemem(qschema);
-    return err;
-}
 
 /* ---- writes ---------------------------------------------------------------- */
 

@@ -1,9 +1,9 @@
 /* What the files of the PostgreSQL store share (store_pg_conn.c: the
- * connection and its statement runners; store_pg.c: the history writes;
- * store_pg_read.c: the optimizer's reads; store_pg_batch.c; store_config.c;
- * env_registry.c): the connection's state, its statement runners with one
- * error classification and one set of reconnect rules, so there is one of
- * each. Not for other callers. */
+ * connection and its statement runners; store_migrate.c; store_pg.c: the
+ * history writes; store_pg_read.c: the optimizer's reads; store_pg_batch.c;
+ * store_config.c; env_registry.c): the connection's state, its statement
+ * runners with one error classification and one set of reconnect rules, so
+ * there is one of each. Not for other callers. */
 #ifndef DLB_STORE_PG_INTERNAL_H
 #define DLB_STORE_PG_INTERNAL_H
 
