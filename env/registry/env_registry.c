@@ -8,7 +8,8 @@
 
 #include "err.h"
 #include "store_migrate.h"
-#include "store_pg_internal.h"
+#include "store_pg.h"
+#include "store_pg_conn.h"
 
 /* First key of pg_advisory_xact_lock(int, int) that changes to the registry
  * take (the second is hashtext of its schema), so two promotions never

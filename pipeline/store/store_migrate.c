@@ -96,7 +96,6 @@ static int migrate_one(const migrate_t *mg, const dlb_pg_migration_t *m, const c
 {
     char sql[512], ver[24];
     const char *values[2] = {ver, m->name};
-    PGresult *res;
     int err, applied = 0;
 
     snprintf(ver, sizeof(ver), "%d", m->version);
@@ -105,13 +104,7 @@ static int migrate_one(const migrate_t *mg, const dlb_pg_migration_t *m, const c
         return err;
     if ((err = migration_applied(mg, m->version, &applied, errstr, errstr_size)) || applied)
         goto out; /* applied: another process got there first */
-    /* The migration is trusted text compiled into the binary, possibly several
-     * statements: the simple query protocol runs it inside our transaction. */
-    res = PQexec(mg->conn, m->sql);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
-        err = dlb_pg_conn_fail(mg->conn, res, 0, what, errstr, errstr_size);
-    PQclear(res);
-    if (err)
+    if ((err = dlb_pg_conn_script(mg->conn, m->sql, what, errstr, errstr_size)))
         goto out;
     snprintf(sql, sizeof(sql), "INSERT INTO %s (version%s) VALUES ($1::integer%s)", mg->qtable,
              mg->named ? ", name" : "", mg->named ? ", $2" : "");

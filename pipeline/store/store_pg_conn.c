@@ -17,7 +17,7 @@
 
 /* libpq prints notices (e.g. "relation already exists, skipping") to stderr;
  * route them to the debug log. */
-void dlb_pg_notice(void *arg, const char *msg)
+static void pg_notice(void *arg, const char *msg)
 {
     size_t n = strlen(msg);
 
@@ -30,8 +30,8 @@ void dlb_pg_notice(void *arg, const char *msg)
 /* Fill errstr from a failed call and classify it. A lost connection, SQLSTATE
  * class 08 (connection exception) or 57P (operator intervention: shutdown,
  * crash recovery) is transient: the same work succeeds after a reconnect. */
-int dlb_pg_conn_fail(PGconn *conn, const PGresult *res, int flags, const char *what, char *errstr,
-                     size_t errstr_size)
+static int pg_conn_fail(PGconn *conn, const PGresult *res, int flags, const char *what,
+                        char *errstr, size_t errstr_size)
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     const char *msg = res ? PQresultErrorMessage(res) : "";
@@ -63,13 +63,13 @@ static int pg_result(PGconn *conn, const PGresult *res, int flags, const char *w
 
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
         return 0;
-    return dlb_pg_conn_fail(conn, res, flags, what, errstr, errstr_size);
+    return pg_conn_fail(conn, res, flags, what, errstr, errstr_size);
 }
 
 static int pg_fail(dlb_pg_t *pg, const PGresult *res, const char *what, char *errstr,
                    size_t errstr_size)
 {
-    return dlb_pg_conn_fail(pg->conn, res, 0, what, errstr, errstr_size);
+    return pg_conn_fail(pg->conn, res, 0, what, errstr, errstr_size);
 }
 
 /* dlbrain_postgres_call_duration_seconds, per prepared statement, "query"
@@ -130,6 +130,16 @@ int dlb_pg_conn_exec(PGconn *conn, const char *sql, int nparams, const char *con
     return err;
 }
 
+int dlb_pg_conn_script(PGconn *conn, const char *sql, const char *what, char *errstr,
+                       size_t errstr_size)
+{
+    PGresult *res = PQexec(conn, sql);
+    int err = pg_result(conn, res, 0, what, errstr, errstr_size);
+
+    PQclear(res);
+    return err;
+}
+
 void dlb_pg_conn_rollback(PGconn *conn)
 {
     if (PQstatus(conn) == CONNECTION_OK && PQtransactionStatus(conn) != PQTRANS_IDLE)
@@ -160,7 +170,7 @@ int dlb_pg_conn_ident(PGconn *conn, const char *name, char **out, char *errstr, 
     if ((*out = PQescapeIdentifier(conn, name, strlen(name))))
         return 0;
     snprintf(what, sizeof(what), "quoting \"%.64s\"", name);
-    return dlb_pg_conn_fail(conn, NULL, 0, what, errstr, errstr_size);
+    return pg_conn_fail(conn, NULL, 0, what, errstr, errstr_size);
 }
 
 int dlb_pg_exec(dlb_pg_t *pg, const char *sql, int nparams, const char *const *values,
@@ -299,11 +309,11 @@ int dlb_pg_open(PGconn **out, const char *dsn, char *errstr, size_t errstr_size)
     if (!(conn = PQconnectdbParams(keys, vals, 1)))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     if (PQstatus(conn) != CONNECTION_OK) {
-        err = dlb_pg_conn_fail(conn, NULL, 0, "connect", errstr, errstr_size);
+        err = pg_conn_fail(conn, NULL, 0, "connect", errstr, errstr_size);
         PQfinish(conn);
         return err;
     }
-    PQsetNoticeProcessor(conn, dlb_pg_notice, NULL);
+    PQsetNoticeProcessor(conn, pg_notice, NULL);
     *out = conn;
     return 0;
 }

@@ -10,6 +10,8 @@
 
 #include <libpq-fe.h>
 
+#include "store_pg.h"
+
 /* Flags of dlb_pg_conn_exec(). */
 #define DLB_PG_BINARY 1 /* results in binary format (bytea as raw bytes) */
 /* The statement carries the caller's input: text that does not convert
@@ -24,6 +26,11 @@
  *  @returns 0, DLB_ERR_CONF (malformed dsn), DLB_ERR_TRANSIENT (unreachable,
  *           errstr has libpq's reason) or DLB_ERR_NOMEM. */
 int dlb_pg_open(PGconn **out, const char *dsn, char *errstr, size_t errstr_size);
+
+/** @brief Free pg (dlb_pg_connect()) but keep its connection, with its
+ *         search_path, for a caller that works with the PGconn itself.
+ *  @returns the connection, the caller's to PQfinish(). */
+PGconn *dlb_pg_detach(dlb_pg_t *pg);
 
 /** @brief Run one parameterised statement (PQexecParams, unnamed).
  *  @param values  text parameters, except those with lens[i] > 0, which are

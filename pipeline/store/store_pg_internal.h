@@ -1,9 +1,10 @@
 /* What the files of the PostgreSQL store share (store_pg_conn.c: the
  * connection and its statement runners; store_migrate.c; store_pg.c: the
  * history writes; store_pg_read.c: the optimizer's reads; store_pg_batch.c;
- * store_config.c; env_registry.c): the connection's state, its statement
- * runners with one error classification and one set of reconnect rules, so
- * there is one of each. Not for other callers. */
+ * store_config.c): the connection's state and its statement runners, with
+ * store_pg_conn.c's error classification and reconnect rules, so there is
+ * one of each. Not for other callers: code outside the store that holds a
+ * PGconn has store_pg_conn.h. */
 #ifndef DLB_STORE_PG_INTERNAL_H
 #define DLB_STORE_PG_INTERNAL_H
 
@@ -52,21 +53,12 @@ typedef struct dlb_pg_stmt {
     const char *sql;
 } dlb_pg_stmt_t;
 
-/** @brief Fill errstr from a failed libpq call on conn (res may be NULL) and
- *         classify it as dlb_pg_conn_exec() does (flags: DLB_PG_INPUT): for
- *         the calls it does not make (connect, prepare, send, a migration's
- *         several statements). @returns the class. */
-int dlb_pg_conn_fail(PGconn *conn, const PGresult *res, int flags, const char *what, char *errstr,
-                     size_t errstr_size);
-
-/** @brief Free pg but keep its connection (notices logged, search_path set)
- *         for a caller that works with libpq directly (env_registry.c).
- *  @returns the connection, the caller's to PQfinish(). */
-PGconn *dlb_pg_detach(dlb_pg_t *pg);
-
-/** @brief A libpq notice processor (PQsetNoticeProcessor) that logs notices
- *         ("relation already exists, skipping") at debug level, not stderr. */
-void dlb_pg_notice(void *arg, const char *msg);
+/** @brief Run trusted text compiled into the binary, possibly several
+ *         statements, with the simple query protocol (inside the caller's
+ *         transaction, if any): a migration, the only SQL that is not a
+ *         parameterised statement. @returns what dlb_pg_conn_exec() would. */
+int dlb_pg_conn_script(PGconn *conn, const char *sql, const char *what, char *errstr,
+                       size_t errstr_size);
 
 /** @brief Reconnect a lost connection, unless inside a dlb_pg_begin()
  *         transaction (then DLB_ERR_TRANSIENT: its writes died with it).
