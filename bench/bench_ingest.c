@@ -24,6 +24,7 @@
 #include "log.h"
 #include "rss.h"
 #include "store_pg.h"
+#include "store_pg_conn.h"
 
 extern char **environ;
 
@@ -457,13 +458,9 @@ static int stages_pass(run_t *r, char *errstr, size_t size)
     }
     snprintf(name, sizeof(name), "%s_stages", r->conf->env);
     dlb_env_conf(r->conf, name, &sc);
-    admin = PQconnectdb(r->conf->pg_dsn);
-    if (PQstatus(admin) != CONNECTION_OK) {
-        err = dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "postgresql: %s", PQerrorMessage(admin));
-        goto out;
-    }
     /* A run stopped halfway left its scratch schema: start from none. */
-    if ((err = dlb_env_schema_drop(admin, name, errstr, size)) ||
+    if ((err = dlb_pg_open(&admin, r->conf->pg_dsn, errstr, size)) ||
+        (err = dlb_env_schema_drop(admin, name, errstr, size)) ||
         (err = dlb_pg_connect(&pg, sc.pg_dsn, name, errstr, size)) ||
         (err = dlb_pg_migrate(pg, errstr, size)) ||
         (err = dlb_redis_connect(&rd, &sc, r->cat, errstr, size)) ||
@@ -510,14 +507,13 @@ out:
     }
     dlb_pg_destroy(pg);
     dlb_redis_destroy(rd);
-    if (admin && PQstatus(admin) == CONNECTION_OK) {
+    if (admin) {
         char sub[512];
         if (dlb_env_schema_drop(admin, name, sub, sizeof(sub)) ||
             dlb_env_redis_purge(r->conf, name, &purged, sub, sizeof(sub)))
             dlb_warn("bench ingest: cleaning up scratch environment %s: %s", name, sub);
-    }
-    if (admin)
         PQfinish(admin);
+    }
     free(msgs);
     free(evs);
     free(evp);

@@ -7,39 +7,11 @@
 #include <string.h>
 
 #include "err.h"
+#include "store_pg_conn.h"
 
 /* The tables the pipeline's migrations create that the evaluator reads. */
 #define EVAL_TABLES     "{job_events,runtime_samples,runtime_pods,node_events,plan_requests,plans}"
 #define EVAL_TABLES_CNT 6
-
-/* Run sql (no parameters but those given, all text); *out is the result on
- * success, to PQclear(). A lost connection is transient, anything else not. */
-static int eval_exec(PGconn *conn, const char *sql, int nparams, const char *const *values,
-                     PGresult **out, const char *what, char *errstr, size_t errstr_size)
-{
-    PGresult *res = PQexecParams(conn, sql, nparams, NULL, values, NULL, NULL, 0);
-    ExecStatusType st = PQresultStatus(res);
-    const char *msg;
-    size_t n;
-    int err;
-
-    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-        if (out)
-            *out = res;
-        else
-            PQclear(res);
-        return 0;
-    }
-    msg = res ? PQresultErrorMessage(res) : PQerrorMessage(conn);
-    n = strlen(msg);
-    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-        n--;
-    err = dlb_seterr(errstr, errstr_size,
-                     PQstatus(conn) == CONNECTION_BAD ? DLB_ERR_TRANSIENT : DLB_ERR_GENERIC,
-                     "postgresql: %s: %.*s", what, (int)n, msg);
-    PQclear(res);
-    return err;
-}
 
 /* A cell as a number; NULL is -1 (the input's "none"). */
 static int64_t cell_ms(const PGresult *res, int row, int col)
@@ -70,11 +42,12 @@ static int check_tables(PGconn *conn, const char *schema, char *errstr, size_t e
     PGresult *res;
     int err, n;
 
-    if ((err = eval_exec(conn,
-                         "SELECT t FROM unnest($2::text[]) AS t "
-                         "WHERE to_regclass(quote_ident($1) || '.' || quote_ident(t)) IS NULL "
-                         "ORDER BY t",
-                         2, values, &res, "checking the tables", errstr, errstr_size)))
+    if ((err = dlb_pg_conn_exec(
+             conn,
+             "SELECT t FROM unnest($2::text[]) AS t "
+             "WHERE to_regclass(quote_ident($1) || '.' || quote_ident(t)) IS NULL "
+             "ORDER BY t",
+             2, values, NULL, 0, &res, "checking the tables", errstr, errstr_size)))
         return err;
     n = PQntuples(res);
     if (n == EVAL_TABLES_CNT)
@@ -205,7 +178,8 @@ static int load_rows(PGconn *conn, size_t l, const char *id, void **rows, size_t
     if (sql_schema(sql, sizeof(sql), loaders[l].sql, id))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "%s: schema name too long",
                           loaders[l].what);
-    if ((err = eval_exec(conn, sql, 0, NULL, &res, loaders[l].what, errstr, errstr_size)))
+    if ((err = dlb_pg_conn_exec(conn, sql, 0, NULL, NULL, 0, &res, loaders[l].what, errstr,
+                                errstr_size)))
         return err;
     n = PQntuples(res);
     if (!(*rows = calloc(n > 0 ? (size_t)n : 1, loaders[l].size))) {
@@ -247,18 +221,17 @@ int dlb_eval_load(PGconn *conn, const char *schema, dlb_eval_input_t *in, char *
     memset(in, 0, sizeof(*in));
     if ((err = check_tables(conn, schema, errstr, errstr_size)))
         return err;
-    if (!(id = PQescapeIdentifier(conn, schema, strlen(schema))))
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "quoting schema \"%s\": %s", schema,
-                          PQerrorMessage(conn));
+    if ((err = dlb_pg_conn_ident(conn, schema, &id, errstr, errstr_size)))
+        return err;
     /* One snapshot for every query: the pipeline may be writing meanwhile. */
-    if ((err = eval_exec(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, NULL,
-                         "begin", errstr, errstr_size)))
+    if ((err = dlb_pg_conn_exec(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL,
+                                NULL, 0, NULL, "begin", errstr, errstr_size)))
         goto out;
     if ((err = load_all(conn, id, in, errstr, errstr_size))) {
-        PQclear(PQexec(conn, "ROLLBACK"));
+        dlb_pg_conn_rollback(conn);
         goto out;
     }
-    err = eval_exec(conn, "COMMIT", 0, NULL, NULL, "commit", errstr, errstr_size);
+    err = dlb_pg_conn_exec(conn, "COMMIT", 0, NULL, NULL, 0, NULL, "commit", errstr, errstr_size);
 out:
     PQfreemem(id);
     if (err)
@@ -290,17 +263,14 @@ int dlb_eval_envs(const char *dsn, const char *const *envs, size_t cnt, size_t b
 {
     dlb_eval_input_t *in = NULL;
     dlb_eval_figures_t *f = NULL;
-    PGconn *conn = PQconnectdb(dsn ? dsn : "");
+    PGconn *conn = NULL;
     char schema[64], why[512];
     int64_t bucket_ms;
     int err = 0;
 
     *out = NULL;
-    if (!conn || PQstatus(conn) != CONNECTION_OK) {
-        err = dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "postgresql: connect: %s",
-                         conn ? PQerrorMessage(conn) : "out of memory");
+    if ((err = dlb_pg_open(&conn, dsn, errstr, errstr_size)))
         goto out;
-    }
     if (!(in = calloc(cnt ? cnt : 1, sizeof(*in))) || !(f = calloc(cnt ? cnt : 1, sizeof(*f)))) {
         err = nomem(errstr, errstr_size);
         goto out;

@@ -12,6 +12,7 @@
 #include "kafka.h"
 #include "log.h"
 #include "store_pg.h"
+#include "store_pg_conn.h"
 
 void dlb_env_conf(const dlb_conf_t *base, const char *name, dlb_conf_t *out)
 {
@@ -118,45 +119,37 @@ int dlb_env_schema_info(PGconn *pg, const char *name, int *exists, int *tables, 
                         size_t errstr_size)
 {
     const char *values[1] = {name};
-    PGresult *res =
-        PQexecParams(pg,
-                     "SELECT (SELECT count(*) FROM pg_catalog.pg_namespace WHERE nspname = $1), "
-                     "(SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = $1)",
-                     1, NULL, values, NULL, NULL, 0);
-    int err = 0;
+    char what[128];
+    PGresult *res;
+    int err;
 
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        err = dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "postgresql: schema %s: %s", name,
-                         PQerrorMessage(pg));
-    } else {
-        *exists = atoi(PQgetvalue(res, 0, 0)) > 0;
-        *tables = atoi(PQgetvalue(res, 0, 1));
-    }
+    snprintf(what, sizeof(what), "schema %s", name);
+    if ((err = dlb_pg_conn_exec(
+             pg,
+             "SELECT (SELECT count(*) FROM pg_catalog.pg_namespace WHERE nspname = $1), "
+             "(SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = $1)",
+             1, values, NULL, 0, &res, what, errstr, errstr_size)))
+        return err;
+    *exists = atoi(PQgetvalue(res, 0, 0)) > 0;
+    *tables = atoi(PQgetvalue(res, 0, 1));
     PQclear(res);
-    return err;
+    return 0;
 }
 
 int dlb_env_schema_drop(PGconn *pg, const char *name, char *errstr, size_t errstr_size)
 {
-    char *ident, sql[256];
-    PGresult *res;
-    int err = 0;
+    char *ident, sql[256], what[128];
+    int err;
 
     /* The last guard before a CASCADE: never the registry, public or pg_*. */
-    if ((err = dlb_env_name_check(name, errstr, errstr_size)))
+    if ((err = dlb_env_name_check(name, errstr, errstr_size)) ||
+        (err = dlb_pg_conn_ident(pg, name, &ident, errstr, errstr_size)))
         return err;
-    if (!(ident = PQescapeIdentifier(pg, name, strlen(name))))
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "postgresql: quoting %s: %s", name,
-                          PQerrorMessage(pg));
     /* An identifier cannot be a parameter; it is quoted above. */
     snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE", ident);
     PQfreemem(ident);
-    res = PQexecParams(pg, sql, 0, NULL, NULL, NULL, NULL, 0);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK)
-        err = dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "postgresql: dropping schema %s: %s",
-                         name, PQerrorMessage(pg));
-    PQclear(res);
-    return err;
+    snprintf(what, sizeof(what), "dropping schema %s", name);
+    return dlb_pg_conn_exec(pg, sql, 0, NULL, NULL, 0, NULL, what, errstr, errstr_size);
 }
 
 int dlb_env_redis_purge(const dlb_conf_t *conf, const char *name, int64_t *deleted, char *errstr,

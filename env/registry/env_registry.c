@@ -7,15 +7,15 @@
 #include <string.h>
 
 #include "err.h"
-#include "log.h"
-#include "store_pg_internal.h"
+#include "store_migrate.h"
+#include "store_pg.h"
+#include "store_pg_conn.h"
 
-/* First key of pg_advisory_xact_lock(int, int): migrations of the registry
- * use store_pg.c's "dlb" class (second key hashtext of the schema, which no
- * environment can share: dlb_env_name_check refuses the name); changes to the
- * registry serialise on "env", so two promotions never interleave. */
-#define REG_MIGRATE_LOCK_CLASS 0x646c62
-#define REG_CHANGE_LOCK_CLASS  0x656e76
+/* First key of pg_advisory_xact_lock(int, int) that changes to the registry
+ * take (the second is hashtext of its schema), so two promotions never
+ * interleave. Its migrations take store_migrate.c's lock on the same schema,
+ * which no environment can share: dlb_env_name_check refuses the name. */
+#define REG_CHANGE_LOCK_CLASS 0x656e76
 
 #define S       DLB_ENV_REGISTRY_SCHEMA "."
 #define MS(col) "(extract(epoch FROM " col ") * 1000)::bigint"
@@ -23,96 +23,63 @@
     "name, kind, optimizer_set, settings::text, description, " MS("created_at") ", " MS(           \
         "changed_at") ", COALESCE(" MS("dropped_at") ", 0)"
 
-/* Registry migrations, applied in order, each once (schema_migrations). The
- * registry is not an environment's schema, so these are not in pipeline/sql. */
-static const char *const migrations[] = {
-    /* 1: environments and their history */
-    "CREATE TABLE " S "environments ("
-    " name text COLLATE \"C\" PRIMARY KEY"
-    "  CHECK (name ~ '^[a-z][a-z0-9_]*$' AND length(name) <= 48),"
-    " kind text NOT NULL CHECK (kind IN ('real', 'virtual')),"
-    " optimizer_set text NOT NULL CHECK (optimizer_set IN ('dlrover', 'dlbrain')),"
-    " settings jsonb NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(settings) = 'object'),"
-    " description text NOT NULL DEFAULT '',"
-    " created_at timestamptz NOT NULL DEFAULT now(),"
-    " changed_at timestamptz NOT NULL DEFAULT now(),"
-    " dropped_at timestamptz);"
-    /* At most one live real environment, whatever a client does. */
-    "CREATE UNIQUE INDEX environments_one_real ON " S "environments ((true))"
-    " WHERE kind = 'real' AND dropped_at IS NULL;"
-    "CREATE TABLE " S "env_history ("
-    " id bigserial PRIMARY KEY,"
-    " at timestamptz NOT NULL DEFAULT clock_timestamp(),"
-    " action text NOT NULL CHECK (action IN ('create', 'promote', 'demote', 'drop')),"
-    " name text COLLATE \"C\" NOT NULL,"
-    " detail jsonb NOT NULL DEFAULT '{}',"
-    " by_user text NOT NULL DEFAULT current_user);"
-    "CREATE INDEX env_history_name_idx ON " S "env_history (name, id);"
-    /* The history is an audit trail: like configuration versions
-     * (003_config.sql), it is never changed. */
-    "CREATE FUNCTION " S "env_history_immutable() RETURNS trigger LANGUAGE plpgsql AS $$"
-    " BEGIN RAISE EXCEPTION '% on %: the environment history is append-only',"
-    " TG_OP, TG_TABLE_NAME; END $$;"
-    "CREATE TRIGGER env_history_immutable BEFORE UPDATE OR DELETE OR TRUNCATE ON " S
-    "env_history FOR EACH STATEMENT EXECUTE FUNCTION " S "env_history_immutable();",
-    NULL,
+/* Registry migrations, applied in order, each once (schema_migrations, which
+ * records versions without names). The registry is not an environment's
+ * schema, so these are not in pipeline/store/sql. */
+static const dlb_pg_migration_t migrations[] = {
+    /* environments and their history */
+    {1, NULL,
+     "CREATE TABLE " S "environments ("
+     " name text COLLATE \"C\" PRIMARY KEY"
+     "  CHECK (name ~ '^[a-z][a-z0-9_]*$' AND length(name) <= 48),"
+     " kind text NOT NULL CHECK (kind IN ('real', 'virtual')),"
+     " optimizer_set text NOT NULL CHECK (optimizer_set IN ('dlrover', 'dlbrain')),"
+     " settings jsonb NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(settings) = 'object'),"
+     " description text NOT NULL DEFAULT '',"
+     " created_at timestamptz NOT NULL DEFAULT now(),"
+     " changed_at timestamptz NOT NULL DEFAULT now(),"
+     " dropped_at timestamptz);"
+     /* At most one live real environment, whatever a client does. */
+     "CREATE UNIQUE INDEX environments_one_real ON " S "environments ((true))"
+     " WHERE kind = 'real' AND dropped_at IS NULL;"
+     "CREATE TABLE " S "env_history ("
+     " id bigserial PRIMARY KEY,"
+     " at timestamptz NOT NULL DEFAULT clock_timestamp(),"
+     " action text NOT NULL CHECK (action IN ('create', 'promote', 'demote', 'drop')),"
+     " name text COLLATE \"C\" NOT NULL,"
+     " detail jsonb NOT NULL DEFAULT '{}',"
+     " by_user text NOT NULL DEFAULT current_user);"
+     "CREATE INDEX env_history_name_idx ON " S "env_history (name, id);"
+     /* The history is an audit trail: like configuration versions
+      * (003_config.sql), it is never changed. */
+     "CREATE FUNCTION " S "env_history_immutable() RETURNS trigger LANGUAGE plpgsql AS $$"
+     " BEGIN RAISE EXCEPTION '% on %: the environment history is append-only',"
+     " TG_OP, TG_TABLE_NAME; END $$;"
+     "CREATE TRIGGER env_history_immutable BEFORE UPDATE OR DELETE OR TRUNCATE ON " S
+     "env_history FOR EACH STATEMENT EXECUTE FUNCTION " S "env_history_immutable();"},
 };
 
-/* Fill errstr and classify as store_pg.c does; bad JSON and a broken
- * constraint are the caller's invalid input. */
-static int reg_fail(PGconn *pg, const PGresult *res, const char *what, char *errstr, size_t size)
-{
-    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-    int err = dlb_pg_conn_fail(pg, res, what, errstr, size);
-
-    if (err == DLB_ERR_GENERIC && state && (!strcmp(state, "22P02") || !strncmp(state, "23", 2)))
-        err = DLB_ERR_INVALID;
-    return err;
-}
-
-/* One parameterised statement, text in and out; *out (if given) to PQclear(). */
+/* One parameterised statement of the registry, text in and out; *out (if
+ * given) to PQclear(). Bad JSON and a broken constraint are the caller's
+ * invalid input. */
 static int reg_exec(PGconn *pg, const char *sql, int nparams, const char *const *values,
                     PGresult **out, const char *what, char *errstr, size_t size)
 {
-    PGresult *res = PQexecParams(pg, sql, nparams, NULL, values, NULL, NULL, 0);
-    ExecStatusType st = PQresultStatus(res);
-    int err = 0;
-
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        err = reg_fail(pg, res, what, errstr, size);
-    if (out && !err)
-        *out = res;
-    else
-        PQclear(res);
-    return err;
+    return dlb_pg_conn_exec(pg, sql, nparams, values, NULL, DLB_PG_INPUT, out, what, errstr, size);
 }
 
-static void reg_rollback(PGconn *pg)
+/* BEGIN, then wait for other changers of the registry. */
+static int reg_begin(PGconn *pg, char *errstr, size_t size)
 {
-    if (PQtransactionStatus(pg) != PQTRANS_IDLE)
-        PQclear(PQexec(pg, "ROLLBACK"));
-}
-
-/* BEGIN, then wait for other changers (or migrators) of the registry. */
-static int reg_begin(PGconn *pg, int lock_class, char *errstr, size_t size)
-{
-    char cls[24];
-    const char *values[2] = {cls, DLB_ENV_REGISTRY_SCHEMA};
-    int err;
-
-    snprintf(cls, sizeof(cls), "%d", lock_class);
-    if ((err = reg_exec(pg, "BEGIN", 0, NULL, NULL, "BEGIN", errstr, size)) ||
-        (err = reg_exec(pg, "SELECT pg_advisory_xact_lock($1::integer, hashtext($2))", 2, values,
-                        NULL, "taking the registry lock", errstr, size)))
-        reg_rollback(pg);
-    return err;
+    return dlb_pg_conn_begin_locked(pg, REG_CHANGE_LOCK_CLASS, DLB_ENV_REGISTRY_SCHEMA, errstr,
+                                    size);
 }
 
 static int reg_commit(PGconn *pg, char *errstr, size_t size)
 {
     int err = reg_exec(pg, "COMMIT", 0, NULL, NULL, "COMMIT", errstr, size);
     if (err)
-        reg_rollback(pg);
+        dlb_pg_conn_rollback(pg);
     return err;
 }
 
@@ -131,62 +98,8 @@ int dlb_env_registry_connect(const char *dsn, PGconn **out, char *errstr, size_t
 
 int dlb_env_registry_migrate(PGconn *pg, char *errstr, size_t errstr_size)
 {
-    const char *values[1] = {DLB_ENV_REGISTRY_SCHEMA};
-    char ver[24];
-    const char *vv[1] = {ver};
-    PGresult *res = NULL;
-    int err, exists, applied;
-
-    if ((err = reg_begin(pg, REG_MIGRATE_LOCK_CLASS, errstr, errstr_size)))
-        return err;
-    /* Existence first: CREATE SCHEMA IF NOT EXISTS still needs CREATE on the
-     * database, which a production role may lack once the schema exists. */
-    if ((err = reg_exec(pg, "SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1", 1, values,
-                        &res, "looking up the registry schema", errstr, errstr_size)))
-        goto out;
-    exists = PQntuples(res) > 0;
-    PQclear(res);
-    res = NULL;
-    if (!exists && (err = reg_exec(pg, "CREATE SCHEMA " DLB_ENV_REGISTRY_SCHEMA, 0, NULL, NULL,
-                                   "creating the registry schema", errstr, errstr_size)))
-        goto out;
-    if ((err = reg_exec(pg,
-                        "CREATE TABLE IF NOT EXISTS " S "schema_migrations (version integer "
-                        "PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
-                        0, NULL, NULL, "creating the registry's schema_migrations", errstr,
-                        errstr_size)))
-        goto out;
-    for (int v = 0; migrations[v]; v++) {
-        snprintf(ver, sizeof(ver), "%d", v + 1);
-        if ((err = reg_exec(pg, "SELECT 1 FROM " S "schema_migrations WHERE version = $1::integer",
-                            1, vv, &res, "reading the registry's schema_migrations", errstr,
-                            errstr_size)))
-            goto out;
-        applied = PQntuples(res) > 0;
-        PQclear(res);
-        res = NULL;
-        if (applied)
-            continue;
-        /* Trusted text compiled in, several statements: the simple protocol
-         * runs it inside our transaction. */
-        res = PQexec(pg, migrations[v]);
-        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-            err = reg_fail(pg, res, "registry migration", errstr, errstr_size);
-            goto out;
-        }
-        PQclear(res);
-        res = NULL;
-        if ((err = reg_exec(pg, "INSERT INTO " S "schema_migrations (version) VALUES ($1::integer)",
-                            1, vv, NULL, "recording a registry migration", errstr, errstr_size)))
-            goto out;
-        dlb_info("postgresql: schema %s: applied registry migration %d", DLB_ENV_REGISTRY_SCHEMA,
-                 v + 1);
-    }
-    return reg_commit(pg, errstr, errstr_size);
-out:
-    PQclear(res);
-    reg_rollback(pg);
-    return err;
+    return dlb_pg_migrate_run(pg, DLB_ENV_REGISTRY_SCHEMA, migrations,
+                              sizeof(migrations) / sizeof(migrations[0]), errstr, errstr_size);
 }
 
 int dlb_env_name_check(const char *name, char *errstr, size_t errstr_size)
@@ -391,7 +304,7 @@ int dlb_env_create(PGconn *pg, const dlb_env_t *env, const char *by_user, char *
     if (strcmp(env->optimizer_set, "dlrover") && strcmp(env->optimizer_set, "dlbrain"))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
                           "optimizer set '%s' is not dlrover or dlbrain", env->optimizer_set);
-    if ((err = reg_begin(pg, REG_CHANGE_LOCK_CLASS, errstr, errstr_size)))
+    if ((err = reg_begin(pg, errstr, errstr_size)))
         return err;
     if ((err = reg_exec(pg, "SELECT dropped_at IS NULL FROM " S "environments WHERE name = $1", 1,
                         values, &res, "looking up the environment", errstr, errstr_size)))
@@ -435,7 +348,7 @@ int dlb_env_create(PGconn *pg, const dlb_env_t *env, const char *by_user, char *
     return reg_commit(pg, errstr, errstr_size);
 out:
     PQclear(res);
-    reg_rollback(pg);
+    dlb_pg_conn_rollback(pg);
     return err;
 }
 
@@ -476,7 +389,7 @@ int dlb_env_promote(PGconn *pg, const char *name, const char *by_user, char *was
 
     if (was_size)
         was[0] = '\0';
-    if ((err = reg_begin(pg, REG_CHANGE_LOCK_CLASS, errstr, errstr_size)))
+    if ((err = reg_begin(pg, errstr, errstr_size)))
         return err;
     if ((err = env_locked(pg, name, &exists, &live, &is_real, errstr, errstr_size)))
         goto out;
@@ -506,7 +419,7 @@ int dlb_env_promote(PGconn *pg, const char *name, const char *by_user, char *was
     snprintf(was, was_size, "%s", real);
     return 0;
 out:
-    reg_rollback(pg);
+    dlb_pg_conn_rollback(pg);
     return err;
 }
 
@@ -516,7 +429,7 @@ int dlb_env_drop(PGconn *pg, const char *name, int purge, const char *by_user, c
     const char *values[1] = {name};
     int err, exists, live, is_real;
 
-    if ((err = reg_begin(pg, REG_CHANGE_LOCK_CLASS, errstr, errstr_size)))
+    if ((err = reg_begin(pg, errstr, errstr_size)))
         return err;
     if ((err = env_locked(pg, name, &exists, &live, &is_real, errstr, errstr_size)))
         goto out;
@@ -541,7 +454,7 @@ int dlb_env_drop(PGconn *pg, const char *name, int purge, const char *by_user, c
         goto out;
     return reg_commit(pg, errstr, errstr_size);
 out:
-    reg_rollback(pg);
+    dlb_pg_conn_rollback(pg);
     return err;
 }
 

@@ -393,8 +393,9 @@ int dlb_cfg_get_match(dlb_pg_t *pg, const char *event_id, void **raw, size_t *ra
     *raw = NULL;
     *raw_len = 0;
     if ((err = dlb_pg_ensure(pg, errstr, errstr_size)) ||
-        (err = dlb_pg_exec(pg, "SELECT raw FROM config_matches WHERE event_id = $1", 1, v, NULL, 1,
-                           &res, "reading a configuration match", errstr, errstr_size)))
+        (err = dlb_pg_exec(pg, "SELECT raw FROM config_matches WHERE event_id = $1", 1, v, NULL,
+                           DLB_PG_BINARY, &res, "reading a configuration match", errstr,
+                           errstr_size)))
         return err;
     err = dlb_pg_first_bytes(res, raw, raw_len, errstr, errstr_size);
     PQclear(res);

@@ -1,7 +1,10 @@
-/* For the modules of the PostgreSQL store beside store_pg.c (store_config.c,
- * env_registry.c):
- * the connection's statement runner, with store_pg.c's error classification
- * and reconnect rules, so there is one of each. Not for other callers. */
+/* What the files of the PostgreSQL store share (store_pg_conn.c: the
+ * connection and its statement runners; store_migrate.c; store_pg.c: the
+ * history writes; store_pg_read.c: the optimizer's reads; store_pg_batch.c;
+ * store_config.c): the connection's state and its statement runners, with
+ * store_pg_conn.c's error classification and reconnect rules, so there is
+ * one of each. Not for other callers: code outside the store that holds a
+ * PGconn has store_pg_conn.h. */
 #ifndef DLB_STORE_PG_INTERNAL_H
 #define DLB_STORE_PG_INTERNAL_H
 
@@ -9,24 +12,53 @@
 
 #include <libpq-fe.h>
 
+#include "catalog.h"
 #include "event.h"
 #include "store_pg.h"
+#include "store_pg_conn.h"
 
-/** @brief Fill errstr from a failed libpq call on conn (res may be NULL) and
- *         classify it: a lost connection, SQLSTATE class 08 (connection
- *         exception) or 57P (shutdown, crash recovery) is DLB_ERR_TRANSIENT,
- *         anything else DLB_ERR_GENERIC. @returns the class. */
-int dlb_pg_conn_fail(PGconn *conn, const PGresult *res, const char *what, char *errstr,
-                     size_t errstr_size);
+struct dlb_pg {
+    PGconn *conn;
+    char *schema;
+    unsigned prepared; /* bit per DLB_PG_ST_* prepared on this connection */
+    int in_tx;         /* between dlb_pg_begin() and commit/rollback */
+    /* dlb_pg_send() sent a statement dlb_pg_wait() has not collected */
+    const char *pending_what;
+    double pending_t0;
+    dlb_catalog_t *cat; /* loaded on first decode/encode */
+};
 
-/** @brief Free pg but keep its connection (notices logged, search_path set)
- *         for a caller that works with libpq directly (env_registry.c).
- *  @returns the connection, the caller's to PQfinish(). */
-PGconn *dlb_pg_detach(dlb_pg_t *pg);
+/* The prepared statements of every file: each its bit in dlb_pg.prepared and
+ * its latency series (dlbrain_postgres_call_duration_seconds). */
+enum {
+    DLB_PG_ST_JOB,
+    DLB_PG_ST_RUNTIME,
+    DLB_PG_ST_NODE,
+    DLB_PG_ST_REQUEST,
+    DLB_PG_ST_PLAN,
+    DLB_PG_ST_JOB_REPLAY,
+    DLB_PG_ST_HIST_JOBS,
+    DLB_PG_ST_HIST_SAMPLES,
+    DLB_PG_ST_HIST_OOM,
+    DLB_PG_ST_GET_PLAN,
+    DLB_PG_ST_OOM_PLAN,
+    DLB_PG_ST_OOM_PLANS,
+    DLB_PG_ST__CNT
+};
 
-/** @brief A libpq notice processor (PQsetNoticeProcessor) that logs notices
- *         ("relation already exists, skipping") at debug level, not stderr. */
-void dlb_pg_notice(void *arg, const char *msg);
+/* A statement prepared lazily on first use (tables must exist to prepare). */
+typedef struct dlb_pg_stmt {
+    int id;           /* DLB_PG_ST_* */
+    const char *name; /* of the prepared statement, and its metric label */
+    const char *sql;
+} dlb_pg_stmt_t;
+
+/** @brief Run trusted text compiled into the binary, possibly several
+ *         statements, with the simple query protocol (inside the caller's
+ *         transaction, if any): a migration, the only SQL that is not a
+ *         parameterised statement. @returns what dlb_pg_conn_exec() would. */
+int dlb_pg_conn_script(PGconn *conn, const char *sql, const char *what, char *errstr,
+                       size_t errstr_size);
 
 /** @brief Reconnect a lost connection, unless inside a dlb_pg_begin()
  *         transaction (then DLB_ERR_TRANSIENT: its writes died with it).
@@ -36,17 +68,16 @@ int dlb_pg_ensure(dlb_pg_t *pg, char *errstr, size_t errstr_size);
 /** @returns 1 between dlb_pg_begin() and its commit or rollback, else 0. */
 int dlb_pg_in_tx(const dlb_pg_t *pg);
 
-/** @brief Run one parameterised statement (PQexecParams, unnamed).
- *  @param values  text parameters, except those with lens[i] > 0, which are
- *                 binary (bytea); lens may be NULL (all text)
- *  @param binary_result  results in binary format (bytea as raw bytes)
- *  @param out     the result, PQclear() it; NULL to drop it
- *  @param what    names the statement in errstr
- *  @returns 0, DLB_ERR_TRANSIENT (connection lost, server shutting down) or
- *           DLB_ERR_GENERIC, errstr holding the server's message and SQLSTATE. */
+/** @brief dlb_pg_conn_exec() on the store's connection, timed in the
+ *         latency metric ("query") and its outcome in the readiness. */
 int dlb_pg_exec(dlb_pg_t *pg, const char *sql, int nparams, const char *const *values,
-                const int *lens, int binary_result, PGresult **out, const char *what, char *errstr,
+                const int *lens, int flags, PGresult **out, const char *what, char *errstr,
                 size_t errstr_size);
+
+/** @brief dlb_pg_exec() of prepared statement st (prepared on first use on
+ *         this connection; the error names it). */
+int dlb_pg_run(dlb_pg_t *pg, const dlb_pg_stmt_t *st, int nparams, const char *const *values,
+               const int *lens, int flags, PGresult **out, char *errstr, size_t errstr_size);
 
 /** @brief dlb_pg_exec() in two halves, for work to overlap the server's:
  *         send the statement (no rows expected) and return; dlb_pg_wait()
@@ -70,5 +101,11 @@ int dlb_pg_first_bytes(const PGresult *res, void **raw, size_t *raw_len, char *e
  *         (the caller frees it), *raw pointing at it. */
 int dlb_pg_raw_bytes(dlb_pg_t *pg, const dlb_event_t *ev, const void **raw, size_t *raw_len,
                      void **owned, char *errstr, size_t errstr_size);
+
+/** @brief Decode the stored frame in cell (row, col) of a binary result into
+ *         ev (the caller dlb_event_clear()s it).
+ *  @returns 0 or the codec's error, errstr saying a stored event is bad. */
+int dlb_pg_decode_cell(dlb_pg_t *pg, const PGresult *res, int row, int col, dlb_event_t *ev,
+                       char *errstr, size_t errstr_size);
 
 #endif

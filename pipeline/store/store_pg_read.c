@@ -1,0 +1,305 @@
+/* The reads only the optimizer consumer makes (store_pg.h): the history of
+ * similar jobs a create-stage optimizer learns from, the OOMs earlier plans
+ * answered, and a plan already written for a redelivered request. */
+#include "store_pg.h"
+#include "store_pg_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+#include <libpq-fe.h>
+
+#include "err.h"
+
+/* Bounds that only stop a runaway history from exhausting memory (the
+ * newest rows win when one is hit). */
+#define DLB_PG_MAX_HIST_JOBS 10000
+#define DLB_PG_MAX_OOM_ROWS  100000
+
+/* clang-format off */
+/* Everything "as of" $3, the request time, so that answering the same
+ * request later (a redelivery, a replay) sees the same history: state and
+ * exit reason from the newest job event before it, samples and OOMs before it. */
+static const dlb_pg_stmt_t st_hist_jobs = {DLB_PG_ST_HIST_JOBS, "dlb_hist_jobs",
+    "SELECT j.uid, j.created_ms, "
+    "COALESCE((SELECT e.state FROM job_events e WHERE e.job_uid = j.uid "
+    "AND e.state IS NOT NULL AND e.event_time_ms < $3::bigint "
+    "ORDER BY e.event_time_ms DESC, e.event_id DESC LIMIT 1), ''), "
+    "COALESCE((SELECT e.exit_reason FROM job_events e WHERE e.job_uid = j.uid "
+    "AND e.exit_reason IS NOT NULL AND e.event_time_ms < $3::bigint "
+    "ORDER BY e.event_time_ms DESC, e.event_id DESC LIMIT 1), '') "
+    "FROM jobs j WHERE j.scenario = $1 AND j.created_ms >= $2::bigint "
+    "AND j.created_ms < $3::bigint AND j.uid <> $4 "
+    "ORDER BY j.created_ms DESC, j.uid LIMIT $5::integer"};
+
+/* $1 is a JSON array of job uids; ord maps rows back to it (1-based). */
+static const dlb_pg_stmt_t st_hist_samples = {DLB_PG_ST_HIST_SAMPLES, "dlb_hist_samples",
+    "SELECT j.ord::integer, s.raw "
+    "FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS j(uid, ord) "
+    "CROSS JOIN LATERAL (SELECT r.event_time_ms, r.event_id, r.raw "
+    "FROM runtime_samples r WHERE r.job_uid = j.uid "
+    "AND r.event_time_ms < $3::bigint "
+    "ORDER BY r.event_time_ms DESC, r.event_id DESC LIMIT $2::integer) s "
+    "ORDER BY j.ord, s.event_time_ms, s.event_id"};
+
+static const dlb_pg_stmt_t st_hist_oom = {DLB_PG_ST_HIST_OOM, "dlb_hist_oom",
+    "SELECT DISTINCT j.ord::integer, n.pod_name "
+    "FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS j(uid, ord) "
+    "JOIN node_events n ON n.job_uid = j.uid AND n.kind = 'oom_killed' "
+    "AND n.pod_name <> '' AND n.event_time_ms < $3::bigint "
+    "ORDER BY 1, 2 LIMIT $2::integer"};
+
+static const dlb_pg_stmt_t st_get_plan = {DLB_PG_ST_GET_PLAN, "dlb_get_plan",
+    "SELECT raw FROM plans WHERE plan_id = $1"};
+
+/* The newest $3 answers before $2, handed out oldest first. */
+static const dlb_pg_stmt_t st_oom_plans = {DLB_PG_ST_OOM_PLANS, "dlb_oom_plans",
+    "SELECT pod_name, oom_event_id, plan_id, memory, event_time_ms FROM ("
+    "SELECT * FROM oom_plans WHERE job_uid = $1 AND event_time_ms < $2::bigint "
+    "ORDER BY event_time_ms DESC, plan_id DESC, pod_name DESC "
+    "LIMIT $3::integer) o ORDER BY event_time_ms, plan_id, pod_name"};
+/* clang-format on */
+
+int dlb_pg_load_oom_plans(dlb_pg_t *pg, const char *job_uid, int64_t before_ms,
+                          dlb_oom_plan_t **out, size_t *cnt, char *errstr, size_t errstr_size)
+{
+    char before[24], lim[24];
+    const char *v[3] = {job_uid, before, lim};
+    dlb_oom_plan_t *ops = NULL;
+    PGresult *res = NULL;
+    int err, n;
+
+    *out = NULL;
+    *cnt = 0;
+    snprintf(before, sizeof(before), "%" PRId64, before_ms);
+    snprintf(lim, sizeof(lim), "%d", DLB_PG_MAX_OOM_ROWS);
+    if ((err = dlb_pg_ensure(pg, errstr, errstr_size)) ||
+        (err = dlb_pg_run(pg, &st_oom_plans, 3, v, NULL, 0, &res, errstr, errstr_size)))
+        return err;
+    n = PQntuples(res);
+    if (n > 0 && !(ops = calloc((size_t)n, sizeof(*ops)))) {
+        PQclear(res);
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        dlb_oom_plan_t *o = &ops[i];
+        snprintf(o->pod_name, sizeof(o->pod_name), "%s", PQgetvalue(res, i, 0));
+        snprintf(o->oom_event_id, sizeof(o->oom_event_id), "%s", PQgetvalue(res, i, 1));
+        snprintf(o->plan_id, sizeof(o->plan_id), "%s", PQgetvalue(res, i, 2));
+        o->memory = strtoll(PQgetvalue(res, i, 3), NULL, 10);
+        o->event_time_ms = strtoll(PQgetvalue(res, i, 4), NULL, 10);
+    }
+    PQclear(res);
+    *out = ops;
+    *cnt = (size_t)n;
+    return 0;
+}
+
+int dlb_pg_get_plan(dlb_pg_t *pg, const char *plan_id, void **raw, size_t *raw_len, char *errstr,
+                    size_t errstr_size)
+{
+    const char *v[1] = {plan_id};
+    PGresult *res = NULL;
+    int err;
+
+    *raw = NULL;
+    *raw_len = 0;
+    if ((err = dlb_pg_ensure(pg, errstr, errstr_size)) ||
+        (err = dlb_pg_run(pg, &st_get_plan, 1, v, NULL, DLB_PG_BINARY, &res, errstr, errstr_size)))
+        return err;
+    err = dlb_pg_first_bytes(res, raw, raw_len, errstr, errstr_size);
+    PQclear(res);
+    return err;
+}
+
+static uint32_t be32(const char *p)
+{
+    const unsigned char *u = (const unsigned char *)p;
+
+    return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3];
+}
+
+static char *uids_json(const dlb_history_t *h)
+{
+    cJSON *arr = cJSON_CreateArray();
+    char *out = NULL;
+
+    if (!arr)
+        return NULL;
+    for (size_t i = 0; i < h->jobs_cnt; i++) {
+        cJSON *s = cJSON_CreateString(h->jobs[i].job_uid);
+        if (!s)
+            goto out;
+        cJSON_AddItemToArray(arr, s);
+    }
+    out = cJSON_PrintUnformatted(arr);
+out:
+    cJSON_Delete(arr);
+    return out;
+}
+
+static int hist_jobs(dlb_pg_t *pg, const char *scenario, const char *exclude_uid, int64_t until_ms,
+                     int hours, int max_jobs, dlb_history_t *h, char *errstr, size_t errstr_size)
+{
+    char from[24], until[24], lim[24];
+    const char *v[5] = {scenario, from, until, exclude_uid ? exclude_uid : "", lim};
+    PGresult *res = NULL;
+    int err, n;
+
+    snprintf(from, sizeof(from), "%" PRId64, until_ms - (int64_t)hours * 3600000);
+    snprintf(until, sizeof(until), "%" PRId64, until_ms);
+    snprintf(lim, sizeof(lim), "%d", max_jobs);
+    if ((err = dlb_pg_run(pg, &st_hist_jobs, 5, v, NULL, 0, &res, errstr, errstr_size)))
+        return err;
+    n = PQntuples(res);
+    if (n > 0 && !(h->jobs = calloc((size_t)n, sizeof(*h->jobs)))) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        dlb_hist_job_t *j = &h->jobs[i];
+        snprintf(j->job_uid, sizeof(j->job_uid), "%s", PQgetvalue(res, i, 0));
+        j->created_ms = strtoll(PQgetvalue(res, i, 1), NULL, 10);
+        snprintf(j->state, sizeof(j->state), "%s", PQgetvalue(res, i, 2));
+        snprintf(j->exit_reason, sizeof(j->exit_reason), "%s", PQgetvalue(res, i, 3));
+        j->completed = !strcmp(j->state, "succeeded") || !strcmp(j->exit_reason, "Completed");
+    }
+    h->jobs_cnt = (size_t)n;
+out:
+    PQclear(res);
+    return err;
+}
+
+/* Row i's 1-based ordinal (first column, binary int4) as an index into h->jobs. */
+static dlb_hist_job_t *hist_row_job(dlb_history_t *h, const PGresult *res, int i)
+{
+    uint32_t ord = be32(PQgetvalue(res, i, 0));
+
+    return ord >= 1 && ord <= h->jobs_cnt ? &h->jobs[ord - 1] : NULL;
+}
+
+static int hist_samples(dlb_pg_t *pg, const char *uids, int max_samples, int64_t until_ms,
+                        dlb_history_t *h, char *errstr, size_t errstr_size)
+{
+    char lim[24], until[24];
+    const char *v[3] = {uids, lim, until};
+    PGresult *res = NULL;
+    int err, n;
+
+    snprintf(lim, sizeof(lim), "%d", max_samples);
+    snprintf(until, sizeof(until), "%" PRId64, until_ms);
+    if ((err = dlb_pg_run(pg, &st_hist_samples, 3, v, NULL, DLB_PG_BINARY, &res, errstr,
+                          errstr_size)))
+        return err;
+    n = PQntuples(res);
+    /* Rows come grouped by job: size each job's array before filling it. */
+    for (int i = 0; i < n; i++) {
+        dlb_hist_job_t *j = hist_row_job(h, res, i);
+        if (j)
+            j->samples_cnt++;
+    }
+    for (size_t k = 0; k < h->jobs_cnt; k++) {
+        dlb_hist_job_t *j = &h->jobs[k];
+        if (j->samples_cnt && !(j->samples = calloc(j->samples_cnt, sizeof(*j->samples)))) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        j->samples_cnt = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        dlb_hist_job_t *j = hist_row_job(h, res, i);
+        dlb_event_t ev = {0};
+        if (!j)
+            continue;
+        if ((err = dlb_pg_decode_cell(pg, res, i, 1, &ev, errstr, errstr_size)))
+            goto out;
+        if (ev.type != DLB_EV_RUNTIME) {
+            dlb_event_clear(&ev);
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_DECODE,
+                             "postgresql: runtime_samples row of job %s holds a %s", j->job_uid,
+                             dlb_event_type_name(ev.type));
+            goto out;
+        }
+        /* The sample takes over the decoded pods array. */
+        j->samples[j->samples_cnt++] = ev.u.rt;
+    }
+out:
+    PQclear(res);
+    return err;
+}
+
+static int hist_oom(dlb_pg_t *pg, const char *uids, int64_t until_ms, dlb_history_t *h,
+                    char *errstr, size_t errstr_size)
+{
+    char lim[24], until[24];
+    const char *v[3] = {uids, lim, until};
+    PGresult *res = NULL;
+    int err, n;
+
+    snprintf(lim, sizeof(lim), "%d", DLB_PG_MAX_OOM_ROWS);
+    snprintf(until, sizeof(until), "%" PRId64, until_ms);
+    if ((err = dlb_pg_run(pg, &st_hist_oom, 3, v, NULL, DLB_PG_BINARY, &res, errstr, errstr_size)))
+        return err;
+    n = PQntuples(res);
+    for (int i = 0; i < n; i++) {
+        dlb_hist_job_t *j = hist_row_job(h, res, i);
+        if (j)
+            j->oom_pods_cnt++;
+    }
+    for (size_t k = 0; k < h->jobs_cnt; k++) {
+        dlb_hist_job_t *j = &h->jobs[k];
+        if (j->oom_pods_cnt && !(j->oom_pods = calloc(j->oom_pods_cnt, sizeof(*j->oom_pods)))) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        j->oom_pods_cnt = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        dlb_hist_job_t *j = hist_row_job(h, res, i);
+        if (j)
+            snprintf(j->oom_pods[j->oom_pods_cnt++], DLB_ID_MAX, "%s", PQgetvalue(res, i, 1));
+    }
+out:
+    PQclear(res);
+    return err;
+}
+
+int dlb_pg_load_history(dlb_pg_t *pg, const char *scenario, const char *exclude_uid,
+                        int64_t until_ms, int hours, int max_jobs, int max_samples,
+                        dlb_history_t *out, char *errstr, size_t errstr_size)
+{
+    dlb_history_t h = {0};
+    char *uids = NULL;
+    int err;
+
+    memset(out, 0, sizeof(*out));
+    /* No scenario, no similarity key: every optimizer then cold-starts. */
+    if (!scenario || !*scenario || max_jobs <= 0 || hours <= 0)
+        return 0;
+    if (max_jobs > DLB_PG_MAX_HIST_JOBS)
+        max_jobs = DLB_PG_MAX_HIST_JOBS;
+    if ((err = dlb_pg_ensure(pg, errstr, errstr_size)) ||
+        (err = hist_jobs(pg, scenario, exclude_uid, until_ms, hours, max_jobs, &h, errstr,
+                         errstr_size)))
+        goto out;
+    if (!h.jobs_cnt)
+        goto done;
+    if (!(uids = uids_json(&h))) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if ((max_samples > 0 &&
+         (err = hist_samples(pg, uids, max_samples, until_ms, &h, errstr, errstr_size))) ||
+        (err = hist_oom(pg, uids, until_ms, &h, errstr, errstr_size)))
+        goto out;
+done:
+    *out = h;
+    memset(&h, 0, sizeof(h));
+out:
+    cJSON_free(uids);
+    dlb_history_clear(&h);
+    return err;
+}
