@@ -9,6 +9,7 @@ static const dlb_cmd_t cmds[] = {
     {"emit", cmd_emit_main, "publish JSON-lines events to the pipeline"},
     {"k8s-monitor", cmd_k8s_monitor_main,
      "watch Kubernetes pods, nodes, events; publish node events"},
+    {"gateway", cmd_gateway_main, "serve DLRover's Brain gRPC service for DLRover's masters"},
     {"optimizer", cmd_optimizer_main, "run the plan-making consumer"},
     {"plans", cmd_plans_main, "subscribe to plans as a job master would"},
     {"configurer", cmd_configurer_main, "run the configuration-matching consumer"},

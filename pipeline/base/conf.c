@@ -125,6 +125,21 @@ static const key_def_t keys[] = {
      "k8s-monitor: first delay before reconnecting after a failed request; doubles each time."},
     {"k8s.backoff.max.ms", K_INT, N(k8s.backoff_max_ms), "30000", 0,
      "k8s-monitor: longest delay between reconnects."},
+    {"gateway.address", K_STR, F(gateway.address), "0.0.0.0:50001", 0,
+     "gateway: host:port where DLRover's brain.Brain gRPC service is served (plaintext "
+     "HTTP/2, as DLROVER_BRAIN_SERVICE_ADDR reaches it); port 0 = any free port (logged)."},
+    {"gateway.optimize.timeout.ms", K_INT, N(gateway.optimize_timeout_ms), "5000", 0,
+     "gateway: longest an optimize call waits for its plan (or less, when the call's own "
+     "deadline is nearer); then it answers success=false, which DLRover's master reads as "
+     "no plan. DLRover sets no deadline and waits at start-up, so this bounds that wait."},
+    {"gateway.ack.timeout.ms", K_INT, N(gateway.ack_timeout_ms), "10000", 0,
+     "gateway: longest a call waits for Kafka to acknowledge what it produced; then the "
+     "call fails with UNAVAILABLE."},
+    {"gateway.max.message.bytes", K_I64, N(gateway.max_message_bytes), "4194304", 0,
+     "gateway: largest request message accepted; a larger one is refused with "
+     "RESOURCE_EXHAUSTED before it is read."},
+    {"gateway.max.calls", K_INT, N(gateway.max_calls), "1024", 0,
+     "gateway: calls served at once; more wait in gRPC's queue."},
     {"metrics.port", K_PORT, N(metrics_port), "9464", 0,
      "Port of a long-running process's /metrics (Prometheus), /healthz and /readyz; 0 = any "
      "free port (logged at start), -1 = no endpoint. A port in use stops the process (set 0 or "

@@ -60,6 +60,15 @@ typedef struct dlb_k8s_conf {
     int backoff_max_ms;    /* k8s.backoff.max.ms: longest reconnect delay, default 30000 */
 } dlb_k8s_conf_t;
 
+/* The gRPC gateway that serves DLRover's brain.Brain (gateway.*). */
+typedef struct dlb_gateway_conf {
+    char address[256];         /* gateway.address: host:port served, default 0.0.0.0:50001 */
+    int optimize_timeout_ms;   /* gateway.optimize.timeout.ms: longest wait for a plan */
+    int ack_timeout_ms;        /* gateway.ack.timeout.ms: longest wait for Kafka's ack */
+    int64_t max_message_bytes; /* gateway.max.message.bytes: largest request accepted */
+    int max_calls;             /* gateway.max.calls: calls served at once */
+} dlb_gateway_conf_t;
+
 typedef struct dlb_kv {
     char *key;
     char *value;
@@ -100,6 +109,7 @@ typedef struct dlb_conf {
     dlb_limits_t limits;       /* limits.cpu.min, limits.cpu.max, limits.memory.min.mib,
                                   limits.memory.max.mib, limits.workers.max, limits.ps.max */
     dlb_k8s_conf_t k8s;        /* k8s.* */
+    dlb_gateway_conf_t gateway; /* gateway.* */
     int metrics_port;          /* metrics.port: /metrics, /healthz, /readyz; default 9464, 0 = any
                                   free port (logged), -1 = off */
     char metrics_address[64];  /* metrics.address: listening address, default 0.0.0.0 */

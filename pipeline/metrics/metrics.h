@@ -11,7 +11,7 @@
  * partitions, error classes), never a job uid.
  *
  * The CLI makes one registry per process and installs it as the global one
- * (dlb_metrics_set_global), so modules deep in the pipeline (store_pg.c,
+ * (dlb_metrics_set_global), so modules deep in the pipeline (store_pg_conn.c,
  * cache_redis.c, kafka.c) record without an API change. Without a global
  * registry the dlb_metric_* look-ups return NULL and every update through a
  * NULL series is a no-op: library users and tests pay nothing. */
@@ -106,7 +106,7 @@ dlb_series_t *dlb_metric_rebalances(const char *event);
 /** @brief dlbrain_kafka_transactions_total{result}: "committed" or "aborted". */
 dlb_series_t *dlb_metric_transactions(const char *result);
 
-/* A series cached where no context can hold it (store_pg.c's calls): looked
+/* A series cached where no context can hold it (store_pg_conn.c's calls): looked
  * up again only when another global registry was installed since. Keep it
  * _Thread_local or per connection, zero-initialised. */
 typedef struct dlb_metric_slot {

@@ -604,3 +604,32 @@ int dlb_kafka_seek_back(rd_kafka_t *consumer, const rd_kafka_topic_partition_lis
     }
     return err;
 }
+
+/* CRC-32 (IEEE 802.3, reflected, as zlib): librdkafka's rd_crc32, on which
+ * its consistent and consistent_random partitioners hash the key. */
+static uint32_t crc32_ieee(const char *s, size_t n)
+{
+    uint32_t c = 0xffffffffu;
+
+    for (size_t i = 0; i < n; i++) {
+        c ^= (uint8_t)s[i];
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
+int32_t dlb_kafka_key_partition(const dlb_conf_t *conf, const char *key, int32_t cnt)
+{
+    const char *p = "consistent_random";
+
+    if (cnt <= 0 || !key || !key[0])
+        return -1;
+    for (size_t i = 0; i < conf->kafka_cnt; i++)
+        if (!strcmp(conf->kafka[i].key, "partitioner"))
+            p = conf->kafka[i].value;
+    /* Both hash a non-empty key the same way. */
+    if (strcmp(p, "consistent_random") && strcmp(p, "consistent"))
+        return -1;
+    return (int32_t)(crc32_ieee(key, strlen(key)) % (uint32_t)cnt);
+}

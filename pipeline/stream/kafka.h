@@ -95,6 +95,12 @@ int dlb_kafka_flush(rd_kafka_t *producer, int timeout_ms, char *errstr, size_t e
 int dlb_kafka_produce(rd_kafka_t *producer, const char *topic, const char *key, const void *value,
                       size_t len, char *errstr, size_t errstr_size);
 
+/** @brief The partition (of cnt) librdkafka's producers put key on, as the
+ *         partitioner conf's pass-through names (default consistent_random).
+ *  @returns it, or -1 when the partitioner is one that cannot be followed
+ *           (then the key may be on any partition) or the key is empty. */
+int32_t dlb_kafka_key_partition(const dlb_conf_t *conf, const char *key, int32_t cnt);
+
 /* ---- embedded mock cluster (librdkafka 2.0.2) ---------------------------
  * In memory only, gone when the process ends; keeps about 5 MiB per partition;
  * accepts but does not implement transactions. For fast tests and the demo. */

@@ -17,39 +17,11 @@
 #include "agent_internal.h"
 #include "codec.h"
 #include "err.h"
+#include "kafka.h"
 
 /* How long one metadata or offset query may take before the thread checks
  * whether it should stop. */
 #define QUERY_MS 1000
-
-/* CRC-32 (IEEE 802.3, reflected, as zlib): librdkafka's rd_crc32, on which
- * its consistent and consistent_random partitioners hash the key. */
-static uint32_t crc32_ieee(const char *s, size_t n)
-{
-    uint32_t c = 0xffffffffu;
-
-    for (size_t i = 0; i < n; i++) {
-        c ^= (uint8_t)s[i];
-        for (int k = 0; k < 8; k++)
-            c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
-    }
-    return ~c;
-}
-
-/* The partition the producers put this job's key on, or -1 when the
- * configured partitioner is not one the agent can follow (then: all). */
-static int32_t key_partition(const dlb_agent_t *a, int32_t cnt)
-{
-    const char *p = "consistent_random";
-
-    for (size_t i = 0; i < a->conf.dc.kafka_cnt; i++)
-        if (!strcmp(a->conf.dc.kafka[i].key, "partitioner"))
-            p = a->conf.dc.kafka[i].value;
-    /* Both hash a non-empty key the same way; a job uid is never empty. */
-    if (strcmp(p, "consistent_random") && strcmp(p, "consistent"))
-        return -1;
-    return (int32_t)(crc32_ieee(a->uid, strlen(a->uid)) % (uint32_t)cnt);
-}
 
 static int stopping(dlb_agent_t *a)
 {
@@ -122,7 +94,7 @@ static int assign_at_end(dlb_agent_t *a, const char *topic)
 
     if ((cnt = partition_count(a, topic)) < 0)
         return -1;
-    one = key_partition(a, cnt);
+    one = dlb_kafka_key_partition(&a->conf.dc, a->uid, cnt);
     first = one < 0 ? 0 : one;
     last = one < 0 ? cnt - 1 : one;
     if (!(parts = rd_kafka_topic_partition_list_new(last - first + 1)))

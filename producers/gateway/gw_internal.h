@@ -1,0 +1,113 @@
+/* The gateway's inside, shared by gateway.c (gRPC calls), gw_kafka.c (what
+ * calls produce and the plans they wait for) and gw_pg.c (job metrics). */
+#ifndef DLB_GW_INTERNAL_H
+#define DLB_GW_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <grpc/grpc.h>
+#include <librdkafka/rdkafka.h>
+
+#include "catalog.h"
+#include "conf.h"
+#include "event.h"
+#include "gateway.h"
+#include "metrics.h"
+
+typedef enum gw_method {
+    GW_PERSIST,  /* /brain.Brain/persist_metrics */
+    GW_OPTIMIZE, /* /brain.Brain/optimize */
+    GW_METRICS,  /* /brain.Brain/get_job_metrics */
+    GW_UNKNOWN,
+} gw_method_t;
+
+typedef struct gw gw_t;
+
+/* One call from its arrival to its last completion. Its fields after
+ * `refs` are under gw->lock: the Kafka thread answers calls too. */
+typedef struct gw_call {
+    gw_t *gw;
+    grpc_call *call;
+    grpc_call_details details;
+    grpc_metadata_array md;
+    grpc_byte_buffer *payload;
+    int cancelled; /* RECV_CLOSE_ON_SERVER: the client went away first */
+    gw_method_t method;
+    int64_t arrived_ms;
+    grpc_byte_buffer *resp;
+    grpc_slice status_details;
+
+    int refs;       /* completions and Kafka callbacks still to come */
+    int answered;   /* the answer was started (or the client is gone) */
+    int acks_left;  /* persist/optimize: produced messages without a delivery report */
+    int ack_failed; /* one of them failed */
+    char ack_err[256];
+    /* optimize: the plan awaited */
+    int waiting; /* in gw->waiters */
+    int64_t deadline_ms;
+    int32_t plan_part; /* partition of <env>.plans with the job's key, -1: any */
+    dlb_plan_request_t req;
+    char plan_id[DLB_ID_MAX];
+    struct gw_call *next; /* gw->waiters */
+} gw_call_t;
+
+/* Series of the gateway's own (NULL without a registry: updates are no-ops). */
+typedef struct gw_metrics {
+    dlb_series_t *calls[GW_UNKNOWN + 1];
+    dlb_series_t *events, *plans, *no_plan, *refused, *failed, *cancelled;
+    dlb_series_t *optimize_seconds;
+} gw_metrics_t;
+
+struct gw {
+    const dlb_conf_t *conf;
+    volatile sig_atomic_t *stop;
+    dlb_gateway_stats_t *st;
+    gw_metrics_t m;
+    dlb_catalog_t *cat; /* under lock: avro-c values are not shared between threads */
+
+    grpc_server *server;
+    grpc_completion_queue *cq;
+    int inflight;  /* calls being served (CQ thread only) */
+    int requested; /* grpc_server_request_call outstanding (CQ thread only) */
+
+    pthread_mutex_t lock;
+    rd_kafka_t *producer;
+    rd_kafka_t *plans; /* plans consumer: no group, partitions assigned on demand */
+    char plans_topic[256];
+    char topics[DLB_EV__CNT][256];
+    int32_t plans_parts; /* partition count of the plans topic */
+    int *part_waiters;   /* per plans partition: calls waiting on it */
+    int64_t *part_next;  /* per plans partition: next offset to read, -1 unassigned */
+    int assign_dirty;    /* the assignment changed: the Kafka thread applies it */
+    gw_call_t *waiters;  /* optimize calls waiting for their plan */
+    pthread_t kafka_thread;
+    int kafka_started;
+
+    void *pg; /* gw_pg.c's connection, CQ thread only */
+};
+
+/* ---- gateway.c ---- */
+/** Answer c (once: later answers are dropped) with status and, when resp is
+ *  not NULL, the message (copied). Any thread; takes gw->lock. */
+void gw_answer(gw_call_t *c, grpc_status_code status, const char *details, const void *resp,
+               size_t resp_len);
+/** Drop a reference; the last one frees c. Call with gw->lock held. */
+void gw_call_release_locked(gw_call_t *c);
+
+/* ---- gw_kafka.c ---- */
+int gw_kafka_start(gw_t *gw, char *errstr, size_t errstr_size);
+void gw_kafka_stop(gw_t *gw);
+/** Encode and produce ev for c; c is answered once every message it produced
+ *  is acknowledged (persist) or its plan comes (optimize). CQ thread. */
+int gw_kafka_send(gw_call_t *c, const dlb_event_t *ev, char *errstr, size_t errstr_size);
+/** Start waiting for the plan of c's request (before it is produced). */
+int gw_kafka_wait_plan(gw_call_t *c, char *errstr, size_t errstr_size);
+
+/* ---- gw_pg.c ---- */
+/** The job's stored metrics as the JSON DLRover's Go Brain returned
+ *  (docs/gateway.md). @returns 0, DLB_ERR_NOTFOUND, or an error. */
+int gw_pg_job_metrics(gw_t *gw, const char *job_uid, char **json, char *errstr, size_t errstr_size);
+void gw_pg_close(gw_t *gw);
+
+#endif
