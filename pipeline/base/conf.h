@@ -98,26 +98,26 @@ typedef struct dlb_conf {
                                  "consumed to the end" of its job's other topics, default 100 */
     int retry_backoff_ms; /* consumer.retry.backoff.ms: pause after a dependency error, default 1000
                            */
-    int64_t max_message_bytes; /* message.max.bytes accepted by decoders, default 1 MiB */
-    char optimizer_set[32];    /* optimizer.set: "dlrover" or "dlbrain", default "dlbrain" */
-    int config_refresh_ms;     /* config.refresh.ms: how often the configurer looks for a new
-                                  rules version, default 5000 */
-    int config_cache_ttl_s;    /* config.cache.ttl.s: life of a cached match in Redis, 86400 */
-    int relay_refresh_ms;      /* relay.refresh.ms: how often the relay re-reads the environment
-                                  registry, default 1000 */
-    dlb_tuning_t tuning;       /* dlbrain.* */
-    dlb_limits_t limits;       /* limits.cpu.min, limits.cpu.max, limits.memory.min.mib,
-                                  limits.memory.max.mib, limits.workers.max, limits.ps.max */
-    dlb_k8s_conf_t k8s;        /* k8s.* */
+    int64_t max_message_bytes;  /* message.max.bytes accepted by decoders, default 1 MiB */
+    char optimizer_set[32];     /* optimizer.set: "dlrover" or "dlbrain", default "dlbrain" */
+    int config_refresh_ms;      /* config.refresh.ms: how often the configurer looks for a new
+                                   rules version, default 5000 */
+    int config_cache_ttl_s;     /* config.cache.ttl.s: life of a cached match in Redis, 86400 */
+    int relay_refresh_ms;       /* relay.refresh.ms: how often the relay re-reads the environment
+                                   registry, default 1000 */
+    dlb_tuning_t tuning;        /* dlbrain.* */
+    dlb_limits_t limits;        /* limits.cpu.min, limits.cpu.max, limits.memory.min.mib,
+                                   limits.memory.max.mib, limits.workers.max, limits.ps.max */
+    dlb_k8s_conf_t k8s;         /* k8s.* */
     dlb_gateway_conf_t gateway; /* gateway.* */
-    int metrics_port;          /* metrics.port: /metrics, /healthz, /readyz; default 9464, 0 = any
-                                  free port (logged), -1 = off */
-    char metrics_address[64];  /* metrics.address: listening address, default 0.0.0.0 */
-    int metrics_stall_s;       /* metrics.stall.s: /healthz fails after the main loop has not
-                                  come round for this long, default 120 */
-    int log_level;             /* log.level: error|warn|info|debug, default info */
-    int log_json;              /* log.format: text|json, default text */
-    dlb_kv_t *kafka;           /* pass-through librdkafka properties, in order of setting */
+    int metrics_port;           /* metrics.port: /metrics, /healthz, /readyz; default 9464, 0 = any
+                                   free port (logged), -1 = off */
+    char metrics_address[64];   /* metrics.address: listening address, default 0.0.0.0 */
+    int metrics_stall_s;        /* metrics.stall.s: /healthz fails after the main loop has not
+                                   come round for this long, default 120 */
+    int log_level;              /* log.level: error|warn|info|debug, default info */
+    int log_json;               /* log.format: text|json, default text */
+    dlb_kv_t *kafka;            /* pass-through librdkafka properties, in order of setting */
     size_t kafka_cnt;
 } dlb_conf_t;
 
