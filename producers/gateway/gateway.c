@@ -467,6 +467,10 @@ static void metrics_setup(gw_t *gw)
                                       "Calls failed on a dependency or a limit", "", NULL);
     gw->m.cancelled = dlb_metric_counter("dlbrain_gateway_cancelled_total",
                                          "Calls the client gave up before their answer", "", NULL);
+    gw->m.partitions = dlb_metric_gauge(
+        "dlbrain_gateway_plans_partitions",
+        "Partitions of <env>.plans this gateway reads now: those its waiting calls' plans come on",
+        "", NULL);
     gw->m.optimize_seconds = dlb_metric_histogram(
         "dlbrain_gateway_optimize_duration_seconds",
         "Time from an optimize call's arrival to its plan (answered with one)", "", NULL);

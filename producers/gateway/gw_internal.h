@@ -57,6 +57,7 @@ typedef struct gw_metrics {
     dlb_series_t *calls[GW_UNKNOWN + 1];
     dlb_series_t *events, *plans, *no_plan, *refused, *failed, *cancelled;
     dlb_series_t *optimize_seconds;
+    dlb_series_t *partitions; /* plans partitions read now */
 } gw_metrics_t;
 
 struct gw {

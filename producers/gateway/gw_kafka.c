@@ -154,6 +154,7 @@ static void apply_assignment(gw_t *gw)
         if (gw->part_waiters[p] > 0 && gw->part_next[p] >= 0)
             rd_kafka_topic_partition_list_add(l, gw->plans_topic, p)->offset = gw->part_next[p];
     pthread_mutex_unlock(&gw->lock);
+    dlb_metric_set(gw->m.partitions, (double)l->cnt);
     if ((kerr = rd_kafka_assign(gw->plans, l))) {
         dlb_warn("gateway: the plans consumer refused its assignment: %s; retrying",
                  rd_kafka_err2str(kerr));

@@ -166,8 +166,11 @@ int dlb_gw_metrics_event(const Brain__JobMetrics *m, const char *event_id, int64
         (err = put(j->event_id, sizeof(j->event_id), event_id, "event_id", errstr, size)))
         goto out;
     /* The identity as DLRover sends it (0.6.1 shifts it: name carries the
-     * namespace, cluster the user; docs/gateway.md), and the similar-job key. */
-    j->has_meta = 1;
+     * namespace, cluster the user; docs/gateway.md), and the similar-job key.
+     * A message with the uuid alone carries no identity: its empty strings
+     * must not overwrite the job's. */
+    j->has_meta = (jm->name && jm->name[0]) || (jm->user && jm->user[0]) ||
+                  (jm->cluster && jm->cluster[0]) || (jm->namespace_ && jm->namespace_[0]);
     if ((err = put(j->meta.name, sizeof(j->meta.name), jm->name, "job_meta.name", errstr, size)) ||
         (err = put(j->meta.user, sizeof(j->meta.user), jm->user, "job_meta.user", errstr, size)) ||
         (err = put(j->meta.cluster, sizeof(j->meta.cluster), jm->cluster, "job_meta.cluster",
