@@ -40,33 +40,9 @@ static void gateway_report(void *opaque)
 
 int cmd_gateway_main(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"address", required_argument, 0, 'a'},
-                                             {"dump-config", no_argument, 0, 'D'},
-                                             CLI_COMMON_LONG,
-                                             {0, 0, 0, 0}};
+    static const cli_alias_t aliases[] = {{'a', "address", "gateway.address"}, {0, NULL, NULL}};
     dlb_gateway_stats_t st = {0};
-    cli_opts_t o = {0};
-    char kv[300];
-    int c, rc, dump = 0;
 
-    while ((c = getopt_long(argc, argv, "a:D" CLI_COMMON_SHORT, longopts, NULL)) != -1) {
-        switch (c) {
-        case 'a':
-            snprintf(kv, sizeof(kv), "gateway.address=%s", optarg);
-            if (cli_common_opt(&o, 'X', kv) < 0)
-                return 2;
-            break;
-        case 'D':
-            dump = 1;
-            break;
-        default:
-            if ((rc = cli_default_opt(&o, c, optarg, usage)) >= 0)
-                return rc;
-        }
-    }
-    if (optind < argc) {
-        usage(stderr);
-        return 2;
-    }
-    return cli_service_run(&o, "gateway", dump, gateway_run, gateway_report, &st);
+    return cli_service_main(argc, argv, "gateway", usage, aliases, gateway_run, gateway_report,
+                            &st);
 }

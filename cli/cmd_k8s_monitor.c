@@ -44,43 +44,12 @@ static void monitor_report(void *opaque)
 
 int cmd_k8s_monitor_main(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"kubeconfig", required_argument, 0, 'k'},
-                                             {"namespace", required_argument, 0, 'n'},
-                                             {"selector", required_argument, 0, 'l'},
-                                             {"dump-config", no_argument, 0, 'D'},
-                                             CLI_COMMON_LONG,
-                                             {0, 0, 0, 0}};
-    static char kv[3][1100]; /* the options above rewritten as -X key=value */
-    cli_opts_t o = {0};
+    static const cli_alias_t aliases[] = {{'k', "kubeconfig", "k8s.kubeconfig"},
+                                          {'n', "namespace", "k8s.namespace"},
+                                          {'l', "selector", "k8s.selector"},
+                                          {0, NULL, NULL}};
     dlb_k8s_stats_t st = {0};
-    int c, rc, dump = 0;
 
-    while ((c = getopt_long(argc, argv, "k:n:l:D" CLI_COMMON_SHORT, longopts, NULL)) != -1) {
-        switch (c) {
-        case 'k':
-        case 'n':
-        case 'l': {
-            int i = c == 'k' ? 0 : c == 'n' ? 1 : 2;
-            snprintf(kv[i], sizeof(kv[i]), "%s=%s",
-                     i == 0   ? "k8s.kubeconfig"
-                     : i == 1 ? "k8s.namespace"
-                              : "k8s.selector",
-                     optarg);
-            if (cli_common_opt(&o, 'X', kv[i]) < 0)
-                return 2;
-            break;
-        }
-        case 'D':
-            dump = 1;
-            break;
-        default:
-            if ((rc = cli_default_opt(&o, c, optarg, usage)) >= 0)
-                return rc;
-        }
-    }
-    if (optind < argc) {
-        usage(stderr);
-        return 2;
-    }
-    return cli_service_run(&o, "k8s-monitor", dump, monitor_run, monitor_report, &st);
+    return cli_service_main(argc, argv, "k8s-monitor", usage, aliases, monitor_run, monitor_report,
+                            &st);
 }

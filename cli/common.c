@@ -201,6 +201,51 @@ int cli_service_run(const cli_opts_t *o, const char *program, int dump, cli_serv
     return rc;
 }
 
+int cli_service_main(int argc, char **argv, const char *program, void (*usage)(FILE *),
+                     const cli_alias_t *aliases, cli_service_fn run, void (*report)(void *opaque),
+                     void *opaque)
+{
+    static const struct option common[] = {
+        {"dump-config", no_argument, 0, 'D'}, CLI_COMMON_LONG, {0, 0, 0, 0}};
+    /* An alias's value rewritten as "key=value": cli_opts_t keeps pointers. */
+    static char kv[CLI_MAX_ALIASES][1100];
+    struct option longopts[CLI_MAX_ALIASES + sizeof(common) / sizeof(common[0])];
+    char shortopts[3 * CLI_MAX_ALIASES + sizeof("D" CLI_COMMON_SHORT)];
+    cli_opts_t o = {0};
+    size_t n = 0, sl = 0;
+    int c, rc, dump = 0;
+
+    for (; aliases && aliases[n].letter; n++) {
+        if (n == CLI_MAX_ALIASES)
+            return 2;
+        longopts[n] = (struct option){aliases[n].name, required_argument, 0, aliases[n].letter};
+        shortopts[sl++] = aliases[n].letter;
+        shortopts[sl++] = ':';
+    }
+    memcpy(longopts + n, common, sizeof(common));
+    snprintf(shortopts + sl, sizeof(shortopts) - sl, "D" CLI_COMMON_SHORT);
+    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+        size_t i;
+
+        for (i = 0; i < n && aliases[i].letter != c; i++)
+            ;
+        if (i < n) {
+            snprintf(kv[i], sizeof(kv[i]), "%s=%s", aliases[i].key, optarg);
+            if (cli_common_opt(&o, 'X', kv[i]) < 0)
+                return 2;
+        } else if (c == 'D') {
+            dump = 1;
+        } else if ((rc = cli_default_opt(&o, c, optarg, usage)) >= 0) {
+            return rc;
+        }
+    }
+    if (optind < argc) {
+        usage(stderr);
+        return 2;
+    }
+    return cli_service_run(&o, program, dump, run, report, opaque);
+}
+
 typedef struct consumer_run {
     cli_consumer_fn fn;
     const char *outputs;
@@ -229,23 +274,9 @@ static void consumer_report(void *opaque)
 int cli_consumer_main(int argc, char **argv, const char *program, void (*usage)(FILE *),
                       cli_consumer_fn run, const char *outputs)
 {
-    static const struct option longopts[] = {
-        {"dump-config", no_argument, 0, 'D'}, CLI_COMMON_LONG, {0, 0, 0, 0}};
     consumer_run_t cr = {.fn = run, .outputs = outputs};
-    cli_opts_t o = {0};
-    int c, dump = 0, rc;
 
-    while ((c = getopt_long(argc, argv, "D" CLI_COMMON_SHORT, longopts, NULL)) != -1) {
-        switch (c) {
-        case 'D':
-            dump = 1;
-            break;
-        default:
-            if ((rc = cli_default_opt(&o, c, optarg, usage)) >= 0)
-                return rc;
-        }
-    }
-    return cli_service_run(&o, program, dump, consumer_run, consumer_report, &cr);
+    return cli_service_main(argc, argv, program, usage, NULL, consumer_run, consumer_report, &cr);
 }
 
 typedef struct sub_print {

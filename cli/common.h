@@ -67,6 +67,23 @@ typedef int (*cli_service_fn)(const dlb_conf_t *conf, volatile sig_atomic_t *sto
 int cli_service_run(const cli_opts_t *o, const char *program, int dump, cli_service_fn run,
                     void (*report)(void *opaque), void *opaque);
 
+/* A service command's option that stands for a setting: -k FILE is
+ * -X k8s.kubeconfig=FILE. */
+typedef struct cli_alias {
+    char letter;      /* short option */
+    const char *name; /* long option */
+    const char *key;  /* the setting */
+} cli_alias_t;
+#define CLI_MAX_ALIASES 8
+
+/** @brief main() of a long-running command: its aliases (a table ending in a
+ *         0 letter, or NULL), -D (print the effective configuration), the
+ *         common options, then cli_service_run().
+ *  @returns the exit status: 0, 1 (could not run), 2 (usage). */
+int cli_service_main(int argc, char **argv, const char *program, void (*usage)(FILE *),
+                     const cli_alias_t *aliases, cli_service_fn run, void (*report)(void *opaque),
+                     void *opaque);
+
 /** @brief Serve /metrics, /healthz and /readyz as metrics.* say (nothing when
  *         metrics.port is -1) and install the process's global registry;
  *         logs the URL (with the port chosen when metrics.port is 0).
