@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cJSON.h>
+
 #include "err.h"
 #include "vec.h"
 
@@ -501,4 +503,135 @@ out:
     if (err)
         dlb_seterr(errstr, size, err, "out of memory building the optimize response");
     return err;
+}
+
+/* ---- JobOptimization -> JSON text ----------------------------------------- */
+
+/* As DLRover's Go Brain stored it (encoding/json of its protoc-gen-go
+ * struct: snake_case names, zero values left out). */
+static cJSON *str_map_json(Brain__OptimizeConfig__CustomizedConfigEntry **e, size_t n)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    for (size_t i = 0; o && i < n; i++)
+        if (!cJSON_AddStringToObject(o, e[i]->key, e[i]->value)) {
+            cJSON_Delete(o);
+            return NULL;
+        }
+    return o;
+}
+
+static int add_i64(cJSON *o, const char *k, int64_t v)
+{
+    return !v || cJSON_AddNumberToObject(o, k, (double)v) ? 0 : -1;
+}
+
+static int add_str(cJSON *o, const char *k, const char *v)
+{
+    return !v || !v[0] || cJSON_AddStringToObject(o, k, v) ? 0 : -1;
+}
+
+static cJSON *pod_resource_json(const Brain__PodResource *r)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    if (!o || add_i64(o, "memory", r->memory) ||
+        (r->cpu && !cJSON_AddNumberToObject(o, "cpu", r->cpu)) ||
+        (r->gpu && !cJSON_AddNumberToObject(o, "gpu", r->gpu)) ||
+        add_str(o, "gpu_type", r->gpu_type) || add_str(o, "priority", r->priority)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static cJSON *job_state_json(const Brain__JobState *st)
+{
+    cJSON *o = cJSON_CreateObject(), *pods = NULL;
+
+    if (!o || add_i64(o, "timestamp", st->timestamp) ||
+        (st->speed && !cJSON_AddNumberToObject(o, "speed", st->speed)))
+        goto fail;
+    if (st->n_pods) {
+        if (!(pods = cJSON_AddObjectToObject(o, "pods")))
+            goto fail;
+        for (size_t i = 0; i < st->n_pods; i++) {
+            const Brain__PodState *ps = st->pods[i]->value;
+            cJSON *p = cJSON_CreateObject();
+
+            if (!p || !cJSON_AddItemToObject(pods, st->pods[i]->key, p)) {
+                cJSON_Delete(p);
+                goto fail;
+            }
+            if (ps && (add_str(p, "name", ps->name) || add_str(p, "uid", ps->uid) ||
+                       add_str(p, "type", ps->type) ||
+                       (ps->is_oom && !cJSON_AddTrueToObject(p, "is_oom"))))
+                goto fail;
+        }
+    }
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+char *dlb_gw_optimization_json(const Brain__JobOptimization *jo)
+{
+    cJSON *o = cJSON_CreateObject(), *x;
+    char *out = NULL;
+
+    if (!o || add_i64(o, "timestamp", jo->timestamp))
+        goto out;
+    if (jo->config) {
+        const Brain__OptimizeConfig *c = jo->config;
+        if (!(x = cJSON_AddObjectToObject(o, "config")) ||
+            add_str(x, "optimizer_config_retriever", c->optimizer_config_retriever) ||
+            add_str(x, "data_store", c->data_store) ||
+            add_str(x, "brain_processor", c->brain_processor) ||
+            (c->n_customized_config &&
+             !cJSON_AddItemToObject(x, "customized_config",
+                                    str_map_json(c->customized_config, c->n_customized_config))))
+            goto out;
+    }
+    if (jo->plan && jo->plan->resource) {
+        const Brain__JobResource *r = jo->plan->resource;
+        cJSON *plan = cJSON_AddObjectToObject(o, "plan"), *res, *tg = NULL, *pr = NULL;
+
+        if (!plan || add_i64(plan, "timestamp", (int64_t)jo->plan->timestamp) ||
+            !(res = cJSON_AddObjectToObject(plan, "resource")) ||
+            (r->n_task_group_resources &&
+             !(tg = cJSON_AddObjectToObject(res, "task_group_resources"))) ||
+            (r->n_pod_resources && !(pr = cJSON_AddObjectToObject(res, "pod_resources"))))
+            goto out;
+        for (size_t i = 0; i < r->n_task_group_resources; i++) {
+            const Brain__TaskGroupResource *g = r->task_group_resources[i]->value;
+            cJSON *e = cJSON_CreateObject();
+
+            if (!e || !cJSON_AddItemToObject(tg, r->task_group_resources[i]->key, e)) {
+                cJSON_Delete(e);
+                goto out;
+            }
+            if (g && (add_i64(e, "count", g->count) ||
+                      (g->resource &&
+                       !cJSON_AddItemToObject(e, "resource", pod_resource_json(g->resource)))))
+                goto out;
+        }
+        for (size_t i = 0; i < r->n_pod_resources; i++)
+            if (r->pod_resources[i]->value &&
+                !cJSON_AddItemToObject(pr, r->pod_resources[i]->key,
+                                       pod_resource_json(r->pod_resources[i]->value)))
+                goto out;
+    }
+    if (jo->n_job_states) {
+        cJSON *a = cJSON_AddArrayToObject(o, "job_states");
+        if (!a)
+            goto out;
+        for (size_t i = 0; i < jo->n_job_states; i++)
+            if (!cJSON_AddItemToArray(a, job_state_json(jo->job_states[i])))
+                goto out;
+    }
+    out = cJSON_PrintUnformatted(o);
+out:
+    cJSON_Delete(o);
+    return out;
 }

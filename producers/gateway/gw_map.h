@@ -36,4 +36,9 @@ int dlb_gw_request_event(const Brain__OptimizeRequest *r, const char *event_id, 
 int dlb_gw_plan_response(const dlb_plan_request_t *req, const dlb_plan_t *plan, const char *reason,
                          uint8_t **out, size_t *out_len, char *errstr, size_t errstr_size);
 
+/** @brief A JobOptimization as the JSON text DLRover's Go Brain stored:
+ *         snake_case names, zero values left out. @returns it (free()) or
+ *         NULL when out of memory. */
+char *dlb_gw_optimization_json(const Brain__JobOptimization *jo);
+
 #endif
