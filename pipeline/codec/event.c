@@ -21,9 +21,11 @@ const char *const dlb_stages[] = {DLB_STAGE_CREATE,
                                   NULL};
 const char *const dlb_job_states[] = {"created", "pending", "running", "succeeded",
                                       "failed",  "stopped", NULL};
-const char *const dlb_exit_reasons[] = {"Completed",      "CodeError", "WorkerOOM", "WorkerError",
-                                        "PSOOM",          "PSError",   "HangError", "RdzvTimeout",
-                                        "PendingTimeout", NULL};
+/* DLRover 0.6.1's JobExitReason, in its order (constants.py:205-219). */
+const char *const dlb_exit_reasons[] = {
+    "Completed",   "CodeError",      "WorkerOOM",          "WorkerError",     "PSOOM",
+    "PSError",     "EvaluatorOOM",   "EvaluatorError",     "UnknownError",    "HangError",
+    "RdzvTimeout", "PendingTimeout", "UncompletedTimeout", "NodeCheckFailed", NULL};
 const char *const dlb_node_kinds[] = {"pod_phase",      "node_phase",   "oom_killed", "evicted",
                                       "node_not_ready", "preempted",    "deleted",    "error",
                                       "hardware_error", "no_heartbeat", NULL};
@@ -169,9 +171,85 @@ int64_t dlb_event_time_ms(const dlb_event_t *ev)
     }
 }
 
+/* The heap texts of a job event (job_event v2): field path and place. */
+static const struct {
+    const char *name;
+    size_t off;
+} job_texts[] = {
+    {"dataset.sparse_features", offsetof(dlb_job_event_t, dataset.sparse_features)},
+    {"dataset.sparse_feature_groups", offsetof(dlb_job_event_t, dataset.sparse_feature_groups)},
+    {"dataset.sparse_feature_shapes", offsetof(dlb_job_event_t, dataset.sparse_feature_shapes)},
+    {"dataset.dense_features", offsetof(dlb_job_event_t, dataset.dense_features)},
+    {"dataset.dense_feature_shapes", offsetof(dlb_job_event_t, dataset.dense_feature_shapes)},
+    {"workflow.code_address", offsetof(dlb_job_event_t, workflow.code_address)},
+    {"resource", offsetof(dlb_job_event_t, resource)},
+    {"customized_data", offsetof(dlb_job_event_t, customized_data)},
+    {"optimization", offsetof(dlb_job_event_t, optimization)},
+};
+#define JOB_TEXTS       (sizeof(job_texts) / sizeof(job_texts[0]))
+#define JOB_TEXT(j, i)  (*(char **)(void *)((char *)(j) + job_texts[i].off))
+#define JOB_TEXTC(j, i) (*(char *const *)(const void *)((const char *)(j) + job_texts[i].off))
+
+void dlb_job_event_clear(dlb_job_event_t *job)
+{
+    dlb_model_t *m = &job->model;
+
+    for (size_t i = 0; i < JOB_TEXTS; i++)
+        free(JOB_TEXT(job, i));
+    free(m->kv_embedding_dims);
+    for (size_t i = 0; i < m->tensor_alloc_bytes_cnt; i++)
+        free(m->tensor_alloc_bytes[i].key);
+    free(m->tensor_alloc_bytes);
+    memset(job, 0, sizeof(*job));
+}
+
+int dlb_job_event_copy(dlb_job_event_t *dst, const dlb_job_event_t *src)
+{
+    const dlb_model_t *m = &src->model;
+    dlb_model_t *d = &dst->model;
+    int fail = 0;
+
+    *dst = *src;
+    /* dst's pointers are src's until replaced: past a failure they are only
+     * cut, so the clear below frees what this copy made and nothing else. */
+    for (size_t i = 0; i < JOB_TEXTS; i++)
+        if (JOB_TEXT(dst, i) && !(JOB_TEXT(dst, i) = fail ? NULL : strdup(JOB_TEXT(dst, i))))
+            fail = 1;
+    d->kv_embedding_dims = NULL;
+    d->kv_embedding_dims_cnt = 0;
+    d->tensor_alloc_bytes = NULL;
+    d->tensor_alloc_bytes_cnt = 0;
+    if (!fail && m->kv_embedding_dims_cnt) {
+        if (!(d->kv_embedding_dims = malloc(m->kv_embedding_dims_cnt * sizeof(int64_t))))
+            fail = 1;
+        else
+            memcpy(d->kv_embedding_dims, m->kv_embedding_dims,
+                   m->kv_embedding_dims_cnt * sizeof(int64_t));
+        d->kv_embedding_dims_cnt = fail ? 0 : m->kv_embedding_dims_cnt;
+    }
+    if (!fail && m->tensor_alloc_bytes_cnt) {
+        if (!(d->tensor_alloc_bytes = calloc(m->tensor_alloc_bytes_cnt, sizeof(dlb_long_entry_t))))
+            fail = 1;
+        for (size_t i = 0; !fail && i < m->tensor_alloc_bytes_cnt; i++) {
+            d->tensor_alloc_bytes[i].value = m->tensor_alloc_bytes[i].value;
+            d->tensor_alloc_bytes_cnt++;
+            if (!(d->tensor_alloc_bytes[i].key = strdup(m->tensor_alloc_bytes[i].key)))
+                fail = 1;
+        }
+    }
+    if (fail) {
+        dlb_job_event_clear(dst);
+        return DLB_ERR_NOMEM;
+    }
+    return 0;
+}
+
 void dlb_event_clear(dlb_event_t *ev)
 {
     switch (ev->type) {
+    case DLB_EV_JOB:
+        dlb_job_event_clear(&ev->u.job);
+        break;
     case DLB_EV_RUNTIME:
         free(ev->u.rt.pods);
         break;
@@ -217,6 +295,10 @@ int dlb_event_copy(dlb_event_t *dst, const dlb_event_t *src)
 
     *dst = *src;
     switch (src->type) {
+    case DLB_EV_JOB:
+        if (dlb_job_event_copy(&dst->u.job, &src->u.job))
+            fail = 1;
+        break;
     case DLB_EV_RUNTIME:
         dst->u.rt.pods =
             dup_array(src->u.rt.pods, src->u.rt.pods_cnt, sizeof(*src->u.rt.pods), &fail);
@@ -269,6 +351,92 @@ int dlb_event_copy(dlb_event_t *dst, const dlb_event_t *src)
         return DLB_ERR_NOMEM;
     }
     return 0;
+}
+
+static int text_equal(const char *a, const char *b)
+{
+    return !strcmp(a ? a : "", b ? b : "");
+}
+
+/* Compares the heap parts of two job events (copies) and cuts them from
+ * both, so that what is left compares as bytes. */
+static int job_heap_equal(dlb_job_event_t *x, dlb_job_event_t *y)
+{
+    dlb_model_t *a = &x->model, *b = &y->model;
+
+    for (size_t i = 0; i < JOB_TEXTS; i++) {
+        if (!text_equal(JOB_TEXT(x, i), JOB_TEXT(y, i)))
+            return 0;
+        JOB_TEXT(x, i) = JOB_TEXT(y, i) = NULL;
+    }
+    if (a->kv_embedding_dims_cnt != b->kv_embedding_dims_cnt ||
+        (a->kv_embedding_dims_cnt && memcmp(a->kv_embedding_dims, b->kv_embedding_dims,
+                                            a->kv_embedding_dims_cnt * sizeof(int64_t))) ||
+        a->tensor_alloc_bytes_cnt != b->tensor_alloc_bytes_cnt)
+        return 0;
+    for (size_t i = 0; i < a->tensor_alloc_bytes_cnt; i++)
+        if (!text_equal(a->tensor_alloc_bytes[i].key, b->tensor_alloc_bytes[i].key) ||
+            a->tensor_alloc_bytes[i].value != b->tensor_alloc_bytes[i].value)
+            return 0;
+    a->kv_embedding_dims = b->kv_embedding_dims = NULL;
+    a->tensor_alloc_bytes = b->tensor_alloc_bytes = NULL;
+    return 1;
+}
+
+int dlb_event_equal(const dlb_event_t *a, const dlb_event_t *b)
+{
+    dlb_event_t x, y;
+
+    if (a->type != b->type)
+        return 0;
+    /* memcpy, not assignment: padding bytes must come along too. */
+    memcpy(&x, a, sizeof(x));
+    memcpy(&y, b, sizeof(y));
+    switch (a->type) {
+    case DLB_EV_JOB:
+        if (!job_heap_equal(&x.u.job, &y.u.job))
+            return 0;
+        break;
+    case DLB_EV_RUNTIME:
+        if (a->u.rt.pods_cnt != b->u.rt.pods_cnt ||
+            (a->u.rt.pods_cnt &&
+             memcmp(a->u.rt.pods, b->u.rt.pods, a->u.rt.pods_cnt * sizeof(*a->u.rt.pods))))
+            return 0;
+        x.u.rt.pods = y.u.rt.pods = NULL;
+        break;
+    case DLB_EV_PLAN:
+        if (a->u.plan.groups_cnt != b->u.plan.groups_cnt ||
+            a->u.plan.pods_cnt != b->u.plan.pods_cnt ||
+            a->u.plan.actions_cnt != b->u.plan.actions_cnt ||
+            (a->u.plan.actions_cnt && memcmp(a->u.plan.actions, b->u.plan.actions,
+                                             a->u.plan.actions_cnt * sizeof(*a->u.plan.actions))) ||
+            (a->u.plan.groups_cnt && memcmp(a->u.plan.groups, b->u.plan.groups,
+                                            a->u.plan.groups_cnt * sizeof(*a->u.plan.groups))) ||
+            (a->u.plan.pods_cnt &&
+             memcmp(a->u.plan.pods, b->u.plan.pods, a->u.plan.pods_cnt * sizeof(*a->u.plan.pods))))
+            return 0;
+        x.u.plan.groups = y.u.plan.groups = NULL;
+        x.u.plan.pods = y.u.plan.pods = NULL;
+        x.u.plan.actions = y.u.plan.actions = NULL;
+        break;
+    case DLB_EV_CONFIG_MATCH:
+        if (a->u.cm.rule_ids_cnt != b->u.cm.rule_ids_cnt ||
+            a->u.cm.values_cnt != b->u.cm.values_cnt)
+            return 0;
+        for (size_t i = 0; i < a->u.cm.rule_ids_cnt; i++)
+            if (strcmp(a->u.cm.rule_ids[i], b->u.cm.rule_ids[i]))
+                return 0;
+        for (size_t i = 0; i < a->u.cm.values_cnt; i++)
+            if (strcmp(a->u.cm.values[i].key, b->u.cm.values[i].key) ||
+                strcmp(a->u.cm.values[i].json, b->u.cm.values[i].json))
+                return 0;
+        x.u.cm.rule_ids = y.u.cm.rule_ids = NULL;
+        x.u.cm.values = y.u.cm.values = NULL;
+        break;
+    default:
+        break;
+    }
+    return !memcmp(&x, &y, sizeof(x));
 }
 
 /* ---- validation -------------------------------------------------------- */
@@ -324,6 +492,36 @@ static int need_nonneg(const char *field, int64_t v, char *errstr, size_t size)
     return need_mem(field, v, errstr, size);
 }
 
+/* Bounds of the heap parts; the decoder checks the same (codec_map.c). */
+static int need_text(const char *field, const char *v, size_t max, char *errstr, size_t size)
+{
+    size_t len = v ? strlen(v) : 0;
+
+    if (len > max)
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                          "%s: %zu bytes long, more than the limit of %zu", field, len, max);
+    return 0;
+}
+
+static int need_count(const char *field, size_t n, size_t max, char *errstr, size_t size)
+{
+    if (n > max)
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                          "%s: %zu items, more than the limit of %zu", field, n, max);
+    return 0;
+}
+
+static int need_key(const char *field, const char *key, char *errstr, size_t size)
+{
+    size_t len = key ? strlen(key) : 0;
+
+    if (len > DLB_KEY_MAX)
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                          "%s: a key of %zu bytes, more than the limit of %d", field, len,
+                          DLB_KEY_MAX);
+    return 0;
+}
+
 static int validate_resource(const char *prefix, const dlb_resource_t *r, char *errstr, size_t size)
 {
     char f[160];
@@ -338,6 +536,43 @@ static int validate_resource(const char *prefix, const dlb_resource_t *r, char *
     if (r->gpu < 0) {
         snprintf(f, sizeof(f), "%s.gpu", prefix);
         return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s: negative (%d)", f, (int)r->gpu);
+    }
+    return 0;
+}
+
+static int validate_model(const dlb_model_t *m, char *errstr, size_t size)
+{
+    char f[64];
+    int err;
+
+    if ((err = need_nonneg("model.variable_count", m->variable_count, errstr, size)) ||
+        (err = need_nonneg("model.op_count", m->op_count, errstr, size)) ||
+        (err = need_nonneg("model.total_variable_size", m->total_variable_size, errstr, size)) ||
+        (err = need_nonneg("model.recv_op_count", m->recv_op_count, errstr, size)) ||
+        (err = need_nonneg("model.flops", m->flops, errstr, size)) ||
+        (err = need_nonneg("model.embedding_dimension", m->embedding_dimension, errstr, size)) ||
+        (err = need_nonneg("model.max_variable_size", m->max_variable_size, errstr, size)) ||
+        (err = need_nonneg("model.update_op_count", m->update_op_count, errstr, size)) ||
+        (err = need_nonneg("model.read_op_count", m->read_op_count, errstr, size)) ||
+        (err = need_nonneg("model.input_fetch_dur", m->input_fetch_dur, errstr, size)) ||
+        (err = need_count("model.kv_embedding_dims", m->kv_embedding_dims_cnt, DLB_LIST_MAX, errstr,
+                          size)) ||
+        (err = need_count("model.tensor_alloc_bytes", m->tensor_alloc_bytes_cnt, DLB_LIST_MAX,
+                          errstr, size)))
+        return err;
+    for (size_t i = 0; i < m->kv_embedding_dims_cnt; i++)
+        if (m->kv_embedding_dims[i] < 0) {
+            snprintf(f, sizeof(f), "model.kv_embedding_dims[%zu]", i);
+            return need_nonneg(f, m->kv_embedding_dims[i], errstr, size);
+        }
+    for (size_t i = 0; i < m->tensor_alloc_bytes_cnt; i++) {
+        const dlb_long_entry_t *e = &m->tensor_alloc_bytes[i];
+        if ((err = need_key("model.tensor_alloc_bytes", e->key, errstr, size)))
+            return err;
+        if (e->value < 0)
+            return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                              "model.tensor_alloc_bytes.%s: negative (%lld)", e->key,
+                              (long long)e->value);
     }
     return 0;
 }
@@ -358,19 +593,18 @@ static int validate_job(const dlb_job_event_t *j, char *errstr, size_t size)
             (err = need_nonneg("hyper_params.max_steps", j->hyper_params.max_steps, errstr, size)))
             return err;
     }
-    if (j->has_dataset && (err = need_nonneg("dataset.size", j->dataset.size, errstr, size)))
+    if (j->has_dataset &&
+        ((err = need_nonneg("dataset.size", j->dataset.size, errstr, size)) ||
+         (err = need_nonneg("dataset.sparse_item_count", j->dataset.sparse_item_count, errstr,
+                            size)) ||
+         (err = need_nonneg("dataset.storage_size", j->dataset.storage_size, errstr, size))))
         return err;
-    if (j->has_model) {
-        const dlb_model_t *m = &j->model;
-        if ((err = need_nonneg("model.variable_count", m->variable_count, errstr, size)) ||
-            (err = need_nonneg("model.op_count", m->op_count, errstr, size)) ||
-            (err =
-                 need_nonneg("model.total_variable_size", m->total_variable_size, errstr, size)) ||
-            (err = need_nonneg("model.recv_op_count", m->recv_op_count, errstr, size)) ||
-            (err = need_nonneg("model.flops", m->flops, errstr, size)) ||
-            (err = need_nonneg("model.embedding_dimension", m->embedding_dimension, errstr, size)))
+    if (j->has_model && (err = validate_model(&j->model, errstr, size)))
+        return err;
+    /* Absent sections hold no texts: checked whatever has_* says. */
+    for (size_t i = 0; i < JOB_TEXTS; i++)
+        if ((err = need_text(job_texts[i].name, JOB_TEXTC(j, i), DLB_TEXT_MAX, errstr, size)))
             return err;
-    }
     return 0;
 }
 

@@ -190,7 +190,9 @@ typedef struct dlb_agent_job {
     const dlb_agent_dataset_t *dataset;
     const dlb_agent_model_t *model;
     const char *exit_reason; /**< Completed CodeError WorkerOOM WorkerError PSOOM PSError
-                                  HangError RdzvTimeout PendingTimeout */
+                                  EvaluatorOOM EvaluatorError UnknownError HangError
+                                  RdzvTimeout PendingTimeout UncompletedTimeout
+                                  NodeCheckFailed */
 } dlb_agent_job_t;
 
 /** @brief Report job meta, state, hyper-parameters, dataset and model features

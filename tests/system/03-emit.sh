@@ -53,6 +53,20 @@ case $hex in
 esac
 expect_eq "pods[2]: memory 0 and 0, speed null (branch 0), end of the array" 00000000 "${hex: -8}"
 
+# job_event v2 (id 10): DLRover's other JobMetrics fields; a bad one is refused by name.
+cat >"$SYS_DIR/job.jsonl" <<'JSON'
+{"type":"job_event","event_id":"e2","event_time_ms":8,"job_uid":"j5","job_type":"ParameterServerStrategy","workflow":{"is_prod":true},"model":{"kv_embedding_dims":[8],"tensor_alloc_bytes":{"t":1}},"customized_data":"{\"rdzv_round\": 1}"}
+{"type":"job_event","event_id":"e3","event_time_ms":9,"job_uid":"j5","model":{"tensor_alloc_bytes":{"t":-1}}}
+JSON
+rc=0
+"$DLBRAIN" emit --strict "$SYS_DIR/job.jsonl" 2>"$SYS_DIR/emit4.log" || rc=$?
+expect_eq "exit status with a negative tensor size" 1 "$rc"
+grep -qF 'job.jsonl:2: model.tensor_alloc_bytes.t: negative (-1); line skipped' "$SYS_DIR/emit4.log" &&
+    ok "reported: model.tensor_alloc_bytes.t" || fail "$(cat "$SYS_DIR/emit4.log")"
+expect_eq "job-events keys (with the v2 job event)" "j1 j5" "$(count job-events)"
+hex=$(kcat -C -b "$DLBRAIN_BROKERS" -t dlbrain.job-events -e -q -c 1 -f '%s' | od -An -tx1 -v | tr -d ' \n')
+expect_eq "schema id of job events" 000000000a "${hex:0:10}"
+
 rc=0
 echo '{"type":"plan_request","job_uid":"j3","stage":"job_stage_create"}' | "$DLBRAIN" emit -q || rc=$?
 expect_eq "generated event_id and time without --strict" 0 "$rc"

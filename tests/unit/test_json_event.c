@@ -63,6 +63,49 @@ static void test_good_job_event(void **state)
     dlb_event_clear(&ev);
 }
 
+/* job_event v2: every field of DLRover's JobMetrics, and defaults for the
+ * fields a section leaves out. */
+static void test_good_job_event_v2(void **state)
+{
+    dlb_event_t ev;
+    const dlb_job_event_t *j = &ev.u.job;
+
+    (void)state;
+    parse_ok(
+        "{\"type\":\"job_event\",\"event_id\":\"j-2\",\"event_time_ms\":1,\"job_uid\":\"u\","
+        "\"dataset\":{\"size\":10,\"sparse_features\":\"a,b\",\"storage_size\":4096},"
+        "\"model\":{\"max_variable_size\":7,\"kv_embedding_dims\":[8,16],"
+        "\"tensor_alloc_bytes\":{\"t/b\":2,\"t/a\":1}},\"exit_reason\":\"UncompletedTimeout\","
+        "\"workflow\":{\"job_name\":\"n\",\"is_prod\":true},\"job_type\":\"AllreduceStrategy\","
+        "\"resource\":\"{\\\"x\\\":1}\",\"customized_data\":null}",
+        0, &ev);
+    assert_int_equal(j->has_dataset, 1);
+    assert_int_equal(j->dataset.size, 10);
+    assert_string_equal(j->dataset.sparse_features, "a,b");
+    assert_string_equal(j->dataset.dense_features, ""); /* schema default */
+    assert_int_equal(j->dataset.sparse_item_count, 0);
+    assert_int_equal(j->dataset.storage_size, 4096);
+    assert_int_equal(j->model.max_variable_size, 7);
+    assert_int_equal(j->model.kv_embedding_dims_cnt, 2);
+    assert_int_equal(j->model.kv_embedding_dims[1], 16);
+    assert_int_equal(j->model.tensor_alloc_bytes_cnt, 2);
+    assert_string_equal(j->model.tensor_alloc_bytes[0].key, "t/b"); /* input order */
+    assert_int_equal(j->model.tensor_alloc_bytes[1].value, 1);
+    assert_string_equal(j->exit_reason, "UncompletedTimeout");
+    assert_int_equal(j->has_workflow, 1);
+    assert_string_equal(j->workflow.job_name, "n");
+    assert_string_equal(j->workflow.code_address, "");
+    assert_int_equal(j->workflow.is_prod, 1);
+    assert_int_equal(j->has_job_type, 1);
+    assert_string_equal(j->job_type, "AllreduceStrategy");
+    assert_int_equal(j->has_resource, 1);
+    assert_string_equal(j->resource, "{\"x\":1}");
+    assert_int_equal(j->has_customized_data, 0);
+    assert_null(j->customized_data);
+    assert_int_equal(j->has_optimization, 0);
+    dlb_event_clear(&ev);
+}
+
 static void test_good_runtime_sample(void **state)
 {
     dlb_event_t ev;
@@ -203,6 +246,8 @@ static void test_good_plan_request(void **state)
     "\"u\","                                                                                       \
     "\"stage\":\"job_stage_running\",\"optimizer\":\"o\",\"reason\":\"r\",\"trigger_event_id\":"   \
     "\"q\","
+#define JOB_HEAD                                                                                   \
+    "{\"type\":\"job_event\",\"event_id\":\"j-1\",\"event_time_ms\":1,\"job_uid\":\"u\","
 #define NODE_HEAD                                                                                  \
     "{\"type\":\"node_event\",\"event_id\":\"n-1\",\"event_time_ms\":1,\"job_uid\":\"u\","
 #define UID200                                                                                     \
@@ -296,6 +341,26 @@ static const bad_line_t bad_lines[] = {
     {"unknown pod type in a sample", RT_HEAD "\"pods\":[{\"name\":\"p0\",\"type\":\"tpu\"}]}",
      DLB_ERR_INVALID,
      "pods[0].type: unknown value \"tpu\" (expected one of ps, worker, chief, evaluator)"},
+    {"boolean not a boolean", JOB_HEAD "\"workflow\":{\"is_prod\":1}}", DLB_ERR_DECODE,
+     "workflow.is_prod: expected a boolean, got 1"},
+    {"long list item not an integer", JOB_HEAD "\"model\":{\"kv_embedding_dims\":[1,\"x\"]}}",
+     DLB_ERR_DECODE, "model.kv_embedding_dims[1]: expected an integer, got \"x\""},
+    {"long map value not an integer", JOB_HEAD "\"model\":{\"tensor_alloc_bytes\":{\"a\":1.5}}}",
+     DLB_ERR_DECODE, "model.tensor_alloc_bytes.a: expected an integer, got 1.5"},
+    {"long map key given twice", JOB_HEAD "\"model\":{\"tensor_alloc_bytes\":{\"a\":1,\"a\":2}}}",
+     DLB_ERR_DECODE, "model.tensor_alloc_bytes.a: given twice"},
+    {"negative tensor bytes", JOB_HEAD "\"model\":{\"tensor_alloc_bytes\":{\"a\":-1}}}",
+     DLB_ERR_INVALID, "model.tensor_alloc_bytes.a: negative (-1)"},
+    {"negative embedding dim", JOB_HEAD "\"model\":{\"kv_embedding_dims\":[4,-8]}}",
+     DLB_ERR_INVALID, "model.kv_embedding_dims[1]: negative (-8)"},
+    {"negative storage size", JOB_HEAD "\"dataset\":{\"storage_size\":-1}}", DLB_ERR_INVALID,
+     "dataset.storage_size: negative (-1)"},
+    {"JSON text not a string", JOB_HEAD "\"resource\":{\"worker\":1}}", DLB_ERR_DECODE,
+     "resource: expected a string, got {\"worker\":1}"},
+    {"unknown exit reason", JOB_HEAD "\"exit_reason\":\"Oops\"}", DLB_ERR_INVALID,
+     "exit_reason: unknown value \"Oops\" (expected one of Completed, CodeError, WorkerOOM, "
+     "WorkerError, PSOOM, PSError, EvaluatorOOM, EvaluatorError, UnknownError, HangError, "
+     "RdzvTimeout, PendingTimeout, UncompletedTimeout, NodeCheckFailed)"},
     {"empty job uid",
      "{\"type\":\"plan_request\",\"event_id\":\"p\",\"event_time_ms\":1,"
      "\"job_uid\":\"\",\"stage\":\"job_stage_create\"}",
@@ -520,12 +585,13 @@ static void test_json_roundtrip(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_job_event),      cmocka_unit_test(test_good_runtime_sample),
-        cmocka_unit_test(test_good_node_event),     cmocka_unit_test(test_good_plan_request),
-        cmocka_unit_test(test_good_plan_actions),   cmocka_unit_test(test_bad_lines),
-        cmocka_unit_test(test_length_bounds_input), cmocka_unit_test(test_gen_defaults),
-        cmocka_unit_test(test_to_json_shape),       cmocka_unit_test(test_json_roundtrip),
-        cmocka_unit_test(test_json_double_exact),   cmocka_unit_test(test_json_long_exact),
+        cmocka_unit_test(test_good_job_event),      cmocka_unit_test(test_good_job_event_v2),
+        cmocka_unit_test(test_good_runtime_sample), cmocka_unit_test(test_good_node_event),
+        cmocka_unit_test(test_good_plan_request),   cmocka_unit_test(test_good_plan_actions),
+        cmocka_unit_test(test_bad_lines),           cmocka_unit_test(test_length_bounds_input),
+        cmocka_unit_test(test_gen_defaults),        cmocka_unit_test(test_to_json_shape),
+        cmocka_unit_test(test_json_roundtrip),      cmocka_unit_test(test_json_double_exact),
+        cmocka_unit_test(test_json_long_exact),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

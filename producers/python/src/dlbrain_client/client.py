@@ -146,17 +146,29 @@ class Reporter(Publisher):
     def report_job(self, *, meta: Optional[Mapping[str, str]] = None, state: Optional[str] = None,
                    hyper_params: Optional[Mapping[str, int]] = None,
                    dataset: Optional[Mapping[str, Any]] = None,
-                   model: Optional[Mapping[str, int]] = None, exit_reason: Optional[str] = None,
+                   model: Optional[Mapping[str, Any]] = None, exit_reason: Optional[str] = None,
+                   workflow: Optional[Mapping[str, Any]] = None, job_type: Optional[str] = None,
+                   resource: Optional[str] = None, customized_data: Optional[str] = None,
+                   optimization: Optional[str] = None,
                    event_id: Optional[str] = None, event_time_ms: Optional[int] = None) -> str:
         """A job event: any of its sections (None: not reported this time).
         meta: name, user, group, app, cluster, namespace, scenario, framework;
         hyper_params: batch_size, epoch, max_steps; dataset: name, size,
-        storage; model: variable_count, op_count, total_variable_size (bytes),
-        recv_op_count, flops, embedding_dimension. A section's missing fields
-        are "" or 0."""
+        storage, sparse_item_count, sparse_features, sparse_feature_groups,
+        sparse_feature_shapes, dense_features, dense_feature_shapes (comma-joined
+        strings), storage_size (bytes); model: variable_count, op_count,
+        total_variable_size (bytes), recv_op_count, flops, embedding_dimension,
+        max_variable_size (bytes), update_op_count, read_op_count,
+        input_fetch_dur, kv_embedding_dims (list of ints), tensor_alloc_bytes
+        (dict of tensor name -> bytes); workflow: job_name, user_id,
+        code_address, workflow_id, node_id, odps_project, is_prod (bool);
+        job_type: the distribution strategy; resource, customized_data and
+        optimization: JSON texts, carried as given. A section's missing fields
+        are "", 0, false or empty."""
         return self._send("job_event", {
             "meta": meta, "state": state, "hyper_params": hyper_params, "dataset": dataset,
-            "model": model, "exit_reason": exit_reason,
+            "model": model, "exit_reason": exit_reason, "workflow": workflow, "job_type": job_type,
+            "resource": resource, "customized_data": customized_data, "optimization": optimization,
         }, event_id, event_time_ms)
 
     def report_sample(self, *, global_step: int = 0, speed: float = 0.0,

@@ -29,9 +29,14 @@ EXIT_REASONS = (
     "WorkerError",
     "PSOOM",
     "PSError",
+    "EvaluatorOOM",
+    "EvaluatorError",
+    "UnknownError",
     "HangError",
     "RdzvTimeout",
     "PendingTimeout",
+    "UncompletedTimeout",
+    "NodeCheckFailed",
 )
 NODE_KINDS = (
     "pod_phase",
@@ -49,13 +54,36 @@ POD_TYPES = ("ps", "worker", "chief", "evaluator")
 POD_ACTIONS = ("relaunch", "replace")
 
 # event.h: DLB_ID_MAX 128, DLB_NAME_MAX 256, DLB_REASON_MAX 1024 and the
-# smaller char arrays; a value must leave room for C's NUL terminator.
+# smaller char arrays; a value must leave room for C's NUL terminator. C's heap
+# texts hold at most DLB_TEXT_MAX bytes (the cap is one more), its lists and
+# maps at most DLB_LIST_MAX items, its map keys at most DLB_KEY_MAX bytes.
 _ID, _NAME, _REASON = 128, 256, 1024
+TEXT_MAX, LIST_MAX, KEY_MAX = 256 * 1024, 65536, 1024
+_TEXT = TEXT_MAX + 1
 _META = {f: _NAME for f in ("name", "user", "group", "app", "cluster", "namespace", "scenario", "framework")}
+_FEATURE_LISTS = ("sparse_features", "sparse_feature_groups", "sparse_feature_shapes", "dense_features",
+                  "dense_feature_shapes")
 STRING_CAPS: Dict[str, Dict[str, int]] = {
-    "dlbrain.JobEvent": {"event_id": _ID, "job_uid": _ID, "state": 32, "exit_reason": 32},
+    "dlbrain.JobEvent": {
+        "event_id": _ID,
+        "job_uid": _ID,
+        "state": 32,
+        "exit_reason": 32,
+        "job_type": _NAME,
+        "resource": _TEXT,
+        "customized_data": _TEXT,
+        "optimization": _TEXT,
+    },
     "dlbrain.JobMeta": _META,
-    "dlbrain.DatasetFeatures": {"name": _NAME, "storage": _NAME},
+    "dlbrain.DatasetFeatures": {"name": _NAME, "storage": _NAME, **{f: _TEXT for f in _FEATURE_LISTS}},
+    "dlbrain.WorkflowFeatures": {
+        "job_name": _NAME,
+        "user_id": _NAME,
+        "code_address": _TEXT,
+        "workflow_id": _NAME,
+        "node_id": _NAME,
+        "odps_project": _NAME,
+    },
     "dlbrain.RuntimeSample": {"event_id": _ID, "job_uid": _ID},
     "dlbrain.PodUsage": {"name": _ID, "type": 16},
     "dlbrain.NodeEvent": {
@@ -124,6 +152,25 @@ def _need_speed(field: str, v: float) -> None:
         raise EventError(f"{field}: must be a finite non-negative number of steps/s ({_g(v)})")
 
 
+def _need_count(field: str, n: int, limit: int) -> None:
+    if n > limit:
+        raise EventError(f"{field}: {n} items, more than the limit of {limit}")
+
+
+def _model_lists(m: Mapping[str, Any]) -> None:
+    # .get: a record of an older schema version (job_event v1) lacks them.
+    dims, tensors = m.get("kv_embedding_dims", ()), m.get("tensor_alloc_bytes", {})
+    _need_count("model.kv_embedding_dims", len(dims), LIST_MAX)
+    _need_count("model.tensor_alloc_bytes", len(tensors), LIST_MAX)
+    for i, d in enumerate(dims):
+        _need_nonneg(f"model.kv_embedding_dims[{i}]", d)
+    for k, v in tensors.items():
+        n = len(k.encode("utf-8"))
+        if n > KEY_MAX:
+            raise EventError(f"model.tensor_alloc_bytes: a key of {n} bytes, more than the limit of {KEY_MAX}")
+        _need_nonneg(f"model.tensor_alloc_bytes.{k}", v)
+
+
 def _resource(prefix: str, r: Mapping[str, Any]) -> None:
     _need_cpu(f"{prefix}.cpu", r["cpu"])
     _need_nonneg(f"{prefix}.memory", r["memory"])
@@ -137,15 +184,28 @@ def _job(e: Mapping[str, Any]) -> None:
         _need_listed("exit_reason", EXIT_REASONS, e["exit_reason"])
     for section, fields in (
         ("hyper_params", ("batch_size", "epoch", "max_steps")),
-        ("dataset", ("size",)),
+        ("dataset", ("size", "sparse_item_count", "storage_size")),
         (
             "model",
-            ("variable_count", "op_count", "total_variable_size", "recv_op_count", "flops", "embedding_dimension"),
+            (
+                "variable_count",
+                "op_count",
+                "total_variable_size",
+                "recv_op_count",
+                "flops",
+                "embedding_dimension",
+                "max_variable_size",
+                "update_op_count",
+                "read_op_count",
+                "input_fetch_dur",
+            ),
         ),
     ):
         if e[section] is not None:
             for f in fields:
-                _need_nonneg(f"{section}.{f}", e[section][f])
+                _need_nonneg(f"{section}.{f}", e[section].get(f, 0))
+    if e["model"] is not None:
+        _model_lists(e["model"])
 
 
 def _runtime(e: Mapping[str, Any]) -> None:
