@@ -144,6 +144,11 @@ static const fdesc_t pod_usage_fields[] = {FS(dlb_pod_usage_t, name),
                                            FL(dlb_pod_usage_t, memory_used),
                                            FL(dlb_pod_usage_t, memory_requested),
                                            FOD(dlb_pod_usage_t, speed, has_speed),
+                                           FS(dlb_pod_usage_t, pod_ip),
+                                           FS(dlb_pod_usage_t, node_ip),
+                                           FS(dlb_pod_usage_t, host_name),
+                                           FSN(dlb_pod_usage_t, ns, "namespace"),
+                                           FB(dlb_pod_usage_t, is_mixed),
                                            FEND};
 static const fdesc_t runtime_fields[] = {
     FS(dlb_runtime_sample_t, event_id),

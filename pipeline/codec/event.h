@@ -171,6 +171,13 @@ typedef struct dlb_pod_usage {
     int64_t memory_requested; /* bytes */
     int has_speed;            /* runtime_sample v2: the pod reported its own speed */
     double speed;             /* steps/s of this worker alone; stragglers show here */
+    /* runtime_sample v3: the rest of DLRover's PodMeta, "" when not reported.
+     * Fixed-size: an IP, a host name, a Kubernetes namespace (63 bytes). */
+    char pod_ip[48];
+    char node_ip[48];
+    char host_name[DLB_ID_MAX];
+    char ns[64]; /* "namespace" in the schema */
+    int is_mixed;
 } dlb_pod_usage_t;
 
 typedef struct dlb_runtime_sample {

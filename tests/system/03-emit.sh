@@ -43,15 +43,17 @@ expect_eq "exit status with a negative pod speed" 1 "$rc"
 grep -qF 'speed.jsonl:2: pods[0].speed: must be a finite non-negative number of steps/s (-1); line skipped' \
     "$SYS_DIR/emit3.log" && ok "reported: pods[0].speed" || fail "$(cat "$SYS_DIR/emit3.log")"
 expect_eq "metrics keys (the sample with pod speeds)" "j4" "$(count metrics)"
-# Framed with the newest runtime_sample schema (id 7); pods[0].speed is union
-# branch 1 (0x02) and 1.5 as a little-endian double; the other pods' are null (0x00).
+# Framed with the newest runtime_sample schema (id 11); pods[0].speed is union
+# branch 1 (0x02) and 1.5 as a little-endian double, followed by the v3 fields
+# (four empty strings and false); the other pods' speeds are null (0x00).
 hex=$(kcat -C -b "$DLBRAIN_BROKERS" -t dlbrain.metrics -e -q -f '%s' | od -An -tx1 -v | tr -d ' \n')
-expect_eq "schema id of the sample" 0000000007 "${hex:0:10}"
+expect_eq "schema id of the sample" 000000000b "${hex:0:10}"
 case $hex in
-*02000000000000f83f*) ok "pods[0].speed 1.5 is in the frame" ;;
+*02000000000000f83f0000000000*) ok "pods[0].speed 1.5 and its v3 fields are in the frame" ;;
 *) fail "pods[0].speed 1.5 not in the frame: $hex" ;;
 esac
-expect_eq "pods[2]: memory 0 and 0, speed null (branch 0), end of the array" 00000000 "${hex: -8}"
+expect_eq "pods[2]: memory 0 and 0, speed null (branch 0), v3 fields empty, end of the array" \
+    000000000000000000 "${hex: -18}"
 
 # job_event v2 (id 10): DLRover's other JobMetrics fields; a bad one is refused by name.
 cat >"$SYS_DIR/job.jsonl" <<'JSON'

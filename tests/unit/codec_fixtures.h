@@ -130,6 +130,12 @@ static void fx_runtime(dlb_event_t *ev, size_t pods)
             p->has_speed = 1;
             p->speed = 4.25 * (double)i;
         }
+        /* runtime_sample v3 */
+        snprintf(p->pod_ip, sizeof(p->pod_ip), "10.0.0.%zu", i + 10);
+        strcpy(p->node_ip, "192.168.1.7");
+        snprintf(p->host_name, sizeof(p->host_name), "uid-42-%s-%zu", i ? "worker" : "ps", i);
+        strcpy(p->ns, "ml");
+        p->is_mixed = i == 2;
     }
 }
 

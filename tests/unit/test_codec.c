@@ -152,15 +152,16 @@ static void test_catalog_embedded(void **state)
         int32_t newest; /* the id writers use for this type */
     } want[] = {
         {DLB_EV_JOB, "job_event.avsc", 10},
-        {DLB_EV_RUNTIME, "runtime_sample.avsc", 7},
+        {DLB_EV_RUNTIME, "runtime_sample.avsc", 11},
         {DLB_EV_NODE, "node_event.avsc", 3},
         {DLB_EV_PLAN_REQUEST, "plan_request.avsc", 4},
         {DLB_EV_PLAN, "plan.avsc", 8},
         {DLB_EV_CONFIG_MATCH, "config_match.avsc", 6},
-        {DLB_EV_RUNTIME, "runtime_sample_v2.avsc", 7},
+        {DLB_EV_RUNTIME, "runtime_sample_v2.avsc", 11},
         {DLB_EV_PLAN, "plan_v2.avsc", 8},
         {DLB_EV_CONFIG_REQUEST, "config_request.avsc", 9},
         {DLB_EV_JOB, "job_event_v2.avsc", 10},
+        {DLB_EV_RUNTIME, "runtime_sample_v3.avsc", 11},
     };
     const size_t n = sizeof(want) / sizeof(want[0]);
 
@@ -183,7 +184,7 @@ static void test_catalog_embedded(void **state)
             assert_non_null(e->resolver);
     }
     assert_null(dlb_catalog_at(cat, n));
-    assert_null(dlb_catalog_by_id(cat, 11));
+    assert_null(dlb_catalog_by_id(cat, 12));
     assert_null(dlb_catalog_by_id(cat, 0));
     assert_null(dlb_catalog_latest(cat, DLB_EV_NONE));
 }
@@ -322,6 +323,11 @@ static void test_roundtrip_values(void **state)
     assert_int_equal(out.u.rt.pods[0].has_speed, 0); /* runtime_sample v2: not reported */
     assert_int_equal(out.u.rt.pods[1].has_speed, 1);
     assert_true(out.u.rt.pods[1].speed == 4.25);
+    assert_string_equal(out.u.rt.pods[1].pod_ip, "10.0.0.11"); /* runtime_sample v3 */
+    assert_string_equal(out.u.rt.pods[1].node_ip, "192.168.1.7");
+    assert_string_equal(out.u.rt.pods[1].host_name, "uid-42-worker-1");
+    assert_string_equal(out.u.rt.pods[1].ns, "ml");
+    assert_int_equal(out.u.rt.pods[1].is_mixed, 0);
     free(buf);
     dlb_event_clear(&in);
     dlb_event_clear(&out);
@@ -409,7 +415,7 @@ static void test_framing_errors(void **state)
     assert_int_equal(dlb_codec_peek(buf, len, &id, err, sizeof(err)), DLB_ERR_FRAMING);
     buf[0] = 0;
     buf[4] = 77;
-    expect_decode(buf, len, DLB_ERR_SCHEMA_ID, "schema id 77 is not in the catalog (known: 1..10)");
+    expect_decode(buf, len, DLB_ERR_SCHEMA_ID, "schema id 77 is not in the catalog (known: 1..11)");
     buf[1] = 0x80; /* ids are signed 32-bit on the wire, as in the registry */
     buf[4] = 0;
     expect_decode(buf, len, DLB_ERR_SCHEMA_ID, "schema id -2147483648 is not in the catalog");
@@ -447,16 +453,24 @@ static void test_truncated_message_names_field(void **state)
     uint8_t *buf = encode_sample(3, &len); /* runtime sample, 3 pods */
 
     (void)state;
-    /* The last byte ends the pods array; before it is pods[2].speed (a union
-     * branch byte and an 8-byte double), before that pods[2].memory_requested,
-     * a varint of several bytes. */
+    /* The last byte ends the pods array; before it pods[2]'s v3 fields:
+     * is_mixed (1 byte), namespace "ml" (a length byte and 2), host_name,
+     * node_ip and pod_ip (a length byte and 15, 11 and 9 bytes); before those
+     * pods[2].speed (a union branch byte and an 8-byte double), before that
+     * pods[2].memory_requested, a varint of several bytes. */
+    const size_t v3 = 1 + 3 + 16 + 12 + 10;
+
     expect_decode(buf, len - 1, DLB_ERR_DECODE,
                   "pods: truncated Avro data: 1 more bytes needed at offset ");
     expect_decode(buf, len - 2, DLB_ERR_DECODE,
+                  "pods[2].is_mixed: truncated Avro data: 1 more bytes needed at offset ");
+    expect_decode(buf, len - 3, DLB_ERR_DECODE,
+                  "pods[2].namespace: truncated Avro data: 2 more bytes needed at offset ");
+    expect_decode(buf, len - 1 - v3 - 1, DLB_ERR_DECODE,
                   "pods[2].speed: truncated Avro data: 8 more bytes needed at offset ");
-    expect_decode(buf, len - 10, DLB_ERR_DECODE,
+    expect_decode(buf, len - 1 - v3 - 9, DLB_ERR_DECODE,
                   "pods[2].speed: truncated Avro data: 1 more bytes needed at offset ");
-    expect_decode(buf, len - 11, DLB_ERR_DECODE,
+    expect_decode(buf, len - 1 - v3 - 10, DLB_ERR_DECODE,
                   "pods[2].memory_requested: truncated Avro data: 1 more bytes needed at offset ");
     free(buf);
 }
@@ -674,13 +688,13 @@ static void decode_old_runtime(const char *new_schema, double want_speed, int64_
 static void test_evolution_default(void **state)
 {
     (void)state;
-    decode_old_runtime(embedded("runtime_sample_v2.avsc"), 0.0, 0);
+    decode_old_runtime(embedded("runtime_sample_v3.avsc"), 0.0, 0);
 }
 
 /* Defaults come from the newest schema's JSON, not from zeroed memory. */
 static void test_evolution_nonzero_default(void **state)
 {
-    char *a = replace(embedded("runtime_sample_v2.avsc"),
+    char *a = replace(embedded("runtime_sample_v3.avsc"),
                       "{\"name\": \"speed\", \"type\": \"double\", \"default\": 0.0",
                       "{\"name\": \"speed\", \"type\": \"double\", \"default\": 2.5");
     char *b = replace(a, "{\"name\": \"memory_requested\", \"type\": \"long\", \"default\": 0",
@@ -795,7 +809,9 @@ static void test_evolution_v1_json(void **state)
     buf = ow_frame(cat, 2, &ev, &len, NULL);
     assert_int_equal(dlb_codec_decode(cat, buf, len, &back, err, sizeof(err)), 0);
     assert_int_equal(dlb_event_to_json(cat, &back, &json, err, sizeof(err)), 0);
-    assert_non_null(strstr(json, "\"memory_requested\":8589934592,\"speed\":null}"));
+    assert_non_null(strstr(json, "\"memory_requested\":8589934592,\"speed\":null,\"pod_ip\":\"\","
+                                 "\"node_ip\":\"\",\"host_name\":\"\",\"namespace\":\"\","
+                                 "\"is_mixed\":false}"));
     free(json);
     free(buf);
     dlb_event_clear(&back);
@@ -1080,21 +1096,21 @@ static void test_resolution_all_types(void **state)
 {
     const tfile_t files[] = {
         {"catalog.tsv", "1\tjob_event\tjob_event_v2.avsc\n"
-                        "2\truntime_sample\truntime_sample_v2.avsc\n"
+                        "2\truntime_sample\truntime_sample_v3.avsc\n"
                         "3\tnode_event\tnode_event.avsc\n"
                         "4\tplan_request\tplan_request.avsc\n"
                         "5\tplan\tplan_v2.avsc\n"
                         "6\tconfig_match\tconfig_match.avsc\n"
                         "7\tconfig_request\tconfig_request.avsc\n"
                         "11\tjob_event\tjob_event_v2.avsc\n"
-                        "12\truntime_sample\truntime_sample_v2.avsc\n"
+                        "12\truntime_sample\truntime_sample_v3.avsc\n"
                         "13\tnode_event\tnode_event.avsc\n"
                         "14\tplan_request\tplan_request.avsc\n"
                         "15\tplan\tplan_v2.avsc\n"
                         "16\tconfig_match\tconfig_match.avsc\n"
                         "17\tconfig_request\tconfig_request.avsc\n"},
         {"job_event_v2.avsc", NULL},
-        {"runtime_sample_v2.avsc", NULL},
+        {"runtime_sample_v3.avsc", NULL},
         {"node_event.avsc", NULL},
         {"plan_request.avsc", NULL},
         {"plan_v2.avsc", NULL},

@@ -116,7 +116,9 @@ static void test_good_runtime_sample(void **state)
              "\"job_uid\":\"uid-1\",\"global_step\":100,\"speed\":2.5,\"pods\":["
              "{\"name\":\"uid-1-ps-0\",\"type\":\"ps\",\"index\":0,\"cpu_used\":1,"
              "\"cpu_requested\":2.5,\"memory_used\":1073741824,\"memory_requested\":2147483648},"
-             "{\"name\":\"uid-1-worker-3\",\"type\":\"worker\",\"index\":3,\"speed\":0.75},"
+             "{\"name\":\"uid-1-worker-3\",\"type\":\"worker\",\"index\":3,\"speed\":0.75,"
+             "\"pod_ip\":\"10.1.2.3\",\"node_ip\":\"fd00::7\",\"host_name\":\"uid-1-worker-3\","
+             "\"namespace\":\"ml\",\"is_mixed\":true},"
              "{\"name\":\"uid-1-worker-4\",\"type\":\"worker\",\"speed\":null}]}",
              0, &ev);
     assert_int_equal(ev.type, DLB_EV_RUNTIME);
@@ -143,6 +145,15 @@ static void test_good_runtime_sample(void **state)
     assert_int_equal(rt->pods[1].has_speed, 1);
     assert_true(rt->pods[1].speed == 0.75);
     assert_int_equal(rt->pods[2].has_speed, 0);
+    /* runtime_sample v3: the rest of PodMeta, defaults "" and false */
+    assert_string_equal(rt->pods[1].pod_ip, "10.1.2.3");
+    assert_string_equal(rt->pods[1].node_ip, "fd00::7");
+    assert_string_equal(rt->pods[1].host_name, "uid-1-worker-3");
+    assert_string_equal(rt->pods[1].ns, "ml");
+    assert_int_equal(rt->pods[1].is_mixed, 1);
+    assert_string_equal(rt->pods[0].pod_ip, "");
+    assert_string_equal(rt->pods[0].ns, "");
+    assert_int_equal(rt->pods[0].is_mixed, 0);
     dlb_event_clear(&ev);
 }
 
@@ -341,6 +352,12 @@ static const bad_line_t bad_lines[] = {
     {"unknown pod type in a sample", RT_HEAD "\"pods\":[{\"name\":\"p0\",\"type\":\"tpu\"}]}",
      DLB_ERR_INVALID,
      "pods[0].type: unknown value \"tpu\" (expected one of ps, worker, chief, evaluator)"},
+    {"pod IP too long",
+     RT_HEAD "\"pods\":[{\"name\":\"p0\",\"type\":\"ps\",\"pod_ip\":\"" UID200 "\"}]}",
+     DLB_ERR_DECODE, "pods[0].pod_ip: 200 bytes long, more than the limit of 47"},
+    {"is_mixed not a boolean",
+     RT_HEAD "\"pods\":[{\"name\":\"p0\",\"type\":\"ps\",\"is_mixed\":0}]}", DLB_ERR_DECODE,
+     "pods[0].is_mixed: expected a boolean, got 0"},
     {"boolean not a boolean", JOB_HEAD "\"workflow\":{\"is_prod\":1}}", DLB_ERR_DECODE,
      "workflow.is_prod: expected a boolean, got 1"},
     {"long list item not an integer", JOB_HEAD "\"model\":{\"kv_embedding_dims\":[1,\"x\"]}}",
@@ -475,11 +492,14 @@ static void test_to_json_shape(void **state)
     assert_non_null(strstr(json, ",\"memory_requested\":4294967296,\"cpu_requested\":2.5}"));
     free(json);
 
-    /* v2: pods[].speed a number or null, actions after pods. */
+    /* v2: pods[].speed a number or null, actions after pods; v3: the rest of PodMeta. */
     fx_runtime(&ev, 2);
     assert_int_equal(dlb_event_to_json(cat, &ev, &json, err, sizeof(err)), 0);
-    assert_non_null(strstr(json, "\"memory_requested\":8589934592,\"speed\":null},"));
-    assert_non_null(strstr(json, "\"memory_requested\":8589934592,\"speed\":4.25}]"));
+    assert_non_null(strstr(json, "\"memory_requested\":8589934592,\"speed\":null,"));
+    assert_non_null(strstr(json, "\"memory_requested\":8589934592,\"speed\":4.25,"
+                                 "\"pod_ip\":\"10.0.0.11\",\"node_ip\":\"192.168.1.7\","
+                                 "\"host_name\":\"uid-42-worker-1\",\"namespace\":\"ml\","
+                                 "\"is_mixed\":false}]"));
     free(json);
     dlb_event_clear(&ev);
     fx_plan(&ev, 1);

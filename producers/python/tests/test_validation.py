@@ -81,6 +81,10 @@ CASES = [
      "pods[0].speed: must be a finite non-negative number of steps/s (-2.5)"),
     ('{"type":"runtime_sample",' + H + ',"pods":[{' + POD.replace('"j1-worker-0"', '""') + "}]}",
      "pods[0].name: must not be empty"),
+    ('{"type":"runtime_sample",' + H + ',"pods":[{' + POD + ',"namespace":"' + "n" * 64 + '"}]}',
+     "pods[0].namespace: 64 bytes long, more than the limit of 63"),
+    ('{"type":"runtime_sample",' + H + ',"pods":[{' + POD + ',"is_mixed":"no"}]}',
+     'pods[0].is_mixed: expected a boolean, got "no"'),
     ('{"type":"node_event",' + H + ',"kind":"oom_killed"}', "pod_name: must not be empty"),
     ('{"type":"node_event",' + H + ',"kind":"exploded","pod_name":"p"}',
      'kind: unknown value "exploded" (expected one of pod_phase, node_phase, oom_killed, evicted, node_not_ready, '

@@ -52,7 +52,8 @@ def test_corpus_is_there():
     types = {n.split("-")[1] for n in names if n.startswith("fixture-")}
     assert types == {"job_event", "runtime_sample", "node_event", "plan_request", "plan",
                      "config_match", "config_request"}
-    assert {"fixture-plan-full-v1", "fixture-runtime_sample-full-v1", "fixture-job_event-full-v1"} <= names
+    assert {"fixture-plan-full-v1", "fixture-runtime_sample-full-v1", "fixture-runtime_sample-full-v2",
+            "fixture-job_event-full-v1"} <= names
     assert len(PAIRS) >= 30
 
 
@@ -90,6 +91,13 @@ def test_old_writers_resolved():
     assert plan["actions"] == [] and len(plan["pods"]) == 2
     _, rt = decode(_read(by_name["fixture-runtime_sample-full-v1"][2], "rb"))
     assert [p["speed"] for p in rt["pods"]] == [None, None, None]
+    assert {(p["pod_ip"], p["namespace"], p["is_mixed"]) for p in rt["pods"]} == {("", "", False)}
+    _, rt = decode(_read(by_name["fixture-runtime_sample-full-v2"][2], "rb"))
+    assert [p["speed"] for p in rt["pods"]] == [None, 4.25, 8.5]
+    assert [p["pod_ip"] for p in rt["pods"]] == ["", "", ""]
+    _, rt = decode(_read(by_name["fixture-runtime_sample-full"][2], "rb"))
+    assert [(p["pod_ip"], p["is_mixed"]) for p in rt["pods"]] == [
+        ("10.0.0.10", False), ("10.0.0.11", False), ("10.0.0.12", True)]
     # A v2 plan read by a master that knows only v1 (reader schema id 5).
     _, v1 = decode(_read(by_name["fixture-plan-full"][2], "rb"), reader_schema_id=5)
     assert "actions" not in v1 and v1["plan_id"] == "plan-1"
@@ -147,7 +155,7 @@ def test_unicode_strings():
 @pytest.mark.parametrize("frame,msg", [
     (b"\x00\x00\x00", "shorter than the 5-byte Confluent header"),
     (b'{"type":"x"}', "not Confluent-framed Avro (it looks like JSON)"),
-    (b"\x00\x00\x00\x00\x63\x02a", "schema id 99 is not in the catalog (known: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)"),
+    (b"\x00\x00\x00\x00\x63\x02a", "schema id 99 is not in the catalog (known: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)"),
     (b"\x00\x00\x00\x00\x04\x02a", "Avro data (schema id 4)"),
 ])
 def test_bad_frames(frame, msg):

@@ -176,7 +176,8 @@ class Reporter(Publisher):
                       event_time_ms: Optional[int] = None) -> str:
         """A runtime sample. pods: dicts of name, type, index, cpu_used,
         cpu_requested (cores), memory_used, memory_requested (bytes) and
-        optionally speed (steps/s of that worker alone)."""
+        optionally speed (steps/s of that worker alone), pod_ip, node_ip,
+        host_name, namespace and is_mixed (DLRover's PodMeta)."""
         return self._send("runtime_sample", {"global_step": global_step, "speed": speed,
                                              "pods": list(pods)}, event_id, event_time_ms)
 

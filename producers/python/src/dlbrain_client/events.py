@@ -85,7 +85,7 @@ STRING_CAPS: Dict[str, Dict[str, int]] = {
         "odps_project": _NAME,
     },
     "dlbrain.RuntimeSample": {"event_id": _ID, "job_uid": _ID},
-    "dlbrain.PodUsage": {"name": _ID, "type": 16},
+    "dlbrain.PodUsage": {"name": _ID, "type": 16, "pod_ip": 48, "node_ip": 48, "host_name": _ID, "namespace": 64},
     "dlbrain.NodeEvent": {
         "event_id": _ID,
         "job_uid": _ID,
