@@ -174,12 +174,15 @@ static const fdesc_t node_fields[] = {FS(dlb_node_event_t, event_id),
                                       FOD(dlb_node_event_t, cpu_requested, has_cpu_requested),
                                       FEND};
 
-static const fdesc_t request_fields[] = {FS(dlb_plan_request_t, event_id),
-                                         FL(dlb_plan_request_t, event_time_ms),
-                                         FS(dlb_plan_request_t, job_uid),
-                                         FS(dlb_plan_request_t, stage),
-                                         FOS(dlb_plan_request_t, oom_pod, has_oom_pod),
-                                         FEND};
+static const fdesc_t request_fields[] = {
+    FS(dlb_plan_request_t, event_id),
+    FL(dlb_plan_request_t, event_time_ms),
+    FS(dlb_plan_request_t, job_uid),
+    FS(dlb_plan_request_t, stage),
+    FOS(dlb_plan_request_t, oom_pod, has_oom_pod),
+    FAS(dlb_plan_request_t, oom_pods, oom_pods_cnt, DLB_OOM_PODS_MAX),
+    FMAP(F_MAP_STR, dlb_plan_request_t, config, config_cnt, dlb_str_entry_t, value, DLB_CONFIG_MAX),
+    FEND};
 
 static const fdesc_t resource_fields[] = {
     FD(dlb_resource_t, cpu),      FL(dlb_resource_t, memory),   FI(dlb_resource_t, gpu),

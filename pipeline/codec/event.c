@@ -103,6 +103,14 @@ int dlb_in_list(const char *const *list, const char *s)
     return 0;
 }
 
+const char *dlb_plan_request_config(const dlb_plan_request_t *req, const char *key)
+{
+    for (size_t i = 0; i < req->config_cnt; i++)
+        if (req->config[i].key && !strcmp(req->config[i].key, key))
+            return req->config[i].value ? req->config[i].value : "";
+    return NULL;
+}
+
 /* The header fields sit at the same place in every struct, but a switch keeps
  * that an implementation detail. */
 const char *dlb_event_id(const dlb_event_t *ev)
@@ -244,8 +252,111 @@ int dlb_job_event_copy(dlb_job_event_t *dst, const dlb_job_event_t *src)
     return 0;
 }
 
+/* Lists of heap strings (config_match.rule_ids, plan_request.oom_pods) and
+ * of entries holding two heap strings at offsets ka and va
+ * (config_match.values, plan_request.config). */
+#define PAIR(e, off)  (*(char **)(void *)((char *)(e) + (off)))
+#define CPAIR(e, off) (*(char *const *)(const void *)((const char *)(e) + (off)))
+
+static void free_strs(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static void free_pairs(void *v, size_t n, size_t size, size_t ka, size_t va)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(PAIR((char *)v + i * size, ka));
+        free(PAIR((char *)v + i * size, va));
+    }
+    free(v);
+}
+
+/* Copies: *cnt counts the items made, so that a failed copy (*fail set) is
+ * released like a whole one. Nothing is copied once *fail is set. */
+static char **dup_strs(char *const *src, size_t n, size_t *cnt, int *fail)
+{
+    char **d;
+
+    *cnt = 0;
+    if (*fail || !n)
+        return NULL;
+    if (!(d = calloc(n, sizeof(*d)))) {
+        *fail = 1;
+        return NULL;
+    }
+    for (size_t i = 0; i < n && !*fail; i++) {
+        (*cnt)++;
+        if (!(d[i] = strdup(src[i])))
+            *fail = 1;
+    }
+    return d;
+}
+
+static void *dup_pairs(const void *src, size_t n, size_t size, size_t ka, size_t va, size_t *cnt,
+                       int *fail)
+{
+    char *d;
+
+    *cnt = 0;
+    if (*fail || !n)
+        return NULL;
+    if (!(d = calloc(n, size))) {
+        *fail = 1;
+        return NULL;
+    }
+    for (size_t i = 0; i < n && !*fail; i++) {
+        const char *from = (const char *)src + i * size;
+        char *to = d + i * size;
+
+        PAIR(to, ka) = strdup(CPAIR(from, ka));
+        PAIR(to, va) = strdup(CPAIR(from, va));
+        (*cnt)++;
+        if (!PAIR(to, ka) || !PAIR(to, va))
+            *fail = 1;
+    }
+    return d;
+}
+
+/* Events whose heap parts are a list of strings and a list of string pairs,
+ * and where those live in the event's union. */
+typedef struct str_lists {
+    dlb_event_type_t type;
+    size_t strs, strs_cnt;   /* char ** and its size_t count */
+    size_t pairs, pairs_cnt; /* entries and their size_t count */
+    size_t size, ka, va;     /* an entry: its size and its two strings */
+} str_lists_t;
+
+#define STR_LISTS(E, T, s, p, ET, k, v)                                                            \
+    {                                                                                              \
+        E, offsetof(T, s), offsetof(T, s##_cnt), offsetof(T, p), offsetof(T, p##_cnt), sizeof(ET), \
+            offsetof(ET, k), offsetof(ET, v)                                                       \
+    }
+static const str_lists_t str_lists[] = {
+    STR_LISTS(DLB_EV_PLAN_REQUEST, dlb_plan_request_t, oom_pods, config, dlb_str_entry_t, key,
+              value),
+    STR_LISTS(DLB_EV_CONFIG_MATCH, dlb_config_match_t, rule_ids, values, dlb_config_value_t, key,
+              json),
+};
+
+static const str_lists_t *str_lists_of(dlb_event_type_t type)
+{
+    for (size_t i = 0; i < sizeof(str_lists) / sizeof(str_lists[0]); i++)
+        if (str_lists[i].type == type)
+            return &str_lists[i];
+    return NULL;
+}
+
+/* A member of an event's union, by offset. */
+#define UM(ev, off, T)  (*(T *)(void *)((char *)&(ev)->u + (off)))
+#define UMC(ev, off, T) (*(T const *)(const void *)((const char *)&(ev)->u + (off)))
+
 void dlb_event_clear(dlb_event_t *ev)
 {
+    const str_lists_t *l;
+
     switch (ev->type) {
     case DLB_EV_JOB:
         dlb_job_event_clear(&ev->u.job);
@@ -258,17 +369,12 @@ void dlb_event_clear(dlb_event_t *ev)
         free(ev->u.plan.pods);
         free(ev->u.plan.actions);
         break;
-    case DLB_EV_CONFIG_MATCH:
-        for (size_t i = 0; i < ev->u.cm.rule_ids_cnt; i++)
-            free(ev->u.cm.rule_ids[i]);
-        free(ev->u.cm.rule_ids);
-        for (size_t i = 0; i < ev->u.cm.values_cnt; i++) {
-            free(ev->u.cm.values[i].key);
-            free(ev->u.cm.values[i].json);
-        }
-        free(ev->u.cm.values);
-        break;
     default:
+        if ((l = str_lists_of(ev->type))) {
+            free_strs(UM(ev, l->strs, char **), UM(ev, l->strs_cnt, size_t));
+            free_pairs(UM(ev, l->pairs, void *), UM(ev, l->pairs_cnt, size_t), l->size, l->ka,
+                       l->va);
+        }
         break;
     }
     memset(ev, 0, sizeof(*ev));
@@ -291,6 +397,7 @@ static void *dup_array(const void *src, size_t cnt, size_t size, int *fail)
 
 int dlb_event_copy(dlb_event_t *dst, const dlb_event_t *src)
 {
+    const str_lists_t *l;
     int fail = 0;
 
     *dst = *src;
@@ -311,39 +418,15 @@ int dlb_event_copy(dlb_event_t *dst, const dlb_event_t *src)
         dst->u.plan.actions = dup_array(src->u.plan.actions, src->u.plan.actions_cnt,
                                         sizeof(*src->u.plan.actions), &fail);
         break;
-    case DLB_EV_CONFIG_MATCH: {
-        const dlb_config_match_t *s = &src->u.cm;
-        dlb_config_match_t *d = &dst->u.cm;
-        d->rule_ids = NULL;
-        d->values = NULL;
-        d->rule_ids_cnt = 0;
-        d->values_cnt = 0;
-        if (s->rule_ids_cnt) {
-            d->rule_ids = calloc(s->rule_ids_cnt, sizeof(*d->rule_ids));
-            if (!d->rule_ids)
-                fail = 1;
-            for (size_t i = 0; !fail && i < s->rule_ids_cnt; i++) {
-                d->rule_ids[i] = strdup(s->rule_ids[i]);
-                d->rule_ids_cnt++;
-                if (!d->rule_ids[i])
-                    fail = 1;
-            }
-        }
-        if (!fail && s->values_cnt) {
-            d->values = calloc(s->values_cnt, sizeof(*d->values));
-            if (!d->values)
-                fail = 1;
-            for (size_t i = 0; !fail && i < s->values_cnt; i++) {
-                d->values[i].key = strdup(s->values[i].key);
-                d->values[i].json = strdup(s->values[i].json);
-                d->values_cnt++;
-                if (!d->values[i].key || !d->values[i].json)
-                    fail = 1;
-            }
-        }
-        break;
-    }
     default:
+        if ((l = str_lists_of(src->type))) {
+            UM(dst, l->strs, char **) =
+                dup_strs(UMC(src, l->strs, char **), UMC(src, l->strs_cnt, size_t),
+                         &UM(dst, l->strs_cnt, size_t), &fail);
+            UM(dst, l->pairs, void *) =
+                dup_pairs(UMC(src, l->pairs, void *), UMC(src, l->pairs_cnt, size_t), l->size,
+                          l->ka, l->va, &UM(dst, l->pairs_cnt, size_t), &fail);
+        }
         break;
     }
     if (fail) {
@@ -356,6 +439,24 @@ int dlb_event_copy(dlb_event_t *dst, const dlb_event_t *src)
 static int text_equal(const char *a, const char *b)
 {
     return !strcmp(a ? a : "", b ? b : "");
+}
+
+static int strs_equal(char *const *a, char *const *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!text_equal(a[i], b[i]))
+            return 0;
+    return 1;
+}
+
+static int pairs_equal(const void *a, const void *b, size_t n, size_t size, size_t ka, size_t va)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *x = (const char *)a + i * size, *y = (const char *)b + i * size;
+        if (!text_equal(CPAIR(x, ka), CPAIR(y, ka)) || !text_equal(CPAIR(x, va), CPAIR(y, va)))
+            return 0;
+    }
+    return 1;
 }
 
 /* Compares the heap parts of two job events (copies) and cuts them from
@@ -385,6 +486,7 @@ static int job_heap_equal(dlb_job_event_t *x, dlb_job_event_t *y)
 
 int dlb_event_equal(const dlb_event_t *a, const dlb_event_t *b)
 {
+    const str_lists_t *l;
     dlb_event_t x, y;
 
     if (a->type != b->type)
@@ -419,21 +521,17 @@ int dlb_event_equal(const dlb_event_t *a, const dlb_event_t *b)
         x.u.plan.pods = y.u.plan.pods = NULL;
         x.u.plan.actions = y.u.plan.actions = NULL;
         break;
-    case DLB_EV_CONFIG_MATCH:
-        if (a->u.cm.rule_ids_cnt != b->u.cm.rule_ids_cnt ||
-            a->u.cm.values_cnt != b->u.cm.values_cnt)
-            return 0;
-        for (size_t i = 0; i < a->u.cm.rule_ids_cnt; i++)
-            if (strcmp(a->u.cm.rule_ids[i], b->u.cm.rule_ids[i]))
-                return 0;
-        for (size_t i = 0; i < a->u.cm.values_cnt; i++)
-            if (strcmp(a->u.cm.values[i].key, b->u.cm.values[i].key) ||
-                strcmp(a->u.cm.values[i].json, b->u.cm.values[i].json))
-                return 0;
-        x.u.cm.rule_ids = y.u.cm.rule_ids = NULL;
-        x.u.cm.values = y.u.cm.values = NULL;
-        break;
     default:
+        if ((l = str_lists_of(a->type))) {
+            size_t ns = UMC(a, l->strs_cnt, size_t), np = UMC(a, l->pairs_cnt, size_t);
+            if (ns != UMC(b, l->strs_cnt, size_t) || np != UMC(b, l->pairs_cnt, size_t) ||
+                !strs_equal(UMC(a, l->strs, char **), UMC(b, l->strs, char **), ns) ||
+                !pairs_equal(UMC(a, l->pairs, void *), UMC(b, l->pairs, void *), np, l->size, l->ka,
+                             l->va))
+                return 0;
+            UM(&x, l->strs, char **) = UM(&y, l->strs, char **) = NULL;
+            UM(&x, l->pairs, void *) = UM(&y, l->pairs, void *) = NULL;
+        }
         break;
     }
     return !memcmp(&x, &y, sizeof(x));
@@ -711,6 +809,40 @@ static int validate_plan(const dlb_plan_t *p, char *errstr, size_t size)
     return 0;
 }
 
+static int validate_request(const dlb_plan_request_t *r, char *errstr, size_t size)
+{
+    char f[DLB_KEY_MAX + 16];
+    int err;
+
+    if ((err = need_listed("stage", dlb_stages, r->stage, errstr, size)) ||
+        (r->has_oom_pod && (err = need_id("oom_pod", r->oom_pod, errstr, size))) ||
+        (err = need_count("oom_pods", r->oom_pods_cnt, DLB_OOM_PODS_MAX, errstr, size)) ||
+        (err = need_count("config", r->config_cnt, DLB_CONFIG_MAX, errstr, size)))
+        return err;
+    for (size_t i = 0; i < r->oom_pods_cnt; i++) {
+        snprintf(f, sizeof(f), "oom_pods[%zu]", i);
+        /* A pod name: what a plan's pod resource can hold. */
+        if ((err = need_id(f, r->oom_pods[i] ? r->oom_pods[i] : "", errstr, size)) ||
+            (err = need_text(f, r->oom_pods[i], DLB_ID_MAX - 1, errstr, size)))
+            return err;
+    }
+    /* v1 readers (and the plan_requests.oom_pod column) see only oom_pod. */
+    if (r->oom_pods_cnt && (!r->has_oom_pod || strcmp(r->oom_pod, r->oom_pods[0])))
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                          "oom_pod: must be the first of oom_pods (\"%s\")", r->oom_pods[0]);
+    for (size_t i = 0; i < r->config_cnt; i++) {
+        const dlb_str_entry_t *e = &r->config[i];
+        if (!e->key || !e->key[0])
+            return dlb_seterr(errstr, size, DLB_ERR_INVALID, "config: a key must not be empty");
+        if ((err = need_key("config", e->key, errstr, size)))
+            return err;
+        snprintf(f, sizeof(f), "config.%s", e->key);
+        if ((err = need_text(f, e->value, DLB_KEY_MAX, errstr, size)))
+            return err;
+    }
+    return 0;
+}
+
 int dlb_event_validate(const dlb_event_t *ev, char *errstr, size_t errstr_size)
 {
     int err;
@@ -730,11 +862,7 @@ int dlb_event_validate(const dlb_event_t *ev, char *errstr, size_t errstr_size)
     case DLB_EV_NODE:
         return validate_node(&ev->u.node, errstr, errstr_size);
     case DLB_EV_PLAN_REQUEST:
-        if ((err = need_listed("stage", dlb_stages, ev->u.req.stage, errstr, errstr_size)))
-            return err;
-        if (ev->u.req.has_oom_pod)
-            return need_id("oom_pod", ev->u.req.oom_pod, errstr, errstr_size);
-        return 0;
+        return validate_request(&ev->u.req, errstr, errstr_size);
     case DLB_EV_PLAN:
         return validate_plan(&ev->u.plan, errstr, errstr_size);
     case DLB_EV_CONFIG_MATCH:

@@ -21,9 +21,11 @@
 /* Bounds of the heap parts, so that no message makes the codec allocate
  * without bound. A text is at most DLB_TEXT_MAX bytes: DLRover's JSON texts
  * (resource, customized_data, optimization) and comma-joined feature lists. */
-#define DLB_TEXT_MAX (256 * 1024)
-#define DLB_KEY_MAX  1024  /* bytes of a map key (a tensor name) */
-#define DLB_LIST_MAX 65536 /* model.kv_embedding_dims items, model.tensor_alloc_bytes entries */
+#define DLB_TEXT_MAX     (256 * 1024)
+#define DLB_KEY_MAX      1024  /* bytes of a map key (a tensor name) */
+#define DLB_LIST_MAX     65536 /* model.kv_embedding_dims items, model.tensor_alloc_bytes entries */
+#define DLB_OOM_PODS_MAX 1024  /* plan_request.oom_pods items */
+#define DLB_CONFIG_MAX   256   /* plan_request.config entries */
 
 typedef enum dlb_event_type {
     DLB_EV_NONE = 0,
@@ -72,11 +74,17 @@ typedef struct dlb_hyper_params {
     int64_t max_steps;
 } dlb_hyper_params_t;
 
-/* A map<string, long> entry (model.tensor_alloc_bytes): heap key. */
+/* A map<string, long> entry (model.tensor_alloc_bytes) and a
+ * map<string, string> entry (plan_request.config): heap key and value. */
 typedef struct dlb_long_entry {
     char *key;
     int64_t value;
 } dlb_long_entry_t;
+
+typedef struct dlb_str_entry {
+    char *key;
+    char *value;
+} dlb_str_entry_t;
 
 typedef struct dlb_dataset {
     char name[DLB_NAME_MAX];
@@ -218,8 +226,23 @@ typedef struct dlb_plan_request {
     char job_uid[DLB_ID_MAX];
     char stage[64];
     int has_oom_pod;
-    char oom_pod[DLB_ID_MAX];
+    char oom_pod[DLB_ID_MAX]; /* with oom_pods: the first of them, for v1 readers */
+    /* plan_request v2: every OOM pod of the request (heap strings, each at
+     * most DLB_ID_MAX - 1 bytes), and DLRover's OptimizeConfig.customized_config
+     * (keys and values at most DLB_KEY_MAX bytes). */
+    char **oom_pods;
+    size_t oom_pods_cnt;
+    dlb_str_entry_t *config;
+    size_t config_cnt;
 } dlb_plan_request_t;
+
+/* The key of plan_request.config that holds DLRover's worker phase:
+ * "initial" or "sample" (with job_stage_worker_initial), "stable" (with
+ * job_stage_worker_running). */
+#define DLB_CONFIG_WORKER_PHASE "optimizer.worker.optimize-phase"
+
+/** @returns the value of key in the request's config, or NULL. */
+const char *dlb_plan_request_config(const dlb_plan_request_t *req, const char *key);
 
 /* ---- plan --------------------------------------------------------------- */
 /* 0 in any field means "keep the current value". */

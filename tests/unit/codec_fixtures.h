@@ -178,6 +178,19 @@ static void fx_request(dlb_event_t *ev, int with_oom)
     if (with_oom) {
         r->has_oom_pod = 1;
         strcpy(r->oom_pod, "uid-42-worker-3");
+        /* plan_request v2: every OOM pod, oom_pod the first; DLRover's config */
+        r->oom_pods = calloc(2, sizeof(*r->oom_pods));
+        assert_non_null(r->oom_pods);
+        r->oom_pods[0] = fx_strdup("uid-42-worker-3");
+        r->oom_pods[1] = fx_strdup("uid-42-worker-1");
+        r->oom_pods_cnt = 2;
+        r->config = calloc(2, sizeof(*r->config));
+        assert_non_null(r->config);
+        r->config[0].key = fx_strdup(DLB_CONFIG_WORKER_PHASE);
+        r->config[0].value = fx_strdup("sample");
+        r->config[1].key = fx_strdup("optimizer.ps.flags");
+        r->config[1].value = fx_strdup("");
+        r->config_cnt = 2;
     }
 }
 
@@ -316,6 +329,7 @@ static void assert_events_equal(const dlb_event_t *a, const dlb_event_t *b)
     assert_int_equal(a->type, b->type);
     switch (a->type) {
     case DLB_EV_JOB:
+    case DLB_EV_PLAN_REQUEST:
         /* heap parts: compared by dlb_event_equal() below */
         assert_true(dlb_event_equal(a, b));
         return;

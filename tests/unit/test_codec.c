@@ -154,7 +154,7 @@ static void test_catalog_embedded(void **state)
         {DLB_EV_JOB, "job_event.avsc", 10},
         {DLB_EV_RUNTIME, "runtime_sample.avsc", 11},
         {DLB_EV_NODE, "node_event.avsc", 3},
-        {DLB_EV_PLAN_REQUEST, "plan_request.avsc", 4},
+        {DLB_EV_PLAN_REQUEST, "plan_request.avsc", 12},
         {DLB_EV_PLAN, "plan.avsc", 8},
         {DLB_EV_CONFIG_MATCH, "config_match.avsc", 6},
         {DLB_EV_RUNTIME, "runtime_sample_v2.avsc", 11},
@@ -162,6 +162,7 @@ static void test_catalog_embedded(void **state)
         {DLB_EV_CONFIG_REQUEST, "config_request.avsc", 9},
         {DLB_EV_JOB, "job_event_v2.avsc", 10},
         {DLB_EV_RUNTIME, "runtime_sample_v3.avsc", 11},
+        {DLB_EV_PLAN_REQUEST, "plan_request_v2.avsc", 12},
     };
     const size_t n = sizeof(want) / sizeof(want[0]);
 
@@ -184,7 +185,7 @@ static void test_catalog_embedded(void **state)
             assert_non_null(e->resolver);
     }
     assert_null(dlb_catalog_at(cat, n));
-    assert_null(dlb_catalog_by_id(cat, 12));
+    assert_null(dlb_catalog_by_id(cat, 13));
     assert_null(dlb_catalog_by_id(cat, 0));
     assert_null(dlb_catalog_latest(cat, DLB_EV_NONE));
 }
@@ -359,10 +360,17 @@ static void test_roundtrip_max_length(void **state)
     fx_request(&in, 1);
     memset(in.u.req.job_uid, 'u', DLB_ID_MAX - 1);
     memset(in.u.req.oom_pod, 'p', DLB_ID_MAX - 1);
+    /* plan_request v2: an OOM pod name of the same limit, heap-held */
+    free(in.u.req.oom_pods[0]);
+    in.u.req.oom_pods[0] = strdup(in.u.req.oom_pod);
+    assert_non_null(in.u.req.oom_pods[0]);
+    assert_int_equal(dlb_event_validate(&in, err, sizeof(err)), 0);
     assert_int_equal(dlb_codec_encode(cat, &in, &buf, &len, err, sizeof(err)), 0);
     assert_int_equal(dlb_codec_decode(cat, buf, len, &out, err, sizeof(err)), 0);
     assert_events_equal(&in, &out);
     free(buf);
+    dlb_event_clear(&in);
+    dlb_event_clear(&out);
 }
 
 /* ---- errors --------------------------------------------------------------- */
@@ -415,7 +423,7 @@ static void test_framing_errors(void **state)
     assert_int_equal(dlb_codec_peek(buf, len, &id, err, sizeof(err)), DLB_ERR_FRAMING);
     buf[0] = 0;
     buf[4] = 77;
-    expect_decode(buf, len, DLB_ERR_SCHEMA_ID, "schema id 77 is not in the catalog (known: 1..11)");
+    expect_decode(buf, len, DLB_ERR_SCHEMA_ID, "schema id 77 is not in the catalog (known: 1..12)");
     buf[1] = 0x80; /* ids are signed 32-bit on the wire, as in the registry */
     buf[4] = 0;
     expect_decode(buf, len, DLB_ERR_SCHEMA_ID, "schema id -2147483648 is not in the catalog");
@@ -1089,6 +1097,71 @@ static void test_job_v2_decode_bounds(void **state)
     cJSON_Delete(j);
 }
 
+/* ---- plan_request v2 ------------------------------------------------------ */
+
+static void test_request_v2_bounds(void **state)
+{
+    const dlb_schema_entry_t *e = dlb_catalog_latest(cat, DLB_EV_PLAN_REQUEST);
+    dlb_event_t ev;
+    dlb_plan_request_t *r = &ev.u.req;
+    void *buf = NULL;
+    size_t len = 0;
+    char err[256], *keep;
+    cJSON *j, *pods;
+    avro_value_t v;
+
+    (void)state;
+    fx_request(&ev, 1);
+    assert_int_equal(dlb_event_validate(&ev, err, sizeof(err)), 0);
+    r->oom_pods_cnt = DLB_OOM_PODS_MAX + 1;
+    expect_invalid(&ev, "oom_pods: 1025 items, more than the limit of 1024");
+    r->oom_pods_cnt = 2;
+    r->config_cnt = DLB_CONFIG_MAX + 1;
+    expect_invalid(&ev, "config: 257 items, more than the limit of 256");
+    r->config_cnt = 2;
+    keep = r->config[1].value;
+    r->config[1].value = text_of(DLB_KEY_MAX + 1);
+    expect_invalid(&ev, "config.optimizer.ps.flags: 1025 bytes long, more than the limit of 1024");
+    free(r->config[1].value);
+    r->config[1].value = keep;
+    keep = r->config[1].key;
+    r->config[1].key = text_of(DLB_KEY_MAX + 2);
+    expect_invalid(&ev, "config: a key of 1026 bytes, more than the limit of 1024");
+    free(r->config[1].key);
+    /* The encoder refuses a key given twice: the second would replace the first. */
+    r->config[1].key = fx_strdup(DLB_CONFIG_WORKER_PHASE);
+    assert_int_equal(dlb_codec_encode(cat, &ev, &buf, &len, err, sizeof(err)), DLB_ERR_INVALID);
+    assert_string_equal(err, "config: key \"" DLB_CONFIG_WORKER_PHASE "\" given twice");
+    free(r->config[1].key);
+    r->config[1].key = keep;
+    keep = r->oom_pods[1];
+    r->oom_pods[1] = NULL;
+    assert_int_equal(dlb_codec_encode(cat, &ev, &buf, &len, err, sizeof(err)), DLB_ERR_INVALID);
+    assert_string_equal(err, "oom_pods[1]: NULL string");
+    r->oom_pods[1] = keep;
+    /* oom_pod alone (v1 writers) is fine, oom_pods without it is not. */
+    r->has_oom_pod = 0;
+    expect_invalid(&ev, "oom_pod: must be the first of oom_pods (\"uid-42-worker-3\")");
+
+    /* A foreign producer's 1025 OOM pods: refused before they are copied. */
+    r->has_oom_pod = 1;
+    assert_int_equal(dlb_event_to_json(cat, &ev, &keep, err, sizeof(err)), 0);
+    dlb_event_clear(&ev);
+    assert_non_null(j = cJSON_Parse(keep));
+    free(keep);
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "type");
+    pods = cJSON_GetObjectItemCaseSensitive(j, "oom_pods");
+    for (int i = 2; i <= DLB_OOM_PODS_MAX; i++)
+        assert_true(cJSON_AddItemToArray(pods, cJSON_CreateString("uid-42-worker-9")));
+    assert_int_equal(avro_generic_value_new(e->iface, &v), 0);
+    assert_int_equal(dlb_json_to_avro(cat, e, j, &v, "", err, sizeof(err)), 0);
+    buf = frame_value(e->id, &v, &len);
+    expect_decode(buf, len, DLB_ERR_DECODE, "oom_pods: 1025 items, more than the limit of 1024");
+    free(buf);
+    avro_value_decref(&v);
+    cJSON_Delete(j);
+}
+
 /* Every type through the resolver: each newest schema listed twice, old ids
  * 1..7 and new ids 11..17; an encoded message relabelled with the old id
  * decodes through the projection and default filling to the same struct. */
@@ -1098,21 +1171,21 @@ static void test_resolution_all_types(void **state)
         {"catalog.tsv", "1\tjob_event\tjob_event_v2.avsc\n"
                         "2\truntime_sample\truntime_sample_v3.avsc\n"
                         "3\tnode_event\tnode_event.avsc\n"
-                        "4\tplan_request\tplan_request.avsc\n"
+                        "4\tplan_request\tplan_request_v2.avsc\n"
                         "5\tplan\tplan_v2.avsc\n"
                         "6\tconfig_match\tconfig_match.avsc\n"
                         "7\tconfig_request\tconfig_request.avsc\n"
                         "11\tjob_event\tjob_event_v2.avsc\n"
                         "12\truntime_sample\truntime_sample_v3.avsc\n"
                         "13\tnode_event\tnode_event.avsc\n"
-                        "14\tplan_request\tplan_request.avsc\n"
+                        "14\tplan_request\tplan_request_v2.avsc\n"
                         "15\tplan\tplan_v2.avsc\n"
                         "16\tconfig_match\tconfig_match.avsc\n"
                         "17\tconfig_request\tconfig_request.avsc\n"},
         {"job_event_v2.avsc", NULL},
         {"runtime_sample_v3.avsc", NULL},
         {"node_event.avsc", NULL},
-        {"plan_request.avsc", NULL},
+        {"plan_request_v2.avsc", NULL},
         {"plan_v2.avsc", NULL},
         {"config_match.avsc", NULL},
         {"config_request.avsc", NULL},
@@ -1175,6 +1248,7 @@ int main(void)
         cmocka_unit_test(test_job_v2_validate_bounds),
         cmocka_unit_test(test_job_v2_encode_errors),
         cmocka_unit_test(test_job_v2_decode_bounds),
+        cmocka_unit_test(test_request_v2_bounds),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

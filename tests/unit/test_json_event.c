@@ -242,6 +242,23 @@ static void test_good_plan_request(void **state)
     assert_int_equal(ev.u.req.has_oom_pod, 1);
     assert_string_equal(ev.u.req.oom_pod, "uid-1-ps-0");
     assert_int_equal(ev.u.req.event_time_ms, 0);
+    assert_int_equal(ev.u.req.oom_pods_cnt, 0); /* v1 fields only: v2's defaults */
+    assert_int_equal(ev.u.req.config_cnt, 0);
+    assert_null(dlb_plan_request_config(&ev.u.req, DLB_CONFIG_WORKER_PHASE));
+    dlb_event_clear(&ev);
+
+    /* plan_request v2: several OOM pods (oom_pod the first), DLRover's config */
+    parse_ok("{\"type\":\"plan_request\",\"event_id\":\"p-3\",\"event_time_ms\":3,"
+             "\"job_uid\":\"uid-1\",\"stage\":\"job_stage_worker_initial\",\"oom_pod\":"
+             "\"uid-1-worker-2\",\"oom_pods\":[\"uid-1-worker-2\",\"uid-1-worker-0\"],"
+             "\"config\":{\"optimizer.worker.optimize-phase\":\"initial\"}}",
+             0, &ev);
+    assert_int_equal(ev.u.req.oom_pods_cnt, 2);
+    assert_string_equal(ev.u.req.oom_pods[0], "uid-1-worker-2");
+    assert_string_equal(ev.u.req.oom_pods[1], "uid-1-worker-0");
+    assert_int_equal(ev.u.req.config_cnt, 1);
+    assert_string_equal(dlb_plan_request_config(&ev.u.req, DLB_CONFIG_WORKER_PHASE), "initial");
+    assert_null(dlb_plan_request_config(&ev.u.req, "optimizer.other"));
     dlb_event_clear(&ev);
 }
 
@@ -352,6 +369,26 @@ static const bad_line_t bad_lines[] = {
     {"unknown pod type in a sample", RT_HEAD "\"pods\":[{\"name\":\"p0\",\"type\":\"tpu\"}]}",
      DLB_ERR_INVALID,
      "pods[0].type: unknown value \"tpu\" (expected one of ps, worker, chief, evaluator)"},
+    {"OOM pods without oom_pod",
+     REQ_HEAD "\"stage\":\"job_stage_running\",\"oom_pods\":[\"u-worker-1\",\"u-worker-2\"]}",
+     DLB_ERR_INVALID, "oom_pod: must be the first of oom_pods (\"u-worker-1\")"},
+    {"oom_pod not the first OOM pod",
+     REQ_HEAD "\"stage\":\"job_stage_running\",\"oom_pod\":\"u-worker-2\",\"oom_pods\":"
+              "[\"u-worker-1\",\"u-worker-2\"]}",
+     DLB_ERR_INVALID, "oom_pod: must be the first of oom_pods (\"u-worker-1\")"},
+    {"empty OOM pod",
+     REQ_HEAD "\"stage\":\"job_stage_running\",\"oom_pod\":\"a\",\"oom_pods\":[\"a\",\"\"]}",
+     DLB_ERR_INVALID, "oom_pods[1]: must not be empty"},
+    {"OOM pod name too long",
+     REQ_HEAD "\"stage\":\"job_stage_running\",\"oom_pods\":[\"" UID200 "\"]}", DLB_ERR_INVALID,
+     "oom_pods[0]: 200 bytes long, more than the limit of 127"},
+    {"OOM pod not a string", REQ_HEAD "\"stage\":\"job_stage_running\",\"oom_pods\":[1]}",
+     DLB_ERR_DECODE, "oom_pods[0]: expected a string, got 1"},
+    {"empty config key", REQ_HEAD "\"stage\":\"job_stage_running\",\"config\":{\"\":\"x\"}}",
+     DLB_ERR_INVALID, "config: a key must not be empty"},
+    {"config value not a string",
+     REQ_HEAD "\"stage\":\"job_stage_running\",\"config\":{\"k\":{\"a\":1}}}", DLB_ERR_DECODE,
+     "config.k: expected a string, got {\"a\":1}"},
     {"pod IP too long",
      RT_HEAD "\"pods\":[{\"name\":\"p0\",\"type\":\"ps\",\"pod_ip\":\"" UID200 "\"}]}",
      DLB_ERR_DECODE, "pods[0].pod_ip: 200 bytes long, more than the limit of 47"},
@@ -472,8 +509,18 @@ static void test_to_json_shape(void **state)
     assert_int_equal(dlb_event_to_json(cat, &ev, &json, err, sizeof(err)), 0);
     assert_string_equal(json, "{\"type\":\"plan_request\",\"event_id\":\"req-ev-1\","
                               "\"event_time_ms\":1700000000125,\"job_uid\":\"uid-42\","
-                              "\"stage\":\"job_stage_running\",\"oom_pod\":null}");
+                              "\"stage\":\"job_stage_running\",\"oom_pod\":null,\"oom_pods\":[],"
+                              "\"config\":{}}");
     free(json);
+    dlb_event_clear(&ev);
+    fx_request(&ev, 1); /* plan_request v2: every OOM pod, DLRover's config in order */
+    assert_int_equal(dlb_event_to_json(cat, &ev, &json, err, sizeof(err)), 0);
+    assert_non_null(strstr(json,
+                           "\"oom_pod\":\"uid-42-worker-3\",\"oom_pods\":[\"uid-42-worker-3\","
+                           "\"uid-42-worker-1\"],\"config\":{\"" DLB_CONFIG_WORKER_PHASE
+                           "\":\"sample\",\"optimizer.ps.flags\":\"\"}}"));
+    free(json);
+    dlb_event_clear(&ev);
 
     fx_config_match(&ev, 1);
     assert_int_equal(dlb_event_to_json(cat, &ev, &json, err, sizeof(err)), 0);

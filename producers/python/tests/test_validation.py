@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from dlbrain_client import EventError, encode, from_json_line
+from dlbrain_client import EventError, Reporter, encode, from_json_line
 from dlbrain_client.events import STAGES
 
 H = '"event_id":"e1","event_time_ms":1767312000000,"job_uid":"j1"'
@@ -23,6 +23,23 @@ CASES = [
      'stage: unknown value "nope" (expected one of ' + ", ".join(STAGES) + ")"),
     ('{"type":"plan_request",' + H + ',"stage":"job_stage_running","oom_pod":""}', "oom_pod: must not be empty"),
     ('{"type":"plan_request",' + H + "}", "stage: missing required field"),
+    # plan_request v2: every OOM pod (oom_pod the first of them), DLRover's config.
+    ('{"type":"plan_request",' + H + ',"stage":"job_stage_running","oom_pods":["j1-worker-1"]}',
+     'oom_pod: must be the first of oom_pods ("j1-worker-1")'),
+    ('{"type":"plan_request",' + H + ',"stage":"job_stage_running","oom_pod":"a","oom_pods":["a",""]}',
+     "oom_pods[1]: must not be empty"),
+    ('{"type":"plan_request",' + H + ',"stage":"job_stage_running","oom_pods":["' + "p" * 128 + '"]}',
+     "oom_pods[0]: 128 bytes long, more than the limit of 127"),
+    ('{"type":"plan_request",' + H + ',"stage":"job_stage_running","oom_pod":"a","oom_pods":['
+     + ",".join(['"a"'] * 1025) + "]}", "oom_pods: 1025 items, more than the limit of 1024"),
+    ('{"type":"plan_request",' + H + ',"stage":"job_stage_running","config":{"":"x"}}',
+     "config: a key must not be empty"),
+    ('{"type":"plan_request",' + H + ',"stage":"job_stage_running","config":{"k":"' + "v" * 1025 + '"}}',
+     "config.k: 1025 bytes long, more than the limit of 1024"),
+    ('{"type":"plan_request",' + H + ',"stage":"job_stage_running","config":{'
+     + ",".join(f'"k{i}":"v"' for i in range(257)) + "}}", "config: 257 items, more than the limit of 256"),
+    ('{"type":"plan_request",' + H + ',"stage":"job_stage_running","config":{"k":1}}',
+     "config.k: expected a string, got 1"),
     ('{"type":"job_event","event_id":"","event_time_ms":1,"job_uid":"j1"}', "event_id: must not be empty"),
     ('{"type":"job_event","event_id":"e","event_time_ms":1,"job_uid":""}', "job_uid: must not be empty"),
     ('{"type":"job_event","event_id":"e","event_time_ms":-1,"job_uid":"j"}', "event_time_ms: negative (-1)"),
@@ -166,3 +183,21 @@ def test_json_line_roundtrip():
     typ, rec = from_json_line(line)
     assert json.loads(line) == {"type": typ, **rec}
     encode(typ, rec)
+
+
+def test_request_plan_fields(monkeypatch):
+    # What Reporter.request_plan sends (nothing reaches a broker: publish is replaced).
+    r = Reporter("127.0.0.1:1", "j1")
+    sent = []
+    monkeypatch.setattr(r, "publish", lambda typ, rec, **kw: sent.append((typ, rec)) or rec["event_id"])
+    r.request_plan("job_stage_create", event_id="q0", event_time_ms=1)
+    r.request_plan("job_stage_running", "j1-worker-0", event_id="q1", event_time_ms=2)
+    r.request_plan("job_stage_worker_initial", oom_pods=["j1-worker-2", "j1-worker-1"],
+                   config={"optimizer.worker.optimize-phase": "initial"}, event_id="q2", event_time_ms=3)
+    assert [(rec["oom_pod"], rec["oom_pods"], rec["config"]) for _, rec in sent] == [
+        (None, [], {}),
+        ("j1-worker-0", ["j1-worker-0"], {}),
+        ("j1-worker-2", ["j1-worker-2", "j1-worker-1"], {"optimizer.worker.optimize-phase": "initial"}),
+    ]
+    for typ, rec in sent:
+        encode(typ, rec)  # each is valid

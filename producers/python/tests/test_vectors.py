@@ -53,7 +53,7 @@ def test_corpus_is_there():
     assert types == {"job_event", "runtime_sample", "node_event", "plan_request", "plan",
                      "config_match", "config_request"}
     assert {"fixture-plan-full-v1", "fixture-runtime_sample-full-v1", "fixture-runtime_sample-full-v2",
-            "fixture-job_event-full-v1"} <= names
+            "fixture-job_event-full-v1", "fixture-plan_request-full-v1"} <= names
     assert len(PAIRS) >= 30
 
 
@@ -120,6 +120,12 @@ def test_types_of_values():
                                                                ("dense/kernel", 4096)]
     assert job["workflow"]["is_prod"] is True and job["dataset"]["storage_size"] == 5 * 2**30
     assert json.loads(job["resource"]) == {"worker": {"count": 2, "cpu": 8}}
+    # plan_request v2: every OOM pod in order, the config in wire order.
+    _, req = decode(_read(by_name["fixture-plan_request-full"][2], "rb"))
+    assert req["oom_pod"] == req["oom_pods"][0] and req["oom_pods"] == ["uid-42-worker-3", "uid-42-worker-1"]
+    assert list(req["config"].items()) == [("optimizer.worker.optimize-phase", "sample"), ("optimizer.ps.flags", "")]
+    _, v1 = decode(_read(by_name["fixture-plan_request-full"][2], "rb"), reader_schema_id=4)
+    assert set(v1) == {"event_id", "event_time_ms", "job_uid", "stage", "oom_pod"}
     # An older reader (job_event v1, id 1) sees only what it knows.
     _, v1 = decode(_read(by_name["fixture-job_event-full"][2], "rb"), reader_schema_id=1)
     assert "workflow" not in v1 and set(v1["model"]) == {
@@ -155,7 +161,7 @@ def test_unicode_strings():
 @pytest.mark.parametrize("frame,msg", [
     (b"\x00\x00\x00", "shorter than the 5-byte Confluent header"),
     (b'{"type":"x"}', "not Confluent-framed Avro (it looks like JSON)"),
-    (b"\x00\x00\x00\x00\x63\x02a", "schema id 99 is not in the catalog (known: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)"),
+    (b"\x00\x00\x00\x00\x63\x02a", "schema id 99 is not in the catalog (known: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)"),
     (b"\x00\x00\x00\x00\x04\x02a", "Avro data (schema id 4)"),
 ])
 def test_bad_frames(frame, msg):

@@ -195,11 +195,20 @@ class Reporter(Publisher):
         }, event_id, event_time_ms)
 
     def request_plan(self, stage: str, oom_pod: Optional[str] = None, *,
+                     oom_pods: Optional[Sequence[str]] = None,
+                     config: Optional[Mapping[str, str]] = None,
                      event_id: Optional[str] = None, event_time_ms: Optional[int] = None) -> str:
-        """Asks for a resource plan at a stage (job_stage_create, ...); oom_pod
-        names the pod an OOM request follows. Returns the request id."""
-        return self._send("plan_request", {"stage": stage, "oom_pod": oom_pod}, event_id,
-                          event_time_ms)
+        """Asks for a resource plan at a stage (job_stage_create, ...). An OOM
+        request names the pod it follows (oom_pod) or every OOM pod (oom_pods,
+        each answered in the one plan); either way both fields are sent,
+        oom_pod the first of oom_pods, for readers that know only oom_pod.
+        config: DLRover's customized_config, e.g.
+        {"optimizer.worker.optimize-phase": "initial"}. Returns the request id."""
+        pods = list(oom_pods) if oom_pods is not None else ([oom_pod] if oom_pod is not None else [])
+        if oom_pod is None and pods:
+            oom_pod = pods[0]
+        return self._send("plan_request", {"stage": stage, "oom_pod": oom_pod, "oom_pods": pods,
+                                           "config": dict(config or {})}, event_id, event_time_ms)
 
     def request_config(self, meta: Optional[Mapping[str, str]] = None, *,
                        event_id: Optional[str] = None, event_time_ms: Optional[int] = None) -> str:

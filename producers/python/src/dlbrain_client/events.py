@@ -59,6 +59,7 @@ POD_ACTIONS = ("relaunch", "replace")
 # maps at most DLB_LIST_MAX items, its map keys at most DLB_KEY_MAX bytes.
 _ID, _NAME, _REASON = 128, 256, 1024
 TEXT_MAX, LIST_MAX, KEY_MAX = 256 * 1024, 65536, 1024
+OOM_PODS_MAX, CONFIG_MAX = 1024, 256
 _TEXT = TEXT_MAX + 1
 _META = {f: _NAME for f in ("name", "user", "group", "app", "cluster", "namespace", "scenario", "framework")}
 _FEATURE_LISTS = ("sparse_features", "sparse_feature_groups", "sparse_feature_shapes", "dense_features",
@@ -98,6 +99,7 @@ STRING_CAPS: Dict[str, Dict[str, int]] = {
         "message": _REASON,
     },
     "dlbrain.PlanRequest": {"event_id": _ID, "job_uid": _ID, "stage": 64, "oom_pod": _ID},
+    # oom_pods items and config keys and values: heap strings, checked in _request.
     "dlbrain.Plan": {
         "event_id": _ID,
         "plan_id": _ID,
@@ -237,6 +239,34 @@ def _node(e: Mapping[str, Any]) -> None:
         _need_cpu("cpu_requested", e["cpu_requested"])
 
 
+def _need_text(field: str, v: str, limit: int) -> None:
+    n = len(v.encode("utf-8"))
+    if n > limit:
+        raise EventError(f"{field}: {n} bytes long, more than the limit of {limit}")
+
+
+def _request(e: Mapping[str, Any]) -> None:
+    _need_listed("stage", STAGES, e["stage"])
+    if e["oom_pod"] is not None:
+        _need_id("oom_pod", e["oom_pod"])
+    # .get: a record of plan_request v1 lacks them.
+    pods, config = e.get("oom_pods", ()), e.get("config", {})
+    _need_count("oom_pods", len(pods), OOM_PODS_MAX)
+    _need_count("config", len(config), CONFIG_MAX)
+    for i, p in enumerate(pods):
+        _need_id(f"oom_pods[{i}]", p)
+        _need_text(f"oom_pods[{i}]", p, _ID - 1)
+    if pods and e["oom_pod"] != pods[0]:
+        raise EventError(f'oom_pod: must be the first of oom_pods ("{pods[0]}")')
+    for k, v in config.items():
+        if not k:
+            raise EventError("config: a key must not be empty")
+        n = len(k.encode("utf-8"))
+        if n > KEY_MAX:
+            raise EventError(f"config: a key of {n} bytes, more than the limit of {KEY_MAX}")
+        _need_text(f"config.{k}", v, KEY_MAX)
+
+
 def _plan(e: Mapping[str, Any]) -> None:
     _need_id("plan_id", e["plan_id"])
     _need_listed("stage", STAGES, e["stage"])
@@ -267,9 +297,7 @@ def validate(event_type: str, e: Mapping[str, Any]) -> None:
     elif event_type == "node_event":
         _node(e)
     elif event_type == "plan_request":
-        _need_listed("stage", STAGES, e["stage"])
-        if e["oom_pod"] is not None:
-            _need_id("oom_pod", e["oom_pod"])
+        _request(e)
     elif event_type == "plan":
         _plan(e)
     elif event_type == "config_match":
