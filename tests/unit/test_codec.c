@@ -766,74 +766,52 @@ static void test_evolution_old_writers(void **state)
     assert_true(checked >= 6);
 }
 
-/* A job_event v1 message (id 1) read by the v2 reader: the v2 fields are
- * absent (null sections) or their defaults (0, "", [], {}). */
-static void test_evolution_job_v1(void **state)
-{
-    dlb_event_t ev, back;
-    uint8_t *buf;
-    size_t len;
-    char *json = NULL, err[512] = "";
-
-    (void)state;
-    fx_job(&ev, 1);
-    buf = ow_frame(cat, 1, &ev, &len, NULL);
-    assert_int_equal(dlb_codec_decode(cat, buf, len, &back, err, sizeof(err)), 0);
-    assert_string_equal(back.u.job.meta.scenario, "ctr");
-    assert_int_equal(back.u.job.model.flops, 5000000000LL);
-    assert_int_equal(back.u.job.dataset.size, 123456789);
-    assert_int_equal(back.u.job.dataset.sparse_item_count, 0);
-    assert_string_equal(back.u.job.dataset.sparse_features, "");
-    assert_int_equal(back.u.job.model.max_variable_size, 0);
-    assert_int_equal(back.u.job.model.kv_embedding_dims_cnt, 0);
-    assert_int_equal(back.u.job.model.tensor_alloc_bytes_cnt, 0);
-    assert_int_equal(back.u.job.has_workflow, 0);
-    assert_int_equal(back.u.job.has_job_type, 0);
-    assert_int_equal(back.u.job.has_resource, 0);
-    assert_int_equal(back.u.job.has_customized_data, 0);
-    assert_int_equal(back.u.job.has_optimization, 0);
-    assert_int_equal(dlb_event_to_json(cat, &back, &json, err, sizeof(err)), 0);
-    assert_non_null(strstr(json, "\"kv_embedding_dims\":[],\"tensor_alloc_bytes\":{}},"
-                                 "\"exit_reason\":\"Completed\",\"workflow\":null,"
-                                 "\"job_type\":null,\"resource\":null,\"customized_data\":null,"
-                                 "\"optimization\":null}"));
-    free(json);
-    free(buf);
-    dlb_event_clear(&back);
-    dlb_event_clear(&ev);
-}
-
-/* The v1 JSON of a message read through the v2 reader shows the new fields
- * as absent: pods[].speed null, actions []. */
+/* The JSON of an older writer's message read through the newest reader
+ * shows the newer fields as absent or at their defaults: pods[].speed null
+ * and the v3 pod fields empty (runtime_sample v1), actions [] (plan v1),
+ * job_event v2's sections null and its new fields 0, "", [] or {}
+ * (job_event v1), no oom_pods and no config (plan_request v1). */
 static void test_evolution_v1_json(void **state)
 {
-    dlb_event_t ev, back;
-    uint8_t *buf;
-    size_t len;
-    char *json = NULL, err[512] = "";
+    static const struct {
+        int which; /* fx_sample() */
+        int32_t id;
+        const char *want;
+    } cases[] = {
+        {3, 2,
+         "\"memory_requested\":8589934592,\"speed\":null,\"pod_ip\":\"\",\"node_ip\":\"\","
+         "\"host_name\":\"\",\"namespace\":\"\",\"is_mixed\":false}"},
+        {8, 5, "\"pods\":[],\"actions\":[],\"optimizer\":"},
+        {1, 1,
+         "\"storage\":\"odps\",\"sparse_item_count\":0,\"sparse_features\":\"\","
+         "\"sparse_feature_groups\":\"\",\"sparse_feature_shapes\":\"\",\"dense_features\":\"\","
+         "\"dense_feature_shapes\":\"\",\"storage_size\":0},"},
+        {1, 1,
+         "\"embedding_dimension\":16,\"max_variable_size\":0,\"update_op_count\":0,"
+         "\"read_op_count\":0,\"input_fetch_dur\":0,\"kv_embedding_dims\":[],"
+         "\"tensor_alloc_bytes\":{}},\"exit_reason\":\"Completed\",\"workflow\":null,"
+         "\"job_type\":null,\"resource\":null,\"customized_data\":null,\"optimization\":null}"},
+        {7, 4, "\"oom_pod\":\"uid-42-worker-3\",\"oom_pods\":[],\"config\":{}}"},
+    };
 
     (void)state;
-    fx_runtime(&ev, 2);
-    buf = ow_frame(cat, 2, &ev, &len, NULL);
-    assert_int_equal(dlb_codec_decode(cat, buf, len, &back, err, sizeof(err)), 0);
-    assert_int_equal(dlb_event_to_json(cat, &back, &json, err, sizeof(err)), 0);
-    assert_non_null(strstr(json, "\"memory_requested\":8589934592,\"speed\":null,\"pod_ip\":\"\","
-                                 "\"node_ip\":\"\",\"host_name\":\"\",\"namespace\":\"\","
-                                 "\"is_mixed\":false}"));
-    free(json);
-    free(buf);
-    dlb_event_clear(&back);
-    dlb_event_clear(&ev);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        dlb_event_t ev, back;
+        uint8_t *buf;
+        size_t len;
+        char *json = NULL, err[512] = "";
 
-    fx_plan(&ev, 0);
-    buf = ow_frame(cat, 5, &ev, &len, NULL);
-    assert_int_equal(dlb_codec_decode(cat, buf, len, &back, err, sizeof(err)), 0);
-    assert_int_equal(dlb_event_to_json(cat, &back, &json, err, sizeof(err)), 0);
-    assert_non_null(strstr(json, "\"pods\":[],\"actions\":[],\"optimizer\":"));
-    free(json);
-    free(buf);
-    dlb_event_clear(&back);
-    dlb_event_clear(&ev);
+        fx_sample(&ev, cases[i].which);
+        buf = ow_frame(cat, cases[i].id, &ev, &len, NULL);
+        assert_int_equal(dlb_codec_decode(cat, buf, len, &back, err, sizeof(err)), 0);
+        assert_int_equal(dlb_event_to_json(cat, &back, &json, err, sizeof(err)), 0);
+        if (!strstr(json, cases[i].want))
+            fail_msg("id %d: %s\n lacks %s", (int)cases[i].id, json, cases[i].want);
+        free(json);
+        free(buf);
+        dlb_event_clear(&back);
+        dlb_event_clear(&ev);
+    }
 }
 
 /* ---- validation of the v2 fields ------------------------------------------- */
@@ -1241,7 +1219,6 @@ int main(void)
         cmocka_unit_test(test_evolution_nonzero_default),
         cmocka_unit_test(test_resolution_all_types),
         cmocka_unit_test(test_evolution_old_writers),
-        cmocka_unit_test(test_evolution_job_v1),
         cmocka_unit_test(test_evolution_v1_json),
         cmocka_unit_test(test_validate_v2_fields),
         cmocka_unit_test(test_job_v2_values),
