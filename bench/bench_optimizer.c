@@ -93,7 +93,7 @@ static int reference_run(obench_t *b, const char *set, char *errstr, size_t size
         const dlb_plan_request_t *req = dlb_recording_request(b->rec, i);
         breq_t *r = &b->reqs[i];
         dlb_event_t pe = {.type = DLB_EV_PLAN};
-        dlb_oom_plan_t answered;
+        dlb_oom_answers_t answered;
         dlb_opt_input_t in;
         int err;
 
@@ -101,6 +101,7 @@ static int reference_run(obench_t *b, const char *set, char *errstr, size_t size
             return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
         r->skip = 0;
         if ((err = dlb_router_plan(&in, &pe.u.plan, sub, sizeof(sub)))) {
+            free(answered.items);
             if (err != DLB_ERR_INVALID)
                 return dlb_seterr(errstr, size, err, "set %s, request %s: %s", set, req->event_id,
                                   sub);
@@ -114,6 +115,7 @@ static int reference_run(obench_t *b, const char *set, char *errstr, size_t size
         else if (b->plans_out)
             err = write_plan(b, set, &pe, errstr, size);
         dlb_event_clear(&pe);
+        free(answered.items);
         if (err)
             return err;
     }
@@ -190,7 +192,7 @@ static int timed_run(obench_t *b, const char *set, cJSON *jsets, char *errstr, s
             for (size_t i = 0; i < b->reqs_cnt; i++) {
                 breq_t *r = &b->reqs[i];
                 dlb_event_t pe = {.type = DLB_EV_PLAN};
-                dlb_oom_plan_t answered;
+                dlb_oom_answers_t answered;
                 dlb_opt_input_t in;
                 stat_t *o;
                 int64_t t0, t1;
@@ -204,6 +206,7 @@ static int timed_run(obench_t *b, const char *set, cJSON *jsets, char *errstr, s
                 t0 = dlb_lat_clock_ns();
                 err = dlb_router_plan(&in, &pe.u.plan, sub, sizeof(sub));
                 dlb_event_clear(&pe);
+                free(answered.items);
                 t1 = dlb_lat_clock_ns();
                 if (err) {
                     err = dlb_seterr(errstr, size, err, "set %s, request %s: %s", set,

@@ -423,8 +423,8 @@ static int fix_oom_plans(rec_req_t *r)
     return 0;
 }
 
-int dlb_recording_input(dlb_recording_t *rec, size_t i, const char *set, dlb_oom_plan_t *answered,
-                        dlb_opt_input_t *in)
+int dlb_recording_input(dlb_recording_t *rec, size_t i, const char *set,
+                        dlb_oom_answers_t *answered, dlb_opt_input_t *in)
 {
     rec_req_t *r = &rec->reqs[i];
     int err;
@@ -447,20 +447,20 @@ int dlb_recording_input(dlb_recording_t *rec, size_t i, const char *set, dlb_oom
 }
 
 int dlb_recording_answer(dlb_recording_t *rec, size_t i, const dlb_plan_t *plan,
-                         const dlb_oom_plan_t *answered)
+                         const dlb_oom_answers_t *answered)
 {
     rec_req_t *r = &rec->reqs[i];
     rec_job_t *j = r->job;
     dlb_oom_plan_t *a;
 
-    if (!answered->pod_name[0])
-        return 0;
-    if (dlb_vec_reserve((void **)&j->answered, &j->answered_cap, j->answered_cnt + 1,
-                        sizeof(*j->answered)))
-        return DLB_ERR_NOMEM;
-    a = &j->answered[j->answered_cnt++];
-    *a = *answered;
-    snprintf(a->plan_id, sizeof(a->plan_id), "%s", plan->plan_id);
-    a->event_time_ms = r->req->event_time_ms;
+    for (size_t k = 0; k < answered->cnt; k++) {
+        if (dlb_vec_reserve((void **)&j->answered, &j->answered_cap, j->answered_cnt + 1,
+                            sizeof(*j->answered)))
+            return DLB_ERR_NOMEM;
+        a = &j->answered[j->answered_cnt++];
+        *a = answered->items[k];
+        snprintf(a->plan_id, sizeof(a->plan_id), "%s", plan->plan_id);
+        a->event_time_ms = r->req->event_time_ms;
+    }
     return 0;
 }

@@ -80,22 +80,24 @@ void dlb_recording_rewind(dlb_recording_t *rec);
  *  @param rec       the recording
  *  @param i         the request, i < dlb_recording_requests()
  *  @param set       the optimizer set, "dlrover" or "dlbrain"
- *  @param answered  out for the optimizer (zeroed here), or NULL
+ *  @param answered  out for the optimizer (zeroed here: free its items after
+ *                   the plan), or NULL
  *  @param in        filled; points into rec (and at set and answered) until the
  *                   next dlb_recording_rewind() or dlb_recording_free()
  *  @returns 0 or DLB_ERR_NOMEM. */
-int dlb_recording_input(dlb_recording_t *rec, size_t i, const char *set, dlb_oom_plan_t *answered,
-                        dlb_opt_input_t *in);
+int dlb_recording_input(dlb_recording_t *rec, size_t i, const char *set,
+                        dlb_oom_answers_t *answered, dlb_opt_input_t *in);
 
-/** @brief Record the plan made for request i. When the optimizer answered an
- *         OOM (answered->pod_name set), later requests of the job see it, with
- *         the plan's id and the request's event time, as the consumer stores it.
+/** @brief Record the plan made for request i. The OOMs the optimizer answered
+ *         (answered, one per OOM pod) are seen by later requests of the job,
+ *         with the plan's id and the request's event time, as the consumer
+ *         stores them.
  *  @param rec       the recording
  *  @param i         the request the plan answers
  *  @param plan      the plan dlb_router_plan() made from request i's input
  *  @param answered  the input's answered after dlb_router_plan()
  *  @returns 0 or DLB_ERR_NOMEM. */
 int dlb_recording_answer(dlb_recording_t *rec, size_t i, const dlb_plan_t *plan,
-                         const dlb_oom_plan_t *answered);
+                         const dlb_oom_answers_t *answered);
 
 #endif

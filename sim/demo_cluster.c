@@ -382,8 +382,8 @@ static void plan_request(gen_t *g, job_t *j, const char *stage, const char *oom_
 {
     header(g, j, "plan_request", t);
     put(g, ",\"stage\":\"%s\"", stage);
-    if (oom_pod)
-        put(g, ",\"oom_pod\":\"%s\"", oom_pod);
+    if (oom_pod) /* plan_request v2: oom_pods names it too, oom_pod for v1 readers */
+        put(g, ",\"oom_pod\":\"%s\",\"oom_pods\":[\"%s\"]", oom_pod, oom_pod);
     put(g, "}\n");
     g->c->plan_requests++;
     if (oom_pod)

@@ -108,6 +108,16 @@ static void node_event(dlb_sim_job_t *j, int64_t now, const dlb_sim_pod_t *pod, 
     publish(out, &ev);
 }
 
+void dlb_sim_out_reset(dlb_sim_out_t *out)
+{
+    for (size_t i = 0; i < out->reqs_cnt; i++) {
+        dlb_event_t ev = {.type = DLB_EV_PLAN_REQUEST};
+        ev.u.req = out->reqs[i];
+        dlb_event_clear(&ev);
+    }
+    out->reqs_cnt = 0;
+}
+
 static void ask(dlb_sim_job_t *j, int64_t now, const char *stage, const char *oom_pod,
                 dlb_sim_out_t *out)
 {
@@ -126,11 +136,22 @@ static void ask(dlb_sim_job_t *j, int64_t now, const char *stage, const char *oo
     snprintf(r->job_uid, sizeof(r->job_uid), "%s", j->uid);
     snprintf(r->stage, sizeof(r->stage), "%s", stage);
     if (oom_pod) {
+        /* plan_request v2: oom_pods names it too (a simulated OOM is one pod). */
         r->has_oom_pod = 1;
         snprintf(r->oom_pod, sizeof(r->oom_pod), "%s", oom_pod);
+        if (!(r->oom_pods = calloc(1, sizeof(*r->oom_pods))) ||
+            !(r->oom_pods[0] = strdup(oom_pod))) {
+            free(r->oom_pods);
+            if (!out->err)
+                out->err = dlb_seterr(out->errstr, sizeof(out->errstr), DLB_ERR_NOMEM,
+                                      "out of memory queueing a plan request");
+            return;
+        }
+        r->oom_pods_cnt = 1;
     }
     /* Queued: sim_run publishes a tick's requests after its other events
-     * are in Kafka, so an optimizer never answers before seeing them. */
+     * are in Kafka, so an optimizer never answers before seeing them. The
+     * queue owns the request's heap parts (dlb_sim_out_reset()). */
     out->reqs[out->reqs_cnt++] = *r;
     out->requests++;
 }

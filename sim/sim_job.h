@@ -28,6 +28,9 @@ typedef struct dlb_sim_out {
     long events, samples, requests, ooms, node_events;
 } dlb_sim_out_t;
 
+/** @brief Release the queued requests (their heap parts too); the queue stays. */
+void dlb_sim_out_reset(dlb_sim_out_t *out);
+
 typedef struct dlb_sim_pod {
     char name[DLB_ID_MAX];
     int ps;

@@ -185,7 +185,7 @@ int dlb_sim_run(const dlb_sim_opts_t *o, const dlb_sim_io_t *io, dlb_sim_summary
         double cores_h = 0;
         int64_t mem_h = 0;
 
-        out.reqs_cnt = 0;
+        dlb_sim_out_reset(&out);
         for (; next < n && jobs[next].arrival_ms <= t; next++)
             dlb_sim_job_arrive(&jobs[next], t, &out);
         for (size_t i = 0; i < n; i++) {
@@ -226,6 +226,7 @@ int dlb_sim_run(const dlb_sim_opts_t *o, const dlb_sim_io_t *io, dlb_sim_summary
             break;
     }
     summarise(o, jobs, n, &out, dlb_lat_clock_ns() - t0, t, sum);
+    dlb_sim_out_reset(&out);
     free(out.reqs);
     free(jobs);
     return err;

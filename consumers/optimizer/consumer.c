@@ -23,7 +23,8 @@ static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, char *er
     dlb_history_t hist = {0};
     dlb_event_t pe = {.type = DLB_EV_PLAN};
     dlb_opt_input_t in = {0};
-    dlb_oom_plan_t *oom_plans = NULL, answered = {0};
+    dlb_oom_plan_t *oom_plans = NULL;
+    dlb_oom_answers_t answered = {0};
     size_t oom_plans_cnt = 0;
     void *buf = NULL;
     size_t len = 0;
@@ -77,11 +78,13 @@ static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, char *er
     if ((err = dlb_codec_encode(dlb_stream_catalog(s), &pe, &buf, &len, errstr, size)) ||
         (err = dlb_pg_put_plan(pg, &pe.u.plan, buf, len, errstr, size)))
         goto out;
-    /* In batch_process()'s transaction: the answer is recorded iff the plan is. */
-    if (answered.pod_name[0]) {
-        snprintf(answered.plan_id, sizeof(answered.plan_id), "%s", pe.u.plan.plan_id);
-        answered.event_time_ms = req->event_time_ms;
-        if ((err = dlb_pg_put_oom_plan(pg, req->job_uid, &answered, errstr, size)))
+    /* In batch_process()'s transaction: the answers are recorded iff the plan
+     * is; one row per OOM pod the plan answers. */
+    for (size_t i = 0; i < answered.cnt; i++) {
+        dlb_oom_plan_t *a = &answered.items[i];
+        snprintf(a->plan_id, sizeof(a->plan_id), "%s", pe.u.plan.plan_id);
+        a->event_time_ms = req->event_time_ms;
+        if ((err = dlb_pg_put_oom_plan(pg, req->job_uid, a, errstr, size)))
             goto out;
     }
     dlb_info("plan %s for job %s at %s by %s: %s", pe.u.plan.plan_id, req->job_uid, req->stage,
@@ -91,6 +94,7 @@ static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, char *er
 out:
     free(buf);
     free(oom_plans);
+    free(answered.items);
     dlb_event_clear(&pe);
     dlb_history_clear(&hist);
     dlb_job_state_clear(&st);

@@ -111,7 +111,8 @@ int dlb_oom_set_memory(dlb_plan_t *plan, const char *group, const char *pod, int
     if (group) {
         if (!(g = dlb_plan_group_get(plan, group)))
             return DLB_ERR_NOMEM;
-        g->resource.memory = memory;
+        if (memory > g->resource.memory)
+            g->resource.memory = memory;
     }
     if (!(p = dlb_plan_add_pod(plan, pod)))
         return DLB_ERR_NOMEM;
@@ -206,9 +207,9 @@ static int worker_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const dlb_oom
     }
     bumped = dlb_mem_add(cur, OOM_WORKER_STEP);
     memory = hist_mem > bumped ? hist_mem : bumped;
-    if ((err = dlb_oom_set_memory(plan, type, name, memory)))
+    if ((err = dlb_oom_set_memory(plan, type, name, memory)) ||
+        (err = dlb_oom_answer(in, plan, t, memory)))
         return err;
-    dlb_oom_answer(in, plan, t, memory);
     dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                        "%s%s %s OOMKilled (event %s): current memory %.2fGiB (%s); history: %zu "
                        "%s pods of %zu jobs, max last memory %.2fGiB (x1.2 if OOMKilled); "
@@ -264,10 +265,10 @@ static int ps_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const dlb_oom_tar
             cur_src = "largest PS request at node events";
         }
         if (cur >= OOM_PS_BIG_MEMORY) {
-            if (!(g = dlb_plan_group_get(plan, "ps")))
+            if (!(g = dlb_plan_group_get(plan, "ps")) || dlb_oom_answer(in, plan, t, 0))
                 return DLB_ERR_NOMEM;
-            g->count = (int32_t)(2 * n);
-            dlb_oom_answer(in, plan, t, 0);
+            if (g->count < (int32_t)(2 * n)) /* several PS OOMs: one doubling */
+                g->count = (int32_t)(2 * n);
             dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                                "%sps %s OOMKilled (event %s), no runtime samples: PS memory "
                                "%.2fGiB (%s) >= 64GiB, so double the PS count %zu -> %d.",
@@ -275,9 +276,9 @@ static int ps_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const dlb_oom_tar
                                cur_src, n, g->count);
             return 0;
         }
-        if (dlb_oom_set_memory(plan, "ps", name, dlb_mem_scale(cur, 2, 1)))
+        if (dlb_oom_set_memory(plan, "ps", name, dlb_mem_scale(cur, 2, 1)) ||
+            dlb_oom_answer(in, plan, t, dlb_mem_scale(cur, 2, 1)))
             return DLB_ERR_NOMEM;
-        dlb_oom_answer(in, plan, t, dlb_mem_scale(cur, 2, 1));
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                            "%sps %s OOMKilled (event %s), no runtime samples: PS memory %.2fGiB "
                            "(%s) < 64GiB, so double it -> %.2fGiB.",
@@ -292,9 +293,8 @@ static int ps_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const dlb_oom_tar
          * move its hot shard, a bigger PS does. */
         int64_t memory = dlb_mem_scale(max_used, 2, 1);
 
-        if (dlb_oom_set_memory(plan, "ps", name, memory))
+        if (dlb_oom_set_memory(plan, "ps", name, memory) || dlb_oom_answer(in, plan, t, memory))
             return DLB_ERR_NOMEM;
-        dlb_oom_answer(in, plan, t, memory);
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                            "%sps %s OOMKilled (event %s): sample %s shows %zu PS with memory used "
                            "max %.2fGiB avg %.2fGiB, (max-avg)/max=%.2f > 0.2 (unbalanced), so "
@@ -304,10 +304,10 @@ static int ps_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const dlb_oom_tar
                            ((double)max_used - avg) / (double)max_used, DLB_GIB_F(memory));
         return 0;
     }
-    if (!(g = dlb_plan_group_get(plan, "ps")))
+    if (!(g = dlb_plan_group_get(plan, "ps")) || dlb_oom_answer(in, plan, t, 0))
         return DLB_ERR_NOMEM;
-    g->count = (int32_t)(2 * n);
-    dlb_oom_answer(in, plan, t, 0);
+    if (g->count < (int32_t)(2 * n))
+        g->count = (int32_t)(2 * n);
     dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                        "%sps %s OOMKilled (event %s): sample %s shows %zu PS with memory used max "
                        "%.2fGiB avg %.2fGiB, balanced, so double the PS count %zu -> %d.",
@@ -316,41 +316,32 @@ static int ps_oom(const dlb_opt_input_t *in, dlb_plan_t *plan, const dlb_oom_tar
     return 0;
 }
 
-void dlb_oom_answer(const dlb_opt_input_t *in, const dlb_plan_t *plan, const dlb_oom_target_t *t,
-                    int64_t memory)
+int dlb_oom_answer(const dlb_opt_input_t *in, const dlb_plan_t *plan, const dlb_oom_target_t *t,
+                   int64_t memory)
 {
-    dlb_oom_plan_t *a = in->answered;
+    dlb_oom_answers_t *out = in->answered;
+    dlb_oom_plan_t *a;
 
-    if (!a || !t->event[0])
-        return; /* no event id: nothing to key the answer by */
+    if (!out || !t->event[0])
+        return 0; /* no event id: nothing to key the answer by */
+    if (!(a = dlb_vec_push((void **)&out->items, &out->cnt, sizeof(*a))))
+        return DLB_ERR_NOMEM;
     memset(a, 0, sizeof(*a));
     snprintf(a->pod_name, sizeof(a->pod_name), "%s", t->name);
     snprintf(a->oom_event_id, sizeof(a->oom_event_id), "%s", t->event);
     snprintf(a->plan_id, sizeof(a->plan_id), "%s", plan->plan_id);
     a->memory = memory;
     a->event_time_ms = plan->event_time_ms;
+    return 0;
 }
 
-int dlb_oom_pick(const dlb_opt_input_t *in, int skip_answered, dlb_oom_target_t *t,
-                 dlb_plan_t *plan)
+/* Type and OOM event of target t (name set): 1, or 0 with a sentence on
+ * plan->reason when its type is unknown. */
+static int oom_resolve(const dlb_opt_input_t *in, dlb_oom_target_t *t, dlb_plan_t *plan)
 {
-    const dlb_plan_request_t *req = in->req;
     const dlb_pod_usage_t *wp;
 
-    memset(t, 0, sizeof(*t));
-    if (req->has_oom_pod && req->oom_pod[0]) {
-        t->name = req->oom_pod;
-        t->st_pod = dlb_job_state_pod(in->job, t->name);
-    } else if ((t->st_pod = newest_oom_pod(in, skip_answered))) {
-        t->name = t->st_pod->name;
-    } else {
-        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
-                           "%sOOM: no OOM pod in the request or the job state, nothing to change.",
-                           dlb_reason_sep(plan->reason));
-        return 0;
-    }
     t->event = t->st_pod ? t->st_pod->last_oom_event_id : "";
-
     /* Type: node events name it; else a runtime sample; else the pod name. */
     if (t->st_pod && t->st_pod->type[0])
         snprintf(t->type, sizeof(t->type), "%s", t->st_pod->type);
@@ -368,15 +359,98 @@ int dlb_oom_pick(const dlb_opt_input_t *in, int skip_answered, dlb_oom_target_t 
     return 1;
 }
 
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The pods the request names, each once, in name order. */
+static int named_pods(const dlb_plan_request_t *req, const char ***names, size_t *n)
+{
+    const char **v = malloc((req->oom_pods_cnt + 1) * sizeof(*v));
+    size_t k = 0;
+
+    *names = v;
+    *n = 0;
+    if (!v)
+        return DLB_ERR_NOMEM;
+    if (req->has_oom_pod && req->oom_pod[0])
+        v[k++] = req->oom_pod;
+    for (size_t i = 0; i < req->oom_pods_cnt; i++)
+        if (req->oom_pods[i] && req->oom_pods[i][0])
+            v[k++] = req->oom_pods[i];
+    qsort(v, k, sizeof(*v), cmp_name);
+    for (size_t i = 0; i < k; i++)
+        if (!*n || strcmp(v[*n - 1], v[i]))
+            v[(*n)++] = v[i];
+    return 0;
+}
+
+/* The OOMs to answer (dlb_oom_each()): a malloc'ed array of *n. */
+static int oom_targets(const dlb_opt_input_t *in, int skip_answered, dlb_oom_target_t **targets,
+                       size_t *n, dlb_plan_t *plan)
+{
+    const char **names = NULL;
+    dlb_oom_target_t *t;
+    size_t cnt;
+    int err;
+
+    *targets = NULL;
+    *n = 0;
+    if ((err = named_pods(in->req, &names, &cnt)))
+        return err;
+    if (!(t = calloc(cnt ? cnt : 1, sizeof(*t)))) {
+        free(names);
+        return DLB_ERR_NOMEM;
+    }
+    if (cnt > 1)
+        dlb_reason_appendf(
+            plan->reason, sizeof(plan->reason),
+            "%sThe request names %zu OOM pods, each answered:", dlb_reason_sep(plan->reason), cnt);
+    for (size_t i = 0; i < cnt; i++) {
+        t[*n].name = names[i];
+        t[*n].st_pod = dlb_job_state_pod(in->job, names[i]);
+        *n += (size_t)oom_resolve(in, &t[*n], plan);
+    }
+    if (!cnt) {
+        if ((t->st_pod = newest_oom_pod(in, skip_answered))) {
+            t->name = t->st_pod->name;
+            *n = (size_t)oom_resolve(in, t, plan);
+        } else {
+            dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                               "%sOOM: no OOM pod in the request or the job state, nothing to "
+                               "change.",
+                               dlb_reason_sep(plan->reason));
+        }
+    }
+    free(names);
+    *targets = t;
+    return 0;
+}
+
+int dlb_oom_each(const dlb_opt_input_t *in, int skip_answered, dlb_oom_one_fn one, dlb_plan_t *plan)
+{
+    dlb_oom_target_t *t;
+    size_t n;
+    int err;
+
+    if ((err = oom_targets(in, skip_answered, &t, &n, plan)))
+        return err;
+    for (size_t i = 0; i < n && !err; i++)
+        err = one(in, plan, &t[i]);
+    free(t);
+    return err;
+}
+
+static int dlrover_one(const dlb_opt_input_t *in, dlb_plan_t *plan, const dlb_oom_target_t *t)
+{
+    return dlb_is_ps(t->type) ? ps_oom(in, plan, t) : worker_oom(in, plan, t);
+}
+
 /* DLRover answers every request for an OOM afresh (no record of earlier
- * answers); it still reports the answer so the two sets store the same rows. */
+ * answers); it still reports the answers so the two sets store the same
+ * rows. Several OOM pods: each answered as DLRover answers one. */
 int dlb_opt_oom(const dlb_opt_input_t *in, dlb_plan_t *plan)
 {
-    dlb_oom_target_t t;
-
-    if (!dlb_oom_pick(in, 0, &t, plan))
-        return 0;
-    if (dlb_is_ps(t.type))
-        return ps_oom(in, plan, &t);
-    return worker_oom(in, plan, &t);
+    return dlb_oom_each(in, 0, dlrover_one, plan);
 }

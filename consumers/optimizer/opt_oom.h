@@ -17,14 +17,22 @@ typedef struct dlb_oom_target {
     const char *event;              /* its last OOM event id, "" if unknown */
 } dlb_oom_target_t;
 
-/** @brief Find the OOM to answer: the pod the request names, else the job's
- *         newest OOMKilled pod (ties to the smaller name). With skip_answered,
- *         pods whose last OOM is already in in->oom_plans are passed over while
- *         an unanswered one exists. The type comes from the node events, else
- *         the newest runtime sample, else the pod name ("<job>-<type>-<n>").
- *  @returns 1 with t filled, or 0 with a sentence on plan->reason saying why
- *           there is nothing to answer. */
-int dlb_oom_pick(const dlb_opt_input_t *in, int skip_answered, dlb_oom_target_t *t,
+/* Answers one OOM: adds to plan and in->answered. */
+typedef int (*dlb_oom_one_fn)(const dlb_opt_input_t *in, dlb_plan_t *plan,
+                              const dlb_oom_target_t *t);
+
+/** @brief Answer the OOMs of the request with one(), each in turn: every pod
+ *         the request names (oom_pod and plan_request v2's oom_pods, each once,
+ *         in name order, so the plan does not depend on the order a writer
+ *         listed them in), else the job's newest OOMKilled pod (ties to the
+ *         smaller name). With skip_answered, pods whose last OOM is already in
+ *         in->oom_plans are passed over while an unanswered one exists. The
+ *         type comes from the node events, else the newest runtime sample,
+ *         else the pod name ("<job>-<type>-<n>"); a pod of no known type is
+ *         left out with a sentence on plan->reason saying so, as is a job
+ *         with no OOM.
+ *  @returns 0, one()'s error or DLB_ERR_NOMEM. */
+int dlb_oom_each(const dlb_opt_input_t *in, int skip_answered, dlb_oom_one_fn one,
                  dlb_plan_t *plan);
 
 /** @returns the earlier answer to (pod, OOM event) in in->oom_plans (the newest
@@ -41,13 +49,15 @@ const dlb_pod_usage_t *dlb_oom_window_pod(const dlb_job_state_t *st, const char 
 int dlb_oom_history_memory(const dlb_history_t *h, const char *type, int64_t *max_mem,
                            size_t *pods);
 
-/** @brief memory for the group (when group is not NULL) and for the pod.
+/** @brief memory for the pod, and for the group (when group is not NULL): the
+ *         largest any OOM pod of the group got, when a plan answers several.
  *  @returns 0 or DLB_ERR_NOMEM. */
 int dlb_oom_set_memory(dlb_plan_t *plan, const char *group, const char *pod, int64_t memory);
 
-/** @brief Record the answer in in->answered (when not NULL and the OOM event
- *         is known): pod, event, memory (0 = kept), and the plan's id and time. */
-void dlb_oom_answer(const dlb_opt_input_t *in, const dlb_plan_t *plan, const dlb_oom_target_t *t,
-                    int64_t memory);
+/** @brief Add the answer to in->answered (when not NULL and the OOM event is
+ *         known): pod, event, memory (0 = kept), and the plan's id and time.
+ *  @returns 0 or DLB_ERR_NOMEM. */
+int dlb_oom_answer(const dlb_opt_input_t *in, const dlb_plan_t *plan, const dlb_oom_target_t *t,
+                   int64_t memory);
 
 #endif

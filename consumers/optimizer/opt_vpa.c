@@ -70,11 +70,12 @@ static int repeat_answer(dlb_plan_t *plan, const dlb_oom_target_t *t, const dlb_
     return 0;
 }
 
-int dlb_opt_oom_vpa(const dlb_opt_input_t *in, dlb_plan_t *plan)
+/* One OOM: its earlier answer again, or the first. */
+static int vpa_one(const dlb_opt_input_t *in, dlb_plan_t *plan, const dlb_oom_target_t *tp)
 {
+    const dlb_oom_target_t t = *tp;
     const dlb_pod_usage_t *wp;
     const dlb_oom_plan_t *prev;
-    dlb_oom_target_t t;
     dlb_vpa_growth_t g;
     dlb_mem_trend_t f;
     int64_t used_peak, req, current, peak, hist_mem = 0, memory, grown = 0;
@@ -83,8 +84,6 @@ int dlb_opt_oom_vpa(const dlb_opt_input_t *in, dlb_plan_t *plan)
     const char *req_src, *group;
     int err, ps;
 
-    if (!dlb_oom_pick(in, 1, &t, plan))
-        return 0;
     if ((prev = dlb_oom_find_answer(in, t.name, t.event)))
         return repeat_answer(plan, &t, prev);
 
@@ -138,9 +137,9 @@ int dlb_opt_oom_vpa(const dlb_opt_input_t *in, dlb_plan_t *plan)
             memory = hist_mem;
     }
     group = target_group(&t);
-    if ((err = dlb_oom_set_memory(plan, group, t.name, memory)))
+    if ((err = dlb_oom_set_memory(plan, group, t.name, memory)) ||
+        (err = dlb_oom_answer(in, plan, &t, memory)))
         return err;
-    dlb_oom_answer(in, plan, &t, memory);
 
     dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                        "%s%s %s OOMKilled (event %s), first answer: peak %.2fGiB = max(used peak "
@@ -163,4 +162,11 @@ int dlb_opt_oom_vpa(const dlb_opt_input_t *in, dlb_plan_t *plan)
     dlb_reason_appendf(plan->reason, sizeof(plan->reason), ": memory=%.2fGiB for the %s%s.",
                        DLB_GIB_F(memory), ps ? "PS pod only" : t.type, ps ? "" : " group and pod");
     return 0;
+}
+
+/* Several OOM pods named by one request: each answered as one would be, the
+ * group getting the largest of its pods' memories. */
+int dlb_opt_oom_vpa(const dlb_opt_input_t *in, dlb_plan_t *plan)
+{
+    return dlb_oom_each(in, 1, vpa_one, plan);
 }

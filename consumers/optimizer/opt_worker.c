@@ -78,11 +78,29 @@ static double mean_speed(const dlb_runtime_sample_t *const *recs, size_t from, s
     return to > from ? sum / (double)(to - from) : 0;
 }
 
+/* The phase DLRover's master sends (plan_request v2's config,
+ * "optimizer.worker.optimize-phase"): 1 stable, 0 initial or sample, -1 when
+ * the request says none (or something else). */
+static int master_phase(const dlb_plan_request_t *req, const char **name)
+{
+    const char *p = dlb_plan_request_config(req, DLB_CONFIG_WORKER_PHASE);
+
+    *name = p;
+    if (p && !strcmp(p, "stable"))
+        return 1;
+    if (p && (!strcmp(p, "initial") || !strcmp(p, "sample")))
+        return 0;
+    return -1;
+}
+
 /* Choices where the reference is silent:
- * - Our plan_request carries no phase: "initial" while the worker count never
- *   changed over the usable records, "stable" once it did. DLRover's "sample"
- *   phase (still sampling, before any scaling) behaves as initial, so a
- *   request in it cannot be told apart and needs not be.
+ * - The phase is the master's when the request carries one (plan_request v2:
+ *   "initial", "sample" or "stable"); else "initial" while the worker count
+ *   never changed over the usable records, "stable" once it did (the only
+ *   phase an older master's request can be given). DLRover's "sample" phase
+ *   (still sampling, before any scaling) behaves as initial, as in DLRover.
+ *   A stable phase without a worker-count change in the records has no speed
+ *   change to judge: the count is kept.
  * - "Current" is the number of worker pods (type worker; chief and evaluator
  *   are their own groups) in the newest window sample.
  * - PS util is, per PS of the newest usable record, the mean of cpu_used /
@@ -111,7 +129,8 @@ int dlb_opt_worker_resource(const dlb_opt_input_t *in, dlb_plan_t *plan)
     double max_util = -1, speed_before = 0, speed_after = 0, cpu_stat = 0, cpu = 0;
     int64_t max_mem = 0, memory = 0;
     int32_t count = 0;
-    int err, stable, decelerated = 0, increased = 0;
+    int err, stable, changed, told, decelerated = 0, increased = 0;
+    const char *phase;
 
     if ((err = dlb_window_same_ps(st, &ps_recs, &n_ps)))
         return err;
@@ -140,9 +159,11 @@ int dlb_opt_worker_resource(const dlb_opt_input_t *in, dlb_plan_t *plan)
         if (i > 0 && counts[i] != counts[i - 1])
             change = i;
     }
-    stable = change > 0;
+    changed = change > 0;
+    told = master_phase(in->req, &phase);
+    stable = told >= 0 ? told : changed;
     seg = change;
-    if (stable) {
+    if (changed) {
         for (before = change - 1; before > 0 && counts[before - 1] == counts[change - 1]; before--)
             ;
         speed_before = mean_speed(r, before, change);
@@ -209,17 +230,22 @@ int dlb_opt_worker_resource(const dlb_opt_input_t *in, dlb_plan_t *plan)
                        "%sWorker resource: %zu usable records (%zu of %zu with the newest PS "
                        "set, %zu singularity records dropped), %zu workers now",
                        dlb_reason_sep(plan->reason), n, n_ps, st->window_cnt, n_ps - n, current);
-    if (stable)
+    if (told >= 0)
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason), "; phase %s (the master's)", phase);
+    else
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason), "; phase %s",
+                           stable ? "stable" : "initial (worker count never changed)");
+    if (changed)
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
-                           "; phase stable: workers %zu -> %zu, mean speed %.2f -> %.2f steps/s "
-                           "(%s)",
-                           counts[change - 1], counts[change], speed_before, speed_after,
+                           "%s workers %zu -> %zu, mean speed %.2f -> %.2f steps/s (%s)",
+                           told >= 0 ? "; last change:" : ":", counts[change - 1], counts[change],
+                           speed_before, speed_after,
                            decelerated ? "decelerated >= 10%"
                            : increased ? "increased"
                                        : "not increased");
-    else
+    else if (stable)
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
-                           "; phase initial (worker count never changed)");
+                           ", but the worker count never changed over the records");
     if (max_util < 0)
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                            "; no PS CPU utilisation (no PS with a CPU request), count kept");
@@ -280,8 +306,9 @@ int dlb_opt_worker_resource(const dlb_opt_input_t *in, dlb_plan_t *plan)
                                want);
         } else {
             want = (double)current;
-            dlb_reason_appendf(plan->reason, sizeof(plan->reason),
-                               ", but the last change did not increase the speed");
+            dlb_reason_appendf(plan->reason, sizeof(plan->reason), "%s",
+                               changed ? ", but the last change did not increase the speed"
+                                       : ", but no change of the count to judge the speed by");
         }
         if (want > MAX_REPLICA) {
             want = MAX_REPLICA;

@@ -12,6 +12,13 @@
 #include "event.h"
 #include "state.h"
 
+/* The OOMs a plan answers, one row each for table oom_plans (an OOM
+ * optimizer's out): a request naming several OOM pods gets several. */
+typedef struct dlb_oom_answers {
+    dlb_oom_plan_t *items; /* malloc'ed; the caller frees it */
+    size_t cnt;
+} dlb_oom_answers_t;
+
 typedef struct dlb_opt_input {
     const dlb_plan_request_t *req;
     const dlb_job_state_t *job;   /* never NULL; may be empty */
@@ -23,12 +30,16 @@ typedef struct dlb_opt_input {
     const dlb_oom_plan_t *oom_plans;
     size_t oom_plans_cnt;
     const char *optimizer_set; /* "dlrover" or "dlbrain" */
-    /* Out, may be NULL: an OOM optimizer that answers an OOM fills pod_name,
-     * oom_event_id and memory here, and the router the plan id and time; the
-     * consumer stores it (table oom_plans) with the plan, in the same
+    /* Out, may be NULL: an OOM optimizer adds a row per OOM it answers
+     * (pod_name, oom_event_id, memory, and the plan's id and time); the
+     * consumer stores them (table oom_plans) with the plan, in the same
      * PostgreSQL transaction. */
-    dlb_oom_plan_t *answered;
+    dlb_oom_answers_t *answered;
 } dlb_opt_input_t;
+
+/** @returns 1 when the request names an OOM pod: oom_pod, or any of
+ *           plan_request v2's oom_pods. */
+int dlb_req_names_oom(const dlb_plan_request_t *req);
 
 /** @brief Pick the optimizer(s) for the request's stage and the job's state, run
  *         them, clamp to limits, and fill plan: plan_id / event_id =
@@ -67,7 +78,7 @@ int dlb_opt_ps_create(const dlb_opt_input_t *in, dlb_plan_t *plan);
 int dlb_opt_worker_create(const dlb_opt_input_t *in, dlb_plan_t *plan);
 /** DLRover's create stage: worker create and PS create, merged into one plan. */
 int dlb_opt_create(const dlb_opt_input_t *in, dlb_plan_t *plan);
-/** OOM memory plan for the pod named by the request (or the job's newest OOM pod). */
+/** OOM memory plan for each pod the request names (or the job's newest OOM pod). */
 int dlb_opt_oom(const dlb_opt_input_t *in, dlb_plan_t *plan);
 
 /* DLRover's running-stage optimizers (issue 4 parity, reference section 3).

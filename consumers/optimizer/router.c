@@ -104,9 +104,19 @@ int dlb_router_plan(const dlb_opt_input_t *in, dlb_plan_t *plan, char *errstr, s
     return 0;
 }
 
+int dlb_req_names_oom(const dlb_plan_request_t *req)
+{
+    if (req->has_oom_pod && req->oom_pod[0])
+        return 1;
+    for (size_t i = 0; i < req->oom_pods_cnt; i++)
+        if (req->oom_pods[i] && req->oom_pods[i][0])
+            return 1;
+    return 0;
+}
+
 int dlb_opt_job_has_oom(const dlb_plan_request_t *req, const dlb_job_state_t *st)
 {
-    if (req->has_oom_pod)
+    if (req->has_oom_pod || dlb_req_names_oom(req))
         return 1;
     for (size_t i = 0; i < st->pods_cnt; i++)
         if (st->pods[i].oom_count > 0)

@@ -23,7 +23,7 @@ int dlb_needs_oom_dlbrain(const dlb_opt_input_t *in)
 {
     size_t i;
 
-    if (in->req->has_oom_pod && in->req->oom_pod[0])
+    if (dlb_req_names_oom(in->req))
         return 1;
     if (!strcmp(in->req->stage, DLB_STAGE_CREATE))
         return 0;

@@ -583,13 +583,17 @@ static int apply_job(dlb_redis_t *r, const dlb_event_t *ev, const job_keys_t *k,
             err = invalidate(r, k, "the cached job event does not decode", errstr, errstr_size);
             goto out;
         }
-        st.job = merged.u.job;
+        st.job = merged.u.job; /* the state owns its heap parts now */
         if (rep[0]->element[1]->type == REDIS_REPLY_STRING)
             st.created_ms = strtoll(rep[0]->element[1]->str, NULL, 10);
     }
-    dlb_job_state_apply(&st, ev, r->window_size); /* a job event allocates nothing */
+    err = dlb_job_state_apply(&st, ev, r->window_size);
     merged.type = DLB_EV_JOB;
-    merged.u.job = st.job;
+    merged.u.job = st.job; /* and back: freed with merged */
+    if (err) {
+        err = dlb_seterr(errstr, errstr_size, err, "out of memory");
+        goto out;
+    }
     if ((err = dlb_codec_encode(r->cat, &merged, &buf, &len, errstr, errstr_size)))
         goto out;
     snprintf(created, sizeof(created), "%" PRId64, st.created_ms);
@@ -603,6 +607,7 @@ static int apply_job(dlb_redis_t *r, const dlb_event_t *ev, const job_keys_t *k,
 out:
     free(buf);
     replies_free(rep, 1);
+    dlb_event_clear(&merged);
     return err;
 }
 

@@ -14,6 +14,7 @@ void dlb_job_state_clear(dlb_job_state_t *st)
         free(st->window[i].pods);
     free(st->window);
     free(st->pods);
+    dlb_job_event_clear(&st->job);
     memset(st, 0, sizeof(*st));
 }
 
@@ -50,19 +51,34 @@ static void copy_str(char *dst, size_t size, const char *src)
     dst[n] = '\0';
 }
 
+static void swap_bytes(void *a, void *b, size_t n)
+{
+    unsigned char *x = a, *y = b, t;
+
+    for (size_t i = 0; i < n; i++) {
+        t = x[i];
+        x[i] = y[i];
+        y[i] = t;
+    }
+}
+
 /* A newer event overwrites every section it carries; an older one (a late or
  * re-delivered event) only fills sections never seen, so applying the same
- * events again, in any order, never moves the state backwards. */
-static void merge_job(dlb_job_state_t *st, const dlb_job_event_t *ev)
+ * events again, in any order, never moves the state backwards. Sections own
+ * heap parts (job_event v2): the state takes them from a deep copy of the
+ * event, whose leftovers (and the sections they replace) are then freed. */
+static int merge_job(dlb_job_state_t *st, const dlb_job_event_t *ev)
 {
-    dlb_job_event_t *job = &st->job;
+    dlb_job_event_t *job = &st->job, c;
     int first = job->event_id[0] == '\0';
     int cmp =
         first ? 1 : event_cmp(ev->event_time_ms, ev->event_id, job->event_time_ms, job->event_id);
-    int newer = cmp > 0;
+    int newer = cmp > 0, err;
 
     if (cmp == 0)
-        return;
+        return 0;
+    if ((err = dlb_job_event_copy(&c, ev)))
+        return err;
     if (first || ev->event_time_ms < st->created_ms)
         st->created_ms = ev->event_time_ms;
     if (!job->job_uid[0])
@@ -70,8 +86,8 @@ static void merge_job(dlb_job_state_t *st, const dlb_job_event_t *ev)
 
 #define DLB_MERGE(has, field)                                                                      \
     do {                                                                                           \
-        if (ev->has && (newer || !job->has)) {                                                     \
-            memcpy(&job->field, &ev->field, sizeof(job->field));                                   \
+        if (c.has && (newer || !job->has)) {                                                       \
+            swap_bytes(&job->field, &c.field, sizeof(job->field));                                 \
             job->has = 1;                                                                          \
         }                                                                                          \
     } while (0)
@@ -81,12 +97,19 @@ static void merge_job(dlb_job_state_t *st, const dlb_job_event_t *ev)
     DLB_MERGE(has_dataset, dataset);
     DLB_MERGE(has_model, model);
     DLB_MERGE(has_exit_reason, exit_reason);
+    DLB_MERGE(has_workflow, workflow);
+    DLB_MERGE(has_job_type, job_type);
+    DLB_MERGE(has_resource, resource);
+    DLB_MERGE(has_customized_data, customized_data);
+    DLB_MERGE(has_optimization, optimization);
 #undef DLB_MERGE
 
     if (newer) {
         copy_str(job->event_id, sizeof(job->event_id), ev->event_id);
         job->event_time_ms = ev->event_time_ms;
     }
+    dlb_job_event_clear(&c);
+    return 0;
 }
 
 static void trim_window(dlb_job_state_t *st, size_t window_size)
@@ -220,8 +243,7 @@ int dlb_job_state_apply(dlb_job_state_t *st, const dlb_event_t *ev, int window_s
 {
     switch (ev->type) {
     case DLB_EV_JOB:
-        merge_job(st, &ev->u.job);
-        return 0;
+        return merge_job(st, &ev->u.job);
     case DLB_EV_RUNTIME:
         /* The uid names the state even before (or without) a job event. */
         if (!st->job.job_uid[0])

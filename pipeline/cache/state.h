@@ -27,7 +27,8 @@ typedef struct dlb_pod_status {
 
 typedef struct dlb_job_state {
     /* Merged job event: every section ever reported, newest value wins.
-     * job.event_id / event_time_ms are those of the newest job event. */
+     * job.event_id / event_time_ms are those of the newest job event. Its
+     * heap parts (job_event v2) belong to the state. */
     dlb_job_event_t job;
     int64_t created_ms; /* event time of the first job event, 0 if none */
     /* Runtime window, oldest first, at most conf.window_size samples. */

@@ -15,14 +15,19 @@
 /* ---- the field tables: Avro record <-> struct ---------------------------- */
 
 typedef enum fkind {
-    F_STR,     /* char[size] */
-    F_LONG,    /* int64_t */
-    F_INT,     /* int32_t */
-    F_DOUBLE,  /* double */
-    F_REC,     /* embedded struct described by sub */
-    F_ARR_REC, /* heap array of size-byte structs (sub) + size_t count */
-    F_ARR_STR, /* char ** + size_t count */
-    F_MAP_STR, /* dlb_config_value_t * + size_t count */
+    F_STR,      /* char[size] */
+    F_LONG,     /* int64_t */
+    F_INT,      /* int32_t */
+    F_DOUBLE,   /* double */
+    F_BOOL,     /* int, 0 or 1 */
+    F_TEXT,     /* char *, heap, at most max bytes; NULL writes as "" */
+    F_REC,      /* embedded struct described by sub */
+    F_ARR_REC,  /* heap array of size-byte structs (sub) + size_t count */
+    F_ARR_STR,  /* char ** + size_t count */
+    F_ARR_LONG, /* int64_t * + size_t count */
+    F_MAP_STR,  /* heap array of size-byte entries {char *key at koff; char *value at voff} + count
+                 */
+    F_MAP_LONG, /* the same with an int64_t value */
 } fkind_t;
 
 typedef struct fdesc {
@@ -34,46 +39,86 @@ typedef struct fdesc {
     size_t has_off;
     size_t cnt_off;
     const struct fdesc *sub;
+    size_t max;        /* F_TEXT: bytes; lists and maps: items; 0 = no bound */
+    size_t koff, voff; /* maps: key and value in an entry */
 } fdesc_t;
 
 #define MSIZE(T, m) sizeof(((T *)0)->m)
 /* clang-format off */
-#define FS(T, m) {#m, F_STR, offsetof(T, m), MSIZE(T, m), 0, 0, 0, NULL}
-#define FL(T, m) {#m, F_LONG, offsetof(T, m), 0, 0, 0, 0, NULL}
-#define FI(T, m) {#m, F_INT, offsetof(T, m), 0, 0, 0, 0, NULL}
-#define FD(T, m) {#m, F_DOUBLE, offsetof(T, m), 0, 0, 0, 0, NULL}
-#define FR(T, m, sub) {#m, F_REC, offsetof(T, m), 0, 0, 0, 0, sub}
-#define FOS(T, m, has) {#m, F_STR, offsetof(T, m), MSIZE(T, m), 1, offsetof(T, has), 0, NULL}
-#define FOL(T, m, has) {#m, F_LONG, offsetof(T, m), 0, 1, offsetof(T, has), 0, NULL}
-#define FOD(T, m, has) {#m, F_DOUBLE, offsetof(T, m), 0, 1, offsetof(T, has), 0, NULL}
-#define FOR(T, m, has, sub) {#m, F_REC, offsetof(T, m), 0, 1, offsetof(T, has), 0, sub}
-#define FAR(T, m, cnt, ET, sub) \
-    {#m, F_ARR_REC, offsetof(T, m), sizeof(ET), 0, 0, offsetof(T, cnt), sub}
-#define FEND {NULL, F_STR, 0, 0, 0, 0, 0, NULL}
+#define FS(T, m) {.name = #m, .kind = F_STR, .off = offsetof(T, m), .size = MSIZE(T, m)}
+#define FSN(T, m, n) {.name = n, .kind = F_STR, .off = offsetof(T, m), .size = MSIZE(T, m)}
+#define FL(T, m) {.name = #m, .kind = F_LONG, .off = offsetof(T, m)}
+#define FI(T, m) {.name = #m, .kind = F_INT, .off = offsetof(T, m)}
+#define FD(T, m) {.name = #m, .kind = F_DOUBLE, .off = offsetof(T, m)}
+#define FB(T, m) {.name = #m, .kind = F_BOOL, .off = offsetof(T, m)}
+#define FT(T, m) {.name = #m, .kind = F_TEXT, .off = offsetof(T, m), .max = DLB_TEXT_MAX}
+#define FR(T, m, s) {.name = #m, .kind = F_REC, .off = offsetof(T, m), .sub = s}
+#define FOPT(T, has) .opt = 1, .has_off = offsetof(T, has)
+#define FOS(T, m, has) \
+    {.name = #m, .kind = F_STR, .off = offsetof(T, m), .size = MSIZE(T, m), FOPT(T, has)}
+#define FOL(T, m, has) {.name = #m, .kind = F_LONG, .off = offsetof(T, m), FOPT(T, has)}
+#define FOD(T, m, has) {.name = #m, .kind = F_DOUBLE, .off = offsetof(T, m), FOPT(T, has)}
+#define FOT(T, m, has) \
+    {.name = #m, .kind = F_TEXT, .off = offsetof(T, m), .max = DLB_TEXT_MAX, FOPT(T, has)}
+#define FOR(T, m, has, s) {.name = #m, .kind = F_REC, .off = offsetof(T, m), .sub = s, FOPT(T, has)}
+#define FAR(T, m, cnt, ET, s) \
+    {.name = #m, .kind = F_ARR_REC, .off = offsetof(T, m), .size = sizeof(ET), \
+     .cnt_off = offsetof(T, cnt), .sub = s}
+#define FAS(T, m, cnt, lim) \
+    {.name = #m, .kind = F_ARR_STR, .off = offsetof(T, m), .size = sizeof(char *), \
+     .cnt_off = offsetof(T, cnt), .max = lim}
+#define FAL(T, m, cnt, lim) \
+    {.name = #m, .kind = F_ARR_LONG, .off = offsetof(T, m), .size = sizeof(int64_t), \
+     .cnt_off = offsetof(T, cnt), .max = lim}
+#define FMAP(K, T, m, cnt, ET, v, lim) \
+    {.name = #m, .kind = K, .off = offsetof(T, m), .size = sizeof(ET), \
+     .cnt_off = offsetof(T, cnt), .max = lim, .koff = offsetof(ET, key), .voff = offsetof(ET, v)}
+#define FEND {.name = NULL}
 /* clang-format on */
 
-static const fdesc_t meta_fields[] = {
-    FS(dlb_job_meta_t, name),
-    FS(dlb_job_meta_t, user),
-    FS(dlb_job_meta_t, group),
-    FS(dlb_job_meta_t, app),
-    FS(dlb_job_meta_t, cluster),
-    {"namespace", F_STR, offsetof(dlb_job_meta_t, ns), MSIZE(dlb_job_meta_t, ns), 0, 0, 0, NULL},
-    FS(dlb_job_meta_t, scenario),
-    FS(dlb_job_meta_t, framework),
-    FEND};
+static const fdesc_t meta_fields[] = {FS(dlb_job_meta_t, name),
+                                      FS(dlb_job_meta_t, user),
+                                      FS(dlb_job_meta_t, group),
+                                      FS(dlb_job_meta_t, app),
+                                      FS(dlb_job_meta_t, cluster),
+                                      FSN(dlb_job_meta_t, ns, "namespace"),
+                                      FS(dlb_job_meta_t, scenario),
+                                      FS(dlb_job_meta_t, framework),
+                                      FEND};
 static const fdesc_t hyper_fields[] = {FL(dlb_hyper_params_t, batch_size),
                                        FL(dlb_hyper_params_t, epoch),
                                        FL(dlb_hyper_params_t, max_steps), FEND};
-static const fdesc_t dataset_fields[] = {FS(dlb_dataset_t, name), FL(dlb_dataset_t, size),
-                                         FS(dlb_dataset_t, storage), FEND};
-static const fdesc_t model_fields[] = {FL(dlb_model_t, variable_count),
-                                       FL(dlb_model_t, op_count),
-                                       FL(dlb_model_t, total_variable_size),
-                                       FL(dlb_model_t, recv_op_count),
-                                       FL(dlb_model_t, flops),
-                                       FL(dlb_model_t, embedding_dimension),
-                                       FEND};
+static const fdesc_t dataset_fields[] = {FS(dlb_dataset_t, name),
+                                         FL(dlb_dataset_t, size),
+                                         FS(dlb_dataset_t, storage),
+                                         FL(dlb_dataset_t, sparse_item_count),
+                                         FT(dlb_dataset_t, sparse_features),
+                                         FT(dlb_dataset_t, sparse_feature_groups),
+                                         FT(dlb_dataset_t, sparse_feature_shapes),
+                                         FT(dlb_dataset_t, dense_features),
+                                         FT(dlb_dataset_t, dense_feature_shapes),
+                                         FL(dlb_dataset_t, storage_size),
+                                         FEND};
+static const fdesc_t model_fields[] = {
+    FL(dlb_model_t, variable_count),
+    FL(dlb_model_t, op_count),
+    FL(dlb_model_t, total_variable_size),
+    FL(dlb_model_t, recv_op_count),
+    FL(dlb_model_t, flops),
+    FL(dlb_model_t, embedding_dimension),
+    FL(dlb_model_t, max_variable_size),
+    FL(dlb_model_t, update_op_count),
+    FL(dlb_model_t, read_op_count),
+    FL(dlb_model_t, input_fetch_dur),
+    FAL(dlb_model_t, kv_embedding_dims, kv_embedding_dims_cnt, DLB_LIST_MAX),
+    FMAP(F_MAP_LONG, dlb_model_t, tensor_alloc_bytes, tensor_alloc_bytes_cnt, dlb_long_entry_t,
+         value, DLB_LIST_MAX),
+    FEND};
+static const fdesc_t workflow_fields[] = {
+    FS(dlb_workflow_t, job_name),     FS(dlb_workflow_t, user_id),
+    FT(dlb_workflow_t, code_address), FS(dlb_workflow_t, workflow_id),
+    FS(dlb_workflow_t, node_id),      FS(dlb_workflow_t, odps_project),
+    FB(dlb_workflow_t, is_prod),      FEND};
 static const fdesc_t job_fields[] = {
     FS(dlb_job_event_t, event_id),
     FL(dlb_job_event_t, event_time_ms),
@@ -84,6 +129,11 @@ static const fdesc_t job_fields[] = {
     FOR(dlb_job_event_t, dataset, has_dataset, dataset_fields),
     FOR(dlb_job_event_t, model, has_model, model_fields),
     FOS(dlb_job_event_t, exit_reason, has_exit_reason),
+    FOR(dlb_job_event_t, workflow, has_workflow, workflow_fields),
+    FOS(dlb_job_event_t, job_type, has_job_type),
+    FOT(dlb_job_event_t, resource, has_resource),
+    FOT(dlb_job_event_t, customized_data, has_customized_data),
+    FOT(dlb_job_event_t, optimization, has_optimization),
     FEND};
 
 static const fdesc_t pod_usage_fields[] = {FS(dlb_pod_usage_t, name),
@@ -94,6 +144,11 @@ static const fdesc_t pod_usage_fields[] = {FS(dlb_pod_usage_t, name),
                                            FL(dlb_pod_usage_t, memory_used),
                                            FL(dlb_pod_usage_t, memory_requested),
                                            FOD(dlb_pod_usage_t, speed, has_speed),
+                                           FS(dlb_pod_usage_t, pod_ip),
+                                           FS(dlb_pod_usage_t, node_ip),
+                                           FS(dlb_pod_usage_t, host_name),
+                                           FSN(dlb_pod_usage_t, ns, "namespace"),
+                                           FB(dlb_pod_usage_t, is_mixed),
                                            FEND};
 static const fdesc_t runtime_fields[] = {
     FS(dlb_runtime_sample_t, event_id),
@@ -119,12 +174,15 @@ static const fdesc_t node_fields[] = {FS(dlb_node_event_t, event_id),
                                       FOD(dlb_node_event_t, cpu_requested, has_cpu_requested),
                                       FEND};
 
-static const fdesc_t request_fields[] = {FS(dlb_plan_request_t, event_id),
-                                         FL(dlb_plan_request_t, event_time_ms),
-                                         FS(dlb_plan_request_t, job_uid),
-                                         FS(dlb_plan_request_t, stage),
-                                         FOS(dlb_plan_request_t, oom_pod, has_oom_pod),
-                                         FEND};
+static const fdesc_t request_fields[] = {
+    FS(dlb_plan_request_t, event_id),
+    FL(dlb_plan_request_t, event_time_ms),
+    FS(dlb_plan_request_t, job_uid),
+    FS(dlb_plan_request_t, stage),
+    FOS(dlb_plan_request_t, oom_pod, has_oom_pod),
+    FAS(dlb_plan_request_t, oom_pods, oom_pods_cnt, DLB_OOM_PODS_MAX),
+    FMAP(F_MAP_STR, dlb_plan_request_t, config, config_cnt, dlb_str_entry_t, value, DLB_CONFIG_MAX),
+    FEND};
 
 static const fdesc_t resource_fields[] = {
     FD(dlb_resource_t, cpu),      FL(dlb_resource_t, memory),   FI(dlb_resource_t, gpu),
@@ -155,10 +213,8 @@ static const fdesc_t config_match_fields[] = {
     FL(dlb_config_match_t, event_time_ms),
     FS(dlb_config_match_t, job_uid),
     FL(dlb_config_match_t, rules_version),
-    {"rule_ids", F_ARR_STR, offsetof(dlb_config_match_t, rule_ids), 0, 0, 0,
-     offsetof(dlb_config_match_t, rule_ids_cnt), NULL},
-    {"values", F_MAP_STR, offsetof(dlb_config_match_t, values), 0, 0, 0,
-     offsetof(dlb_config_match_t, values_cnt), NULL},
+    FAS(dlb_config_match_t, rule_ids, rule_ids_cnt, 0),
+    FMAP(F_MAP_STR, dlb_config_match_t, values, values_cnt, dlb_config_value_t, json, 0),
     FS(dlb_config_match_t, trigger_event_id),
     FEND};
 
@@ -201,7 +257,9 @@ static int copy_str(const char *field, const char *s, size_t sz, char *dst, size
     return 0;
 }
 
-static int dup_str(const char *field, avro_value_t *v, char **out, char *errstr, size_t size)
+/* A heap copy of string v, at most max bytes long (0: no bound). */
+static int dup_str(const char *field, avro_value_t *v, size_t max, char **out, char *errstr,
+                   size_t size)
 {
     const char *s = NULL;
     size_t sz = 0, len;
@@ -211,6 +269,9 @@ static int dup_str(const char *field, avro_value_t *v, char **out, char *errstr,
     len = (s && sz) ? sz - 1 : 0;
     if (len && memchr(s, '\0', len))
         return dlb_seterr(errstr, size, DLB_ERR_DECODE, "%s: contains a NUL byte", field);
+    if (max && len > max)
+        return dlb_seterr(errstr, size, DLB_ERR_DECODE,
+                          "%s: %zu bytes long, more than the limit of %zu", field, len, max);
     if (!(*out = malloc(len + 1)))
         return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
     if (len)
@@ -221,12 +282,71 @@ static int dup_str(const char *field, avro_value_t *v, char **out, char *errstr,
 
 static int rd_record(const fdesc_t *t, avro_value_t *rec, char *base, char *errstr, size_t size);
 
+/* Lists and maps: the pointer and count are set before the items are
+ * filled, so dlb_event_clear() releases a half-filled list. */
+static int rd_list(const fdesc_t *t, avro_value_t *f, char *base, size_t n, char *errstr,
+                   size_t size)
+{
+    char *p = base + t->off;
+    size_t *cnt = (size_t *)(void *)(base + t->cnt_off);
+    avro_value_t el;
+    char *arr;
+    int err;
+
+    if (!(arr = calloc(n, t->size)))
+        return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+    *(void **)(void *)p = arr;
+    /* Items of records and longs own nothing until filled: counted at once;
+     * strings and entries as they are made. */
+    *cnt = t->kind == F_ARR_REC || t->kind == F_ARR_LONG ? n : 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *key = NULL;
+        char *item = arr + i * t->size;
+
+        if (avro_value_get_by_index(f, i, &el, &key))
+            return avro_fail(errstr, size, t->name, "item");
+        switch (t->kind) {
+        case F_ARR_REC:
+            if ((err = rd_record(t->sub, &el, item, errstr, size))) {
+                dlb_err_prepend(errstr, size, "%s[%zu].", t->name, i);
+                return err;
+            }
+            break;
+        case F_ARR_STR:
+            if ((err = dup_str(t->name, &el, 0, (char **)(void *)item, errstr, size))) {
+                dlb_err_prepend(errstr, size, "%s[%zu]", t->name, i);
+                return err;
+            }
+            (*cnt)++;
+            break;
+        case F_ARR_LONG:
+            if (avro_value_get_long(&el, (int64_t *)(void *)item))
+                return avro_fail(errstr, size, t->name, "not a long");
+            break;
+        case F_MAP_STR:
+        case F_MAP_LONG:
+            (*cnt)++;
+            if (!(*(char **)(void *)(item + t->koff) = strdup(key ? key : "")))
+                return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+            if (t->kind == F_MAP_STR)
+                err = dup_str(t->name, &el, 0, (char **)(void *)(item + t->voff), errstr, size);
+            else if ((err = avro_value_get_long(&el, (int64_t *)(void *)(item + t->voff))))
+                err = avro_fail(errstr, size, t->name, "not a long");
+            if (err)
+                return err;
+            break;
+        default:
+            return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "%s: bad field kind", t->name);
+        }
+    }
+    return 0;
+}
+
 static int rd_value(const fdesc_t *t, avro_value_t *f, char *base, char *errstr, size_t size)
 {
     char *p = base + t->off;
-    avro_value_t el;
     size_t n = 0;
-    int err;
+    int err, b;
 
     switch (t->kind) {
     case F_STR: {
@@ -236,6 +356,8 @@ static int rd_value(const fdesc_t *t, avro_value_t *f, char *base, char *errstr,
             return avro_fail(errstr, size, t->name, "not a string");
         return copy_str(t->name, s, sz, p, t->size, errstr, size);
     }
+    case F_TEXT:
+        return dup_str(t->name, f, t->max, (char **)(void *)p, errstr, size);
     case F_LONG:
         if (avro_value_get_long(f, (int64_t *)(void *)p))
             return avro_fail(errstr, size, t->name, "not a long");
@@ -248,6 +370,11 @@ static int rd_value(const fdesc_t *t, avro_value_t *f, char *base, char *errstr,
         if (avro_value_get_double(f, (double *)(void *)p))
             return avro_fail(errstr, size, t->name, "not a double");
         return 0;
+    case F_BOOL:
+        if (avro_value_get_boolean(f, &b))
+            return avro_fail(errstr, size, t->name, "not a boolean");
+        *(int *)(void *)p = b != 0;
+        return 0;
     case F_REC:
         if ((err = rd_record(t->sub, f, p, errstr, size)))
             dlb_err_prepend(errstr, size, "%s.", t->name);
@@ -255,68 +382,13 @@ static int rd_value(const fdesc_t *t, avro_value_t *f, char *base, char *errstr,
     default:
         break;
     }
-
-    /* Lists: the pointer and count are set before the items are filled, so
-     * dlb_event_clear() releases a half-filled list. */
     if (avro_value_get_size(f, &n))
         return avro_fail(errstr, size, t->name, "not a list");
-    if (!n)
-        return 0;
-    switch (t->kind) {
-    case F_ARR_REC: {
-        char *arr = calloc(n, t->size);
-        if (!arr)
-            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
-        *(void **)(void *)p = arr;
-        *(size_t *)(void *)(base + t->cnt_off) = n;
-        for (size_t i = 0; i < n; i++) {
-            if (avro_value_get_by_index(f, i, &el, NULL))
-                return avro_fail(errstr, size, t->name, "item");
-            if ((err = rd_record(t->sub, &el, arr + i * t->size, errstr, size))) {
-                dlb_err_prepend(errstr, size, "%s[%zu].", t->name, i);
-                return err;
-            }
-        }
-        return 0;
-    }
-    case F_ARR_STR: {
-        char **arr = calloc(n, sizeof(*arr));
-        size_t *cnt = (size_t *)(void *)(base + t->cnt_off);
-        if (!arr)
-            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
-        *(char ***)(void *)p = arr;
-        for (size_t i = 0; i < n; i++) {
-            if (avro_value_get_by_index(f, i, &el, NULL))
-                return avro_fail(errstr, size, t->name, "item");
-            if ((err = dup_str(t->name, &el, &arr[i], errstr, size))) {
-                dlb_err_prepend(errstr, size, "%s[%zu]", t->name, i);
-                return err;
-            }
-            (*cnt)++;
-        }
-        return 0;
-    }
-    case F_MAP_STR: {
-        dlb_config_value_t *arr = calloc(n, sizeof(*arr));
-        size_t *cnt = (size_t *)(void *)(base + t->cnt_off);
-        if (!arr)
-            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
-        *(dlb_config_value_t **)(void *)p = arr;
-        for (size_t i = 0; i < n; i++) {
-            const char *key = NULL;
-            if (avro_value_get_by_index(f, i, &el, &key))
-                return avro_fail(errstr, size, t->name, "entry");
-            (*cnt)++;
-            if (!(arr[i].key = strdup(key ? key : "")))
-                return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
-            if ((err = dup_str(t->name, &el, &arr[i].json, errstr, size)))
-                return err;
-        }
-        return 0;
-    }
-    default:
-        return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "%s: bad field kind", t->name);
-    }
+    /* Before anything is allocated for it. */
+    if (t->max && n > t->max)
+        return dlb_seterr(errstr, size, DLB_ERR_DECODE, "%s: %zu items, more than the limit of %zu",
+                          t->name, n, t->max);
+    return n ? rd_list(t, f, base, n, errstr, size) : 0;
 }
 
 static int rd_record(const fdesc_t *t, avro_value_t *rec, char *base, char *errstr, size_t size)
@@ -376,10 +448,71 @@ static int set_optional(avro_value_t *u, int present, avro_value_t *branch, cons
 static int wr_record(const fdesc_t *t, avro_value_t *rec, const char *base, char *errstr,
                      size_t size);
 
+/* Lists and maps; n items, checked against the bound the decoder holds to. */
+static int wr_list(const fdesc_t *t, avro_value_t *f, const char *base, size_t n, char *errstr,
+                   size_t size)
+{
+    const char *arr = *(char *const *)(const void *)(base + t->off);
+    avro_value_t el;
+    int err, is_new;
+
+    if (n && !arr)
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s: %zu items but no array", t->name, n);
+    if (t->max && n > t->max)
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                          "%s: %zu items, more than the limit of %zu", t->name, n, t->max);
+    for (size_t i = 0; i < n; i++) {
+        const char *item = arr + i * t->size, *key, *str;
+
+        switch (t->kind) {
+        case F_ARR_REC:
+            if (avro_value_append(f, &el, NULL))
+                return avro_fail(errstr, size, t->name, "append");
+            if ((err = wr_record(t->sub, &el, item, errstr, size))) {
+                dlb_err_prepend(errstr, size, "%s[%zu].", t->name, i);
+                return err;
+            }
+            break;
+        case F_ARR_STR:
+            if (!(str = *(char *const *)(const void *)item))
+                return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s[%zu]: NULL string", t->name,
+                                  i);
+            if (avro_value_append(f, &el, NULL) || avro_value_set_string(&el, str))
+                return avro_fail(errstr, size, t->name, "append");
+            break;
+        case F_ARR_LONG:
+            if (avro_value_append(f, &el, NULL) ||
+                avro_value_set_long(&el, *(const int64_t *)(const void *)item))
+                return avro_fail(errstr, size, t->name, "append");
+            break;
+        case F_MAP_STR:
+        case F_MAP_LONG:
+            key = *(char *const *)(const void *)(item + t->koff);
+            str = t->kind == F_MAP_STR ? *(char *const *)(const void *)(item + t->voff) : "";
+            if (!key || !str)
+                return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s[%zu]: NULL key or value",
+                                  t->name, i);
+            if (avro_value_add(f, key, &el, NULL, &is_new))
+                return avro_fail(errstr, size, t->name, "add");
+            /* A second value would silently replace the first on the wire. */
+            if (!is_new)
+                return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s: key \"%s\" given twice",
+                                  t->name, key);
+            if (t->kind == F_MAP_STR
+                    ? avro_value_set_string(&el, str)
+                    : avro_value_set_long(&el, *(const int64_t *)(const void *)(item + t->voff)))
+                return avro_fail(errstr, size, t->name, "add");
+            break;
+        default:
+            return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "%s: bad field kind", t->name);
+        }
+    }
+    return 0;
+}
+
 static int wr_value(const fdesc_t *t, avro_value_t *f, const char *base, char *errstr, size_t size)
 {
-    const char *p = base + t->off;
-    avro_value_t el;
+    const char *p = base + t->off, *text;
     int err;
 
     switch (t->kind) {
@@ -388,6 +521,17 @@ static int wr_value(const fdesc_t *t, avro_value_t *f, const char *base, char *e
             return dlb_seterr(errstr, size, DLB_ERR_INVALID,
                               "%s: not NUL-terminated within its %zu bytes", t->name, t->size);
         if (avro_value_set_string(f, p))
+            return avro_fail(errstr, size, t->name, "set string");
+        return 0;
+    case F_TEXT:
+        text = *(char *const *)(const void *)p;
+        if (!text)
+            text = "";
+        if (strlen(text) > t->max)
+            return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                              "%s: %zu bytes long, more than the limit of %zu", t->name,
+                              strlen(text), t->max);
+        if (avro_value_set_string(f, text))
             return avro_fail(errstr, size, t->name, "set string");
         return 0;
     case F_LONG:
@@ -402,53 +546,18 @@ static int wr_value(const fdesc_t *t, avro_value_t *f, const char *base, char *e
         if (avro_value_set_double(f, *(const double *)(const void *)p))
             return avro_fail(errstr, size, t->name, "set double");
         return 0;
+    case F_BOOL:
+        if (avro_value_set_boolean(f, *(const int *)(const void *)p != 0))
+            return avro_fail(errstr, size, t->name, "set boolean");
+        return 0;
     case F_REC:
         if ((err = wr_record(t->sub, f, p, errstr, size)))
             dlb_err_prepend(errstr, size, "%s.", t->name);
         return err;
-    case F_ARR_REC: {
-        const char *arr = *(char *const *)(const void *)p;
-        size_t n = *(const size_t *)(const void *)(base + t->cnt_off);
-        if (n && !arr)
-            return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s: %zu items but no array", t->name,
-                              n);
-        for (size_t i = 0; i < n; i++) {
-            if (avro_value_append(f, &el, NULL))
-                return avro_fail(errstr, size, t->name, "append");
-            if ((err = wr_record(t->sub, &el, arr + i * t->size, errstr, size))) {
-                dlb_err_prepend(errstr, size, "%s[%zu].", t->name, i);
-                return err;
-            }
-        }
-        return 0;
+    default:
+        return wr_list(t, f, base, *(const size_t *)(const void *)(base + t->cnt_off), errstr,
+                       size);
     }
-    case F_ARR_STR: {
-        char *const *arr = *(char *const *const *)(const void *)p;
-        size_t n = *(const size_t *)(const void *)(base + t->cnt_off);
-        for (size_t i = 0; i < n; i++) {
-            if (!arr || !arr[i])
-                return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s[%zu]: NULL string", t->name,
-                                  i);
-            if (avro_value_append(f, &el, NULL) || avro_value_set_string(&el, arr[i]))
-                return avro_fail(errstr, size, t->name, "append");
-        }
-        return 0;
-    }
-    case F_MAP_STR: {
-        const dlb_config_value_t *arr = *(dlb_config_value_t *const *)(const void *)p;
-        size_t n = *(const size_t *)(const void *)(base + t->cnt_off);
-        for (size_t i = 0; i < n; i++) {
-            if (!arr || !arr[i].key || !arr[i].json)
-                return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s[%zu]: NULL key or value",
-                                  t->name, i);
-            if (avro_value_add(f, arr[i].key, &el, NULL, NULL) ||
-                avro_value_set_string(&el, arr[i].json))
-                return avro_fail(errstr, size, t->name, "add");
-        }
-        return 0;
-    }
-    }
-    return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "%s: bad field kind", t->name);
 }
 
 static int wr_record(const fdesc_t *t, avro_value_t *rec, const char *base, char *errstr,

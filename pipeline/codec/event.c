@@ -21,9 +21,11 @@ const char *const dlb_stages[] = {DLB_STAGE_CREATE,
                                   NULL};
 const char *const dlb_job_states[] = {"created", "pending", "running", "succeeded",
                                       "failed",  "stopped", NULL};
-const char *const dlb_exit_reasons[] = {"Completed",      "CodeError", "WorkerOOM", "WorkerError",
-                                        "PSOOM",          "PSError",   "HangError", "RdzvTimeout",
-                                        "PendingTimeout", NULL};
+/* DLRover 0.6.1's JobExitReason, in its order (constants.py:205-219). */
+const char *const dlb_exit_reasons[] = {
+    "Completed",   "CodeError",      "WorkerOOM",          "WorkerError",     "PSOOM",
+    "PSError",     "EvaluatorOOM",   "EvaluatorError",     "UnknownError",    "HangError",
+    "RdzvTimeout", "PendingTimeout", "UncompletedTimeout", "NodeCheckFailed", NULL};
 const char *const dlb_node_kinds[] = {"pod_phase",      "node_phase",   "oom_killed", "evicted",
                                       "node_not_ready", "preempted",    "deleted",    "error",
                                       "hardware_error", "no_heartbeat", NULL};
@@ -101,6 +103,14 @@ int dlb_in_list(const char *const *list, const char *s)
     return 0;
 }
 
+const char *dlb_plan_request_config(const dlb_plan_request_t *req, const char *key)
+{
+    for (size_t i = 0; i < req->config_cnt; i++)
+        if (req->config[i].key && !strcmp(req->config[i].key, key))
+            return req->config[i].value ? req->config[i].value : "";
+    return NULL;
+}
+
 /* The header fields sit at the same place in every struct, but a switch keeps
  * that an implementation detail. */
 const char *dlb_event_id(const dlb_event_t *ev)
@@ -169,9 +179,188 @@ int64_t dlb_event_time_ms(const dlb_event_t *ev)
     }
 }
 
+/* The heap texts of a job event (job_event v2): field path and place. */
+static const struct {
+    const char *name;
+    size_t off;
+} job_texts[] = {
+    {"dataset.sparse_features", offsetof(dlb_job_event_t, dataset.sparse_features)},
+    {"dataset.sparse_feature_groups", offsetof(dlb_job_event_t, dataset.sparse_feature_groups)},
+    {"dataset.sparse_feature_shapes", offsetof(dlb_job_event_t, dataset.sparse_feature_shapes)},
+    {"dataset.dense_features", offsetof(dlb_job_event_t, dataset.dense_features)},
+    {"dataset.dense_feature_shapes", offsetof(dlb_job_event_t, dataset.dense_feature_shapes)},
+    {"workflow.code_address", offsetof(dlb_job_event_t, workflow.code_address)},
+    {"resource", offsetof(dlb_job_event_t, resource)},
+    {"customized_data", offsetof(dlb_job_event_t, customized_data)},
+    {"optimization", offsetof(dlb_job_event_t, optimization)},
+};
+#define JOB_TEXTS       (sizeof(job_texts) / sizeof(job_texts[0]))
+#define JOB_TEXT(j, i)  (*(char **)(void *)((char *)(j) + job_texts[i].off))
+#define JOB_TEXTC(j, i) (*(char *const *)(const void *)((const char *)(j) + job_texts[i].off))
+
+void dlb_job_event_clear(dlb_job_event_t *job)
+{
+    dlb_model_t *m = &job->model;
+
+    for (size_t i = 0; i < JOB_TEXTS; i++)
+        free(JOB_TEXT(job, i));
+    free(m->kv_embedding_dims);
+    for (size_t i = 0; i < m->tensor_alloc_bytes_cnt; i++)
+        free(m->tensor_alloc_bytes[i].key);
+    free(m->tensor_alloc_bytes);
+    memset(job, 0, sizeof(*job));
+}
+
+int dlb_job_event_copy(dlb_job_event_t *dst, const dlb_job_event_t *src)
+{
+    const dlb_model_t *m = &src->model;
+    dlb_model_t *d = &dst->model;
+    int fail = 0;
+
+    *dst = *src;
+    /* dst's pointers are src's until replaced: past a failure they are only
+     * cut, so the clear below frees what this copy made and nothing else. */
+    for (size_t i = 0; i < JOB_TEXTS; i++)
+        if (JOB_TEXT(dst, i) && !(JOB_TEXT(dst, i) = fail ? NULL : strdup(JOB_TEXT(dst, i))))
+            fail = 1;
+    d->kv_embedding_dims = NULL;
+    d->kv_embedding_dims_cnt = 0;
+    d->tensor_alloc_bytes = NULL;
+    d->tensor_alloc_bytes_cnt = 0;
+    if (!fail && m->kv_embedding_dims_cnt) {
+        if (!(d->kv_embedding_dims = malloc(m->kv_embedding_dims_cnt * sizeof(int64_t))))
+            fail = 1;
+        else
+            memcpy(d->kv_embedding_dims, m->kv_embedding_dims,
+                   m->kv_embedding_dims_cnt * sizeof(int64_t));
+        d->kv_embedding_dims_cnt = fail ? 0 : m->kv_embedding_dims_cnt;
+    }
+    if (!fail && m->tensor_alloc_bytes_cnt) {
+        if (!(d->tensor_alloc_bytes = calloc(m->tensor_alloc_bytes_cnt, sizeof(dlb_long_entry_t))))
+            fail = 1;
+        for (size_t i = 0; !fail && i < m->tensor_alloc_bytes_cnt; i++) {
+            d->tensor_alloc_bytes[i].value = m->tensor_alloc_bytes[i].value;
+            d->tensor_alloc_bytes_cnt++;
+            if (!(d->tensor_alloc_bytes[i].key = strdup(m->tensor_alloc_bytes[i].key)))
+                fail = 1;
+        }
+    }
+    if (fail) {
+        dlb_job_event_clear(dst);
+        return DLB_ERR_NOMEM;
+    }
+    return 0;
+}
+
+/* Lists of heap strings (config_match.rule_ids, plan_request.oom_pods) and
+ * of entries holding two heap strings at offsets ka and va
+ * (config_match.values, plan_request.config). */
+#define PAIR(e, off)  (*(char **)(void *)((char *)(e) + (off)))
+#define CPAIR(e, off) (*(char *const *)(const void *)((const char *)(e) + (off)))
+
+static void free_strs(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static void free_pairs(void *v, size_t n, size_t size, size_t ka, size_t va)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(PAIR((char *)v + i * size, ka));
+        free(PAIR((char *)v + i * size, va));
+    }
+    free(v);
+}
+
+/* Copies: *cnt counts the items made, so that a failed copy (*fail set) is
+ * released like a whole one. Nothing is copied once *fail is set. */
+static char **dup_strs(char *const *src, size_t n, size_t *cnt, int *fail)
+{
+    char **d;
+
+    *cnt = 0;
+    if (*fail || !n)
+        return NULL;
+    if (!(d = calloc(n, sizeof(*d)))) {
+        *fail = 1;
+        return NULL;
+    }
+    for (size_t i = 0; i < n && !*fail; i++) {
+        (*cnt)++;
+        if (!(d[i] = strdup(src[i])))
+            *fail = 1;
+    }
+    return d;
+}
+
+static void *dup_pairs(const void *src, size_t n, size_t size, size_t ka, size_t va, size_t *cnt,
+                       int *fail)
+{
+    char *d;
+
+    *cnt = 0;
+    if (*fail || !n)
+        return NULL;
+    if (!(d = calloc(n, size))) {
+        *fail = 1;
+        return NULL;
+    }
+    for (size_t i = 0; i < n && !*fail; i++) {
+        const char *from = (const char *)src + i * size;
+        char *to = d + i * size;
+
+        PAIR(to, ka) = strdup(CPAIR(from, ka));
+        PAIR(to, va) = strdup(CPAIR(from, va));
+        (*cnt)++;
+        if (!PAIR(to, ka) || !PAIR(to, va))
+            *fail = 1;
+    }
+    return d;
+}
+
+/* Events whose heap parts are a list of strings and a list of string pairs,
+ * and where those live in the event's union. */
+typedef struct str_lists {
+    dlb_event_type_t type;
+    size_t strs, strs_cnt;   /* char ** and its size_t count */
+    size_t pairs, pairs_cnt; /* entries and their size_t count */
+    size_t size, ka, va;     /* an entry: its size and its two strings */
+} str_lists_t;
+
+#define STR_LISTS(E, T, s, p, ET, k, v)                                                            \
+    {                                                                                              \
+        E, offsetof(T, s), offsetof(T, s##_cnt), offsetof(T, p), offsetof(T, p##_cnt), sizeof(ET), \
+            offsetof(ET, k), offsetof(ET, v)                                                       \
+    }
+static const str_lists_t str_lists[] = {
+    STR_LISTS(DLB_EV_PLAN_REQUEST, dlb_plan_request_t, oom_pods, config, dlb_str_entry_t, key,
+              value),
+    STR_LISTS(DLB_EV_CONFIG_MATCH, dlb_config_match_t, rule_ids, values, dlb_config_value_t, key,
+              json),
+};
+
+static const str_lists_t *str_lists_of(dlb_event_type_t type)
+{
+    for (size_t i = 0; i < sizeof(str_lists) / sizeof(str_lists[0]); i++)
+        if (str_lists[i].type == type)
+            return &str_lists[i];
+    return NULL;
+}
+
+/* A member of an event's union, by offset. */
+#define UM(ev, off, T)  (*(T *)(void *)((char *)&(ev)->u + (off)))
+#define UMC(ev, off, T) (*(T const *)(const void *)((const char *)&(ev)->u + (off)))
+
 void dlb_event_clear(dlb_event_t *ev)
 {
+    const str_lists_t *l;
+
     switch (ev->type) {
+    case DLB_EV_JOB:
+        dlb_job_event_clear(&ev->u.job);
+        break;
     case DLB_EV_RUNTIME:
         free(ev->u.rt.pods);
         break;
@@ -180,17 +369,12 @@ void dlb_event_clear(dlb_event_t *ev)
         free(ev->u.plan.pods);
         free(ev->u.plan.actions);
         break;
-    case DLB_EV_CONFIG_MATCH:
-        for (size_t i = 0; i < ev->u.cm.rule_ids_cnt; i++)
-            free(ev->u.cm.rule_ids[i]);
-        free(ev->u.cm.rule_ids);
-        for (size_t i = 0; i < ev->u.cm.values_cnt; i++) {
-            free(ev->u.cm.values[i].key);
-            free(ev->u.cm.values[i].json);
-        }
-        free(ev->u.cm.values);
-        break;
     default:
+        if ((l = str_lists_of(ev->type))) {
+            free_strs(UM(ev, l->strs, char **), UM(ev, l->strs_cnt, size_t));
+            free_pairs(UM(ev, l->pairs, void *), UM(ev, l->pairs_cnt, size_t), l->size, l->ka,
+                       l->va);
+        }
         break;
     }
     memset(ev, 0, sizeof(*ev));
@@ -213,10 +397,15 @@ static void *dup_array(const void *src, size_t cnt, size_t size, int *fail)
 
 int dlb_event_copy(dlb_event_t *dst, const dlb_event_t *src)
 {
+    const str_lists_t *l;
     int fail = 0;
 
     *dst = *src;
     switch (src->type) {
+    case DLB_EV_JOB:
+        if (dlb_job_event_copy(&dst->u.job, &src->u.job))
+            fail = 1;
+        break;
     case DLB_EV_RUNTIME:
         dst->u.rt.pods =
             dup_array(src->u.rt.pods, src->u.rt.pods_cnt, sizeof(*src->u.rt.pods), &fail);
@@ -229,39 +418,15 @@ int dlb_event_copy(dlb_event_t *dst, const dlb_event_t *src)
         dst->u.plan.actions = dup_array(src->u.plan.actions, src->u.plan.actions_cnt,
                                         sizeof(*src->u.plan.actions), &fail);
         break;
-    case DLB_EV_CONFIG_MATCH: {
-        const dlb_config_match_t *s = &src->u.cm;
-        dlb_config_match_t *d = &dst->u.cm;
-        d->rule_ids = NULL;
-        d->values = NULL;
-        d->rule_ids_cnt = 0;
-        d->values_cnt = 0;
-        if (s->rule_ids_cnt) {
-            d->rule_ids = calloc(s->rule_ids_cnt, sizeof(*d->rule_ids));
-            if (!d->rule_ids)
-                fail = 1;
-            for (size_t i = 0; !fail && i < s->rule_ids_cnt; i++) {
-                d->rule_ids[i] = strdup(s->rule_ids[i]);
-                d->rule_ids_cnt++;
-                if (!d->rule_ids[i])
-                    fail = 1;
-            }
-        }
-        if (!fail && s->values_cnt) {
-            d->values = calloc(s->values_cnt, sizeof(*d->values));
-            if (!d->values)
-                fail = 1;
-            for (size_t i = 0; !fail && i < s->values_cnt; i++) {
-                d->values[i].key = strdup(s->values[i].key);
-                d->values[i].json = strdup(s->values[i].json);
-                d->values_cnt++;
-                if (!d->values[i].key || !d->values[i].json)
-                    fail = 1;
-            }
-        }
-        break;
-    }
     default:
+        if ((l = str_lists_of(src->type))) {
+            UM(dst, l->strs, char **) =
+                dup_strs(UMC(src, l->strs, char **), UMC(src, l->strs_cnt, size_t),
+                         &UM(dst, l->strs_cnt, size_t), &fail);
+            UM(dst, l->pairs, void *) =
+                dup_pairs(UMC(src, l->pairs, void *), UMC(src, l->pairs_cnt, size_t), l->size,
+                          l->ka, l->va, &UM(dst, l->pairs_cnt, size_t), &fail);
+        }
         break;
     }
     if (fail) {
@@ -269,6 +434,107 @@ int dlb_event_copy(dlb_event_t *dst, const dlb_event_t *src)
         return DLB_ERR_NOMEM;
     }
     return 0;
+}
+
+static int text_equal(const char *a, const char *b)
+{
+    return !strcmp(a ? a : "", b ? b : "");
+}
+
+static int strs_equal(char *const *a, char *const *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!text_equal(a[i], b[i]))
+            return 0;
+    return 1;
+}
+
+static int pairs_equal(const void *a, const void *b, size_t n, size_t size, size_t ka, size_t va)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *x = (const char *)a + i * size, *y = (const char *)b + i * size;
+        if (!text_equal(CPAIR(x, ka), CPAIR(y, ka)) || !text_equal(CPAIR(x, va), CPAIR(y, va)))
+            return 0;
+    }
+    return 1;
+}
+
+/* Compares the heap parts of two job events (copies) and cuts them from
+ * both, so that what is left compares as bytes. */
+static int job_heap_equal(dlb_job_event_t *x, dlb_job_event_t *y)
+{
+    dlb_model_t *a = &x->model, *b = &y->model;
+
+    for (size_t i = 0; i < JOB_TEXTS; i++) {
+        if (!text_equal(JOB_TEXT(x, i), JOB_TEXT(y, i)))
+            return 0;
+        JOB_TEXT(x, i) = JOB_TEXT(y, i) = NULL;
+    }
+    if (a->kv_embedding_dims_cnt != b->kv_embedding_dims_cnt ||
+        (a->kv_embedding_dims_cnt && memcmp(a->kv_embedding_dims, b->kv_embedding_dims,
+                                            a->kv_embedding_dims_cnt * sizeof(int64_t))) ||
+        a->tensor_alloc_bytes_cnt != b->tensor_alloc_bytes_cnt)
+        return 0;
+    for (size_t i = 0; i < a->tensor_alloc_bytes_cnt; i++)
+        if (!text_equal(a->tensor_alloc_bytes[i].key, b->tensor_alloc_bytes[i].key) ||
+            a->tensor_alloc_bytes[i].value != b->tensor_alloc_bytes[i].value)
+            return 0;
+    a->kv_embedding_dims = b->kv_embedding_dims = NULL;
+    a->tensor_alloc_bytes = b->tensor_alloc_bytes = NULL;
+    return 1;
+}
+
+int dlb_event_equal(const dlb_event_t *a, const dlb_event_t *b)
+{
+    const str_lists_t *l;
+    dlb_event_t x, y;
+
+    if (a->type != b->type)
+        return 0;
+    /* memcpy, not assignment: padding bytes must come along too. */
+    memcpy(&x, a, sizeof(x));
+    memcpy(&y, b, sizeof(y));
+    switch (a->type) {
+    case DLB_EV_JOB:
+        if (!job_heap_equal(&x.u.job, &y.u.job))
+            return 0;
+        break;
+    case DLB_EV_RUNTIME:
+        if (a->u.rt.pods_cnt != b->u.rt.pods_cnt ||
+            (a->u.rt.pods_cnt &&
+             memcmp(a->u.rt.pods, b->u.rt.pods, a->u.rt.pods_cnt * sizeof(*a->u.rt.pods))))
+            return 0;
+        x.u.rt.pods = y.u.rt.pods = NULL;
+        break;
+    case DLB_EV_PLAN:
+        if (a->u.plan.groups_cnt != b->u.plan.groups_cnt ||
+            a->u.plan.pods_cnt != b->u.plan.pods_cnt ||
+            a->u.plan.actions_cnt != b->u.plan.actions_cnt ||
+            (a->u.plan.actions_cnt && memcmp(a->u.plan.actions, b->u.plan.actions,
+                                             a->u.plan.actions_cnt * sizeof(*a->u.plan.actions))) ||
+            (a->u.plan.groups_cnt && memcmp(a->u.plan.groups, b->u.plan.groups,
+                                            a->u.plan.groups_cnt * sizeof(*a->u.plan.groups))) ||
+            (a->u.plan.pods_cnt &&
+             memcmp(a->u.plan.pods, b->u.plan.pods, a->u.plan.pods_cnt * sizeof(*a->u.plan.pods))))
+            return 0;
+        x.u.plan.groups = y.u.plan.groups = NULL;
+        x.u.plan.pods = y.u.plan.pods = NULL;
+        x.u.plan.actions = y.u.plan.actions = NULL;
+        break;
+    default:
+        if ((l = str_lists_of(a->type))) {
+            size_t ns = UMC(a, l->strs_cnt, size_t), np = UMC(a, l->pairs_cnt, size_t);
+            if (ns != UMC(b, l->strs_cnt, size_t) || np != UMC(b, l->pairs_cnt, size_t) ||
+                !strs_equal(UMC(a, l->strs, char **), UMC(b, l->strs, char **), ns) ||
+                !pairs_equal(UMC(a, l->pairs, void *), UMC(b, l->pairs, void *), np, l->size, l->ka,
+                             l->va))
+                return 0;
+            UM(&x, l->strs, char **) = UM(&y, l->strs, char **) = NULL;
+            UM(&x, l->pairs, void *) = UM(&y, l->pairs, void *) = NULL;
+        }
+        break;
+    }
+    return !memcmp(&x, &y, sizeof(x));
 }
 
 /* ---- validation -------------------------------------------------------- */
@@ -324,6 +590,36 @@ static int need_nonneg(const char *field, int64_t v, char *errstr, size_t size)
     return need_mem(field, v, errstr, size);
 }
 
+/* Bounds of the heap parts; the decoder checks the same (codec_map.c). */
+static int need_text(const char *field, const char *v, size_t max, char *errstr, size_t size)
+{
+    size_t len = v ? strlen(v) : 0;
+
+    if (len > max)
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                          "%s: %zu bytes long, more than the limit of %zu", field, len, max);
+    return 0;
+}
+
+static int need_count(const char *field, size_t n, size_t max, char *errstr, size_t size)
+{
+    if (n > max)
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                          "%s: %zu items, more than the limit of %zu", field, n, max);
+    return 0;
+}
+
+static int need_key(const char *field, const char *key, char *errstr, size_t size)
+{
+    size_t len = key ? strlen(key) : 0;
+
+    if (len > DLB_KEY_MAX)
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                          "%s: a key of %zu bytes, more than the limit of %d", field, len,
+                          DLB_KEY_MAX);
+    return 0;
+}
+
 static int validate_resource(const char *prefix, const dlb_resource_t *r, char *errstr, size_t size)
 {
     char f[160];
@@ -338,6 +634,43 @@ static int validate_resource(const char *prefix, const dlb_resource_t *r, char *
     if (r->gpu < 0) {
         snprintf(f, sizeof(f), "%s.gpu", prefix);
         return dlb_seterr(errstr, size, DLB_ERR_INVALID, "%s: negative (%d)", f, (int)r->gpu);
+    }
+    return 0;
+}
+
+static int validate_model(const dlb_model_t *m, char *errstr, size_t size)
+{
+    char f[64];
+    int err;
+
+    if ((err = need_nonneg("model.variable_count", m->variable_count, errstr, size)) ||
+        (err = need_nonneg("model.op_count", m->op_count, errstr, size)) ||
+        (err = need_nonneg("model.total_variable_size", m->total_variable_size, errstr, size)) ||
+        (err = need_nonneg("model.recv_op_count", m->recv_op_count, errstr, size)) ||
+        (err = need_nonneg("model.flops", m->flops, errstr, size)) ||
+        (err = need_nonneg("model.embedding_dimension", m->embedding_dimension, errstr, size)) ||
+        (err = need_nonneg("model.max_variable_size", m->max_variable_size, errstr, size)) ||
+        (err = need_nonneg("model.update_op_count", m->update_op_count, errstr, size)) ||
+        (err = need_nonneg("model.read_op_count", m->read_op_count, errstr, size)) ||
+        (err = need_nonneg("model.input_fetch_dur", m->input_fetch_dur, errstr, size)) ||
+        (err = need_count("model.kv_embedding_dims", m->kv_embedding_dims_cnt, DLB_LIST_MAX, errstr,
+                          size)) ||
+        (err = need_count("model.tensor_alloc_bytes", m->tensor_alloc_bytes_cnt, DLB_LIST_MAX,
+                          errstr, size)))
+        return err;
+    for (size_t i = 0; i < m->kv_embedding_dims_cnt; i++)
+        if (m->kv_embedding_dims[i] < 0) {
+            snprintf(f, sizeof(f), "model.kv_embedding_dims[%zu]", i);
+            return need_nonneg(f, m->kv_embedding_dims[i], errstr, size);
+        }
+    for (size_t i = 0; i < m->tensor_alloc_bytes_cnt; i++) {
+        const dlb_long_entry_t *e = &m->tensor_alloc_bytes[i];
+        if ((err = need_key("model.tensor_alloc_bytes", e->key, errstr, size)))
+            return err;
+        if (e->value < 0)
+            return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                              "model.tensor_alloc_bytes.%s: negative (%lld)", e->key,
+                              (long long)e->value);
     }
     return 0;
 }
@@ -358,19 +691,18 @@ static int validate_job(const dlb_job_event_t *j, char *errstr, size_t size)
             (err = need_nonneg("hyper_params.max_steps", j->hyper_params.max_steps, errstr, size)))
             return err;
     }
-    if (j->has_dataset && (err = need_nonneg("dataset.size", j->dataset.size, errstr, size)))
+    if (j->has_dataset &&
+        ((err = need_nonneg("dataset.size", j->dataset.size, errstr, size)) ||
+         (err = need_nonneg("dataset.sparse_item_count", j->dataset.sparse_item_count, errstr,
+                            size)) ||
+         (err = need_nonneg("dataset.storage_size", j->dataset.storage_size, errstr, size))))
         return err;
-    if (j->has_model) {
-        const dlb_model_t *m = &j->model;
-        if ((err = need_nonneg("model.variable_count", m->variable_count, errstr, size)) ||
-            (err = need_nonneg("model.op_count", m->op_count, errstr, size)) ||
-            (err =
-                 need_nonneg("model.total_variable_size", m->total_variable_size, errstr, size)) ||
-            (err = need_nonneg("model.recv_op_count", m->recv_op_count, errstr, size)) ||
-            (err = need_nonneg("model.flops", m->flops, errstr, size)) ||
-            (err = need_nonneg("model.embedding_dimension", m->embedding_dimension, errstr, size)))
+    if (j->has_model && (err = validate_model(&j->model, errstr, size)))
+        return err;
+    /* Absent sections hold no texts: checked whatever has_* says. */
+    for (size_t i = 0; i < JOB_TEXTS; i++)
+        if ((err = need_text(job_texts[i].name, JOB_TEXTC(j, i), DLB_TEXT_MAX, errstr, size)))
             return err;
-    }
     return 0;
 }
 
@@ -477,6 +809,40 @@ static int validate_plan(const dlb_plan_t *p, char *errstr, size_t size)
     return 0;
 }
 
+static int validate_request(const dlb_plan_request_t *r, char *errstr, size_t size)
+{
+    char f[DLB_KEY_MAX + 16];
+    int err;
+
+    if ((err = need_listed("stage", dlb_stages, r->stage, errstr, size)) ||
+        (r->has_oom_pod && (err = need_id("oom_pod", r->oom_pod, errstr, size))) ||
+        (err = need_count("oom_pods", r->oom_pods_cnt, DLB_OOM_PODS_MAX, errstr, size)) ||
+        (err = need_count("config", r->config_cnt, DLB_CONFIG_MAX, errstr, size)))
+        return err;
+    for (size_t i = 0; i < r->oom_pods_cnt; i++) {
+        snprintf(f, sizeof(f), "oom_pods[%zu]", i);
+        /* A pod name: what a plan's pod resource can hold. */
+        if ((err = need_id(f, r->oom_pods[i] ? r->oom_pods[i] : "", errstr, size)) ||
+            (err = need_text(f, r->oom_pods[i], DLB_ID_MAX - 1, errstr, size)))
+            return err;
+    }
+    /* v1 readers (and the plan_requests.oom_pod column) see only oom_pod. */
+    if (r->oom_pods_cnt && (!r->has_oom_pod || strcmp(r->oom_pod, r->oom_pods[0])))
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                          "oom_pod: must be the first of oom_pods (\"%s\")", r->oom_pods[0]);
+    for (size_t i = 0; i < r->config_cnt; i++) {
+        const dlb_str_entry_t *e = &r->config[i];
+        if (!e->key || !e->key[0])
+            return dlb_seterr(errstr, size, DLB_ERR_INVALID, "config: a key must not be empty");
+        if ((err = need_key("config", e->key, errstr, size)))
+            return err;
+        snprintf(f, sizeof(f), "config.%s", e->key);
+        if ((err = need_text(f, e->value, DLB_KEY_MAX, errstr, size)))
+            return err;
+    }
+    return 0;
+}
+
 int dlb_event_validate(const dlb_event_t *ev, char *errstr, size_t errstr_size)
 {
     int err;
@@ -496,11 +862,7 @@ int dlb_event_validate(const dlb_event_t *ev, char *errstr, size_t errstr_size)
     case DLB_EV_NODE:
         return validate_node(&ev->u.node, errstr, errstr_size);
     case DLB_EV_PLAN_REQUEST:
-        if ((err = need_listed("stage", dlb_stages, ev->u.req.stage, errstr, errstr_size)))
-            return err;
-        if (ev->u.req.has_oom_pod)
-            return need_id("oom_pod", ev->u.req.oom_pod, errstr, errstr_size);
-        return 0;
+        return validate_request(&ev->u.req, errstr, errstr_size);
     case DLB_EV_PLAN:
         return validate_plan(&ev->u.plan, errstr, errstr_size);
     case DLB_EV_CONFIG_MATCH:

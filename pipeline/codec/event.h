@@ -3,8 +3,11 @@
  * These mirror the schemas/ .avsc files one to one. Decoders fill them, optimizers read
  * them, encoders write them; nothing else in dlbrain touches Avro values.
  * Identifiers are fixed-size and NUL-terminated (a longer value is rejected as
- * invalid, never truncated); variable-length lists are heap arrays released by
- * dlb_event_clear(). Memory is int64_t bytes, CPU is double cores. */
+ * invalid, never truncated); texts that can be long (JSON, comma-joined lists)
+ * are heap strings (char *, NULL reads as ""), and variable-length lists heap
+ * arrays, all released by dlb_event_clear(). Every heap part has a bound below
+ * (DLB_*_MAX), checked by the decoder before it allocates and by
+ * dlb_event_validate(). Memory is int64_t bytes, CPU is double cores. */
 #ifndef DLB_EVENT_H
 #define DLB_EVENT_H
 
@@ -14,6 +17,15 @@
 #define DLB_ID_MAX     128  /* event ids, job uids, pod names, node names */
 #define DLB_NAME_MAX   256  /* job meta strings, reasons of node events */
 #define DLB_REASON_MAX 1024 /* plan reasons, node event messages */
+
+/* Bounds of the heap parts, so that no message makes the codec allocate
+ * without bound. A text is at most DLB_TEXT_MAX bytes: DLRover's JSON texts
+ * (resource, customized_data, optimization) and comma-joined feature lists. */
+#define DLB_TEXT_MAX     (256 * 1024)
+#define DLB_KEY_MAX      1024  /* bytes of a map key (a tensor name) */
+#define DLB_LIST_MAX     65536 /* model.kv_embedding_dims items, model.tensor_alloc_bytes entries */
+#define DLB_OOM_PODS_MAX 1024  /* plan_request.oom_pods items */
+#define DLB_CONFIG_MAX   256   /* plan_request.config entries */
 
 typedef enum dlb_event_type {
     DLB_EV_NONE = 0,
@@ -62,10 +74,31 @@ typedef struct dlb_hyper_params {
     int64_t max_steps;
 } dlb_hyper_params_t;
 
+/* A map<string, long> entry (model.tensor_alloc_bytes) and a
+ * map<string, string> entry (plan_request.config): heap key and value. */
+typedef struct dlb_long_entry {
+    char *key;
+    int64_t value;
+} dlb_long_entry_t;
+
+typedef struct dlb_str_entry {
+    char *key;
+    char *value;
+} dlb_str_entry_t;
+
 typedef struct dlb_dataset {
     char name[DLB_NAME_MAX];
     int64_t size; /* samples */
     char storage[DLB_NAME_MAX];
+    /* job_event v2: the rest of DLRover's TrainingSetFeature. The feature
+     * lists are comma-joined names as DLRover sends them (heap texts). */
+    int64_t sparse_item_count;
+    char *sparse_features;
+    char *sparse_feature_groups;
+    char *sparse_feature_shapes;
+    char *dense_features;
+    char *dense_feature_shapes;
+    int64_t storage_size; /* bytes */
 } dlb_dataset_t;
 
 typedef struct dlb_model {
@@ -75,7 +108,27 @@ typedef struct dlb_model {
     int64_t recv_op_count;
     int64_t flops;
     int64_t embedding_dimension;
+    /* job_event v2: the rest of DLRover's ModelFeature, carried as sent. */
+    int64_t max_variable_size; /* bytes */
+    int64_t update_op_count;
+    int64_t read_op_count;
+    int64_t input_fetch_dur;
+    int64_t *kv_embedding_dims;
+    size_t kv_embedding_dims_cnt;
+    dlb_long_entry_t *tensor_alloc_bytes; /* tensor name -> bytes */
+    size_t tensor_alloc_bytes_cnt;
 } dlb_model_t;
+
+/* job_event v2: DLRover's WorkflowFeature. */
+typedef struct dlb_workflow {
+    char job_name[DLB_NAME_MAX];
+    char user_id[DLB_NAME_MAX];
+    char *code_address; /* a repository address: a heap text */
+    char workflow_id[DLB_NAME_MAX];
+    char node_id[DLB_NAME_MAX];
+    char odps_project[DLB_NAME_MAX];
+    int is_prod;
+} dlb_workflow_t;
 
 /* Sections are optional (a union with null in Avro): has_* says whether this
  * event carried it. A merged job state sets has_* for every section ever seen. */
@@ -95,7 +148,25 @@ typedef struct dlb_job_event {
     dlb_model_t model;
     int has_exit_reason;
     char exit_reason[32];
+    /* job_event v2: the rest of DLRover's JobMetrics. resource, customized_data
+     * and optimization are JSON texts as DLRover sends them (not parsed). */
+    int has_workflow;
+    dlb_workflow_t workflow;
+    int has_job_type;
+    char job_type[DLB_NAME_MAX]; /* distribution strategy, e.g. "ParameterServerStrategy" */
+    int has_resource;
+    char *resource;
+    int has_customized_data;
+    char *customized_data;
+    int has_optimization;
+    char *optimization; /* a JobOptimization */
 } dlb_job_event_t;
+
+/** @brief Release the heap parts of a job event and zero it. */
+void dlb_job_event_clear(dlb_job_event_t *job);
+
+/** @brief Deep copy of a job event. @returns 0 or DLB_ERR_NOMEM (dst zeroed). */
+int dlb_job_event_copy(dlb_job_event_t *dst, const dlb_job_event_t *src);
 
 /* ---- runtime_sample ----------------------------------------------------- */
 typedef struct dlb_pod_usage {
@@ -108,6 +179,13 @@ typedef struct dlb_pod_usage {
     int64_t memory_requested; /* bytes */
     int has_speed;            /* runtime_sample v2: the pod reported its own speed */
     double speed;             /* steps/s of this worker alone; stragglers show here */
+    /* runtime_sample v3: the rest of DLRover's PodMeta, "" when not reported.
+     * Fixed-size: an IP, a host name, a Kubernetes namespace (63 bytes). */
+    char pod_ip[48];
+    char node_ip[48];
+    char host_name[DLB_ID_MAX];
+    char ns[64]; /* "namespace" in the schema */
+    int is_mixed;
 } dlb_pod_usage_t;
 
 typedef struct dlb_runtime_sample {
@@ -148,8 +226,23 @@ typedef struct dlb_plan_request {
     char job_uid[DLB_ID_MAX];
     char stage[64];
     int has_oom_pod;
-    char oom_pod[DLB_ID_MAX];
+    char oom_pod[DLB_ID_MAX]; /* with oom_pods: the first of them, for v1 readers */
+    /* plan_request v2: every OOM pod of the request (heap strings, each at
+     * most DLB_ID_MAX - 1 bytes), and DLRover's OptimizeConfig.customized_config
+     * (keys and values at most DLB_KEY_MAX bytes). */
+    char **oom_pods;
+    size_t oom_pods_cnt;
+    dlb_str_entry_t *config;
+    size_t config_cnt;
 } dlb_plan_request_t;
+
+/* The key of plan_request.config that holds DLRover's worker phase:
+ * "initial" or "sample" (with job_stage_worker_initial), "stable" (with
+ * job_stage_worker_running). */
+#define DLB_CONFIG_WORKER_PHASE "optimizer.worker.optimize-phase"
+
+/** @returns the value of key in the request's config, or NULL. */
+const char *dlb_plan_request_config(const dlb_plan_request_t *req, const char *key);
 
 /* ---- plan --------------------------------------------------------------- */
 /* 0 in any field means "keep the current value". */
@@ -261,6 +354,11 @@ int dlb_event_validate(const dlb_event_t *ev, char *errstr, size_t errstr_size);
 
 /** @brief Deep copy (heap arrays duplicated). @returns 0 or DLB_ERR_NOMEM. */
 int dlb_event_copy(dlb_event_t *dst, const dlb_event_t *src);
+
+/** @returns 1 if a and b hold the same event: every field, string tails and
+ *           padding included (decoders start from zeroed structs), doubles by
+ *           their bits, a NULL heap string equal to "". */
+int dlb_event_equal(const dlb_event_t *a, const dlb_event_t *b);
 
 /* Known values, NULL-terminated, used by validation and documented in docs/events.md. */
 extern const char *const dlb_stages[];

@@ -153,6 +153,12 @@ int agent_event_request(const char *stage, const char *oom_pod, dlb_event_t *ev,
     r->has_oom_pod = oom_pod != NULL;
     if ((err = PUT(r->stage, stage, "stage")) || (err = PUT(r->oom_pod, oom_pod, "oom_pod")))
         return err;
+    /* plan_request v2: oom_pods names it too (ABI 1 asks about one pod). */
+    if (oom_pod) {
+        if (!(r->oom_pods = calloc(1, sizeof(*r->oom_pods))) || !(r->oom_pods[0] = strdup(oom_pod)))
+            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+        r->oom_pods_cnt = 1;
+    }
     return 0;
 }
 

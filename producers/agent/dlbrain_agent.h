@@ -190,7 +190,9 @@ typedef struct dlb_agent_job {
     const dlb_agent_dataset_t *dataset;
     const dlb_agent_model_t *model;
     const char *exit_reason; /**< Completed CodeError WorkerOOM WorkerError PSOOM PSError
-                                  HangError RdzvTimeout PendingTimeout */
+                                  EvaluatorOOM EvaluatorError UnknownError HangError
+                                  RdzvTimeout PendingTimeout UncompletedTimeout
+                                  NodeCheckFailed */
 } dlb_agent_job_t;
 
 /** @brief Report job meta, state, hyper-parameters, dataset and model features
@@ -248,7 +250,8 @@ int dlb_agent_report_node(dlb_agent_t *agent, const dlb_agent_node_event_t *even
  *         until the subscription has fixed its start offset, so its answer
  *         cannot be missed. At most 64 requests wait at once.
  *  @param stage      one of DLB_AGENT_STAGE_*
- *  @param oom_pod    the pod that was OOMKilled, or NULL
+ *  @param oom_pod    the pod that was OOMKilled, or NULL (sent as oom_pod and
+ *                    as the one item of oom_pods, plan_request v2)
  *  @param request_id filled with the request's event id (the answer's
  *                    dlb_agent_plan_t.request_id); may be NULL, else at least
  *                    DLB_AGENT_ID_MAX bytes

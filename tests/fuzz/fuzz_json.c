@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_fail("an accepted event does not render: %s: %s", dlb_err_name(rc), err);
     if ((rc = dlb_json_to_event(cat, json, strlen(json), 0, &back, err, sizeof(err))))
         fuzz_fail("our own rendering is refused: %s: %s\n%s", dlb_err_name(rc), err, json);
-    if (!fuzz_events_equal(&ev, &back))
+    if (!dlb_event_equal(&ev, &back))
         fuzz_fail("event -> JSON -> event changed the event:\n%s", json);
     if ((rc = dlb_event_to_json(cat, &back, &json2, err, sizeof(err))))
         fuzz_fail("re-rendering failed: %s: %s", dlb_err_name(rc), err);

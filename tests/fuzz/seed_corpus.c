@@ -6,9 +6,10 @@
  * tests/unit/codec_fixtures.h (each type with and without its optional parts)
  * and of every line of tests/system/data/pipeline.jsonl;
  * OUT_DIR/corpus/fuzz_json/: the same events as JSON lines;
- * the full runtime sample and plan also as an older producer writes them
- * (runtime_sample v1, id 2; plan v1, id 5: no pods[].speed, no actions), so
- * the fuzzers start from the catalog's old-writer resolution path too;
+ * every full fixture also as each older version of its schema writes it
+ * (job_event v1, id 1; runtime_sample v1, id 2; plan v1, id 5: without the
+ * fields those lack), so the fuzzers start from the catalog's old-writer
+ * resolution path too;
  * OUT_DIR/dlbrain.dict: a libFuzzer dictionary of the schemas' field names,
  * the event types and every allowed enumerated value, bare and quoted.
  * Every seed is checked to validate and to read back to the same event. scripts/fuzz
@@ -30,6 +31,7 @@
 
 #include "codec_fixtures.h"
 #include "codec_internal.h"
+#include "old_writer.h"
 #include "catalog.h"
 #include "codec.h"
 #include "err.h"
@@ -112,50 +114,19 @@ static void write_seeds(const char *out, const char *name, const dlb_event_t *ev
 }
 
 /* ev framed with the older schema old_id of its type, and as that schema's
- * JSON: the newest fields it lacks (pods[].speed, actions) are left out. */
+ * JSON: the newest fields it lacks are left out (old_writer.h). */
 static void write_old_seeds(const char *out, const char *name, const dlb_event_t *ev,
                             int32_t old_id)
 {
-    const dlb_schema_entry_t *e = dlb_catalog_by_id(cat, old_id);
     char dir[4096], file[256], err[512];
-    char *json = NULL, *line = NULL;
-    cJSON *j = NULL, *pod;
-    avro_value_t v;
-    avro_writer_t w;
+    char *line = NULL;
     uint8_t *buf;
-    size_t sz = 0;
+    size_t len = 0;
     dlb_event_t back;
 
-    if (!e || e->type != ev->type || !e->resolver)
-        die("%s: id %d is not an older schema of %s", name, (int)old_id,
-            dlb_event_type_name(ev->type));
-    if (dlb_event_to_json(cat, ev, &json, err, sizeof(err)) || !(j = cJSON_Parse(json)))
-        die("%s: JSON: %s", name, err);
-    free(json);
-    cJSON_DeleteItemFromObjectCaseSensitive(j, "actions");
-    cJSON_ArrayForEach(pod, cJSON_GetObjectItemCaseSensitive(j, "pods"))
-        cJSON_DeleteItemFromObjectCaseSensitive(pod, "speed");
-    if (!(line = cJSON_PrintUnformatted(j)))
-        die("out of memory");
-    cJSON_DeleteItemFromObjectCaseSensitive(j, "type");
-    if (avro_generic_value_new(e->iface, &v))
-        die("%s: %s", name, avro_strerror());
-    if (dlb_json_to_avro(cat, e, j, &v, "", err, sizeof(err)) || avro_value_sizeof(&v, &sz))
-        die("%s: id %d: %s", name, (int)old_id, err);
-    if (!(buf = calloc(1, DLB_FRAME_HEADER + sz)))
-        die("out of memory");
-    buf[1] = (uint8_t)((uint32_t)old_id >> 24);
-    buf[2] = (uint8_t)((uint32_t)old_id >> 16);
-    buf[3] = (uint8_t)((uint32_t)old_id >> 8);
-    buf[4] = (uint8_t)old_id;
-    if (!(w = avro_writer_memory((const char *)buf + DLB_FRAME_HEADER, (int64_t)sz)) ||
-        avro_value_write(w, &v))
-        die("%s: writing: %s", name, avro_strerror());
-    avro_writer_free(w);
-    avro_value_decref(&v);
-    cJSON_Delete(j);
-    /* Both must read (through the resolver, and through the v2 JSON reader). */
-    if (dlb_codec_decode(cat, buf, DLB_FRAME_HEADER + sz, &back, err, sizeof(err)) ||
+    buf = ow_frame(cat, old_id, ev, &len, &line);
+    /* Both must read (through the resolver, and through the newest JSON reader). */
+    if (dlb_codec_decode(cat, buf, len, &back, err, sizeof(err)) ||
         dlb_event_validate(&back, err, sizeof(err)))
         die("%s: id %d does not read back: %s", name, (int)old_id, err);
     dlb_event_clear(&back);
@@ -164,7 +135,7 @@ static void write_old_seeds(const char *out, const char *name, const dlb_event_t
     dlb_event_clear(&back);
     snprintf(dir, sizeof(dir), "%s/corpus/fuzz_codec", out);
     snprintf(file, sizeof(file), "%s.bin", name);
-    write_file(dir, file, buf, DLB_FRAME_HEADER + sz);
+    write_file(dir, file, buf, len);
     snprintf(dir, sizeof(dir), "%s/corpus/fuzz_json", out);
     snprintf(file, sizeof(file), "%s.json", name);
     write_file(dir, file, line, strlen(line));
@@ -278,9 +249,15 @@ int main(int argc, char **argv)
         fx_sample(&ev, i);
         snprintf(name, sizeof(name), "fixture-%s-%s", dlb_event_type_name(ev.type), kind[i % 2]);
         write_seeds(argv[2], name, &ev);
-        if (i % 2 && (ev.type == DLB_EV_RUNTIME || ev.type == DLB_EV_PLAN)) {
-            snprintf(name, sizeof(name), "fixture-%s-full-v1", dlb_event_type_name(ev.type));
-            write_old_seeds(argv[2], name, &ev, ev.type == DLB_EV_RUNTIME ? 2 : 5);
+        /* The full event as every older version of its schema writes it:
+         * fixture-<type>-full-v<N>, N counting that type's catalog ids. */
+        for (size_t k = 0, version = 0; i % 2 && k < dlb_catalog_count(cat); k++) {
+            const dlb_schema_entry_t *e = dlb_catalog_at(cat, k);
+            if (e->type != ev.type || !e->resolver)
+                continue;
+            snprintf(name, sizeof(name), "fixture-%s-full-v%zu", dlb_event_type_name(ev.type),
+                     ++version);
+            write_old_seeds(argv[2], name, &ev, e->id);
         }
         dlb_event_clear(&ev);
     }

@@ -43,15 +43,44 @@ expect_eq "exit status with a negative pod speed" 1 "$rc"
 grep -qF 'speed.jsonl:2: pods[0].speed: must be a finite non-negative number of steps/s (-1); line skipped' \
     "$SYS_DIR/emit3.log" && ok "reported: pods[0].speed" || fail "$(cat "$SYS_DIR/emit3.log")"
 expect_eq "metrics keys (the sample with pod speeds)" "j4" "$(count metrics)"
-# Framed with the newest runtime_sample schema (id 7); pods[0].speed is union
-# branch 1 (0x02) and 1.5 as a little-endian double; the other pods' are null (0x00).
+# Framed with the newest runtime_sample schema (id 11); pods[0].speed is union
+# branch 1 (0x02) and 1.5 as a little-endian double, followed by the v3 fields
+# (four empty strings and false); the other pods' speeds are null (0x00).
 hex=$(kcat -C -b "$DLBRAIN_BROKERS" -t dlbrain.metrics -e -q -f '%s' | od -An -tx1 -v | tr -d ' \n')
-expect_eq "schema id of the sample" 0000000007 "${hex:0:10}"
+expect_eq "schema id of the sample" 000000000b "${hex:0:10}"
 case $hex in
-*02000000000000f83f*) ok "pods[0].speed 1.5 is in the frame" ;;
+*02000000000000f83f0000000000*) ok "pods[0].speed 1.5 and its v3 fields are in the frame" ;;
 *) fail "pods[0].speed 1.5 not in the frame: $hex" ;;
 esac
-expect_eq "pods[2]: memory 0 and 0, speed null (branch 0), end of the array" 00000000 "${hex: -8}"
+expect_eq "pods[2]: memory 0 and 0, speed null (branch 0), v3 fields empty, end of the array" \
+    000000000000000000 "${hex: -18}"
+
+# emit FILE, whose line 2 is bad: exit status 1 and MSG in the log.
+rejects_line2() {
+    local rc=0
+    "$DLBRAIN" emit --strict "$1" 2>"$1.log" || rc=$?
+    expect_eq "exit status of $(basename "$1")" 1 "$rc"
+    grep -qF "$2" "$1.log" && ok "reported: $2" || fail "$(cat "$1.log")"
+}
+# The schema id of a topic's first message, in hex.
+first_id() { kcat -C -b "$DLBRAIN_BROKERS" -t "dlbrain.$1" -e -q -c 1 -f '%s' | od -An -tx1 -N5 -v | tr -d ' \n'; }
+
+# job_event v2 (id 10): DLRover's other JobMetrics fields; a bad one is refused by name.
+cat >"$SYS_DIR/job.jsonl" <<'JSON'
+{"type":"job_event","event_id":"e2","event_time_ms":8,"job_uid":"j5","job_type":"ParameterServerStrategy","workflow":{"is_prod":true},"model":{"kv_embedding_dims":[8],"tensor_alloc_bytes":{"t":1}},"customized_data":"{\"rdzv_round\": 1}"}
+{"type":"job_event","event_id":"e3","event_time_ms":9,"job_uid":"j5","model":{"tensor_alloc_bytes":{"t":-1}}}
+JSON
+rejects_line2 "$SYS_DIR/job.jsonl" 'job.jsonl:2: model.tensor_alloc_bytes.t: negative (-1); line skipped'
+expect_eq "job-events keys (with the v2 job event)" "j1 j5" "$(count job-events)"
+expect_eq "schema id of job events" 000000000a "$(first_id job-events)"
+
+# plan_request v2 (id 12): every OOM pod, oom_pod the first of them; DLRover's config.
+cat >"$SYS_DIR/req.jsonl" <<'JSON'
+{"type":"plan_request","event_id":"q3","event_time_ms":10,"job_uid":"j1","stage":"job_stage_worker_initial","oom_pod":"j1-worker-1","oom_pods":["j1-worker-1","j1-worker-0"],"config":{"optimizer.worker.optimize-phase":"sample"}}
+{"type":"plan_request","event_id":"q4","event_time_ms":11,"job_uid":"j1","stage":"job_stage_running","oom_pods":["j1-worker-1"]}
+JSON
+rejects_line2 "$SYS_DIR/req.jsonl" 'req.jsonl:2: oom_pod: must be the first of oom_pods ("j1-worker-1"); line skipped'
+expect_eq "schema id of plan requests" 000000000c "$(first_id plan-requests)"
 
 rc=0
 echo '{"type":"plan_request","job_uid":"j3","stage":"job_stage_create"}' | "$DLBRAIN" emit -q || rc=$?

@@ -12,6 +12,13 @@
 
 #define FX_T0 1700000000123LL
 
+static char *fx_strdup(const char *s)
+{
+    char *d = strdup(s);
+    assert_non_null(d);
+    return d;
+}
+
 static void fx_job(dlb_event_t *ev, int full)
 {
     dlb_job_event_t *j = &ev->u.job;
@@ -51,6 +58,47 @@ static void fx_job(dlb_event_t *ev, int full)
     j->model.embedding_dimension = 16;
     j->has_exit_reason = 1;
     strcpy(j->exit_reason, "Completed");
+    /* job_event v2 */
+    j->dataset.sparse_item_count = 1000000;
+    j->dataset.sparse_features = fx_strdup("user_id,item_id,city");
+    j->dataset.sparse_feature_groups = fx_strdup("user,item,user");
+    j->dataset.sparse_feature_shapes = fx_strdup("1000000,500000,400");
+    j->dataset.dense_features = fx_strdup("age,price");
+    j->dataset.dense_feature_shapes = fx_strdup("1,1");
+    j->dataset.storage_size = 5LL << 30;
+    j->model.max_variable_size = 2LL << 30;
+    j->model.update_op_count = 12;
+    j->model.read_op_count = 34;
+    j->model.input_fetch_dur = 56;
+    j->model.kv_embedding_dims = calloc(3, sizeof(*j->model.kv_embedding_dims));
+    assert_non_null(j->model.kv_embedding_dims);
+    j->model.kv_embedding_dims[0] = 8;
+    j->model.kv_embedding_dims[1] = 16;
+    j->model.kv_embedding_dims[2] = 32;
+    j->model.kv_embedding_dims_cnt = 3;
+    j->model.tensor_alloc_bytes = calloc(2, sizeof(*j->model.tensor_alloc_bytes));
+    assert_non_null(j->model.tensor_alloc_bytes);
+    j->model.tensor_alloc_bytes[0].key = fx_strdup("embedding/user_id/part_0");
+    j->model.tensor_alloc_bytes[0].value = 1LL << 30;
+    j->model.tensor_alloc_bytes[1].key = fx_strdup("dense/kernel");
+    j->model.tensor_alloc_bytes[1].value = 4096;
+    j->model.tensor_alloc_bytes_cnt = 2;
+    j->has_workflow = 1;
+    strcpy(j->workflow.job_name, "ctr-train-7");
+    strcpy(j->workflow.user_id, "u-1001");
+    j->workflow.code_address = fx_strdup("https://git.example.com/ads/ctr.git#a1b2c3");
+    strcpy(j->workflow.workflow_id, "wf-77");
+    strcpy(j->workflow.node_id, "node-3");
+    strcpy(j->workflow.odps_project, "ads_prod");
+    j->workflow.is_prod = 1;
+    j->has_job_type = 1;
+    strcpy(j->job_type, "ParameterServerStrategy");
+    j->has_resource = 1;
+    j->resource = fx_strdup("{\"worker\":{\"count\":2,\"cpu\":8}}");
+    j->has_customized_data = 1;
+    j->customized_data = fx_strdup("{\"init_training_time\": 42, \"rdzv_round\": 1}");
+    j->has_optimization = 1;
+    j->optimization = fx_strdup("{\"timestamp\": 1700000000}");
 }
 
 static void fx_runtime(dlb_event_t *ev, size_t pods)
@@ -82,6 +130,12 @@ static void fx_runtime(dlb_event_t *ev, size_t pods)
             p->has_speed = 1;
             p->speed = 4.25 * (double)i;
         }
+        /* runtime_sample v3 */
+        snprintf(p->pod_ip, sizeof(p->pod_ip), "10.0.0.%zu", i + 10);
+        strcpy(p->node_ip, "192.168.1.7");
+        snprintf(p->host_name, sizeof(p->host_name), "uid-42-%s-%zu", i ? "worker" : "ps", i);
+        strcpy(p->ns, "ml");
+        p->is_mixed = i == 2;
     }
 }
 
@@ -124,6 +178,19 @@ static void fx_request(dlb_event_t *ev, int with_oom)
     if (with_oom) {
         r->has_oom_pod = 1;
         strcpy(r->oom_pod, "uid-42-worker-3");
+        /* plan_request v2: every OOM pod, oom_pod the first; DLRover's config */
+        r->oom_pods = calloc(2, sizeof(*r->oom_pods));
+        assert_non_null(r->oom_pods);
+        r->oom_pods[0] = fx_strdup("uid-42-worker-3");
+        r->oom_pods[1] = fx_strdup("uid-42-worker-1");
+        r->oom_pods_cnt = 2;
+        r->config = calloc(2, sizeof(*r->config));
+        assert_non_null(r->config);
+        r->config[0].key = fx_strdup(DLB_CONFIG_WORKER_PHASE);
+        r->config[0].value = fx_strdup("sample");
+        r->config[1].key = fx_strdup("optimizer.ps.flags");
+        r->config[1].value = fx_strdup("");
+        r->config_cnt = 2;
     }
 }
 
@@ -173,13 +240,6 @@ static void fx_plan(dlb_event_t *ev, int full)
     strcpy(p->actions[0].reason, "0.4 steps/s against a median of 2.1");
     strcpy(p->actions[1].pod, "uid-42-worker-5");
     strcpy(p->actions[1].action, DLB_ACTION_RELAUNCH);
-}
-
-static char *fx_strdup(const char *s)
-{
-    char *d = strdup(s);
-    assert_non_null(d);
-    return d;
 }
 
 static void fx_config_match(dlb_event_t *ev, int full)
@@ -258,6 +318,7 @@ static void fx_sample(dlb_event_t *ev, int which)
 }
 #define FX_SAMPLES 14
 
+/* dlb_event_equal(), with the first difference named where it is easy to. */
 static void assert_events_equal(const dlb_event_t *a, const dlb_event_t *b)
 {
     dlb_event_t x, y;
@@ -267,6 +328,11 @@ static void assert_events_equal(const dlb_event_t *a, const dlb_event_t *b)
     memcpy(&y, b, sizeof(y));
     assert_int_equal(a->type, b->type);
     switch (a->type) {
+    case DLB_EV_JOB:
+    case DLB_EV_PLAN_REQUEST:
+        /* heap parts: compared by dlb_event_equal() below */
+        assert_true(dlb_event_equal(a, b));
+        return;
     case DLB_EV_RUNTIME:
         assert_int_equal(a->u.rt.pods_cnt, b->u.rt.pods_cnt);
         if (a->u.rt.pods_cnt)
@@ -307,6 +373,7 @@ static void assert_events_equal(const dlb_event_t *a, const dlb_event_t *b)
         break;
     }
     assert_memory_equal(&x, &y, sizeof(x));
+    assert_true(dlb_event_equal(a, b));
 }
 
 #endif

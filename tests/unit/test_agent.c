@@ -252,6 +252,27 @@ static void tap(const char *topic, const char *key, const void *buf, size_t len,
     }
 }
 
+/* An OOM request names its pod in oom_pod and, for plan_request v2
+ * readers, as the one item of oom_pods. */
+static void test_request_oom_pods(void **state)
+{
+    dlb_event_t ev;
+    char err[256] = "";
+
+    (void)state;
+    memset(&ev, 0, sizeof(ev));
+    assert_int_equal(agent_event_request(DLB_AGENT_STAGE_RUNNING, "w-1", &ev, err, sizeof(err)), 0);
+    assert_int_equal(ev.u.req.has_oom_pod, 1);
+    assert_string_equal(ev.u.req.oom_pod, "w-1");
+    assert_int_equal(ev.u.req.oom_pods_cnt, 1);
+    assert_string_equal(ev.u.req.oom_pods[0], "w-1");
+    dlb_event_clear(&ev);
+    assert_int_equal(agent_event_request(DLB_AGENT_STAGE_CREATE, NULL, &ev, err, sizeof(err)), 0);
+    assert_int_equal(ev.u.req.has_oom_pod, 0);
+    assert_int_equal(ev.u.req.oom_pods_cnt, 0);
+    dlb_event_clear(&ev);
+}
+
 static void test_request_order(void **state)
 {
     fixture_t *f = *state;
@@ -483,6 +504,7 @@ int main(void)
         cmocka_unit_test(test_conf_errors),
         cmocka_unit_test_setup_teardown(test_invalid_reports, setup, teardown),
         cmocka_unit_test(test_queue_full),
+        cmocka_unit_test(test_request_oom_pods),
         cmocka_unit_test_setup_teardown(test_request_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_poll_plans, setup, teardown),
         cmocka_unit_test_setup_teardown(test_aborted_plan, setup, teardown),

@@ -24,6 +24,7 @@
 #include "codec_fixtures.h"
 
 #include "catalog_fixture.h"
+#include "old_writer.h"
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -150,15 +151,18 @@ static void test_catalog_embedded(void **state)
         const char *file;
         int32_t newest; /* the id writers use for this type */
     } want[] = {
-        {DLB_EV_JOB, "job_event.avsc", 1},
-        {DLB_EV_RUNTIME, "runtime_sample.avsc", 7},
+        {DLB_EV_JOB, "job_event.avsc", 10},
+        {DLB_EV_RUNTIME, "runtime_sample.avsc", 11},
         {DLB_EV_NODE, "node_event.avsc", 3},
-        {DLB_EV_PLAN_REQUEST, "plan_request.avsc", 4},
+        {DLB_EV_PLAN_REQUEST, "plan_request.avsc", 12},
         {DLB_EV_PLAN, "plan.avsc", 8},
         {DLB_EV_CONFIG_MATCH, "config_match.avsc", 6},
-        {DLB_EV_RUNTIME, "runtime_sample_v2.avsc", 7},
+        {DLB_EV_RUNTIME, "runtime_sample_v2.avsc", 11},
         {DLB_EV_PLAN, "plan_v2.avsc", 8},
         {DLB_EV_CONFIG_REQUEST, "config_request.avsc", 9},
+        {DLB_EV_JOB, "job_event_v2.avsc", 10},
+        {DLB_EV_RUNTIME, "runtime_sample_v3.avsc", 11},
+        {DLB_EV_PLAN_REQUEST, "plan_request_v2.avsc", 12},
     };
     const size_t n = sizeof(want) / sizeof(want[0]);
 
@@ -181,7 +185,7 @@ static void test_catalog_embedded(void **state)
             assert_non_null(e->resolver);
     }
     assert_null(dlb_catalog_at(cat, n));
-    assert_null(dlb_catalog_by_id(cat, 10));
+    assert_null(dlb_catalog_by_id(cat, 13));
     assert_null(dlb_catalog_by_id(cat, 0));
     assert_null(dlb_catalog_latest(cat, DLB_EV_NONE));
 }
@@ -320,6 +324,11 @@ static void test_roundtrip_values(void **state)
     assert_int_equal(out.u.rt.pods[0].has_speed, 0); /* runtime_sample v2: not reported */
     assert_int_equal(out.u.rt.pods[1].has_speed, 1);
     assert_true(out.u.rt.pods[1].speed == 4.25);
+    assert_string_equal(out.u.rt.pods[1].pod_ip, "10.0.0.11"); /* runtime_sample v3 */
+    assert_string_equal(out.u.rt.pods[1].node_ip, "192.168.1.7");
+    assert_string_equal(out.u.rt.pods[1].host_name, "uid-42-worker-1");
+    assert_string_equal(out.u.rt.pods[1].ns, "ml");
+    assert_int_equal(out.u.rt.pods[1].is_mixed, 0);
     free(buf);
     dlb_event_clear(&in);
     dlb_event_clear(&out);
@@ -351,10 +360,17 @@ static void test_roundtrip_max_length(void **state)
     fx_request(&in, 1);
     memset(in.u.req.job_uid, 'u', DLB_ID_MAX - 1);
     memset(in.u.req.oom_pod, 'p', DLB_ID_MAX - 1);
+    /* plan_request v2: an OOM pod name of the same limit, heap-held */
+    free(in.u.req.oom_pods[0]);
+    in.u.req.oom_pods[0] = strdup(in.u.req.oom_pod);
+    assert_non_null(in.u.req.oom_pods[0]);
+    assert_int_equal(dlb_event_validate(&in, err, sizeof(err)), 0);
     assert_int_equal(dlb_codec_encode(cat, &in, &buf, &len, err, sizeof(err)), 0);
     assert_int_equal(dlb_codec_decode(cat, buf, len, &out, err, sizeof(err)), 0);
     assert_events_equal(&in, &out);
     free(buf);
+    dlb_event_clear(&in);
+    dlb_event_clear(&out);
 }
 
 /* ---- errors --------------------------------------------------------------- */
@@ -407,7 +423,7 @@ static void test_framing_errors(void **state)
     assert_int_equal(dlb_codec_peek(buf, len, &id, err, sizeof(err)), DLB_ERR_FRAMING);
     buf[0] = 0;
     buf[4] = 77;
-    expect_decode(buf, len, DLB_ERR_SCHEMA_ID, "schema id 77 is not in the catalog (known: 1..9)");
+    expect_decode(buf, len, DLB_ERR_SCHEMA_ID, "schema id 77 is not in the catalog (known: 1..12)");
     buf[1] = 0x80; /* ids are signed 32-bit on the wire, as in the registry */
     buf[4] = 0;
     expect_decode(buf, len, DLB_ERR_SCHEMA_ID, "schema id -2147483648 is not in the catalog");
@@ -445,16 +461,24 @@ static void test_truncated_message_names_field(void **state)
     uint8_t *buf = encode_sample(3, &len); /* runtime sample, 3 pods */
 
     (void)state;
-    /* The last byte ends the pods array; before it is pods[2].speed (a union
-     * branch byte and an 8-byte double), before that pods[2].memory_requested,
-     * a varint of several bytes. */
+    /* The last byte ends the pods array; before it pods[2]'s v3 fields:
+     * is_mixed (1 byte), namespace "ml" (a length byte and 2), host_name,
+     * node_ip and pod_ip (a length byte and 15, 11 and 9 bytes); before those
+     * pods[2].speed (a union branch byte and an 8-byte double), before that
+     * pods[2].memory_requested, a varint of several bytes. */
+    const size_t v3 = 1 + 3 + 16 + 12 + 10;
+
     expect_decode(buf, len - 1, DLB_ERR_DECODE,
                   "pods: truncated Avro data: 1 more bytes needed at offset ");
     expect_decode(buf, len - 2, DLB_ERR_DECODE,
+                  "pods[2].is_mixed: truncated Avro data: 1 more bytes needed at offset ");
+    expect_decode(buf, len - 3, DLB_ERR_DECODE,
+                  "pods[2].namespace: truncated Avro data: 2 more bytes needed at offset ");
+    expect_decode(buf, len - 1 - v3 - 1, DLB_ERR_DECODE,
                   "pods[2].speed: truncated Avro data: 8 more bytes needed at offset ");
-    expect_decode(buf, len - 10, DLB_ERR_DECODE,
+    expect_decode(buf, len - 1 - v3 - 9, DLB_ERR_DECODE,
                   "pods[2].speed: truncated Avro data: 1 more bytes needed at offset ");
-    expect_decode(buf, len - 11, DLB_ERR_DECODE,
+    expect_decode(buf, len - 1 - v3 - 10, DLB_ERR_DECODE,
                   "pods[2].memory_requested: truncated Avro data: 1 more bytes needed at offset ");
     free(buf);
 }
@@ -503,8 +527,9 @@ static void test_corrupt_lengths(void **state)
 static void test_overlong_job_uid(void **state)
 {
     const dlb_schema_entry_t *e = dlb_catalog_latest(cat, DLB_EV_JOB);
-    static const char *const optional[] = {"meta",    "state", "hyper_params",
-                                           "dataset", "model", "exit_reason"};
+    static const char *const optional[] = {
+        "meta",     "state",    "hyper_params", "dataset",         "model",       "exit_reason",
+        "workflow", "job_type", "resource",     "customized_data", "optimization"};
     char uid[201];
     avro_value_t v;
     uint8_t *buf;
@@ -517,7 +542,7 @@ static void test_overlong_job_uid(void **state)
     set_str(&v, "event_id", "ev-1");
     set_long(&v, "event_time_ms", FX_T0);
     set_str(&v, "job_uid", uid);
-    for (size_t i = 0; i < 6; i++)
+    for (size_t i = 0; i < sizeof(optional) / sizeof(optional[0]); i++)
         set_null(&v, optional[i]);
     buf = frame_value(e->id, &v, &len);
     expect_decode(buf, len, DLB_ERR_DECODE, "job_uid: 200 bytes long, more than the limit of 127");
@@ -671,13 +696,13 @@ static void decode_old_runtime(const char *new_schema, double want_speed, int64_
 static void test_evolution_default(void **state)
 {
     (void)state;
-    decode_old_runtime(embedded("runtime_sample_v2.avsc"), 0.0, 0);
+    decode_old_runtime(embedded("runtime_sample_v3.avsc"), 0.0, 0);
 }
 
 /* Defaults come from the newest schema's JSON, not from zeroed memory. */
 static void test_evolution_nonzero_default(void **state)
 {
-    char *a = replace(embedded("runtime_sample_v2.avsc"),
+    char *a = replace(embedded("runtime_sample_v3.avsc"),
                       "{\"name\": \"speed\", \"type\": \"double\", \"default\": 0.0",
                       "{\"name\": \"speed\", \"type\": \"double\", \"default\": 2.5");
     char *b = replace(a, "{\"name\": \"memory_requested\", \"type\": \"long\", \"default\": 0",
@@ -689,123 +714,104 @@ static void test_evolution_nonzero_default(void **state)
     free(b);
 }
 
-/* A message written with an older schema of the embedded catalog: the
- * fixture's JSON without the fields that schema lacks, set into a value of
- * that schema and framed with its id, the way an older producer writes it. */
-static uint8_t *frame_old(int32_t id, const dlb_event_t *ev, size_t *len)
+/* Every fixture written by every older schema of its type in the embedded
+ * catalog (runtime_sample v1 and v2, plan v1, job_event v1, ...), read by the
+ * newest reader through the catalog's projection and default filling: the
+ * fields the writer lacked take their defaults, as the same fields left out of
+ * an `emit` line do. */
+static void test_evolution_old_writers(void **state)
 {
-    const dlb_schema_entry_t *e = dlb_catalog_by_id(cat, id);
-    cJSON *j, *pods, *pod;
-    avro_value_t v;
-    uint8_t *buf;
-    char *json = NULL, err[512] = "";
+    size_t checked = 0;
 
-    assert_non_null(e);
-    assert_int_equal(e->type, ev->type);
-    assert_non_null(e->resolver); /* older than the newest */
-    assert_int_equal(dlb_event_to_json(cat, ev, &json, err, sizeof(err)), 0);
-    assert_non_null(j = cJSON_Parse(json));
-    free(json);
-    cJSON_DeleteItemFromObjectCaseSensitive(j, "type");
-    if (ev->type == DLB_EV_PLAN) {
-        assert_non_null(cJSON_GetObjectItemCaseSensitive(j, "actions"));
-        cJSON_DeleteItemFromObjectCaseSensitive(j, "actions");
-    }
-    if (ev->type == DLB_EV_RUNTIME && (pods = cJSON_GetObjectItemCaseSensitive(j, "pods")))
-        cJSON_ArrayForEach(pod, pods)
-        {
-            assert_non_null(cJSON_GetObjectItemCaseSensitive(pod, "speed"));
-            cJSON_DeleteItemFromObjectCaseSensitive(pod, "speed");
-        }
-    assert_int_equal(avro_generic_value_new(e->iface, &v), 0);
-    if (dlb_json_to_avro(cat, e, j, &v, "", err, sizeof(err)))
-        fail_msg("id %d: %s", (int)id, err);
-    buf = frame_value(id, &v, len);
-    avro_value_decref(&v);
-    cJSON_Delete(j);
-    return buf;
-}
-
-/* runtime_sample v1 (id 2) and plan v1 (id 5), the schemas of the first
- * release, read by the v2 readers (ids 7, 8) through the catalog's projection
- * and default filling: no pod speeds (null), no actions ([]). */
-static void test_evolution_v1_to_v2(void **state)
-{
     (void)state;
-    for (int which = 2; which < 10; which++) {
-        dlb_event_t ev, want, back;
-        uint8_t *buf;
-        void *enc;
-        size_t len, enc_len;
-        int32_t old_id, id;
-        char err[512] = "";
+    for (int which = 0; which < FX_SAMPLES; which++) {
+        for (size_t k = 0; k < dlb_catalog_count(cat); k++) {
+            const dlb_schema_entry_t *old = dlb_catalog_at(cat, k);
+            dlb_event_t ev, want, back;
+            uint8_t *buf;
+            void *enc;
+            size_t len, enc_len;
+            int32_t id;
+            char *json, err[512] = "";
 
-        fx_sample(&ev, which);
-        if (ev.type != DLB_EV_RUNTIME && ev.type != DLB_EV_PLAN) {
-            dlb_event_clear(&ev);
-            continue;
-        }
-        old_id = ev.type == DLB_EV_RUNTIME ? 2 : 5;
-        buf = frame_old(old_id, &ev, &len);
-        assert_int_equal(dlb_event_copy(&want, &ev), 0);
-        if (want.type == DLB_EV_RUNTIME) {
-            for (size_t i = 0; i < want.u.rt.pods_cnt; i++) {
-                want.u.rt.pods[i].has_speed = 0;
-                want.u.rt.pods[i].speed = 0;
+            fx_sample(&ev, which);
+            if (old->type != ev.type || !old->resolver) {
+                dlb_event_clear(&ev);
+                continue;
             }
-        } else {
-            free(want.u.plan.actions);
-            want.u.plan.actions = NULL;
-            want.u.plan.actions_cnt = 0;
+            buf = ow_frame(cat, old->id, &ev, &len, &json);
+            if (dlb_json_to_event(cat, json, strlen(json), 0, &want, err, sizeof(err)))
+                fail_msg("sample %d as id %d: JSON: %s", which, (int)old->id, err);
+            if (dlb_codec_decode(cat, buf, len, &back, err, sizeof(err)))
+                fail_msg("sample %d as id %d: %s", which, (int)old->id, err);
+            assert_events_equal(&want, &back);
+            assert_int_equal(dlb_event_validate(&back, err, sizeof(err)), 0);
+            /* Re-encoded, it is a message of the newest schema. */
+            assert_int_equal(dlb_codec_encode(cat, &back, &enc, &enc_len, err, sizeof(err)), 0);
+            assert_int_equal(dlb_codec_peek(enc, enc_len, &id, err, sizeof(err)), 0);
+            assert_int_equal(id, dlb_catalog_latest(cat, ev.type)->id);
+            /* Every cut of the old message is still a decode error. */
+            for (size_t cut = DLB_FRAME_HEADER; cut < len; cut++)
+                expect_decode(buf, cut, DLB_ERR_DECODE, "truncated Avro data");
+            checked++;
+            free(enc);
+            free(buf);
+            cJSON_free(json);
+            dlb_event_clear(&back);
+            dlb_event_clear(&want);
+            dlb_event_clear(&ev);
         }
-        if (dlb_codec_decode(cat, buf, len, &back, err, sizeof(err)))
-            fail_msg("sample %d as id %d: %s", which, (int)old_id, err);
-        assert_events_equal(&want, &back);
-        assert_int_equal(dlb_event_validate(&back, err, sizeof(err)), 0);
-        /* Re-encoded, it is a v2 message. */
-        assert_int_equal(dlb_codec_encode(cat, &back, &enc, &enc_len, err, sizeof(err)), 0);
-        assert_int_equal(dlb_codec_peek(enc, enc_len, &id, err, sizeof(err)), 0);
-        assert_int_equal(id, old_id == 2 ? 7 : 8);
-        /* Every cut of the old message is still a decode error. */
-        for (size_t cut = DLB_FRAME_HEADER; cut < len; cut++)
-            expect_decode(buf, cut, DLB_ERR_DECODE, "truncated Avro data");
-        free(enc);
-        free(buf);
-        dlb_event_clear(&back);
-        dlb_event_clear(&want);
-        dlb_event_clear(&ev);
     }
+    /* job_event v1 x2, runtime_sample v1 x2, plan v1 x2 */
+    assert_true(checked >= 6);
 }
 
-/* The v1 JSON of a message read through the v2 reader shows the new fields
- * as absent: pods[].speed null, actions []. */
+/* The JSON of an older writer's message read through the newest reader
+ * shows the newer fields as absent or at their defaults: pods[].speed null
+ * and the v3 pod fields empty (runtime_sample v1), actions [] (plan v1),
+ * job_event v2's sections null and its new fields 0, "", [] or {}
+ * (job_event v1), no oom_pods and no config (plan_request v1). */
 static void test_evolution_v1_json(void **state)
 {
-    dlb_event_t ev, back;
-    uint8_t *buf;
-    size_t len;
-    char *json = NULL, err[512] = "";
+    static const struct {
+        int which; /* fx_sample() */
+        int32_t id;
+        const char *want;
+    } cases[] = {
+        {3, 2,
+         "\"memory_requested\":8589934592,\"speed\":null,\"pod_ip\":\"\",\"node_ip\":\"\","
+         "\"host_name\":\"\",\"namespace\":\"\",\"is_mixed\":false}"},
+        {8, 5, "\"pods\":[],\"actions\":[],\"optimizer\":"},
+        {1, 1,
+         "\"storage\":\"odps\",\"sparse_item_count\":0,\"sparse_features\":\"\","
+         "\"sparse_feature_groups\":\"\",\"sparse_feature_shapes\":\"\",\"dense_features\":\"\","
+         "\"dense_feature_shapes\":\"\",\"storage_size\":0},"},
+        {1, 1,
+         "\"embedding_dimension\":16,\"max_variable_size\":0,\"update_op_count\":0,"
+         "\"read_op_count\":0,\"input_fetch_dur\":0,\"kv_embedding_dims\":[],"
+         "\"tensor_alloc_bytes\":{}},\"exit_reason\":\"Completed\",\"workflow\":null,"
+         "\"job_type\":null,\"resource\":null,\"customized_data\":null,\"optimization\":null}"},
+        {7, 4, "\"oom_pod\":\"uid-42-worker-3\",\"oom_pods\":[],\"config\":{}}"},
+    };
 
     (void)state;
-    fx_runtime(&ev, 2);
-    buf = frame_old(2, &ev, &len);
-    assert_int_equal(dlb_codec_decode(cat, buf, len, &back, err, sizeof(err)), 0);
-    assert_int_equal(dlb_event_to_json(cat, &back, &json, err, sizeof(err)), 0);
-    assert_non_null(strstr(json, "\"memory_requested\":8589934592,\"speed\":null}"));
-    free(json);
-    free(buf);
-    dlb_event_clear(&back);
-    dlb_event_clear(&ev);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        dlb_event_t ev, back;
+        uint8_t *buf;
+        size_t len;
+        char *json = NULL, err[512] = "";
 
-    fx_plan(&ev, 0);
-    buf = frame_old(5, &ev, &len);
-    assert_int_equal(dlb_codec_decode(cat, buf, len, &back, err, sizeof(err)), 0);
-    assert_int_equal(dlb_event_to_json(cat, &back, &json, err, sizeof(err)), 0);
-    assert_non_null(strstr(json, "\"pods\":[],\"actions\":[],\"optimizer\":"));
-    free(json);
-    free(buf);
-    dlb_event_clear(&back);
-    dlb_event_clear(&ev);
+        fx_sample(&ev, cases[i].which);
+        buf = ow_frame(cat, cases[i].id, &ev, &len, NULL);
+        assert_int_equal(dlb_codec_decode(cat, buf, len, &back, err, sizeof(err)), 0);
+        assert_int_equal(dlb_event_to_json(cat, &back, &json, err, sizeof(err)), 0);
+        if (!strstr(json, cases[i].want))
+            fail_msg("id %d: %s\n lacks %s", (int)cases[i].id, json, cases[i].want);
+        free(json);
+        free(buf);
+        dlb_event_clear(&back);
+        dlb_event_clear(&ev);
+    }
 }
 
 /* ---- validation of the v2 fields ------------------------------------------- */
@@ -856,30 +862,308 @@ static void test_validate_v2_fields(void **state)
     dlb_event_clear(&ev);
 }
 
+/* ---- job_event v2 ---------------------------------------------------------- */
+
+static void test_job_v2_values(void **state)
+{
+    dlb_event_t in, out;
+    const dlb_job_event_t *j = &out.u.job;
+    void *buf;
+    size_t len;
+    char err[256];
+
+    (void)state;
+    fx_job(&in, 1);
+    assert_int_equal(dlb_codec_encode(cat, &in, &buf, &len, err, sizeof(err)), 0);
+    assert_int_equal(dlb_codec_decode(cat, buf, len, &out, err, sizeof(err)), 0);
+    assert_int_equal(j->dataset.sparse_item_count, 1000000);
+    assert_string_equal(j->dataset.sparse_features, "user_id,item_id,city");
+    assert_string_equal(j->dataset.dense_feature_shapes, "1,1");
+    assert_int_equal(j->dataset.storage_size, 5LL << 30);
+    assert_int_equal(j->model.max_variable_size, 2LL << 30);
+    assert_int_equal(j->model.input_fetch_dur, 56);
+    assert_int_equal(j->model.kv_embedding_dims_cnt, 3);
+    assert_int_equal(j->model.kv_embedding_dims[2], 32);
+    /* map entries in wire order, the order they were added in */
+    assert_int_equal(j->model.tensor_alloc_bytes_cnt, 2);
+    assert_string_equal(j->model.tensor_alloc_bytes[0].key, "embedding/user_id/part_0");
+    assert_int_equal(j->model.tensor_alloc_bytes[0].value, 1LL << 30);
+    assert_string_equal(j->model.tensor_alloc_bytes[1].key, "dense/kernel");
+    assert_int_equal(j->has_workflow, 1);
+    assert_string_equal(j->workflow.odps_project, "ads_prod");
+    assert_string_equal(j->workflow.code_address, "https://git.example.com/ads/ctr.git#a1b2c3");
+    assert_int_equal(j->workflow.is_prod, 1);
+    assert_string_equal(j->job_type, "ParameterServerStrategy");
+    assert_string_equal(j->resource, "{\"worker\":{\"count\":2,\"cpu\":8}}");
+    assert_string_equal(j->customized_data, "{\"init_training_time\": 42, \"rdzv_round\": 1}");
+    assert_string_equal(j->optimization, "{\"timestamp\": 1700000000}");
+    assert_string_equal(j->exit_reason, "Completed");
+    free(buf);
+    dlb_event_clear(&out);
+
+    /* NULL texts write as "", and is_prod false, sections without lists. */
+    free(in.u.job.workflow.code_address);
+    in.u.job.workflow.code_address = NULL;
+    in.u.job.workflow.is_prod = 0;
+    assert_int_equal(dlb_codec_encode(cat, &in, &buf, &len, err, sizeof(err)), 0);
+    assert_int_equal(dlb_codec_decode(cat, buf, len, &out, err, sizeof(err)), 0);
+    assert_string_equal(j->workflow.code_address, "");
+    assert_int_equal(j->workflow.is_prod, 0);
+    assert_true(dlb_event_equal(&in, &out));
+    free(buf);
+    dlb_event_clear(&out);
+    dlb_event_clear(&in);
+}
+
+static char *text_of(size_t n)
+{
+    char *t = malloc(n + 1);
+
+    assert_non_null(t);
+    memset(t, 'f', n);
+    t[n] = '\0';
+    return t;
+}
+
+/* Every heap part is bounded: validation names the field and the limit. */
+static void test_job_v2_validate_bounds(void **state)
+{
+    dlb_event_t ev;
+    dlb_model_t *m = &ev.u.job.model;
+    char err[256], *keep;
+
+    (void)state;
+    fx_job(&ev, 1);
+    assert_int_equal(dlb_event_validate(&ev, err, sizeof(err)), 0);
+    strcpy(ev.u.job.exit_reason, "NodeCheckFailed"); /* DLRover 0.6.1's */
+    assert_int_equal(dlb_event_validate(&ev, err, sizeof(err)), 0);
+    strcpy(ev.u.job.exit_reason, "Oops");
+    expect_invalid(&ev, "exit_reason: unknown value \"Oops\" (expected one of Completed, "
+                        "CodeError, WorkerOOM, WorkerError, PSOOM, PSError, EvaluatorOOM, "
+                        "EvaluatorError, UnknownError, HangError, RdzvTimeout, PendingTimeout, "
+                        "UncompletedTimeout, NodeCheckFailed)");
+    strcpy(ev.u.job.exit_reason, "Completed");
+
+    keep = ev.u.job.dataset.sparse_features;
+    ev.u.job.dataset.sparse_features = text_of(DLB_TEXT_MAX);
+    assert_int_equal(dlb_event_validate(&ev, err, sizeof(err)), 0);
+    free(ev.u.job.dataset.sparse_features);
+    ev.u.job.dataset.sparse_features = text_of(DLB_TEXT_MAX + 1);
+    expect_invalid(&ev,
+                   "dataset.sparse_features: 262145 bytes long, more than the limit of 262144");
+    free(ev.u.job.dataset.sparse_features);
+    ev.u.job.dataset.sparse_features = keep;
+    keep = ev.u.job.optimization;
+    ev.u.job.optimization = text_of(DLB_TEXT_MAX + 7);
+    expect_invalid(&ev, "optimization: 262151 bytes long, more than the limit of 262144");
+    free(ev.u.job.optimization);
+    ev.u.job.optimization = keep;
+
+    ev.u.job.dataset.storage_size = -1;
+    expect_invalid(&ev, "dataset.storage_size: negative (-1)");
+    ev.u.job.dataset.storage_size = 0;
+    m->input_fetch_dur = -2;
+    expect_invalid(&ev, "model.input_fetch_dur: negative (-2)");
+    m->input_fetch_dur = 0;
+    m->kv_embedding_dims[1] = -3;
+    expect_invalid(&ev, "model.kv_embedding_dims[1]: negative (-3)");
+    m->kv_embedding_dims[1] = 3;
+    m->tensor_alloc_bytes[1].value = -4;
+    expect_invalid(&ev, "model.tensor_alloc_bytes.dense/kernel: negative (-4)");
+    m->tensor_alloc_bytes[1].value = 4;
+    keep = m->tensor_alloc_bytes[0].key;
+    m->tensor_alloc_bytes[0].key = text_of(DLB_KEY_MAX + 1);
+    expect_invalid(&ev,
+                   "model.tensor_alloc_bytes: a key of 1025 bytes, more than the limit of 1024");
+    free(m->tensor_alloc_bytes[0].key);
+    m->tensor_alloc_bytes[0].key = keep;
+
+    /* Counts are checked before any item is looked at. */
+    m->kv_embedding_dims_cnt = DLB_LIST_MAX + 1;
+    expect_invalid(&ev, "model.kv_embedding_dims: 65537 items, more than the limit of 65536");
+    m->kv_embedding_dims_cnt = 3;
+    m->tensor_alloc_bytes_cnt = DLB_LIST_MAX + 1;
+    expect_invalid(&ev, "model.tensor_alloc_bytes: 65537 items, more than the limit of 65536");
+    m->tensor_alloc_bytes_cnt = 2;
+    assert_int_equal(dlb_event_validate(&ev, err, sizeof(err)), 0);
+    dlb_event_clear(&ev);
+}
+
+/* What the encoder refuses: what it could not read back. */
+static void test_job_v2_encode_errors(void **state)
+{
+    dlb_event_t ev;
+    dlb_model_t *m = &ev.u.job.model;
+    void *buf = NULL;
+    size_t len = 0;
+    char err[256], *keep;
+
+    (void)state;
+    fx_job(&ev, 1);
+    keep = ev.u.job.resource;
+    ev.u.job.resource = text_of(DLB_TEXT_MAX + 1);
+    assert_int_equal(dlb_codec_encode(cat, &ev, &buf, &len, err, sizeof(err)), DLB_ERR_INVALID);
+    assert_string_equal(err, "resource: 262145 bytes long, more than the limit of 262144");
+    free(ev.u.job.resource);
+    ev.u.job.resource = keep;
+
+    keep = m->tensor_alloc_bytes[1].key;
+    m->tensor_alloc_bytes[1].key = m->tensor_alloc_bytes[0].key;
+    assert_int_equal(dlb_codec_encode(cat, &ev, &buf, &len, err, sizeof(err)), DLB_ERR_INVALID);
+    assert_string_equal(err,
+                        "model.tensor_alloc_bytes: key \"embedding/user_id/part_0\" given twice");
+    m->tensor_alloc_bytes[1].key = NULL;
+    assert_int_equal(dlb_codec_encode(cat, &ev, &buf, &len, err, sizeof(err)), DLB_ERR_INVALID);
+    assert_string_equal(err, "model.tensor_alloc_bytes[1]: NULL key or value");
+    m->tensor_alloc_bytes[1].key = keep;
+
+    m->kv_embedding_dims_cnt = DLB_LIST_MAX + 1;
+    assert_int_equal(dlb_codec_encode(cat, &ev, &buf, &len, err, sizeof(err)), DLB_ERR_INVALID);
+    assert_string_equal(err, "model.kv_embedding_dims: 65537 items, more than the limit of 65536");
+    m->kv_embedding_dims_cnt = 3;
+    assert_null(buf);
+    assert_int_equal(dlb_codec_encode(cat, &ev, &buf, &len, err, sizeof(err)), 0);
+    free(buf);
+    dlb_event_clear(&ev);
+}
+
+/* A foreign producer's message past a bound is a decode error, found before
+ * the decoder allocates for it. */
+static void test_job_v2_decode_bounds(void **state)
+{
+    const dlb_schema_entry_t *e = dlb_catalog_latest(cat, DLB_EV_JOB);
+    dlb_event_t ev;
+    cJSON *j, *model, *dims;
+    avro_value_t v;
+    uint8_t *buf;
+    size_t len;
+    char *json = NULL, *text, err[512] = "";
+
+    (void)state;
+    fx_job(&ev, 1);
+    assert_int_equal(dlb_event_to_json(cat, &ev, &json, err, sizeof(err)), 0);
+    dlb_event_clear(&ev);
+    assert_non_null(j = cJSON_Parse(json));
+    free(json);
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "type");
+    model = cJSON_GetObjectItemCaseSensitive(j, "model");
+    assert_non_null(dims = cJSON_CreateArray());
+    for (int i = 0; i <= DLB_LIST_MAX; i++)
+        assert_true(cJSON_AddItemToArray(dims, cJSON_CreateNumber(i % 100)));
+    assert_true(cJSON_ReplaceItemInObjectCaseSensitive(model, "kv_embedding_dims", dims));
+    assert_int_equal(avro_generic_value_new(e->iface, &v), 0);
+    assert_int_equal(dlb_json_to_avro(cat, e, j, &v, "", err, sizeof(err)), 0);
+    buf = frame_value(e->id, &v, &len);
+    expect_decode(buf, len, DLB_ERR_DECODE,
+                  "model.kv_embedding_dims: 65537 items, more than the limit of 65536");
+    free(buf);
+    avro_value_decref(&v);
+
+    assert_true(
+        cJSON_ReplaceItemInObjectCaseSensitive(model, "kv_embedding_dims", cJSON_CreateArray()));
+    text = text_of(DLB_TEXT_MAX + 1);
+    assert_true(
+        cJSON_ReplaceItemInObjectCaseSensitive(j, "customized_data", cJSON_CreateString(text)));
+    free(text);
+    assert_int_equal(avro_generic_value_new(e->iface, &v), 0);
+    assert_int_equal(dlb_json_to_avro(cat, e, j, &v, "", err, sizeof(err)), 0);
+    buf = frame_value(e->id, &v, &len);
+    expect_decode(buf, len, DLB_ERR_DECODE,
+                  "customized_data: 262145 bytes long, more than the limit of 262144");
+    free(buf);
+    avro_value_decref(&v);
+    cJSON_Delete(j);
+}
+
+/* ---- plan_request v2 ------------------------------------------------------ */
+
+static void test_request_v2_bounds(void **state)
+{
+    const dlb_schema_entry_t *e = dlb_catalog_latest(cat, DLB_EV_PLAN_REQUEST);
+    dlb_event_t ev;
+    dlb_plan_request_t *r = &ev.u.req;
+    void *buf = NULL;
+    size_t len = 0;
+    char err[256], *keep;
+    cJSON *j, *pods;
+    avro_value_t v;
+
+    (void)state;
+    fx_request(&ev, 1);
+    assert_int_equal(dlb_event_validate(&ev, err, sizeof(err)), 0);
+    r->oom_pods_cnt = DLB_OOM_PODS_MAX + 1;
+    expect_invalid(&ev, "oom_pods: 1025 items, more than the limit of 1024");
+    r->oom_pods_cnt = 2;
+    r->config_cnt = DLB_CONFIG_MAX + 1;
+    expect_invalid(&ev, "config: 257 items, more than the limit of 256");
+    r->config_cnt = 2;
+    keep = r->config[1].value;
+    r->config[1].value = text_of(DLB_KEY_MAX + 1);
+    expect_invalid(&ev, "config.optimizer.ps.flags: 1025 bytes long, more than the limit of 1024");
+    free(r->config[1].value);
+    r->config[1].value = keep;
+    keep = r->config[1].key;
+    r->config[1].key = text_of(DLB_KEY_MAX + 2);
+    expect_invalid(&ev, "config: a key of 1026 bytes, more than the limit of 1024");
+    free(r->config[1].key);
+    /* The encoder refuses a key given twice: the second would replace the first. */
+    r->config[1].key = fx_strdup(DLB_CONFIG_WORKER_PHASE);
+    assert_int_equal(dlb_codec_encode(cat, &ev, &buf, &len, err, sizeof(err)), DLB_ERR_INVALID);
+    assert_string_equal(err, "config: key \"" DLB_CONFIG_WORKER_PHASE "\" given twice");
+    free(r->config[1].key);
+    r->config[1].key = keep;
+    keep = r->oom_pods[1];
+    r->oom_pods[1] = NULL;
+    assert_int_equal(dlb_codec_encode(cat, &ev, &buf, &len, err, sizeof(err)), DLB_ERR_INVALID);
+    assert_string_equal(err, "oom_pods[1]: NULL string");
+    r->oom_pods[1] = keep;
+    /* oom_pod alone (v1 writers) is fine, oom_pods without it is not. */
+    r->has_oom_pod = 0;
+    expect_invalid(&ev, "oom_pod: must be the first of oom_pods (\"uid-42-worker-3\")");
+
+    /* A foreign producer's 1025 OOM pods: refused before they are copied. */
+    r->has_oom_pod = 1;
+    assert_int_equal(dlb_event_to_json(cat, &ev, &keep, err, sizeof(err)), 0);
+    dlb_event_clear(&ev);
+    assert_non_null(j = cJSON_Parse(keep));
+    free(keep);
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "type");
+    pods = cJSON_GetObjectItemCaseSensitive(j, "oom_pods");
+    for (int i = 2; i <= DLB_OOM_PODS_MAX; i++)
+        assert_true(cJSON_AddItemToArray(pods, cJSON_CreateString("uid-42-worker-9")));
+    assert_int_equal(avro_generic_value_new(e->iface, &v), 0);
+    assert_int_equal(dlb_json_to_avro(cat, e, j, &v, "", err, sizeof(err)), 0);
+    buf = frame_value(e->id, &v, &len);
+    expect_decode(buf, len, DLB_ERR_DECODE, "oom_pods: 1025 items, more than the limit of 1024");
+    free(buf);
+    avro_value_decref(&v);
+    cJSON_Delete(j);
+}
+
 /* Every type through the resolver: each newest schema listed twice, old ids
  * 1..7 and new ids 11..17; an encoded message relabelled with the old id
  * decodes through the projection and default filling to the same struct. */
 static void test_resolution_all_types(void **state)
 {
     const tfile_t files[] = {
-        {"catalog.tsv", "1\tjob_event\tjob_event.avsc\n"
-                        "2\truntime_sample\truntime_sample_v2.avsc\n"
+        {"catalog.tsv", "1\tjob_event\tjob_event_v2.avsc\n"
+                        "2\truntime_sample\truntime_sample_v3.avsc\n"
                         "3\tnode_event\tnode_event.avsc\n"
-                        "4\tplan_request\tplan_request.avsc\n"
+                        "4\tplan_request\tplan_request_v2.avsc\n"
                         "5\tplan\tplan_v2.avsc\n"
                         "6\tconfig_match\tconfig_match.avsc\n"
                         "7\tconfig_request\tconfig_request.avsc\n"
-                        "11\tjob_event\tjob_event.avsc\n"
-                        "12\truntime_sample\truntime_sample_v2.avsc\n"
+                        "11\tjob_event\tjob_event_v2.avsc\n"
+                        "12\truntime_sample\truntime_sample_v3.avsc\n"
                         "13\tnode_event\tnode_event.avsc\n"
-                        "14\tplan_request\tplan_request.avsc\n"
+                        "14\tplan_request\tplan_request_v2.avsc\n"
                         "15\tplan\tplan_v2.avsc\n"
                         "16\tconfig_match\tconfig_match.avsc\n"
                         "17\tconfig_request\tconfig_request.avsc\n"},
-        {"job_event.avsc", NULL},
-        {"runtime_sample_v2.avsc", NULL},
+        {"job_event_v2.avsc", NULL},
+        {"runtime_sample_v3.avsc", NULL},
         {"node_event.avsc", NULL},
-        {"plan_request.avsc", NULL},
+        {"plan_request_v2.avsc", NULL},
         {"plan_v2.avsc", NULL},
         {"config_match.avsc", NULL},
         {"config_request.avsc", NULL},
@@ -934,9 +1218,14 @@ int main(void)
         cmocka_unit_test(test_evolution_default),
         cmocka_unit_test(test_evolution_nonzero_default),
         cmocka_unit_test(test_resolution_all_types),
-        cmocka_unit_test(test_evolution_v1_to_v2),
+        cmocka_unit_test(test_evolution_old_writers),
         cmocka_unit_test(test_evolution_v1_json),
         cmocka_unit_test(test_validate_v2_fields),
+        cmocka_unit_test(test_job_v2_values),
+        cmocka_unit_test(test_job_v2_validate_bounds),
+        cmocka_unit_test(test_job_v2_encode_errors),
+        cmocka_unit_test(test_job_v2_decode_bounds),
+        cmocka_unit_test(test_request_v2_bounds),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

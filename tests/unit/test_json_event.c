@@ -63,6 +63,49 @@ static void test_good_job_event(void **state)
     dlb_event_clear(&ev);
 }
 
+/* job_event v2: every field of DLRover's JobMetrics, and defaults for the
+ * fields a section leaves out. */
+static void test_good_job_event_v2(void **state)
+{
+    dlb_event_t ev;
+    const dlb_job_event_t *j = &ev.u.job;
+
+    (void)state;
+    parse_ok(
+        "{\"type\":\"job_event\",\"event_id\":\"j-2\",\"event_time_ms\":1,\"job_uid\":\"u\","
+        "\"dataset\":{\"size\":10,\"sparse_features\":\"a,b\",\"storage_size\":4096},"
+        "\"model\":{\"max_variable_size\":7,\"kv_embedding_dims\":[8,16],"
+        "\"tensor_alloc_bytes\":{\"t/b\":2,\"t/a\":1}},\"exit_reason\":\"UncompletedTimeout\","
+        "\"workflow\":{\"job_name\":\"n\",\"is_prod\":true},\"job_type\":\"AllreduceStrategy\","
+        "\"resource\":\"{\\\"x\\\":1}\",\"customized_data\":null}",
+        0, &ev);
+    assert_int_equal(j->has_dataset, 1);
+    assert_int_equal(j->dataset.size, 10);
+    assert_string_equal(j->dataset.sparse_features, "a,b");
+    assert_string_equal(j->dataset.dense_features, ""); /* schema default */
+    assert_int_equal(j->dataset.sparse_item_count, 0);
+    assert_int_equal(j->dataset.storage_size, 4096);
+    assert_int_equal(j->model.max_variable_size, 7);
+    assert_int_equal(j->model.kv_embedding_dims_cnt, 2);
+    assert_int_equal(j->model.kv_embedding_dims[1], 16);
+    assert_int_equal(j->model.tensor_alloc_bytes_cnt, 2);
+    assert_string_equal(j->model.tensor_alloc_bytes[0].key, "t/b"); /* input order */
+    assert_int_equal(j->model.tensor_alloc_bytes[1].value, 1);
+    assert_string_equal(j->exit_reason, "UncompletedTimeout");
+    assert_int_equal(j->has_workflow, 1);
+    assert_string_equal(j->workflow.job_name, "n");
+    assert_string_equal(j->workflow.code_address, "");
+    assert_int_equal(j->workflow.is_prod, 1);
+    assert_int_equal(j->has_job_type, 1);
+    assert_string_equal(j->job_type, "AllreduceStrategy");
+    assert_int_equal(j->has_resource, 1);
+    assert_string_equal(j->resource, "{\"x\":1}");
+    assert_int_equal(j->has_customized_data, 0);
+    assert_null(j->customized_data);
+    assert_int_equal(j->has_optimization, 0);
+    dlb_event_clear(&ev);
+}
+
 static void test_good_runtime_sample(void **state)
 {
     dlb_event_t ev;
@@ -73,7 +116,9 @@ static void test_good_runtime_sample(void **state)
              "\"job_uid\":\"uid-1\",\"global_step\":100,\"speed\":2.5,\"pods\":["
              "{\"name\":\"uid-1-ps-0\",\"type\":\"ps\",\"index\":0,\"cpu_used\":1,"
              "\"cpu_requested\":2.5,\"memory_used\":1073741824,\"memory_requested\":2147483648},"
-             "{\"name\":\"uid-1-worker-3\",\"type\":\"worker\",\"index\":3,\"speed\":0.75},"
+             "{\"name\":\"uid-1-worker-3\",\"type\":\"worker\",\"index\":3,\"speed\":0.75,"
+             "\"pod_ip\":\"10.1.2.3\",\"node_ip\":\"fd00::7\",\"host_name\":\"uid-1-worker-3\","
+             "\"namespace\":\"ml\",\"is_mixed\":true},"
              "{\"name\":\"uid-1-worker-4\",\"type\":\"worker\",\"speed\":null}]}",
              0, &ev);
     assert_int_equal(ev.type, DLB_EV_RUNTIME);
@@ -100,6 +145,15 @@ static void test_good_runtime_sample(void **state)
     assert_int_equal(rt->pods[1].has_speed, 1);
     assert_true(rt->pods[1].speed == 0.75);
     assert_int_equal(rt->pods[2].has_speed, 0);
+    /* runtime_sample v3: the rest of PodMeta, defaults "" and false */
+    assert_string_equal(rt->pods[1].pod_ip, "10.1.2.3");
+    assert_string_equal(rt->pods[1].node_ip, "fd00::7");
+    assert_string_equal(rt->pods[1].host_name, "uid-1-worker-3");
+    assert_string_equal(rt->pods[1].ns, "ml");
+    assert_int_equal(rt->pods[1].is_mixed, 1);
+    assert_string_equal(rt->pods[0].pod_ip, "");
+    assert_string_equal(rt->pods[0].ns, "");
+    assert_int_equal(rt->pods[0].is_mixed, 0);
     dlb_event_clear(&ev);
 }
 
@@ -188,6 +242,23 @@ static void test_good_plan_request(void **state)
     assert_int_equal(ev.u.req.has_oom_pod, 1);
     assert_string_equal(ev.u.req.oom_pod, "uid-1-ps-0");
     assert_int_equal(ev.u.req.event_time_ms, 0);
+    assert_int_equal(ev.u.req.oom_pods_cnt, 0); /* v1 fields only: v2's defaults */
+    assert_int_equal(ev.u.req.config_cnt, 0);
+    assert_null(dlb_plan_request_config(&ev.u.req, DLB_CONFIG_WORKER_PHASE));
+    dlb_event_clear(&ev);
+
+    /* plan_request v2: several OOM pods (oom_pod the first), DLRover's config */
+    parse_ok("{\"type\":\"plan_request\",\"event_id\":\"p-3\",\"event_time_ms\":3,"
+             "\"job_uid\":\"uid-1\",\"stage\":\"job_stage_worker_initial\",\"oom_pod\":"
+             "\"uid-1-worker-2\",\"oom_pods\":[\"uid-1-worker-2\",\"uid-1-worker-0\"],"
+             "\"config\":{\"optimizer.worker.optimize-phase\":\"initial\"}}",
+             0, &ev);
+    assert_int_equal(ev.u.req.oom_pods_cnt, 2);
+    assert_string_equal(ev.u.req.oom_pods[0], "uid-1-worker-2");
+    assert_string_equal(ev.u.req.oom_pods[1], "uid-1-worker-0");
+    assert_int_equal(ev.u.req.config_cnt, 1);
+    assert_string_equal(dlb_plan_request_config(&ev.u.req, DLB_CONFIG_WORKER_PHASE), "initial");
+    assert_null(dlb_plan_request_config(&ev.u.req, "optimizer.other"));
     dlb_event_clear(&ev);
 }
 
@@ -203,6 +274,8 @@ static void test_good_plan_request(void **state)
     "\"u\","                                                                                       \
     "\"stage\":\"job_stage_running\",\"optimizer\":\"o\",\"reason\":\"r\",\"trigger_event_id\":"   \
     "\"q\","
+#define JOB_HEAD                                                                                   \
+    "{\"type\":\"job_event\",\"event_id\":\"j-1\",\"event_time_ms\":1,\"job_uid\":\"u\","
 #define NODE_HEAD                                                                                  \
     "{\"type\":\"node_event\",\"event_id\":\"n-1\",\"event_time_ms\":1,\"job_uid\":\"u\","
 #define UID200                                                                                     \
@@ -296,6 +369,52 @@ static const bad_line_t bad_lines[] = {
     {"unknown pod type in a sample", RT_HEAD "\"pods\":[{\"name\":\"p0\",\"type\":\"tpu\"}]}",
      DLB_ERR_INVALID,
      "pods[0].type: unknown value \"tpu\" (expected one of ps, worker, chief, evaluator)"},
+    {"OOM pods without oom_pod",
+     REQ_HEAD "\"stage\":\"job_stage_running\",\"oom_pods\":[\"u-worker-1\",\"u-worker-2\"]}",
+     DLB_ERR_INVALID, "oom_pod: must be the first of oom_pods (\"u-worker-1\")"},
+    {"oom_pod not the first OOM pod",
+     REQ_HEAD "\"stage\":\"job_stage_running\",\"oom_pod\":\"u-worker-2\",\"oom_pods\":"
+              "[\"u-worker-1\",\"u-worker-2\"]}",
+     DLB_ERR_INVALID, "oom_pod: must be the first of oom_pods (\"u-worker-1\")"},
+    {"empty OOM pod",
+     REQ_HEAD "\"stage\":\"job_stage_running\",\"oom_pod\":\"a\",\"oom_pods\":[\"a\",\"\"]}",
+     DLB_ERR_INVALID, "oom_pods[1]: must not be empty"},
+    {"OOM pod name too long",
+     REQ_HEAD "\"stage\":\"job_stage_running\",\"oom_pods\":[\"" UID200 "\"]}", DLB_ERR_INVALID,
+     "oom_pods[0]: 200 bytes long, more than the limit of 127"},
+    {"OOM pod not a string", REQ_HEAD "\"stage\":\"job_stage_running\",\"oom_pods\":[1]}",
+     DLB_ERR_DECODE, "oom_pods[0]: expected a string, got 1"},
+    {"empty config key", REQ_HEAD "\"stage\":\"job_stage_running\",\"config\":{\"\":\"x\"}}",
+     DLB_ERR_INVALID, "config: a key must not be empty"},
+    {"config value not a string",
+     REQ_HEAD "\"stage\":\"job_stage_running\",\"config\":{\"k\":{\"a\":1}}}", DLB_ERR_DECODE,
+     "config.k: expected a string, got {\"a\":1}"},
+    {"pod IP too long",
+     RT_HEAD "\"pods\":[{\"name\":\"p0\",\"type\":\"ps\",\"pod_ip\":\"" UID200 "\"}]}",
+     DLB_ERR_DECODE, "pods[0].pod_ip: 200 bytes long, more than the limit of 47"},
+    {"is_mixed not a boolean",
+     RT_HEAD "\"pods\":[{\"name\":\"p0\",\"type\":\"ps\",\"is_mixed\":0}]}", DLB_ERR_DECODE,
+     "pods[0].is_mixed: expected a boolean, got 0"},
+    {"boolean not a boolean", JOB_HEAD "\"workflow\":{\"is_prod\":1}}", DLB_ERR_DECODE,
+     "workflow.is_prod: expected a boolean, got 1"},
+    {"long list item not an integer", JOB_HEAD "\"model\":{\"kv_embedding_dims\":[1,\"x\"]}}",
+     DLB_ERR_DECODE, "model.kv_embedding_dims[1]: expected an integer, got \"x\""},
+    {"long map value not an integer", JOB_HEAD "\"model\":{\"tensor_alloc_bytes\":{\"a\":1.5}}}",
+     DLB_ERR_DECODE, "model.tensor_alloc_bytes.a: expected an integer, got 1.5"},
+    {"long map key given twice", JOB_HEAD "\"model\":{\"tensor_alloc_bytes\":{\"a\":1,\"a\":2}}}",
+     DLB_ERR_DECODE, "model.tensor_alloc_bytes.a: given twice"},
+    {"negative tensor bytes", JOB_HEAD "\"model\":{\"tensor_alloc_bytes\":{\"a\":-1}}}",
+     DLB_ERR_INVALID, "model.tensor_alloc_bytes.a: negative (-1)"},
+    {"negative embedding dim", JOB_HEAD "\"model\":{\"kv_embedding_dims\":[4,-8]}}",
+     DLB_ERR_INVALID, "model.kv_embedding_dims[1]: negative (-8)"},
+    {"negative storage size", JOB_HEAD "\"dataset\":{\"storage_size\":-1}}", DLB_ERR_INVALID,
+     "dataset.storage_size: negative (-1)"},
+    {"JSON text not a string", JOB_HEAD "\"resource\":{\"worker\":1}}", DLB_ERR_DECODE,
+     "resource: expected a string, got {\"worker\":1}"},
+    {"unknown exit reason", JOB_HEAD "\"exit_reason\":\"Oops\"}", DLB_ERR_INVALID,
+     "exit_reason: unknown value \"Oops\" (expected one of Completed, CodeError, WorkerOOM, "
+     "WorkerError, PSOOM, PSError, EvaluatorOOM, EvaluatorError, UnknownError, HangError, "
+     "RdzvTimeout, PendingTimeout, UncompletedTimeout, NodeCheckFailed)"},
     {"empty job uid",
      "{\"type\":\"plan_request\",\"event_id\":\"p\",\"event_time_ms\":1,"
      "\"job_uid\":\"\",\"stage\":\"job_stage_create\"}",
@@ -390,8 +509,18 @@ static void test_to_json_shape(void **state)
     assert_int_equal(dlb_event_to_json(cat, &ev, &json, err, sizeof(err)), 0);
     assert_string_equal(json, "{\"type\":\"plan_request\",\"event_id\":\"req-ev-1\","
                               "\"event_time_ms\":1700000000125,\"job_uid\":\"uid-42\","
-                              "\"stage\":\"job_stage_running\",\"oom_pod\":null}");
+                              "\"stage\":\"job_stage_running\",\"oom_pod\":null,\"oom_pods\":[],"
+                              "\"config\":{}}");
     free(json);
+    dlb_event_clear(&ev);
+    fx_request(&ev, 1); /* plan_request v2: every OOM pod, DLRover's config in order */
+    assert_int_equal(dlb_event_to_json(cat, &ev, &json, err, sizeof(err)), 0);
+    assert_non_null(strstr(json,
+                           "\"oom_pod\":\"uid-42-worker-3\",\"oom_pods\":[\"uid-42-worker-3\","
+                           "\"uid-42-worker-1\"],\"config\":{\"" DLB_CONFIG_WORKER_PHASE
+                           "\":\"sample\",\"optimizer.ps.flags\":\"\"}}"));
+    free(json);
+    dlb_event_clear(&ev);
 
     fx_config_match(&ev, 1);
     assert_int_equal(dlb_event_to_json(cat, &ev, &json, err, sizeof(err)), 0);
@@ -410,11 +539,14 @@ static void test_to_json_shape(void **state)
     assert_non_null(strstr(json, ",\"memory_requested\":4294967296,\"cpu_requested\":2.5}"));
     free(json);
 
-    /* v2: pods[].speed a number or null, actions after pods. */
+    /* v2: pods[].speed a number or null, actions after pods; v3: the rest of PodMeta. */
     fx_runtime(&ev, 2);
     assert_int_equal(dlb_event_to_json(cat, &ev, &json, err, sizeof(err)), 0);
-    assert_non_null(strstr(json, "\"memory_requested\":8589934592,\"speed\":null},"));
-    assert_non_null(strstr(json, "\"memory_requested\":8589934592,\"speed\":4.25}]"));
+    assert_non_null(strstr(json, "\"memory_requested\":8589934592,\"speed\":null,"));
+    assert_non_null(strstr(json, "\"memory_requested\":8589934592,\"speed\":4.25,"
+                                 "\"pod_ip\":\"10.0.0.11\",\"node_ip\":\"192.168.1.7\","
+                                 "\"host_name\":\"uid-42-worker-1\",\"namespace\":\"ml\","
+                                 "\"is_mixed\":false}]"));
     free(json);
     dlb_event_clear(&ev);
     fx_plan(&ev, 1);
@@ -520,12 +652,13 @@ static void test_json_roundtrip(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_job_event),      cmocka_unit_test(test_good_runtime_sample),
-        cmocka_unit_test(test_good_node_event),     cmocka_unit_test(test_good_plan_request),
-        cmocka_unit_test(test_good_plan_actions),   cmocka_unit_test(test_bad_lines),
-        cmocka_unit_test(test_length_bounds_input), cmocka_unit_test(test_gen_defaults),
-        cmocka_unit_test(test_to_json_shape),       cmocka_unit_test(test_json_roundtrip),
-        cmocka_unit_test(test_json_double_exact),   cmocka_unit_test(test_json_long_exact),
+        cmocka_unit_test(test_good_job_event),      cmocka_unit_test(test_good_job_event_v2),
+        cmocka_unit_test(test_good_runtime_sample), cmocka_unit_test(test_good_node_event),
+        cmocka_unit_test(test_good_plan_request),   cmocka_unit_test(test_good_plan_actions),
+        cmocka_unit_test(test_bad_lines),           cmocka_unit_test(test_length_bounds_input),
+        cmocka_unit_test(test_gen_defaults),        cmocka_unit_test(test_to_json_shape),
+        cmocka_unit_test(test_json_roundtrip),      cmocka_unit_test(test_json_double_exact),
+        cmocka_unit_test(test_json_long_exact),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -12,6 +12,7 @@
 
 #include "dlbrain_fixture.h"
 #include "optimizer.h"
+#include "routes.h"
 
 #define STEP ((int64_t)4000000000) /* DLRover's OOM step: 4e9 bytes */
 
@@ -384,11 +385,102 @@ static void test_oom_idempotent(void **state)
     plan_free(&plan);
 }
 
+/* plan_request v2: a request naming several OOM pods (DLRover can) gets one
+ * plan answering each of them as it answers one, in name order whatever the
+ * order of the request; a group gets the largest of its pods' memories. */
+static void test_oom_several_pods(void **state)
+{
+    /* pods sorted by name, as a job state keeps them */
+    dlb_job_state_t job = {STATUSES(STATUS("j-ps-1", "ps", 120, 1, "ne-9", 32 * GIB),
+                                    STATUS("j-worker-1", "worker", 100, 1, "ne-7", 16 * GIB),
+                                    STATUS("j-worker-3", "worker", 110, 1, "ne-8", 20 * GIB))};
+    static const dlb_history_t none = {0};
+    static char *const orders[2][4] = {{"j-worker-3", "j-ps-1", "j-worker-1", "j-worker-3"},
+                                       {"j-worker-1", "j-worker-3", "j-ps-1", NULL}};
+    static const char *const pods[] = {"j-ps-1", "j-worker-1", "j-worker-3"};
+    static const char *const events[] = {"ne-9", "ne-7", "ne-8"};
+    const int64_t memory[] = {64 * GIB, 16 * GIB + STEP, 20 * GIB + STEP};
+    char first_reason[sizeof(((dlb_plan_t *)0)->reason)] = "";
+
+    (void)state;
+    for (int o = 0; o < 2; o++) {
+        dlb_plan_request_t req = {.event_id = "req-9",
+                                  .job_uid = "j",
+                                  .stage = "job_stage_running",
+                                  .has_oom_pod = 1,
+                                  .oom_pods = (char **)orders[o],
+                                  .oom_pods_cnt = o ? 3 : 4};
+        dlb_oom_answers_t answered = {0};
+        dlb_opt_input_t in = {.req = &req, .job = &job, .history = &none, .answered = &answered};
+        dlb_plan_t plan = {.plan_id = "plan-req-9"};
+
+        snprintf(req.oom_pod, sizeof(req.oom_pod), "%s", orders[o][0]);
+        assert_true(dlb_needs_oom_dlrover(&in));
+        assert_int_equal(dlb_opt_oom(&in, &plan), 0);
+        print_message("  %s\n", plan.reason);
+        assert_non_null(strstr(plan.reason, "The request names 3 OOM pods, each answered:"));
+        /* ps: no samples, 32G < 64G: doubled, the PS group and pod */
+        assert_int_equal(plan.groups_cnt, 2);
+        assert_string_equal(plan.groups[0].group, "ps");
+        assert_int_equal(plan.groups[0].resource.memory, 64 * GIB);
+        assert_string_equal(plan.groups[1].group, "worker");
+        assert_int_equal(plan.groups[1].resource.memory, 20 * GIB + STEP); /* the larger */
+        assert_int_equal(plan.pods_cnt, 3);
+        assert_int_equal(answered.cnt, 3);
+        for (size_t i = 0; i < 3; i++) {
+            assert_string_equal(plan.pods[i].name, pods[i]);
+            assert_int_equal(plan.pods[i].resource.memory, memory[i]);
+            assert_non_null(strstr(plan.reason, pods[i]));
+            assert_string_equal(answered.items[i].pod_name, pods[i]);
+            assert_string_equal(answered.items[i].oom_event_id, events[i]);
+            assert_string_equal(answered.items[i].plan_id, "plan-req-9");
+            assert_int_equal(answered.items[i].memory, memory[i]);
+        }
+        /* the same plan for the other order */
+        if (!o)
+            snprintf(first_reason, sizeof(first_reason), "%s", plan.reason);
+        else
+            assert_string_equal(plan.reason, first_reason);
+        free(answered.items);
+        plan_free(&plan);
+    }
+}
+
+/* oom_pods alone (without oom_pod, as no writer should send it) still names
+ * the pods; oom_pod alone (an older writer) answers that one pod as ever. */
+static void test_oom_pods_without_oom_pod(void **state)
+{
+    dlb_job_state_t job = {STATUSES(STATUS("j-worker-1", "worker", 100, 1, "ne-7", 16 * GIB))};
+    static const dlb_history_t none = {0};
+    char *one[] = {"j-worker-1"};
+    dlb_plan_request_t req = {.stage = "job_stage_create", .oom_pods = one, .oom_pods_cnt = 1};
+    dlb_opt_input_t in = {.req = &req, .job = &job, .history = &none};
+    dlb_plan_t a = {0}, b = {0};
+
+    (void)state;
+    assert_true(dlb_req_names_oom(&req));
+    assert_true(dlb_needs_oom_dlrover(&in)); /* even at create */
+    assert_int_equal(dlb_opt_oom(&in, &a), 0);
+    req.oom_pods_cnt = 0;
+    req.has_oom_pod = 1;
+    snprintf(req.oom_pod, sizeof(req.oom_pod), "j-worker-1");
+    assert_int_equal(dlb_opt_oom(&in, &b), 0);
+    assert_string_equal(a.reason, b.reason);
+    assert_null(strstr(a.reason, "OOM pods, each answered"));
+    assert_int_equal(a.pods_cnt, 1);
+    assert_memory_equal(a.pods, b.pods, sizeof(*a.pods));
+    assert_memory_equal(a.groups, b.groups, sizeof(*a.groups));
+    plan_free(&a);
+    plan_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_oom_table),
         cmocka_unit_test(test_oom_idempotent),
+        cmocka_unit_test(test_oom_several_pods),
+        cmocka_unit_test(test_oom_pods_without_oom_pod),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

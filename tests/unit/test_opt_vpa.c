@@ -13,6 +13,7 @@
 
 #include "dlbrain_fixture.h"
 #include "optimizer.h"
+#include "routes.h"
 
 #define STEP ((int64_t)4000000000) /* DLRover's OOM step: 4e9 bytes */
 
@@ -337,7 +338,7 @@ static void test_vpa_table(void **state)
                                   .event_time_ms = 9000,
                                   .job_uid = "j",
                                   .stage = "job_stage_running"};
-        dlb_oom_plan_t answered = {.pod_name = "untouched"};
+        dlb_oom_answers_t answered = {0};
         dlb_opt_input_t in = {.req = &req,
                               .job = &c->job,
                               .history = &c->history,
@@ -375,14 +376,16 @@ static void test_vpa_table(void **state)
         }
         assert_int_equal(plan.actions_cnt, 0);
         if (c->answered_event) {
-            assert_string_equal(answered.pod_name, c->pod);
-            assert_string_equal(answered.oom_event_id, c->answered_event);
-            assert_string_equal(answered.plan_id, "plan-req-9");
-            assert_int_equal(answered.memory, c->memory);
-            assert_int_equal(answered.event_time_ms, 9000);
+            assert_int_equal(answered.cnt, 1);
+            assert_string_equal(answered.items[0].pod_name, c->pod);
+            assert_string_equal(answered.items[0].oom_event_id, c->answered_event);
+            assert_string_equal(answered.items[0].plan_id, "plan-req-9");
+            assert_int_equal(answered.items[0].memory, c->memory);
+            assert_int_equal(answered.items[0].event_time_ms, 9000);
         } else {
-            assert_string_equal(answered.pod_name, "untouched");
+            assert_int_equal(answered.cnt, 0);
         }
+        free(answered.items);
         fixture_plan_free(&plan);
     }
 }
@@ -457,7 +460,7 @@ static void test_dlrover_oom_answered(void **state)
         const dlrover_case_t *c = &dlrover_cases[i];
         static const dlb_history_t none = {0};
         dlb_plan_request_t req = {.event_id = "req-3", .stage = "job_stage_running"};
-        dlb_oom_plan_t answered = {.pod_name = "untouched"};
+        dlb_oom_answers_t answered = {0};
         dlb_opt_input_t in = {.req = &req, .job = &c->job, .history = &none, .answered = &answered};
         dlb_plan_t plan = {.plan_id = "plan-req-3", .event_time_ms = 77};
 
@@ -468,16 +471,69 @@ static void test_dlrover_oom_answered(void **state)
         }
         assert_int_equal(dlb_opt_oom(&in, &plan), 0);
         if (c->answered_event) {
-            assert_string_equal(answered.pod_name, c->oom_pod);
-            assert_string_equal(answered.oom_event_id, c->answered_event);
-            assert_string_equal(answered.plan_id, "plan-req-3");
-            assert_int_equal(answered.event_time_ms, 77);
-            assert_int_equal(answered.memory, c->memory);
+            assert_int_equal(answered.cnt, 1);
+            assert_string_equal(answered.items[0].pod_name, c->oom_pod);
+            assert_string_equal(answered.items[0].oom_event_id, c->answered_event);
+            assert_string_equal(answered.items[0].plan_id, "plan-req-3");
+            assert_int_equal(answered.items[0].event_time_ms, 77);
+            assert_int_equal(answered.items[0].memory, c->memory);
         } else {
-            assert_string_equal(answered.pod_name, "untouched");
+            assert_int_equal(answered.cnt, 0);
         }
+        free(answered.items);
         fixture_plan_free(&plan);
     }
+}
+
+/* plan_request v2: several OOM pods, one already answered (its memory again,
+ * no new row) and one new (VPA growth, one row); the worker group gets the
+ * larger memory. 12G x 1.2 = 15461882265.6 -> 15461882266 (cap min(24G, 20G)). */
+static void test_vpa_several_pods(void **state)
+{
+    dlb_job_state_t job = {STATUSES(STATUS("j-worker-1", "worker", 100, 1, "ne-7", 10 * GIB),
+                                    STATUS("j-worker-2", "worker", 200, 1, "ne-8", 12 * GIB))};
+    static const dlb_history_t none = {0};
+    static const dlb_oom_plan_t earlier[] = {ANSWER("j-worker-1", "ne-7", "plan-b", 12 * GIB)};
+    char *pods[] = {"j-worker-2", "j-worker-1"};
+    dlb_plan_request_t req = {.event_id = "req-9",
+                              .event_time_ms = 9000,
+                              .job_uid = "j",
+                              .stage = "job_stage_running",
+                              .has_oom_pod = 1,
+                              .oom_pod = "j-worker-2",
+                              .oom_pods = pods,
+                              .oom_pods_cnt = 2};
+    dlb_oom_answers_t answered = {0};
+    dlb_opt_input_t in = {.req = &req,
+                          .job = &job,
+                          .history = &none,
+                          .oom_plans = earlier,
+                          .oom_plans_cnt = 1,
+                          .answered = &answered};
+    dlb_plan_t plan = {.plan_id = "plan-req-9", .event_time_ms = 9000};
+
+    (void)state;
+    assert_true(dlb_needs_oom_dlbrain(&in));
+    assert_int_equal(dlb_opt_oom_vpa(&in, &plan), 0);
+    print_message("  %s\n", plan.reason);
+    assert_non_null(strstr(plan.reason, "The request names 2 OOM pods, each answered: OOM of "
+                                        "worker j-worker-1 (event ne-7) was answered by plan "
+                                        "plan-b: memory 12.00GiB again"));
+    assert_non_null(strstr(plan.reason, "worker j-worker-2 OOMKilled (event ne-8), first answer"));
+    assert_int_equal(plan.groups_cnt, 1);
+    assert_string_equal(plan.groups[0].group, "worker");
+    assert_int_equal(plan.groups[0].resource.memory, 15461882266);
+    assert_int_equal(plan.pods_cnt, 2);
+    assert_string_equal(plan.pods[0].name, "j-worker-1");
+    assert_int_equal(plan.pods[0].resource.memory, 12 * GIB);
+    assert_string_equal(plan.pods[1].name, "j-worker-2");
+    assert_int_equal(plan.pods[1].resource.memory, 15461882266);
+    assert_int_equal(answered.cnt, 1);
+    assert_string_equal(answered.items[0].pod_name, "j-worker-2");
+    assert_string_equal(answered.items[0].oom_event_id, "ne-8");
+    assert_int_equal(answered.items[0].memory, 15461882266);
+    free(answered.items);
+    fixture_plan_free(&plan);
 }
 
 int main(void)
@@ -486,6 +542,7 @@ int main(void)
         cmocka_unit_test(test_vpa_table),
         cmocka_unit_test(test_vpa_no_answered_out),
         cmocka_unit_test(test_dlrover_oom_answered),
+        cmocka_unit_test(test_vpa_several_pods),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

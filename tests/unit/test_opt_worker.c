@@ -413,6 +413,84 @@ static void test_worker_resource(void **state)
     }
 }
 
+/* The master's phase (plan_request v2's config) decides the branch when it
+ * says one; without it (or with one DLRover does not have) the phase is
+ * inferred from the worker count, as for an older master. */
+typedef struct phase_case {
+    const char *name;
+    const char *phase; /* config["optimizer.worker.optimize-phase"], NULL = none */
+    dlb_job_state_t job;
+    int32_t count;
+    const char *reason;
+} phase_case_t;
+
+static const phase_case_t phase_cases[] = {
+    /* util 0.2: ceil(0.8/0.2*5) = 20; initial: at most 32 -> 20 (inferred stable: 9) */
+    {"initial, although the count changed",
+     "initial",
+     {DLR_WINDOW(2, 10)},
+     20,
+     "phase initial (the master's); last change: workers 1 -> 5, mean speed 8.00 -> 10.00 "
+     "steps/s (increased); max PS CPU util 0.200 (j-ps-0, mean of 3 records) < 0.8: "
+     "ceil(0.8/0.200*5)=20, estimated job time unknown (taken as long) -> at most 32 -> 20 "
+     "workers"},
+    {"sample is initial", "sample", {DLR_WINDOW(2, 10)}, 20, "phase sample (the master's);"},
+    {"stable, as inferred",
+     "stable",
+     {DLR_WINDOW(2, 10)},
+     9,
+     "phase stable (the master's); last change: workers 1 -> 5"},
+    /* 8 workers throughout, util 0.125: inferred initial -> 32; stable: no
+     * change to judge the speed by -> count kept */
+    {"stable without a change: count kept",
+     "stable",
+     {WINDOW(INIT_REC("r1", 8, 2, WX8(2, 8 * GIB)), INIT_REC("r2", 8, 2, WX8(2, 8 * GIB)),
+             INIT_REC("r3", 8, 2, WX8(2, 8 * GIB)))},
+     0,
+     "phase stable (the master's), but the worker count never changed over the records; max PS "
+     "CPU util 0.125 (j-ps-0, mean of 3 records) < 0.8: ceil(0.8/0.125*8)=52, but no change of "
+     "the count to judge the speed by, count kept"},
+    {"an unknown phase is inferred",
+     "warm-up",
+     {WINDOW(INIT_REC("r1", 8, 2, WX8(2, 8 * GIB)), INIT_REC("r2", 8, 2, WX8(2, 8 * GIB)),
+             INIT_REC("r3", 8, 2, WX8(2, 8 * GIB)))},
+     32,
+     "phase initial (worker count never changed); max PS CPU util 0.125"},
+    {"no phase: inferred", NULL, {DLR_WINDOW(2, 10)}, 9, "; phase stable: workers 1 -> 5"},
+};
+
+static void test_worker_phase(void **state)
+{
+    static const dlb_history_t no_history = {.jobs_cnt = 0};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(phase_cases) / sizeof(phase_cases[0]); i++) {
+        const phase_case_t *c = &phase_cases[i];
+        dlb_str_entry_t config[] = {{"optimizer.ps.other", "x"},
+                                    {DLB_CONFIG_WORKER_PHASE, (char *)c->phase}};
+        dlb_plan_request_t req = {.event_id = "req-1",
+                                  .job_uid = "job-1",
+                                  .stage = DLB_STAGE_WORKER_INITIAL,
+                                  .config = config,
+                                  .config_cnt = c->phase ? 2 : 1};
+        dlb_opt_input_t in = {.req = &req, .job = &c->job, .history = &no_history};
+        dlb_plan_t plan = {0};
+
+        print_message("case %s\n", c->name);
+        assert_int_equal(dlb_opt_worker_resource(&in, &plan), 0);
+        if (!strstr(plan.reason, c->reason)) {
+            print_error("reason \"%s\"\n   lacks \"%s\"\n", plan.reason, c->reason);
+            fail();
+        }
+        /* Only a phase DLRover has is taken as the master's. */
+        assert_int_equal(!!strstr(plan.reason, "(the master's)"),
+                         c->phase && strcmp(c->phase, "warm-up") != 0);
+        assert_int_equal(plan.groups_cnt, 1);
+        assert_int_equal(plan.groups[0].count, c->count);
+        plan_free(&plan);
+    }
+}
+
 /* Same input, same plan; the input is not written. */
 static void test_worker_resource_deterministic(void **state)
 {
@@ -437,6 +515,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worker_resource),
+        cmocka_unit_test(test_worker_phase),
         cmocka_unit_test(test_worker_resource_deterministic),
     };
 

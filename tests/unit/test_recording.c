@@ -280,7 +280,7 @@ static void test_counts_and_order(void **state)
 static void test_create_history(void **state)
 {
     dlb_recording_t *rec = load_fixture(&conf);
-    dlb_oom_plan_t answered;
+    dlb_oom_answers_t answered;
     dlb_opt_input_t in;
     const char *set = "dlrover";
     const dlb_hist_job_t *h;
@@ -291,8 +291,8 @@ static void test_create_history(void **state)
     assert_ptr_equal(in.req, dlb_recording_request(rec, Q_B1));
     assert_ptr_equal(in.optimizer_set, set);
     assert_ptr_equal(in.answered, &answered);
-    assert_int_equal(answered.pod_name[0], 0); /* zeroed for the optimizer */
-    assert_int_equal(answered.memory, 0);
+    assert_null(answered.items); /* zeroed for the optimizer */
+    assert_int_equal(answered.cnt, 0);
     assert_ptr_equal(in.limits, &conf.limits);
     assert_ptr_equal(in.tuning, &conf.tuning);
     assert_null(in.oom_plans); /* no OOM in b-new */
@@ -448,7 +448,8 @@ static void test_oom_answers(void **state)
 {
     dlb_recording_t *rec = load_fixture(&conf);
     dlb_plan_t plan1, plan2;
-    dlb_oom_plan_t a = oom_answer("c-run-worker-0", "c-k1", 12 * DLB_GIB), none;
+    dlb_oom_plan_t one = oom_answer("c-run-worker-0", "c-k1", 12 * DLB_GIB);
+    dlb_oom_answers_t a = {&one, 1}, none = {NULL, 0};
     dlb_opt_input_t in, again;
     (void)state;
 
@@ -456,12 +457,11 @@ static void test_oom_answers(void **state)
     snprintf(plan1.plan_id, sizeof(plan1.plan_id), "plan-c-q1");
     memset(&plan2, 0, sizeof(plan2));
     snprintf(plan2.plan_id, sizeof(plan2.plan_id), "plan-c-q2");
-    memset(&none, 0, sizeof(none));
 
     /* Replay 1, in request order. */
     assert_int_equal(dlb_recording_input(rec, Q_C1, "dlbrain", NULL, &in), 0);
     assert_int_equal(in.oom_plans_cnt, 0);
-    a.event_time_ms = 5; /* overwritten by the request's time */
+    one.event_time_ms = 5; /* overwritten by the request's time */
     assert_int_equal(dlb_recording_answer(rec, Q_C1, &plan1, &a), 0);
     assert_int_equal(dlb_recording_input(rec, Q_C2, "dlbrain", NULL, &in), 0);
     assert_int_equal(in.oom_plans_cnt, 1);
@@ -519,7 +519,7 @@ static void test_oom_answers(void **state)
 static void test_replay_through_router(void **state)
 {
     dlb_recording_t *rec = load_fixture(&conf);
-    dlb_oom_plan_t answered[Q__CNT];
+    dlb_oom_answers_t answered[Q__CNT];
     char err[512];
     (void)state;
 
@@ -544,12 +544,15 @@ static void test_replay_through_router(void **state)
             free(plan.pods);
             free(plan.actions);
         }
-        assert_string_equal(answered[Q_C1].pod_name, "c-run-worker-0");
-        assert_string_equal(answered[Q_C1].oom_event_id, "c-k1");
-        assert_true(answered[Q_C1].memory > 8589934592LL); /* more than it had */
-        assert_string_equal(answered[Q_C2].pod_name, "");
-        assert_string_equal(answered[Q_B1].pod_name, "");
-        assert_string_equal(answered[Q_D1].pod_name, "");
+        assert_int_equal(answered[Q_C1].cnt, 1);
+        assert_string_equal(answered[Q_C1].items[0].pod_name, "c-run-worker-0");
+        assert_string_equal(answered[Q_C1].items[0].oom_event_id, "c-k1");
+        assert_true(answered[Q_C1].items[0].memory > 8589934592LL); /* more than it had */
+        assert_int_equal(answered[Q_C2].cnt, 0);
+        assert_int_equal(answered[Q_B1].cnt, 0);
+        assert_int_equal(answered[Q_D1].cnt, 0);
+        for (size_t i = 0; i < Q__CNT; i++)
+            free(answered[i].items);
     }
     dlb_recording_free(rec);
 }

@@ -272,7 +272,7 @@ static void test_router_answered(void **state)
                               .event_time_ms = 1700000000123,
                               .job_uid = "job-7",
                               .stage = DLB_STAGE_RUNNING};
-    dlb_oom_plan_t answered;
+    dlb_oom_answers_t answered = {0};
     dlb_opt_input_t in = {.req = &req,
                           .job = &oom_job,
                           .history = &no_history,
@@ -283,14 +283,15 @@ static void test_router_answered(void **state)
     char errstr[256];
 
     (void)state;
-    memset(&answered, 0, sizeof(answered));
     assert_int_equal(dlb_router_plan(&in, &plan, errstr, sizeof(errstr)), 0);
-    assert_string_equal(answered.pod_name, "j-worker-1");
-    assert_string_equal(answered.oom_event_id, "ne-7");
-    assert_string_equal(answered.plan_id, "plan-req-42");
-    assert_int_equal(answered.event_time_ms, 1700000000123);
-    assert_int_equal(answered.memory, 20615843021);
+    assert_int_equal(answered.cnt, 1);
+    assert_string_equal(answered.items[0].pod_name, "j-worker-1");
+    assert_string_equal(answered.items[0].oom_event_id, "ne-7");
+    assert_string_equal(answered.items[0].plan_id, "plan-req-42");
+    assert_int_equal(answered.items[0].event_time_ms, 1700000000123);
+    assert_int_equal(answered.items[0].memory, 20615843021);
     fixture_plan_free(&plan);
+    free(answered.items);
 
     /* asked again, with that answer stored: nothing new to store */
     memset(&answered, 0, sizeof(answered));
@@ -301,7 +302,7 @@ static void test_router_answered(void **state)
     assert_int_equal(dlb_router_plan(&in, &plan, errstr, sizeof(errstr)), 0);
     assert_string_equal(plan.optimizer, "dlbrain.oom");
     assert_int_equal(plan.pods[0].resource.memory, 20615843021);
-    assert_string_equal(answered.pod_name, "");
+    assert_int_equal(answered.cnt, 0);
     fixture_plan_free(&plan);
 }
 

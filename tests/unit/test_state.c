@@ -110,6 +110,134 @@ static void test_job_merge_sections(void **unused)
     assert_null(st.window);
 }
 
+static char *dup_text(const char *s)
+{
+    char *d = strdup(s);
+    assert_non_null(d);
+    return d;
+}
+
+/* job_event v2's sections (workflow, job type, resource, customized data,
+ * optimization) and the heap parts of dataset and model merge like the others:
+ * the state holds its own copies, a newer event's section replaces the whole
+ * section, a late one fills only what was never seen, null is "not reported". */
+static void test_job_merge_v2_sections(void **unused)
+{
+    dlb_job_state_t st = {0};
+    dlb_event_t a = job_ev("j-a", 1000), b = job_ev("j-b", 2000), late = job_ev("j-0", 500);
+    (void)unused;
+
+    a.u.job.has_job_type = 1;
+    snprintf(a.u.job.job_type, sizeof(a.u.job.job_type), "ParameterServerStrategy");
+    a.u.job.has_customized_data = 1;
+    a.u.job.customized_data = dup_text("{\"rdzv_round\": 1}");
+    a.u.job.has_model = 1;
+    a.u.job.model.op_count = 10;
+    a.u.job.model.kv_embedding_dims = calloc(2, sizeof(int64_t));
+    assert_non_null(a.u.job.model.kv_embedding_dims);
+    a.u.job.model.kv_embedding_dims[0] = 8;
+    a.u.job.model.kv_embedding_dims[1] = 16;
+    a.u.job.model.kv_embedding_dims_cnt = 2;
+    a.u.job.model.tensor_alloc_bytes = calloc(1, sizeof(dlb_long_entry_t));
+    assert_non_null(a.u.job.model.tensor_alloc_bytes);
+    a.u.job.model.tensor_alloc_bytes[0].key = dup_text("emb/part_0");
+    a.u.job.model.tensor_alloc_bytes[0].value = 4096;
+    a.u.job.model.tensor_alloc_bytes_cnt = 1;
+
+    /* b: new customized data (DLRover resends its whole dict), a model
+     * without lists (they go: a section is replaced whole), a workflow. */
+    b.u.job.has_customized_data = 1;
+    b.u.job.customized_data = dup_text("{\"rdzv_round\": 2, \"init_training_time\": 42}");
+    b.u.job.has_model = 1;
+    b.u.job.model.op_count = 20;
+    b.u.job.has_workflow = 1;
+    snprintf(b.u.job.workflow.job_name, sizeof(b.u.job.workflow.job_name), "ctr-7");
+    b.u.job.workflow.code_address = dup_text("https://git.example.com/ctr.git");
+    b.u.job.workflow.is_prod = 1;
+
+    /* late: older than both; only its never-seen sections count. */
+    late.u.job.has_resource = 1;
+    late.u.job.resource = dup_text("{\"worker\": {\"count\": 2}}");
+    late.u.job.has_optimization = 1;
+    late.u.job.optimization = dup_text("{\"timestamp\": 1}");
+    late.u.job.has_customized_data = 1;
+    late.u.job.customized_data = dup_text("{\"rdzv_round\": 0}");
+    late.u.job.has_dataset = 1;
+    late.u.job.dataset.sparse_features = dup_text("user_id,item_id");
+    late.u.job.dataset.storage_size = 1 << 20;
+
+    assert_int_equal(dlb_job_state_apply(&st, &a, 60), 0);
+    /* The state's copy is its own: the event may go at once. */
+    assert_ptr_not_equal(st.job.customized_data, a.u.job.customized_data);
+    assert_ptr_not_equal(st.job.model.kv_embedding_dims, a.u.job.model.kv_embedding_dims);
+    dlb_event_clear(&a);
+    assert_int_equal(st.job.model.kv_embedding_dims_cnt, 2);
+    assert_int_equal(st.job.model.kv_embedding_dims[1], 16);
+    assert_string_equal(st.job.model.tensor_alloc_bytes[0].key, "emb/part_0");
+
+    assert_int_equal(dlb_job_state_apply(&st, &b, 60), 0);
+    assert_int_equal(dlb_job_state_apply(&st, &late, 60), 0);
+    assert_int_equal(dlb_job_state_apply(&st, &b, 60), 0); /* a redelivery: no change */
+    dlb_event_clear(&b);
+    dlb_event_clear(&late);
+
+    assert_string_equal(st.job.event_id, "j-b");
+    assert_int_equal(st.created_ms, 500);
+    assert_int_equal(st.job.has_job_type, 1);
+    assert_string_equal(st.job.job_type, "ParameterServerStrategy");
+    assert_int_equal(st.job.has_customized_data, 1);
+    assert_string_equal(st.job.customized_data, "{\"rdzv_round\": 2, \"init_training_time\": 42}");
+    assert_int_equal(st.job.has_model, 1);
+    assert_int_equal(st.job.model.op_count, 20);
+    assert_int_equal(st.job.model.kv_embedding_dims_cnt, 0);
+    assert_null(st.job.model.kv_embedding_dims);
+    assert_int_equal(st.job.model.tensor_alloc_bytes_cnt, 0);
+    assert_int_equal(st.job.has_workflow, 1);
+    assert_string_equal(st.job.workflow.job_name, "ctr-7");
+    assert_string_equal(st.job.workflow.code_address, "https://git.example.com/ctr.git");
+    assert_int_equal(st.job.workflow.is_prod, 1);
+    assert_int_equal(st.job.has_resource, 1);
+    assert_string_equal(st.job.resource, "{\"worker\": {\"count\": 2}}");
+    assert_int_equal(st.job.has_optimization, 1);
+    assert_string_equal(st.job.optimization, "{\"timestamp\": 1}");
+    assert_int_equal(st.job.has_dataset, 1);
+    assert_string_equal(st.job.dataset.sparse_features, "user_id,item_id");
+    assert_int_equal(st.job.dataset.storage_size, 1 << 20);
+    /* Everything the state holds is released with it (ASan: no leak). */
+    dlb_job_state_clear(&st);
+    assert_null(st.job.customized_data);
+}
+
+/* A deep copy of a job event owns its heap parts, and equals the original. */
+static void test_job_event_copy(void **unused)
+{
+    dlb_event_t a = job_ev("j-a", 1000), b;
+    (void)unused;
+
+    a.u.job.has_resource = 1;
+    a.u.job.resource = dup_text("{}");
+    a.u.job.has_model = 1;
+    a.u.job.model.kv_embedding_dims = calloc(1, sizeof(int64_t));
+    assert_non_null(a.u.job.model.kv_embedding_dims);
+    a.u.job.model.kv_embedding_dims[0] = 64;
+    a.u.job.model.kv_embedding_dims_cnt = 1;
+    assert_int_equal(dlb_event_copy(&b, &a), 0);
+    assert_true(dlb_event_equal(&a, &b));
+    assert_ptr_not_equal(a.u.job.resource, b.u.job.resource);
+    assert_ptr_not_equal(a.u.job.model.kv_embedding_dims, b.u.job.model.kv_embedding_dims);
+    b.u.job.model.kv_embedding_dims[0] = 65;
+    assert_false(dlb_event_equal(&a, &b));
+    b.u.job.model.kv_embedding_dims[0] = 64;
+    /* NULL reads as "" */
+    free(b.u.job.resource);
+    b.u.job.resource = NULL;
+    assert_false(dlb_event_equal(&a, &b));
+    a.u.job.resource[0] = '\0';
+    assert_true(dlb_event_equal(&a, &b));
+    dlb_event_clear(&a);
+    dlb_event_clear(&b);
+}
+
 /* A late (older) event fills only sections never seen and moves nothing backwards;
  * replaying everything again changes nothing. */
 static void test_job_late_and_duplicate(void **unused)
@@ -367,6 +495,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_job_merge_sections),
         cmocka_unit_test(test_job_late_and_duplicate),
+        cmocka_unit_test(test_job_merge_v2_sections),
+        cmocka_unit_test(test_job_event_copy),
         cmocka_unit_test(test_samples_order_dedup_trim),
         cmocka_unit_test(test_samples_deep_copy),
         cmocka_unit_test(test_samples_min_window),

@@ -263,7 +263,7 @@ def test_optimizer_keeps_python_bytes(brokers):
             "cpu_requested": 7.5}),
         ("plan_request", "plan_requests", {
             "event_id": f"{uid}-q1", "event_time_ms": t0 + 21000, "job_uid": uid, "stage": "job_stage_running",
-            "oom_pod": f"{uid}-worker-0"}),
+            "oom_pod": f"{uid}-worker-0", "oom_pods": [f"{uid}-worker-0"]}),
     ]
     with Reporter(brokers, uid) as r:
         r.report_job(**{k: v for k, v in events[0][2].items() if k not in ("job_uid",)})

@@ -31,7 +31,7 @@ def test_catalog_ids(repo):
     assert shipped.types() == sorted(TOPICS)
     # The newest version of each type is what writers use (docs/events.md: Schema versions).
     assert {t: shipped.newest(t).id for t in shipped.types()} == {
-        "job_event": 1, "runtime_sample": 7, "node_event": 3, "plan_request": 4, "plan": 8,
+        "job_event": 10, "runtime_sample": 11, "node_event": 3, "plan_request": 12, "plan": 8,
         "config_match": 6, "config_request": 9,
     }
 

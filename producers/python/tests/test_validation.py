@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from dlbrain_client import EventError, encode, from_json_line
+from dlbrain_client import EventError, Reporter, encode, from_json_line
 from dlbrain_client.events import STAGES
 
 H = '"event_id":"e1","event_time_ms":1767312000000,"job_uid":"j1"'
@@ -23,6 +23,23 @@ CASES = [
      'stage: unknown value "nope" (expected one of ' + ", ".join(STAGES) + ")"),
     ('{"type":"plan_request",' + H + ',"stage":"job_stage_running","oom_pod":""}', "oom_pod: must not be empty"),
     ('{"type":"plan_request",' + H + "}", "stage: missing required field"),
+    # plan_request v2: every OOM pod (oom_pod the first of them), DLRover's config.
+    ('{"type":"plan_request",' + H + ',"stage":"job_stage_running","oom_pods":["j1-worker-1"]}',
+     'oom_pod: must be the first of oom_pods ("j1-worker-1")'),
+    ('{"type":"plan_request",' + H + ',"stage":"job_stage_running","oom_pod":"a","oom_pods":["a",""]}',
+     "oom_pods[1]: must not be empty"),
+    ('{"type":"plan_request",' + H + ',"stage":"job_stage_running","oom_pods":["' + "p" * 128 + '"]}',
+     "oom_pods[0]: 128 bytes long, more than the limit of 127"),
+    ('{"type":"plan_request",' + H + ',"stage":"job_stage_running","oom_pod":"a","oom_pods":['
+     + ",".join(['"a"'] * 1025) + "]}", "oom_pods: 1025 items, more than the limit of 1024"),
+    ('{"type":"plan_request",' + H + ',"stage":"job_stage_running","config":{"":"x"}}',
+     "config: a key must not be empty"),
+    ('{"type":"plan_request",' + H + ',"stage":"job_stage_running","config":{"k":"' + "v" * 1025 + '"}}',
+     "config.k: 1025 bytes long, more than the limit of 1024"),
+    ('{"type":"plan_request",' + H + ',"stage":"job_stage_running","config":{'
+     + ",".join(f'"k{i}":"v"' for i in range(257)) + "}}", "config: 257 items, more than the limit of 256"),
+    ('{"type":"plan_request",' + H + ',"stage":"job_stage_running","config":{"k":1}}',
+     "config.k: expected a string, got 1"),
     ('{"type":"job_event","event_id":"","event_time_ms":1,"job_uid":"j1"}', "event_id: must not be empty"),
     ('{"type":"job_event","event_id":"e","event_time_ms":1,"job_uid":""}', "job_uid: must not be empty"),
     ('{"type":"job_event","event_id":"e","event_time_ms":-1,"job_uid":"j"}', "event_time_ms: negative (-1)"),
@@ -30,7 +47,28 @@ CASES = [
      'state: unknown value "runing" (expected one of created, pending, running, succeeded, failed, stopped)'),
     ('{"type":"job_event",' + H + ',"exit_reason":"Oops"}',
      'exit_reason: unknown value "Oops" (expected one of Completed, CodeError, WorkerOOM, WorkerError, PSOOM, '
-     "PSError, HangError, RdzvTimeout, PendingTimeout)"),
+     "PSError, EvaluatorOOM, EvaluatorError, UnknownError, HangError, RdzvTimeout, PendingTimeout, "
+     "UncompletedTimeout, NodeCheckFailed)"),
+    # job_event v2: DLRover's other JobMetrics fields, and the bounds of C's heap parts.
+    ('{"type":"job_event",' + H + ',"dataset":{"storage_size":-1}}', "dataset.storage_size: negative (-1)"),
+    ('{"type":"job_event",' + H + ',"model":{"input_fetch_dur":-4}}', "model.input_fetch_dur: negative (-4)"),
+    ('{"type":"job_event",' + H + ',"model":{"kv_embedding_dims":[8,-1]}}', "model.kv_embedding_dims[1]: negative (-1)"),
+    ('{"type":"job_event",' + H + ',"model":{"kv_embedding_dims":[' + ",".join(["8"] * 65537) + ']}}',
+     "model.kv_embedding_dims: 65537 items, more than the limit of 65536"),
+    ('{"type":"job_event",' + H + ',"model":{"tensor_alloc_bytes":{"a/b":-2}}}',
+     "model.tensor_alloc_bytes.a/b: negative (-2)"),
+    ('{"type":"job_event",' + H + ',"model":{"tensor_alloc_bytes":{"' + "t" * 1025 + '":1}}}',
+     "model.tensor_alloc_bytes: a key of 1025 bytes, more than the limit of 1024"),
+    ('{"type":"job_event",' + H + ',"model":{"tensor_alloc_bytes":{"a":"x"}}}',
+     'model.tensor_alloc_bytes.a: expected an integer, got "x"'),
+    ('{"type":"job_event",' + H + ',"workflow":{"is_prod":"yes"}}', 'workflow.is_prod: expected a boolean, got "yes"'),
+    ('{"type":"job_event",' + H + ',"workflow":{"job_name":"' + "n" * 256 + '"}}',
+     "workflow.job_name: 256 bytes long, more than the limit of 255"),
+    ('{"type":"job_event",' + H + ',"customized_data":"' + "c" * 262145 + '"}',
+     "customized_data: 262145 bytes long, more than the limit of 262144"),
+    ('{"type":"job_event",' + H + ',"dataset":{"sparse_features":"' + "f," * 131073 + '"}}',
+     "dataset.sparse_features: 262146 bytes long, more than the limit of 262144"),
+    ('{"type":"job_event",' + H + ',"resource":{"worker":1}}', 'resource: expected a string, got {"worker":1}'),
     ('{"type":"job_event",' + H + ',"hyper_params":{"batch_size":-1}}', "hyper_params.batch_size: negative (-1)"),
     ('{"type":"job_event",' + H + ',"dataset":{"size":-2}}', "dataset.size: negative (-2)"),
     ('{"type":"job_event",' + H + ',"model":{"flops":-3}}', "model.flops: negative (-3)"),
@@ -60,6 +98,10 @@ CASES = [
      "pods[0].speed: must be a finite non-negative number of steps/s (-2.5)"),
     ('{"type":"runtime_sample",' + H + ',"pods":[{' + POD.replace('"j1-worker-0"', '""') + "}]}",
      "pods[0].name: must not be empty"),
+    ('{"type":"runtime_sample",' + H + ',"pods":[{' + POD + ',"namespace":"' + "n" * 64 + '"}]}',
+     "pods[0].namespace: 64 bytes long, more than the limit of 63"),
+    ('{"type":"runtime_sample",' + H + ',"pods":[{' + POD + ',"is_mixed":"no"}]}',
+     'pods[0].is_mixed: expected a boolean, got "no"'),
     ('{"type":"node_event",' + H + ',"kind":"oom_killed"}', "pod_name: must not be empty"),
     ('{"type":"node_event",' + H + ',"kind":"exploded","pod_name":"p"}',
      'kind: unknown value "exploded" (expected one of pod_phase, node_phase, oom_killed, evicted, node_not_ready, '
@@ -141,3 +183,21 @@ def test_json_line_roundtrip():
     typ, rec = from_json_line(line)
     assert json.loads(line) == {"type": typ, **rec}
     encode(typ, rec)
+
+
+def test_request_plan_fields(monkeypatch):
+    # What Reporter.request_plan sends (nothing reaches a broker: publish is replaced).
+    r = Reporter("127.0.0.1:1", "j1")
+    sent = []
+    monkeypatch.setattr(r, "publish", lambda typ, rec, **kw: sent.append((typ, rec)) or rec["event_id"])
+    r.request_plan("job_stage_create", event_id="q0", event_time_ms=1)
+    r.request_plan("job_stage_running", "j1-worker-0", event_id="q1", event_time_ms=2)
+    r.request_plan("job_stage_worker_initial", oom_pods=["j1-worker-2", "j1-worker-1"],
+                   config={"optimizer.worker.optimize-phase": "initial"}, event_id="q2", event_time_ms=3)
+    assert [(rec["oom_pod"], rec["oom_pods"], rec["config"]) for _, rec in sent] == [
+        (None, [], {}),
+        ("j1-worker-0", ["j1-worker-0"], {}),
+        ("j1-worker-2", ["j1-worker-2", "j1-worker-1"], {"optimizer.worker.optimize-phase": "initial"}),
+    ]
+    for typ, rec in sent:
+        encode(typ, rec)  # each is valid

@@ -52,7 +52,8 @@ def test_corpus_is_there():
     types = {n.split("-")[1] for n in names if n.startswith("fixture-")}
     assert types == {"job_event", "runtime_sample", "node_event", "plan_request", "plan",
                      "config_match", "config_request"}
-    assert {"fixture-plan-full-v1", "fixture-runtime_sample-full-v1"} <= names
+    assert {"fixture-plan-full-v1", "fixture-runtime_sample-full-v1", "fixture-runtime_sample-full-v2",
+            "fixture-job_event-full-v1", "fixture-plan_request-full-v1"} <= names
     assert len(PAIRS) >= 30
 
 
@@ -90,6 +91,13 @@ def test_old_writers_resolved():
     assert plan["actions"] == [] and len(plan["pods"]) == 2
     _, rt = decode(_read(by_name["fixture-runtime_sample-full-v1"][2], "rb"))
     assert [p["speed"] for p in rt["pods"]] == [None, None, None]
+    assert {(p["pod_ip"], p["namespace"], p["is_mixed"]) for p in rt["pods"]} == {("", "", False)}
+    _, rt = decode(_read(by_name["fixture-runtime_sample-full-v2"][2], "rb"))
+    assert [p["speed"] for p in rt["pods"]] == [None, 4.25, 8.5]
+    assert [p["pod_ip"] for p in rt["pods"]] == ["", "", ""]
+    _, rt = decode(_read(by_name["fixture-runtime_sample-full"][2], "rb"))
+    assert [(p["pod_ip"], p["is_mixed"]) for p in rt["pods"]] == [
+        ("10.0.0.10", False), ("10.0.0.11", False), ("10.0.0.12", True)]
     # A v2 plan read by a master that knows only v1 (reader schema id 5).
     _, v1 = decode(_read(by_name["fixture-plan-full"][2], "rb"), reader_schema_id=5)
     assert "actions" not in v1 and v1["plan_id"] == "plan-1"
@@ -105,6 +113,23 @@ def test_types_of_values():
     # Map entries in wire order, which is the order C added them.
     assert list(cm["values"]) == ["ps.memory", "optimizer.flags"]
     assert json.loads(cm["values"]["optimizer.flags"]) == ["a", {"b": 1}]
+    # job_event v2: a list of ints, a map in wire order, a bool, JSON texts as strings.
+    _, job = decode(_read(by_name["fixture-job_event-full"][2], "rb"))
+    assert job["model"]["kv_embedding_dims"] == [8, 16, 32]
+    assert list(job["model"]["tensor_alloc_bytes"].items()) == [("embedding/user_id/part_0", 2**30),
+                                                               ("dense/kernel", 4096)]
+    assert job["workflow"]["is_prod"] is True and job["dataset"]["storage_size"] == 5 * 2**30
+    assert json.loads(job["resource"]) == {"worker": {"count": 2, "cpu": 8}}
+    # plan_request v2: every OOM pod in order, the config in wire order.
+    _, req = decode(_read(by_name["fixture-plan_request-full"][2], "rb"))
+    assert req["oom_pod"] == req["oom_pods"][0] and req["oom_pods"] == ["uid-42-worker-3", "uid-42-worker-1"]
+    assert list(req["config"].items()) == [("optimizer.worker.optimize-phase", "sample"), ("optimizer.ps.flags", "")]
+    _, v1 = decode(_read(by_name["fixture-plan_request-full"][2], "rb"), reader_schema_id=4)
+    assert set(v1) == {"event_id", "event_time_ms", "job_uid", "stage", "oom_pod"}
+    # An older reader (job_event v1, id 1) sees only what it knows.
+    _, v1 = decode(_read(by_name["fixture-job_event-full"][2], "rb"), reader_schema_id=1)
+    assert "workflow" not in v1 and set(v1["model"]) == {
+        "variable_count", "op_count", "total_variable_size", "recv_op_count", "flops", "embedding_dimension"}
 
 
 def test_doubles_exact():
@@ -136,7 +161,7 @@ def test_unicode_strings():
 @pytest.mark.parametrize("frame,msg", [
     (b"\x00\x00\x00", "shorter than the 5-byte Confluent header"),
     (b'{"type":"x"}', "not Confluent-framed Avro (it looks like JSON)"),
-    (b"\x00\x00\x00\x00\x63\x02a", "schema id 99 is not in the catalog (known: 1, 2, 3, 4, 5, 6, 7, 8, 9)"),
+    (b"\x00\x00\x00\x00\x63\x02a", "schema id 99 is not in the catalog (known: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)"),
     (b"\x00\x00\x00\x00\x04\x02a", "Avro data (schema id 4)"),
 ])
 def test_bad_frames(frame, msg):

@@ -146,17 +146,29 @@ class Reporter(Publisher):
     def report_job(self, *, meta: Optional[Mapping[str, str]] = None, state: Optional[str] = None,
                    hyper_params: Optional[Mapping[str, int]] = None,
                    dataset: Optional[Mapping[str, Any]] = None,
-                   model: Optional[Mapping[str, int]] = None, exit_reason: Optional[str] = None,
+                   model: Optional[Mapping[str, Any]] = None, exit_reason: Optional[str] = None,
+                   workflow: Optional[Mapping[str, Any]] = None, job_type: Optional[str] = None,
+                   resource: Optional[str] = None, customized_data: Optional[str] = None,
+                   optimization: Optional[str] = None,
                    event_id: Optional[str] = None, event_time_ms: Optional[int] = None) -> str:
         """A job event: any of its sections (None: not reported this time).
         meta: name, user, group, app, cluster, namespace, scenario, framework;
         hyper_params: batch_size, epoch, max_steps; dataset: name, size,
-        storage; model: variable_count, op_count, total_variable_size (bytes),
-        recv_op_count, flops, embedding_dimension. A section's missing fields
-        are "" or 0."""
+        storage, sparse_item_count, sparse_features, sparse_feature_groups,
+        sparse_feature_shapes, dense_features, dense_feature_shapes (comma-joined
+        strings), storage_size (bytes); model: variable_count, op_count,
+        total_variable_size (bytes), recv_op_count, flops, embedding_dimension,
+        max_variable_size (bytes), update_op_count, read_op_count,
+        input_fetch_dur, kv_embedding_dims (list of ints), tensor_alloc_bytes
+        (dict of tensor name -> bytes); workflow: job_name, user_id,
+        code_address, workflow_id, node_id, odps_project, is_prod (bool);
+        job_type: the distribution strategy; resource, customized_data and
+        optimization: JSON texts, carried as given. A section's missing fields
+        are "", 0, false or empty."""
         return self._send("job_event", {
             "meta": meta, "state": state, "hyper_params": hyper_params, "dataset": dataset,
-            "model": model, "exit_reason": exit_reason,
+            "model": model, "exit_reason": exit_reason, "workflow": workflow, "job_type": job_type,
+            "resource": resource, "customized_data": customized_data, "optimization": optimization,
         }, event_id, event_time_ms)
 
     def report_sample(self, *, global_step: int = 0, speed: float = 0.0,
@@ -164,7 +176,8 @@ class Reporter(Publisher):
                       event_time_ms: Optional[int] = None) -> str:
         """A runtime sample. pods: dicts of name, type, index, cpu_used,
         cpu_requested (cores), memory_used, memory_requested (bytes) and
-        optionally speed (steps/s of that worker alone)."""
+        optionally speed (steps/s of that worker alone), pod_ip, node_ip,
+        host_name, namespace and is_mixed (DLRover's PodMeta)."""
         return self._send("runtime_sample", {"global_step": global_step, "speed": speed,
                                              "pods": list(pods)}, event_id, event_time_ms)
 
@@ -182,11 +195,20 @@ class Reporter(Publisher):
         }, event_id, event_time_ms)
 
     def request_plan(self, stage: str, oom_pod: Optional[str] = None, *,
+                     oom_pods: Optional[Sequence[str]] = None,
+                     config: Optional[Mapping[str, str]] = None,
                      event_id: Optional[str] = None, event_time_ms: Optional[int] = None) -> str:
-        """Asks for a resource plan at a stage (job_stage_create, ...); oom_pod
-        names the pod an OOM request follows. Returns the request id."""
-        return self._send("plan_request", {"stage": stage, "oom_pod": oom_pod}, event_id,
-                          event_time_ms)
+        """Asks for a resource plan at a stage (job_stage_create, ...). An OOM
+        request names the pod it follows (oom_pod) or every OOM pod (oom_pods,
+        each answered in the one plan); either way both fields are sent,
+        oom_pod the first of oom_pods, for readers that know only oom_pod.
+        config: DLRover's customized_config, e.g.
+        {"optimizer.worker.optimize-phase": "initial"}. Returns the request id."""
+        pods = list(oom_pods) if oom_pods is not None else ([oom_pod] if oom_pod is not None else [])
+        if oom_pod is None and pods:
+            oom_pod = pods[0]
+        return self._send("plan_request", {"stage": stage, "oom_pod": oom_pod, "oom_pods": pods,
+                                           "config": dict(config or {})}, event_id, event_time_ms)
 
     def request_config(self, meta: Optional[Mapping[str, str]] = None, *,
                        event_id: Optional[str] = None, event_time_ms: Optional[int] = None) -> str:

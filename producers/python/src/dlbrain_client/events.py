@@ -29,9 +29,14 @@ EXIT_REASONS = (
     "WorkerError",
     "PSOOM",
     "PSError",
+    "EvaluatorOOM",
+    "EvaluatorError",
+    "UnknownError",
     "HangError",
     "RdzvTimeout",
     "PendingTimeout",
+    "UncompletedTimeout",
+    "NodeCheckFailed",
 )
 NODE_KINDS = (
     "pod_phase",
@@ -49,15 +54,39 @@ POD_TYPES = ("ps", "worker", "chief", "evaluator")
 POD_ACTIONS = ("relaunch", "replace")
 
 # event.h: DLB_ID_MAX 128, DLB_NAME_MAX 256, DLB_REASON_MAX 1024 and the
-# smaller char arrays; a value must leave room for C's NUL terminator.
+# smaller char arrays; a value must leave room for C's NUL terminator. C's heap
+# texts hold at most DLB_TEXT_MAX bytes (the cap is one more), its lists and
+# maps at most DLB_LIST_MAX items, its map keys at most DLB_KEY_MAX bytes.
 _ID, _NAME, _REASON = 128, 256, 1024
+TEXT_MAX, LIST_MAX, KEY_MAX = 256 * 1024, 65536, 1024
+OOM_PODS_MAX, CONFIG_MAX = 1024, 256
+_TEXT = TEXT_MAX + 1
 _META = {f: _NAME for f in ("name", "user", "group", "app", "cluster", "namespace", "scenario", "framework")}
+_FEATURE_LISTS = ("sparse_features", "sparse_feature_groups", "sparse_feature_shapes", "dense_features",
+                  "dense_feature_shapes")
 STRING_CAPS: Dict[str, Dict[str, int]] = {
-    "dlbrain.JobEvent": {"event_id": _ID, "job_uid": _ID, "state": 32, "exit_reason": 32},
+    "dlbrain.JobEvent": {
+        "event_id": _ID,
+        "job_uid": _ID,
+        "state": 32,
+        "exit_reason": 32,
+        "job_type": _NAME,
+        "resource": _TEXT,
+        "customized_data": _TEXT,
+        "optimization": _TEXT,
+    },
     "dlbrain.JobMeta": _META,
-    "dlbrain.DatasetFeatures": {"name": _NAME, "storage": _NAME},
+    "dlbrain.DatasetFeatures": {"name": _NAME, "storage": _NAME, **{f: _TEXT for f in _FEATURE_LISTS}},
+    "dlbrain.WorkflowFeatures": {
+        "job_name": _NAME,
+        "user_id": _NAME,
+        "code_address": _TEXT,
+        "workflow_id": _NAME,
+        "node_id": _NAME,
+        "odps_project": _NAME,
+    },
     "dlbrain.RuntimeSample": {"event_id": _ID, "job_uid": _ID},
-    "dlbrain.PodUsage": {"name": _ID, "type": 16},
+    "dlbrain.PodUsage": {"name": _ID, "type": 16, "pod_ip": 48, "node_ip": 48, "host_name": _ID, "namespace": 64},
     "dlbrain.NodeEvent": {
         "event_id": _ID,
         "job_uid": _ID,
@@ -70,6 +99,7 @@ STRING_CAPS: Dict[str, Dict[str, int]] = {
         "message": _REASON,
     },
     "dlbrain.PlanRequest": {"event_id": _ID, "job_uid": _ID, "stage": 64, "oom_pod": _ID},
+    # oom_pods items and config keys and values: heap strings, checked in _request.
     "dlbrain.Plan": {
         "event_id": _ID,
         "plan_id": _ID,
@@ -124,6 +154,25 @@ def _need_speed(field: str, v: float) -> None:
         raise EventError(f"{field}: must be a finite non-negative number of steps/s ({_g(v)})")
 
 
+def _need_count(field: str, n: int, limit: int) -> None:
+    if n > limit:
+        raise EventError(f"{field}: {n} items, more than the limit of {limit}")
+
+
+def _model_lists(m: Mapping[str, Any]) -> None:
+    # .get: a record of an older schema version (job_event v1) lacks them.
+    dims, tensors = m.get("kv_embedding_dims", ()), m.get("tensor_alloc_bytes", {})
+    _need_count("model.kv_embedding_dims", len(dims), LIST_MAX)
+    _need_count("model.tensor_alloc_bytes", len(tensors), LIST_MAX)
+    for i, d in enumerate(dims):
+        _need_nonneg(f"model.kv_embedding_dims[{i}]", d)
+    for k, v in tensors.items():
+        n = len(k.encode("utf-8"))
+        if n > KEY_MAX:
+            raise EventError(f"model.tensor_alloc_bytes: a key of {n} bytes, more than the limit of {KEY_MAX}")
+        _need_nonneg(f"model.tensor_alloc_bytes.{k}", v)
+
+
 def _resource(prefix: str, r: Mapping[str, Any]) -> None:
     _need_cpu(f"{prefix}.cpu", r["cpu"])
     _need_nonneg(f"{prefix}.memory", r["memory"])
@@ -137,15 +186,28 @@ def _job(e: Mapping[str, Any]) -> None:
         _need_listed("exit_reason", EXIT_REASONS, e["exit_reason"])
     for section, fields in (
         ("hyper_params", ("batch_size", "epoch", "max_steps")),
-        ("dataset", ("size",)),
+        ("dataset", ("size", "sparse_item_count", "storage_size")),
         (
             "model",
-            ("variable_count", "op_count", "total_variable_size", "recv_op_count", "flops", "embedding_dimension"),
+            (
+                "variable_count",
+                "op_count",
+                "total_variable_size",
+                "recv_op_count",
+                "flops",
+                "embedding_dimension",
+                "max_variable_size",
+                "update_op_count",
+                "read_op_count",
+                "input_fetch_dur",
+            ),
         ),
     ):
         if e[section] is not None:
             for f in fields:
-                _need_nonneg(f"{section}.{f}", e[section][f])
+                _need_nonneg(f"{section}.{f}", e[section].get(f, 0))
+    if e["model"] is not None:
+        _model_lists(e["model"])
 
 
 def _runtime(e: Mapping[str, Any]) -> None:
@@ -175,6 +237,34 @@ def _node(e: Mapping[str, Any]) -> None:
         _need_nonneg("memory_requested", e["memory_requested"])
     if e["cpu_requested"] is not None:
         _need_cpu("cpu_requested", e["cpu_requested"])
+
+
+def _need_text(field: str, v: str, limit: int) -> None:
+    n = len(v.encode("utf-8"))
+    if n > limit:
+        raise EventError(f"{field}: {n} bytes long, more than the limit of {limit}")
+
+
+def _request(e: Mapping[str, Any]) -> None:
+    _need_listed("stage", STAGES, e["stage"])
+    if e["oom_pod"] is not None:
+        _need_id("oom_pod", e["oom_pod"])
+    # .get: a record of plan_request v1 lacks them.
+    pods, config = e.get("oom_pods", ()), e.get("config", {})
+    _need_count("oom_pods", len(pods), OOM_PODS_MAX)
+    _need_count("config", len(config), CONFIG_MAX)
+    for i, p in enumerate(pods):
+        _need_id(f"oom_pods[{i}]", p)
+        _need_text(f"oom_pods[{i}]", p, _ID - 1)
+    if pods and e["oom_pod"] != pods[0]:
+        raise EventError(f'oom_pod: must be the first of oom_pods ("{pods[0]}")')
+    for k, v in config.items():
+        if not k:
+            raise EventError("config: a key must not be empty")
+        n = len(k.encode("utf-8"))
+        if n > KEY_MAX:
+            raise EventError(f"config: a key of {n} bytes, more than the limit of {KEY_MAX}")
+        _need_text(f"config.{k}", v, KEY_MAX)
 
 
 def _plan(e: Mapping[str, Any]) -> None:
@@ -207,9 +297,7 @@ def validate(event_type: str, e: Mapping[str, Any]) -> None:
     elif event_type == "node_event":
         _node(e)
     elif event_type == "plan_request":
-        _need_listed("stage", STAGES, e["stage"])
-        if e["oom_pod"] is not None:
-            _need_id("oom_pod", e["oom_pod"])
+        _request(e)
     elif event_type == "plan":
         _plan(e)
     elif event_type == "config_match":
