@@ -57,7 +57,8 @@ struct dlb_metrics {
     int port;
     int stall_ms;
     _Atomic int64_t beat_ms;
-    _Atomic int dep[DLB_DEP__CNT]; /* -1 never reported, 0 down, 1 up */
+    _Atomic int dep[DLB_DEP__CNT];          /* -1 never reported, 0 down, 1 up */
+    _Atomic int dep_optional[DLB_DEP__CNT]; /* shown by /readyz, never gating it */
     _Atomic(dlb_series_t *) dep_gauge[DLB_DEP__CNT];
 };
 
@@ -552,6 +553,14 @@ void dlb_metrics_dep(dlb_dep_t dep, int up)
     dlb_metric_set(g, up);
 }
 
+void dlb_metrics_dep_optional(dlb_dep_t dep)
+{
+    dlb_metrics_t *m = dlb_metrics_global();
+
+    if (m)
+        atomic_store(&m->dep_optional[dep], 1);
+}
+
 void dlb_metrics_beat(void)
 {
     dlb_metrics_t *m = dlb_metrics_global();
@@ -589,12 +598,14 @@ int dlb_metrics_ready(dlb_metrics_t *m, char *why, size_t why_size)
     why[0] = '\0';
     for (int i = 0; i < DLB_DEP__CNT; i++) {
         int st = atomic_load_explicit(&m->dep[i], memory_order_relaxed);
+        int optional = atomic_load_explicit(&m->dep_optional[i], memory_order_relaxed);
         if (st < 0)
             continue;
-        ok &= st;
+        if (!optional)
+            ok &= st;
         if (n < why_size)
-            n += (size_t)snprintf(why + n, why_size - n, "%s%s %s", n ? ", " : "", dep_names[i],
-                                  st ? "up" : "down");
+            n += (size_t)snprintf(why + n, why_size - n, "%s%s %s%s", n ? ", " : "", dep_names[i],
+                                  st ? "up" : "down", optional ? " (not needed to serve)" : "");
     }
     if (!n)
         snprintf(why, why_size, "no dependency reported yet");

@@ -134,6 +134,11 @@ typedef enum {
  *         state does not change: call it on every outcome. */
 void dlb_metrics_dep(dlb_dep_t dep, int up);
 
+/** @brief dep is shown by /readyz and its gauge, but its being down does not
+ *         make the process unready (the gateway needs PostgreSQL for one
+ *         call DLRover's masters never make). */
+void dlb_metrics_dep_optional(dlb_dep_t dep);
+
 /** @brief The main loop came round: /healthz answers 200 while the last beat
  *         is younger than the stall time given to dlb_metrics_serve(). */
 void dlb_metrics_beat(void);

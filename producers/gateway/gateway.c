@@ -56,6 +56,7 @@ static void call_free(gw_call_t *c)
     if (c->resp)
         grpc_byte_buffer_destroy(c->resp);
     grpc_slice_unref(c->status_details);
+    dlb_event_clear(&c->request);
     free(c);
 }
 
@@ -239,13 +240,13 @@ static void do_optimize(gw_call_t *c, const uint8_t *data, size_t len)
         refuse(c, "OptimizeRequest", errstr);
         goto out;
     }
-    c->req = ev.u.req;
-    dlb_plan_id(&ev.u.req, c->plan_id, sizeof(c->plan_id)); /* the optimizer names it so */
+    c->request = ev; /* the call owns it now */
+    memset(&ev, 0, sizeof(ev));
+    dlb_plan_id(&c->request.u.req, c->plan_id, sizeof(c->plan_id)); /* the optimizer names it so */
     c->deadline_ms = optimize_deadline(c);
     if (gw_kafka_wait_plan(c, errstr, sizeof(errstr)) ||
-        gw_kafka_send(c, &ev, errstr, sizeof(errstr)))
+        gw_kafka_send(c, &c->request, errstr, sizeof(errstr)))
         gw_answer(c, GRPC_STATUS_UNAVAILABLE, errstr, NULL, 0);
-    dlb_event_clear(&ev);
 out:
     brain__optimize_request__free_unpacked(r, NULL);
 }
@@ -504,6 +505,7 @@ static int server_start(gw_t *gw, char *errstr, size_t size)
                           "gateway.address %s: cannot listen there (in use, or not host:port)",
                           gw->conf->gateway.address);
     grpc_server_start(gw->server);
+    dlb_metrics_dep(DLB_DEP_KAFKA, 1);
     dlb_info("gateway: serving brain.Brain on %s (port %d), env %s, brokers %s",
              gw->conf->gateway.address, port, gw->conf->env, gw->conf->brokers);
     return 0;
@@ -565,6 +567,10 @@ int dlb_gateway_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_gat
     pthread_mutex_init(&gw.lock, NULL);
     grpc_init();
     metrics_setup(&gw);
+    /* Ready once calls can be served: Kafka answered and the port listens.
+     * PostgreSQL serves get_job_metrics alone, which DLRover never calls. */
+    dlb_metrics_dep(DLB_DEP_KAFKA, 0);
+    dlb_metrics_dep_optional(DLB_DEP_POSTGRES);
     if ((err = dlb_catalog_new(&gw.cat, errstr, errstr_size)) ||
         (err = gw_kafka_start(&gw, errstr, errstr_size)) ||
         (err = server_start(&gw, errstr, errstr_size)))

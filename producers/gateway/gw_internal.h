@@ -47,7 +47,7 @@ typedef struct gw_call {
     int waiting; /* in gw->waiters */
     int64_t deadline_ms;
     int32_t plan_part; /* partition of <env>.plans with the job's key, -1: any */
-    dlb_plan_request_t req;
+    dlb_event_t request; /* the plan request (owned: freed with the call) */
     char plan_id[DLB_ID_MAX];
     struct gw_call *next; /* gw->waiters */
 } gw_call_t;

@@ -98,7 +98,7 @@ int gw_kafka_send(gw_call_t *c, const dlb_event_t *ev, char *errstr, size_t size
 int gw_kafka_wait_plan(gw_call_t *c, char *errstr, size_t size)
 {
     gw_t *gw = c->gw;
-    int32_t p = dlb_kafka_key_partition(gw->conf, c->req.job_uid, gw->plans_parts);
+    int32_t p = dlb_kafka_key_partition(gw->conf, c->request.u.req.job_uid, gw->plans_parts);
 
     c->plan_part = p;
     /* Where the partition ends now is before the plan: ask it before the
@@ -185,7 +185,7 @@ static void answer_plan(gw_t *gw, gw_call_t *c, const dlb_plan_t *plan)
     uint8_t *out = NULL;
     size_t len = 0;
 
-    if (dlb_gw_plan_response(&c->req, plan, NULL, &out, &len, errstr, sizeof(errstr))) {
+    if (dlb_gw_plan_response(&c->request.u.req, plan, NULL, &out, &len, errstr, sizeof(errstr))) {
         gw_answer(c, GRPC_STATUS_RESOURCE_EXHAUSTED, errstr, NULL, 0);
     } else {
         gw_answer(c, GRPC_STATUS_OK, "", out, len);
@@ -249,16 +249,16 @@ static void expire(gw_t *gw)
         uint8_t *out = NULL;
         size_t len = 0;
 
-        snprintf(reason, sizeof(reason), "no plan for %s within %lld ms", c->req.stage,
+        snprintf(reason, sizeof(reason), "no plan for %s within %lld ms", c->request.u.req.stage,
                  (long long)(c->deadline_ms - c->arrived_ms));
-        if (dlb_gw_plan_response(&c->req, NULL, reason, &out, &len, errstr, sizeof(errstr)))
+        if (dlb_gw_plan_response(&c->request.u.req, NULL, reason, &out, &len, errstr, sizeof(errstr)))
             gw_answer(c, GRPC_STATUS_RESOURCE_EXHAUSTED, errstr, NULL, 0);
         else
             gw_answer(c, GRPC_STATUS_OK, "", out, len);
         free(out);
         gw->st->no_plan++;
         dlb_metric_add(gw->m.no_plan, 1);
-        dlb_warn("gateway: job %s: %s", c->req.job_uid, reason);
+        dlb_warn("gateway: job %s: %s", c->request.u.req.job_uid, reason);
         pthread_mutex_lock(&gw->lock);
         gw_call_release_locked(c);
         pthread_mutex_unlock(&gw->lock);
@@ -322,7 +322,6 @@ static int plans_partitions(gw_t *gw, char *errstr, size_t size)
     if (!gw->plans_parts)
         return dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "stopped before %s was known: %s",
                           gw->plans_topic, rd_kafka_err2str(kerr));
-    dlb_metrics_dep(DLB_DEP_KAFKA, 1);
     return 0;
 }
 

@@ -26,6 +26,14 @@ static int put(char *dst, size_t cap, const char *src, const char *field, char *
     return 0;
 }
 
+/* A heap copy of a proto string. */
+static int dup(char **dst, const char *src, char *errstr, size_t size)
+{
+    if (!(*dst = strdup(src ? src : "")))
+        return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+    return 0;
+}
+
 /* The oneof field each MetricsType is carried in (brain.proto). */
 static const struct {
     Brain__MetricsType type;
@@ -120,6 +128,15 @@ static int runtime_event(const Brain__RuntimeInfo *ri, int64_t now_ms, dlb_runti
                               i);
         p->cpu_used = pm->cpu_usage;
         p->memory_used = (int64_t)pm->mem_usage; /* bytes, as DLRover reports them */
+        p->is_mixed = pm->is_mixed;
+        snprintf(field, sizeof(field), "runtime_info.running_pods[%zu]", i);
+        if (put(p->pod_ip, sizeof(p->pod_ip), pm->pod_ip, "pod_ip", errstr, size) ||
+            put(p->node_ip, sizeof(p->node_ip), pm->node_ip, "node_ip", errstr, size) ||
+            put(p->host_name, sizeof(p->host_name), pm->host_name, "host_name", errstr, size) ||
+            put(p->ns, sizeof(p->ns), pm->namespace_, "namespace", errstr, size)) {
+            dlb_err_prepend(errstr, size, "%s.", field);
+            return DLB_ERR_INVALID;
+        }
     }
     return 0;
 }
@@ -190,23 +207,79 @@ int dlb_gw_metrics_event(const Brain__JobMetrics *m, const char *event_id, int64
         j->hyper_params.max_steps = hp->max_steps;
         break;
     }
+    case BRAIN__METRICS_TYPE__Workflow_Feature: {
+        const Brain__WorkflowFeature *wf = m->workflow_feature;
+        dlb_workflow_t *w = &j->workflow;
+        j->has_workflow = 1;
+        w->is_prod = wf->is_prod;
+        if ((err = put(w->job_name, sizeof(w->job_name), wf->job_name, "workflow_feature.job_name",
+                       errstr, size)) ||
+            (err = put(w->user_id, sizeof(w->user_id), wf->user_id, "workflow_feature.user_id",
+                       errstr, size)) ||
+            (err = put(w->workflow_id, sizeof(w->workflow_id), wf->workflow_id,
+                       "workflow_feature.workflow_id", errstr, size)) ||
+            (err = put(w->node_id, sizeof(w->node_id), wf->node_id, "workflow_feature.node_id",
+                       errstr, size)) ||
+            (err = put(w->odps_project, sizeof(w->odps_project), wf->odps_project,
+                       "workflow_feature.odps_project", errstr, size)) ||
+            (err = dup(&w->code_address, wf->code_address, errstr, size)))
+            break;
+        break;
+    }
     case BRAIN__METRICS_TYPE__Training_Set_Feature: {
         const Brain__TrainingSetFeature *ds = m->training_set_feature;
+        dlb_dataset_t *d = &j->dataset;
         j->has_dataset = 1;
-        j->dataset.size = ds->dataset_size;
-        err = put(j->dataset.name, sizeof(j->dataset.name), ds->dataset_name,
-                  "training_set_feature.dataset_name", errstr, size);
+        d->size = ds->dataset_size;
+        d->sparse_item_count = ds->sparse_item_count;
+        d->storage_size = ds->storage_size;
+        if ((err = put(d->name, sizeof(d->name), ds->dataset_name,
+                       "training_set_feature.dataset_name", errstr, size)) ||
+            (err = dup(&d->sparse_features, ds->sparse_features, errstr, size)) ||
+            (err = dup(&d->sparse_feature_groups, ds->sparse_feature_groups, errstr, size)) ||
+            (err = dup(&d->sparse_feature_shapes, ds->sparse_feature_shapes, errstr, size)) ||
+            (err = dup(&d->dense_features, ds->dense_features, errstr, size)) ||
+            (err = dup(&d->dense_feature_shapes, ds->dense_feature_shapes, errstr, size)))
+            break;
         break;
     }
     case BRAIN__METRICS_TYPE__Model_Feature: {
         const Brain__ModelFeature *mf = m->model_feature;
+        dlb_model_t *md = &j->model;
         j->has_model = 1;
-        j->model.variable_count = mf->variable_count;
-        j->model.op_count = mf->op_count;
-        j->model.total_variable_size = mf->total_variable_size;
-        j->model.recv_op_count = mf->recv_op_count;
-        j->model.flops = mf->flops;
-        j->model.embedding_dimension = mf->embedding_dimension;
+        md->variable_count = mf->variable_count;
+        md->op_count = mf->op_count;
+        md->total_variable_size = mf->total_variable_size;
+        md->recv_op_count = mf->recv_op_count;
+        md->flops = mf->flops;
+        md->embedding_dimension = mf->embedding_dimension;
+        md->max_variable_size = mf->max_variable_size;
+        md->update_op_count = mf->update_op_count;
+        md->read_op_count = mf->read_op_count;
+        md->input_fetch_dur = mf->input_fetch_dur;
+        if (mf->n_kv_embedding_dims) {
+            if (!(md->kv_embedding_dims = calloc(mf->n_kv_embedding_dims, sizeof(int64_t)))) {
+                err = dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+                break;
+            }
+            memcpy(md->kv_embedding_dims, mf->kv_embedding_dims,
+                   mf->n_kv_embedding_dims * sizeof(int64_t));
+            md->kv_embedding_dims_cnt = mf->n_kv_embedding_dims;
+        }
+        if (mf->n_tensor_alloc_bytes) {
+            if (!(md->tensor_alloc_bytes =
+                      calloc(mf->n_tensor_alloc_bytes, sizeof(*md->tensor_alloc_bytes)))) {
+                err = dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+                break;
+            }
+            for (size_t i = 0; i < mf->n_tensor_alloc_bytes && !err; i++) {
+                dlb_long_entry_t *e = &md->tensor_alloc_bytes[md->tensor_alloc_bytes_cnt++];
+                e->value = mf->tensor_alloc_bytes[i]->value;
+                if (!(e->key = strdup(
+                          mf->tensor_alloc_bytes[i]->key ? mf->tensor_alloc_bytes[i]->key : "")))
+                    err = dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+            }
+        }
         break;
     }
     case BRAIN__METRICS_TYPE__Job_Exit_Reason:
@@ -214,12 +287,22 @@ int dlb_gw_metrics_event(const Brain__JobMetrics *m, const char *event_id, int64
         err = put(j->exit_reason, sizeof(j->exit_reason), m->job_exit_reason, "job_exit_reason",
                   errstr, size);
         break;
-    case BRAIN__METRICS_TYPE__Workflow_Feature:
     case BRAIN__METRICS_TYPE__Type:
+        j->has_job_type = 1;
+        err = put(j->job_type, sizeof(j->job_type), m->type, "type", errstr, size);
+        break;
     case BRAIN__METRICS_TYPE__Resource:
+        j->has_resource = 1;
+        err = dup(&j->resource, m->resource, errstr, size);
+        break;
     case BRAIN__METRICS_TYPE__Customized_Data:
+        j->has_customized_data = 1;
+        err = dup(&j->customized_data, m->customized_data, errstr, size);
+        break;
     case BRAIN__METRICS_TYPE__Optimization:
-        /* No section holds these yet: the job event carries the identity. */
+        j->has_optimization = 1;
+        if (!(j->optimization = dlb_gw_optimization_json(m->job_optimization)))
+            err = dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
         break;
     default:
         break;
@@ -234,7 +317,7 @@ out:
 
 /* ---- optimize -> plan request -------------------------------------------- */
 
-int dlb_gw_request_event(const Brain__OptimizeRequest *r, const char *event_id, int64_t now_ms,
+static int request_event(const Brain__OptimizeRequest *r, const char *event_id, int64_t now_ms,
                          dlb_event_t *ev, char *errstr, size_t size)
 {
     dlb_plan_request_t *q = &ev->u.req;
@@ -258,6 +341,9 @@ int dlb_gw_request_event(const Brain__OptimizeRequest *r, const char *event_id, 
         (err = put(q->event_id, sizeof(q->event_id), event_id, "event_id", errstr, size)) ||
         (err = put(q->stage, sizeof(q->stage), r->type, "type", errstr, size)))
         return err;
+    if (job->state && job->state->n_pods &&
+        !(q->oom_pods = calloc(job->state->n_pods, sizeof(*q->oom_pods))))
+        return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
     if (job->state)
         for (size_t i = 0; i < job->state->n_pods; i++) {
             const Brain__PodState *ps = job->state->pods[i]->value;
@@ -271,8 +357,33 @@ int dlb_gw_request_event(const Brain__OptimizeRequest *r, const char *event_id, 
                                errstr, size)))
                     return err;
             }
+            if (!(q->oom_pods[q->oom_pods_cnt++] = strdup(name ? name : "")))
+                return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
         }
+    if (r->config && r->config->n_customized_config) {
+        const Brain__OptimizeConfig *oc = r->config;
+        if (!(q->config = calloc(oc->n_customized_config, sizeof(*q->config))))
+            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; i < oc->n_customized_config; i++) {
+            dlb_str_entry_t *e = &q->config[q->config_cnt++];
+            if (!(e->key =
+                      strdup(oc->customized_config[i]->key ? oc->customized_config[i]->key : "")) ||
+                !(e->value = strdup(
+                      oc->customized_config[i]->value ? oc->customized_config[i]->value : "")))
+                return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+        }
+    }
     return dlb_event_validate(ev, errstr, size);
+}
+
+int dlb_gw_request_event(const Brain__OptimizeRequest *r, const char *event_id, int64_t now_ms,
+                         dlb_event_t *ev, char *errstr, size_t size)
+{
+    int err = request_event(r, event_id, now_ms, ev, errstr, size);
+
+    if (err)
+        dlb_event_clear(ev);
+    return err;
 }
 
 /* ---- plan -> OptimizeResponse -------------------------------------------- */
@@ -394,23 +505,39 @@ static int add_kv(pool_t *pl, Brain__PodState__CustomizedDataEntry **arr, size_t
     return 0;
 }
 
+/* The OOM pods of a request: every one (v2), or the one of a v1 writer. */
+static size_t oom_pods(const dlb_plan_request_t *req, const char *const **names)
+{
+    static const char *one[1];
+
+    if (req->oom_pods_cnt) {
+        *names = (const char *const *)req->oom_pods;
+        return req->oom_pods_cnt;
+    }
+    one[0] = req->oom_pod;
+    *names = one;
+    return req->has_oom_pod ? 1 : 0;
+}
+
 /* The plan's resources as DLRover's master reads them. Two answers it can
  * only read one way: a worker OOM (asked at job_stage_create) is read from
  * the "worker" group alone (a non-empty plan without it crashes the master),
  * a PS OOM (asked at job_stage_ps_initial) from pod_resources[<that pod>]
- * alone; dlbrain's answer is copied to where DLRover looks. */
+ * alone; dlbrain's answer is copied to where DLRover looks (for several
+ * worker OOMs, the largest memory). */
 static int fill_resource(pool_t *pl, const dlb_plan_request_t *req, const dlb_plan_t *plan,
                          Brain__JobResource *res)
 {
-    const dlb_pod_resource_t *oom = req->has_oom_pod ? plan_pod(plan, req->oom_pod) : NULL;
+    const char *const *names;
+    size_t n = oom_pods(req, &names);
     const dlb_group_resource_t *ps = plan_group(plan, "ps");
-    int worker_oom = req->has_oom_pod && !strcmp(req->stage, DLB_STAGE_CREATE) && oom &&
-                     !plan_group(plan, "worker");
-    int ps_oom = req->has_oom_pod && !strcmp(req->stage, DLB_STAGE_PS_INITIAL) && !oom && ps;
+    const dlb_pod_resource_t *worker_oom = NULL;
+    int at_create = !strcmp(req->stage, DLB_STAGE_CREATE);
+    int at_ps_initial = !strcmp(req->stage, DLB_STAGE_PS_INITIAL);
 
     if (!(res->task_group_resources =
               pool_array(pl, plan->groups_cnt + 1, sizeof(*res->task_group_resources))) ||
-        !(res->pod_resources = pool_array(pl, plan->pods_cnt + 1, sizeof(*res->pod_resources))))
+        !(res->pod_resources = pool_array(pl, plan->pods_cnt + n, sizeof(*res->pod_resources))))
         return -1;
     for (size_t i = 0; i < plan->groups_cnt; i++)
         if (add_group(pl, res, plan->groups[i].group, plan->groups[i].count,
@@ -419,9 +546,17 @@ static int fill_resource(pool_t *pl, const dlb_plan_request_t *req, const dlb_pl
     for (size_t i = 0; i < plan->pods_cnt; i++)
         if (add_pod(pl, res, plan->pods[i].name, &plan->pods[i].resource))
             return -1;
-    if (worker_oom && add_group(pl, res, "worker", 0, &oom->resource))
-        return -1;
-    if (ps_oom && add_pod(pl, res, req->oom_pod, &ps->resource))
+    for (size_t i = 0; i < n; i++) {
+        const dlb_pod_resource_t *answer = plan_pod(plan, names[i]);
+
+        if (at_create && answer &&
+            (!worker_oom || answer->resource.memory > worker_oom->resource.memory))
+            worker_oom = answer;
+        if (at_ps_initial && !answer && ps && add_pod(pl, res, names[i], &ps->resource))
+            return -1;
+    }
+    if (worker_oom && !plan_group(plan, "worker") &&
+        add_group(pl, res, "worker", 0, &worker_oom->resource))
         return -1;
     return 0;
 }

@@ -97,14 +97,24 @@ for line in open(sys.argv[1]):
 print("\n".join(sorted(seen)))
 EOF
 for f in job_event:hyper_params.batch_size job_event:hyper_params.epoch job_event:dataset.name \
-    job_event:dataset.size job_event:model.variable_count job_event:model.op_count \
-    job_event:model.total_variable_size job_event:model.recv_op_count job_event:model.flops \
+    job_event:dataset.size job_event:dataset.sparse_item_count job_event:dataset.sparse_features \
+    job_event:dataset.sparse_feature_groups job_event:dataset.sparse_feature_shapes \
+    job_event:dataset.dense_features job_event:dataset.dense_feature_shapes \
+    job_event:dataset.storage_size job_event:model.variable_count job_event:model.op_count \
+    job_event:model.total_variable_size job_event:model.max_variable_size \
+    job_event:model.update_op_count job_event:model.read_op_count job_event:model.input_fetch_dur \
+    job_event:model.recv_op_count job_event:model.flops job_event:model.kv_embedding_dims[] \
+    job_event:model.tensor_alloc_bytes.embedding job_event:workflow.job_name \
+    job_event:workflow.user_id job_event:workflow.code_address job_event:workflow.workflow_id \
+    job_event:workflow.node_id job_event:workflow.odps_project job_event:workflow.is_prod \
+    job_event:job_type job_event:resource job_event:customized_data job_event:optimization \
     job_event:exit_reason job_event:meta.name job_event:meta.cluster job_event:meta.scenario \
     runtime_sample:global_step runtime_sample:speed runtime_sample:pods[].name \
-    runtime_sample:pods[].cpu_used runtime_sample:pods[].memory_used; do
+    runtime_sample:pods[].cpu_used runtime_sample:pods[].memory_used runtime_sample:pods[].pod_ip \
+    runtime_sample:pods[].node_ip runtime_sample:pods[].host_name runtime_sample:pods[].namespace; do
     grep -qxF "$f" "$SYS_DIR/fields.txt" || fail "no stored event carries $f"
 done
-ok "the stored events carry every field DLRover sent that has a home"
+ok "the stored events carry every field DLRover sent"
 
 # The plans as DLRover's master read them = the optimizer's plans in
 # DLRover's units (memory bytes -> MiB floored, group CPU ceil, pod CPU floor).
@@ -151,25 +161,43 @@ plans_of() {
     fail "the native path made other plans: $(diff <(plans_of "$UID1") <(plans_of native-1) | head -n 6)"
 ok "the same events through dlbrain emit get the same 8 plans"
 
-# get_job_metrics: the Go Brain's JSON.
-"$PY" - "$SYS_DIR/dlrover.json" <<'EOF' || fail "get_job_metrics did not answer the Go Brain's JSON"
+# get_job_metrics, through DLRover's BrainClient, once everything is stored.
+sys_wait_count "job_events WHERE job_uid = '$UID1' AND exit_reason = 'Completed'" 1 60
+DLROVER_BRAIN_SERVICE_ADDR=$GW1 "$PY" -c '
+import sys
+from dlrover.python.brain.client import GlobalBrainClient
+r = GlobalBrainClient.BRAIN_CLIENT.get_job_metrics(sys.argv[1])
+assert r.response.success, r.response.reason
+print(r.job_metrics)' "$UID1" >"$SYS_DIR/job_metrics.json" 2>"$SYS_DIR/job_metrics.log" ||
+    fail "get_job_metrics: $(tail -n 3 "$SYS_DIR/job_metrics.log")"
+"$PY" - "$SYS_DIR/job_metrics.json" <<'EOF' || fail "get_job_metrics did not answer the Go Brain's JSON"
 import json, sys
-jm = json.load(open(sys.argv[1]))["job_metrics"]
-assert jm["success"], jm
-j = jm["json"]
+j = json.load(open(sys.argv[1]))
 assert sorted(j) == sorted(["UID", "HyperParamsFeature", "JobFeature", "DatasetFeature",
     "ModelFeature", "JobRuntime", "ExitReason", "Optimization", "Resource", "CustomizedData",
     "Type"]), sorted(j)
 assert all(isinstance(v, str) for v in j.values()), j
-assert json.loads(j["HyperParamsFeature"]) == {"batch_size": 512, "epoch": 3, "max_steps": 0}
-assert json.loads(j["ModelFeature"])["variable_count"] == 120
+assert json.loads(j["HyperParamsFeature"]) == {"batch_size": 512, "epoch": 3}, j
+wf = json.loads(j["JobFeature"])
+assert wf["job_name"] == "ctr-train" and wf["code_address"] == "git://repo/ctr" and wf["is_prod"], wf
+ds = json.loads(j["DatasetFeature"])
+assert ds["dataset_size"] == 1000000 and ds["sparse_features"] == "u,i,c", ds
+assert ds["dense_feature_shapes"] == "1,1" and ds["storage_size"] == 5 << 30, ds
+mf = json.loads(j["ModelFeature"])
+assert mf["variable_count"] == 120 and mf["recv_op_count"] == 1200, mf
+assert mf["kv_embedding_dims"] == [8, 16], mf
+assert mf["tensor_alloc_bytes"] == {"embedding": 1 << 29, "dense": 1 << 20}, mf
+assert j["Type"] == "ParameterServerStrategy" and j["ExitReason"] == "Completed", j
+assert json.loads(j["CustomizedData"]) == {"init_training_time": 12, "rdzv_round": 1}, j
+assert "node_group_resources" in json.loads(j["Resource"]), j["Resource"]
+opt = json.loads(j["Optimization"])
+assert len(opt) == 1 and opt[0]["config"]["optimizer_config_retriever"] == "base_config_retriever", opt
 rt = json.loads(j["JobRuntime"])
 assert len(rt) == 6 and rt[0]["global_step"] == 1000, rt[0]
 assert rt[0]["ps_memory"] == {"0": 6 << 30, "1": 5 << 30}, rt[0]
 assert rt[0]["worker_cpu"] == {"0": 3, "1": 3.5}, rt[0]
-print("ok")
 EOF
-ok "get_job_metrics answers the Go Brain's JSON (features, the runtime records)"
+ok "get_job_metrics (DLRover's client) answers the Go Brain's JSON: every feature, the runtime records"
 
 # ---- bad input, deadlines ------------------------------------------------------
 before=$(sys_count job_events)

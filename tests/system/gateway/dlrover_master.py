@@ -53,6 +53,9 @@ tensor = types.SimpleNamespace(variable_count=120, total_variable_size=3 << 30,
 ops = types.SimpleNamespace(op_count=4500, update_op_count=300, read_op_count=900,
                             input_fetch_dur=25, flops=7 << 30, recv_op_count=1200)
 client.report_model_feature(job_meta, tensor, ops)
+# BrainReporter's workflow report (the JobMeta's name and user), then the
+# client's full one, which replaces it as the Go Brain replaced it.
+reporter.report_job_meta()
 client.report_workflow_feature(job_meta, types.SimpleNamespace(
     job_name="ctr-train", user_id="alice", code_address="git://repo/ctr", workflow_id="wf-7",
     node_id="n-3", odps_project="ads", is_prod=True))
@@ -66,7 +69,6 @@ client.report_training_set_metric(job_meta, types.SimpleNamespace(
     dense_features=types.SimpleNamespace(feature_names=["age", "price"], feature_shapes=[1, 1])))
 reporter.report_customized_data({"init_training_time": 12, "rdzv_round": 1})
 reporter.report_job_resource(JobResource())
-reporter.report_job_meta()
 
 # Runtime info as report_runtime_info means to send it (it writes the field
 # running_nodes, which brain.proto calls running_pods): built with DLRover's
