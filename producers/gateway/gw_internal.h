@@ -46,7 +46,7 @@ typedef struct gw_call {
     /* optimize: the plan awaited */
     int waiting; /* in gw->waiters */
     int64_t deadline_ms;
-    int32_t plan_part; /* partition of <env>.plans with the job's key, -1: any */
+    int32_t plan_part;   /* partition of <env>.plans with the job's key, -1: any */
     dlb_event_t request; /* the plan request (owned: freed with the call) */
     char plan_id[DLB_ID_MAX];
     struct gw_call *next; /* gw->waiters */

@@ -251,7 +251,8 @@ static void expire(gw_t *gw)
 
         snprintf(reason, sizeof(reason), "no plan for %s within %lld ms", c->request.u.req.stage,
                  (long long)(c->deadline_ms - c->arrived_ms));
-        if (dlb_gw_plan_response(&c->request.u.req, NULL, reason, &out, &len, errstr, sizeof(errstr)))
+        if (dlb_gw_plan_response(&c->request.u.req, NULL, reason, &out, &len, errstr,
+                                 sizeof(errstr)))
             gw_answer(c, GRPC_STATUS_RESOURCE_EXHAUSTED, errstr, NULL, 0);
         else
             gw_answer(c, GRPC_STATUS_OK, "", out, len);
