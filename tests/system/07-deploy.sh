@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # deploy/ holds together, without servers: tests/system/deploy_check.py parses
 # every manifest, resolves every reference (ConfigMaps, Secrets and their keys,
-# the ServiceAccount, scale targets, probe ports), runs the binary on each
-# container's settings, checks RBAC only reads, the autoscalers' groups,
-# topics and maxima, the compose file and the Dockerfile. Then the checker
-# must reject broken copies of deploy/, each naming the file and object.
+# the ServiceAccount, scale targets, probe ports, Service target ports and
+# selectors), runs the binary on each container's settings (and checks the
+# gateway's grpc port is gateway.address's), each role's credentials, RBAC
+# only reads, the autoscalers' groups, topics and maxima, the disruption
+# budget, the compose file and the Dockerfile. Then the checker must pass an
+# unchanged copy of deploy/ and reject broken ones, each naming the file and
+# object.
 set -euo pipefail
 top=${DLB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 DLBRAIN=${DLBRAIN:-$top/build/dlbrain}
@@ -21,8 +24,12 @@ check="$top/tests/system/deploy_check.py"
 tmp=$(mktemp -d /tmp/dlbrain-deploy.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/repo/scripts"
-cp -r "$top"/{CMakeLists.txt,.dockerignore,cmake,schemas,pipeline,consumers,producers,cli,tests} "$tmp/repo/"
+cp -r "$top"/{CMakeLists.txt,.dockerignore,cmake,schemas,pipeline,consumers,producers,env,sim,bench,cli,tests} "$tmp/repo/"
 cp "$top/scripts/setup" "$tmp/repo/scripts/"
+# The copy as it is passes, so each rejection below is the change's doing.
+cp -r "$top/deploy" "$tmp/repo/deploy"
+out=$("$py" "$check" "$tmp/repo" "$DLBRAIN" 2>&1) || fail "self-test: the unchanged copy is rejected: $out"
+echo "ok - the unchanged copy of deploy/ passes"
 # broken FILE SED-EXPRESSION EXPECTED: the copy with one change is rejected,
 # with a message that holds EXPECTED.
 broken() {
@@ -89,4 +96,39 @@ broken Dockerfile 's/libcjson1 /libcjson2 /' \
     "runtime package libcjson2 is not a Debian package here"
 broken Dockerfile 's|/opt/dlbrain/bin/dlbrain|/opt/dlbrain/dlbrain|' \
     "cmake installs dlbrain at /opt/dlbrain/bin/dlbrain"
+# The gateway: its Service, ports, probes, credentials and disruption budget.
+broken k8s/gateway.yaml 's/targetPort: grpc/targetPort: grcp/' \
+    "Service dlbrain-gateway: port grpc: targetPort 'grcp' is not a container port of Deployment dlbrain-gateway"
+broken k8s/gateway.yaml '/^kind: Service/,/^---/s/component: gateway$/component: gatway/' \
+    "Service dlbrain-gateway: selector {'app.kubernetes.io/name': 'dlbrain', 'app.kubernetes.io/component': 'gatway'} matches no Deployment's pods"
+broken k8s/gateway.yaml 's|appProtocol: kubernetes.io/h2c|appProtocol: grpc|' \
+    "port grpc: appProtocol 'grpc': the gateway serves plaintext HTTP/2 with prior knowledge, kubernetes.io/h2c"
+broken k8s/gateway.yaml 's/type: ClusterIP/type: LoadBalancer/' \
+    "Service dlbrain-gateway: type LoadBalancer: dlbrain serves plaintext without authentication"
+broken k8s/gateway.yaml 's/containerPort: 50001/containerPort: 50002/' \
+    "container gateway: no container port named grpc = the port of gateway.address 0.0.0.0:50001"
+broken k8s/gateway.yaml 's|"/etc/dlbrain/dlbrain.conf"\]|"/etc/dlbrain/dlbrain.conf", "-a", "127.0.0.1:50001"]|' \
+    "gateway.address 127.0.0.1:50001: listens on 127.0.0.1 only, not on the pod's IP"
+broken k8s/gateway.yaml 's|"/etc/dlbrain/dlbrain.conf"\]|"/etc/dlbrain/dlbrain.conf", "-X", "gateway.address=0.0.0.0:0"]|' \
+    "gateway.address 0.0.0.0:0: no fixed port for a Service to reach"
+broken k8s/gateway.yaml 's|tcpSocket: {port: grpc}|httpGet: {path: /healthz, port: metrics}|' \
+    "container gateway: startupProbe is not tcpSocket on port grpc"
+broken k8s/gateway.yaml 's/tcpSocket: {port: grpc}/tcpSocket: {port: gprc}/' \
+    "container gateway: startupProbe port 'gprc' is not a declared container port"
+broken k8s/gateway.yaml 's/DLBRAIN_PG_DSN_FILE/DLBRAIN_REDIS_PASSWORD_FILE/' \
+    "env DLBRAIN_REDIS_PASSWORD_FILE: a credential the gateway never reads"
+broken k8s/optimizer.yaml '/name: DLBRAIN_REDIS_PASSWORD_FILE/,+1d' \
+    "container optimizer: no env DLBRAIN_REDIS_PASSWORD_FILE: the optimizer needs that credential"
+broken k8s/gateway.yaml '/labelSelector:/,/component:/s/component: gateway$/component: gatway/' \
+    "Deployment dlbrain-gateway: topologySpreadConstraints labelSelector"
+broken k8s/gateway.yaml 's/minAvailable: 1/minAvailable: 2/' \
+    "PodDisruptionBudget dlbrain-gateway: minAvailable 2 / maxUnavailable None of Deployment dlbrain-gateway's 2 replicas"
+broken k8s/gateway.yaml '/^kind: PodDisruptionBudget/,$s/component: gateway$/component: gatway/' \
+    "PodDisruptionBudget dlbrain-gateway: selector {'app.kubernetes.io/name': 'dlbrain', 'app.kubernetes.io/component': 'gatway'} matches no Deployment's pods"
+broken compose.yaml 's/"127.0.0.1:50001:50001"/"127.0.0.1:50001:50002"/' \
+    "service gateway: port 127.0.0.1:50001:50002: container port 50002 is not one the gateway serves"
+broken compose.yaml 's/ports: \["127.0.0.1:50001:50001", /ports: [/' \
+    "service gateway: does not publish its grpc port 50001 (gateway.address)"
+broken Dockerfile 's/^EXPOSE 9464 50001/EXPOSE 9464/' \
+    "EXPOSE 9464 lacks 50001, the default gateway.address"
 echo "07-deploy: all checks passed"

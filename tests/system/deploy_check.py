@@ -5,9 +5,12 @@ Every YAML under deploy/ parses; every Kubernetes object the manifests refer to
 (ConfigMap, Secret and their keys, ServiceAccount, scale targets, ports) is
 defined in deploy/k8s; every dlbrain container runs a real subcommand with real
 settings (the binary itself loads each one's settings file, environment and
-options); RBAC only reads; the autoscalers watch the consumers' real groups and
-input topics; the compose file's references resolve; the Dockerfile's COPY
-sources exist and the runtime packages cover the binary's libraries.
+options) and only its role's credentials; a server's container port is the port
+of the address it listens on (the gateway's grpc = gateway.address), and
+Services and PodDisruptionBudgets select real pods and ports; RBAC only reads;
+the autoscalers watch the consumers' real groups and input topics; the compose
+file's references and ports resolve; the Dockerfile's COPY sources exist, it
+exposes the default ports and the runtime packages cover the binary's libraries.
 
 usage: deploy_check.py TOP DLBRAIN   (TOP: the repository, or a copy of it)
 Prints one "ok - ..." line per area; exits 1 after naming every problem as
@@ -33,7 +36,27 @@ CONSUMER_SOURCES = {
     "configurer": "consumers/configurer/configurer.c",
 }
 # Long-running commands with -D (print the effective settings and exit).
-DUMP_COMMANDS = {"optimizer", "configurer", "relay", "k8s-monitor"}
+DUMP_COMMANDS = {"optimizer", "configurer", "relay", "k8s-monitor", "gateway"}
+# Roles that serve more than the metrics port: the C file that listens, the
+# setting it listens on, and the name its container port must have. The file
+# must listen on that setting (through the conf field pipeline/base/conf.c
+# gives it), and tells whether it speaks plaintext HTTP/2.
+SERVER_SOURCES = {"gateway": ("producers/gateway/gateway.c", "gateway.address", "grpc")}
+# Service appProtocol of a plaintext HTTP/2 port: prior knowledge over
+# cleartext, as gRPC's insecure channels speak it (Kubernetes' own name).
+H2C = "kubernetes.io/h2c"
+# The credentials (*_FILE variables) each long-running role reads, no more, no
+# fewer: the consumers' stream keeps job state in PostgreSQL and Redis; the
+# relay, config watch and the gateway (get_job_metrics) use PostgreSQL only;
+# the monitor neither. A pod gets only the keys its role uses.
+ROLE_CREDENTIALS = {
+    "optimizer": {"DLBRAIN_PG_DSN_FILE", "DLBRAIN_REDIS_PASSWORD_FILE"},
+    "configurer": {"DLBRAIN_PG_DSN_FILE", "DLBRAIN_REDIS_PASSWORD_FILE"},
+    "relay": {"DLBRAIN_PG_DSN_FILE"},
+    "config watch": {"DLBRAIN_PG_DSN_FILE"},
+    "k8s-monitor": set(),
+    "gateway": {"DLBRAIN_PG_DSN_FILE"},
+}
 READ_VERBS = {"get", "list", "watch"}
 DLBRAIN_IMAGE = "dlbrain"
 # Packages of the debian:12-slim base image the runtime stage need not list.
@@ -80,6 +103,30 @@ class Repo:
         for role, path in CONSUMER_SOURCES.items():
             m = re.search(r"inputs\[\]\s*=\s*\{(.*?)\}", self.read(path), re.S)
             self.inputs[role] = [macros[t] for t in re.findall(r"DLB_TOPIC_\w+", m.group(1))]
+        # role -> (setting, container port name, Service appProtocol or None)
+        self.servers = {}
+        conf_c = self.read("pipeline/base/conf.c")
+        for role, (path, key, pname) in SERVER_SOURCES.items():
+            m = re.search(r'\{"' + re.escape(key) + r'",\s*K_\w+,\s*[FN]\(([\w.]+)\)', conf_c)
+            src = self.read(path)
+            if not m or not re.search(r"grpc_server_add_http2_port\([^;]*conf->" + re.escape(m.group(1))
+                                      + r"\b", src):
+                sys.exit(f"FAIL - {path}: does not listen on {key}: SERVER_SOURCES is out of date")
+            plain = "grpc_insecure_server_credentials_create" in src
+            self.servers[role] = (key, pname, H2C if plain else None)
+
+    def served_ports(self, role, dump):
+        """{container port: (name, setting)} a role serves, as its -D output
+        (key=value lines) says: metrics.port, and its server's address."""
+        out = {}
+        if dump.get("metrics.port", "").lstrip("-").isdigit() and int(dump["metrics.port"]) > 0:
+            out[int(dump["metrics.port"])] = ("metrics", "metrics.port")
+        if role in self.servers:
+            key, pname, _ = self.servers[role]
+            port = dump.get(key, "").rpartition(":")[2]
+            if port.isdigit():
+                out[int(port)] = (pname, key)
+        return out
 
     def read(self, rel):
         with open(os.path.join(self.top, rel), encoding="utf-8") as f:
@@ -227,6 +274,10 @@ def check_pod(rel, owner, tmpl, m, long_running):
         for it in (v.get("configMap") or v.get("secret") or {}).get("items", []):
             if it["key"] not in m.data_keys(kind, name):
                 fail(where, f"volume {v['name']}: {kind} {name} has no key {it['key']}")
+    for tsc in spec.get("topologySpreadConstraints", []):
+        ml = (tsc.get("labelSelector") or {}).get("matchLabels") or {}
+        if not ml or any(labels.get(k) != v for k, v in ml.items()):
+            fail(where, f"topologySpreadConstraints labelSelector {ml}: not this template's pods")
     psc = spec.get("securityContext", {})
     if long_running and spec.get("terminationGracePeriodSeconds", 30) < 30:
         fail(where, "terminationGracePeriodSeconds below 30: no time to finish a batch")
@@ -270,9 +321,10 @@ def check_pod(rel, owner, tmpl, m, long_running):
                 if rk in ef and not m.get(kind, ef[rk].get("name")):
                     fail(cw, f"envFrom: no {kind} {ef[rk].get('name')} in deploy/k8s")
         for pname in ("startupProbe", "livenessProbe", "readinessProbe"):
-            hg = (c.get(pname) or {}).get("httpGet")
-            if hg and isinstance(hg.get("port"), str) and hg["port"] not in ports:
-                fail(cw, f"{pname} port {hg['port']!r} is not a declared container port")
+            for how in ("httpGet", "tcpSocket", "grpc"):
+                hg = (c.get(pname) or {}).get(how)
+                if hg and isinstance(hg.get("port"), str) and hg["port"] not in ports:
+                    fail(cw, f"{pname} port {hg['port']!r} is not a declared container port")
         image = c.get("image", "")
         if image.split(":")[0].split("/")[-1] == DLBRAIN_IMAGE:
             check_dlbrain_container(cw, c, ports, mounts, vols, m, long_running,
@@ -314,6 +366,21 @@ def check_dlbrain_container(cw, c, ports, mounts, vols, m, long_running, annotat
         if annotations.get("prometheus.io/scrape") == "true" and \
                 annotations.get("prometheus.io/port") != str(ports.get("metrics")):
             fail(cw, "prometheus.io/port is not the metrics port")
+        role = " ".join(args[:2]) if args[0] == "config" else args[0]
+        if role in ROLE_CREDENTIALS:
+            want = ROLE_CREDENTIALS[role]
+            have = {e["name"] for e in c.get("env", [])
+                    if e["name"].startswith("DLBRAIN_") and e["name"].endswith("_FILE")}
+            for n in sorted(have - want):
+                fail(cw, f"env {n}: a credential the {role} never reads (give a pod only its role's)")
+            for n in sorted(want - have):
+                fail(cw, f"no env {n}: the {role} needs that credential")
+        if args[0] in repo.servers:
+            key, pname, _ = repo.servers[args[0]]
+            sp = (c.get("startupProbe") or {}).get("tcpSocket") or {}
+            if sp.get("port") != pname:
+                fail(cw, f"startupProbe is not tcpSocket on port {pname}: /readyz may say ok before "
+                         f"{key} listens, and a pod must not get calls before it serves")
     # The container's files, laid out in a sandbox, and the binary run on them.
     sandbox = tempfile.mkdtemp(prefix="dlb-deploy-check.")
     try:
@@ -386,8 +453,26 @@ def check_dlbrain_container(cw, c, ports, mounts, vols, m, long_running, annotat
         rc, out, err = run(cmd, env=env)
         if rc != 0:
             fail(cw, f"dlbrain refuses the container's settings: {' '.join(cmd[1:])}: {err.strip()}")
+        elif long_running and args[0] in repo.servers and args[0] in DUMP_COMMANDS:
+            # The server's port as the binary itself resolves it (settings
+            # file, environment, -X and command options), declared by name.
+            key, pname, _ = repo.servers[args[0]]
+            addr = parse_settings(out).get(key, "")
+            host, _, port = addr.rpartition(":")
+            if not port.isdigit() or int(port) == 0:
+                fail(cw, f"{key} {addr}: no fixed port for a Service to reach")
+            elif ports.get(pname) != int(port):
+                fail(cw, f"no container port named {pname} = the port of {key} {addr}")
+            if host.strip("[]") not in ("0.0.0.0", "::", ""):
+                fail(cw, f"{key} {addr}: listens on {host} only, not on the pod's IP "
+                         "(the Service and the kubelet come to that)")
     finally:
         shutil.rmtree(sandbox, ignore_errors=True)
+
+
+def selected(sel, pods):
+    """The Deployments whose pods a label selector (matchLabels) selects."""
+    return [n for n, (lb, _) in pods.items() if sel and all(lb.get(k) == v for k, v in sel.items())]
 
 
 def check_k8s(repo, docs, top, kubectl):
@@ -483,6 +568,41 @@ def check_k8s(repo, docs, top, kubectl):
                     cs = pods[n][1]["spec"]["containers"]
                     if not any(p.get("name") == ep.get("port") for c in cs for p in c.get("ports", [])):
                         fail(where, f"port {ep.get('port')!r} is not declared by Deployment {n}")
+        elif kind == "Service":
+            if spec.get("type", "ClusterIP") != "ClusterIP":
+                fail(where, f"type {spec.get('type')}: dlbrain serves plaintext without authentication; "
+                            "keep it inside the cluster (ClusterIP)")
+            sel = spec.get("selector") or {}
+            hit = selected(sel, pods)
+            if not hit:
+                fail(where, f"selector {sel} matches no Deployment's pods")
+            for sp in spec.get("ports", []):
+                tp = sp.get("targetPort", sp.get("port"))
+                pw = f"port {sp.get('name') or sp.get('port')}"
+                for n in hit:
+                    key = "name" if isinstance(tp, str) else "containerPort"
+                    found = next(((c, cp) for c in pods[n][1]["spec"]["containers"]
+                                  for cp in c.get("ports", []) if cp.get(key) == tp), None)
+                    if not found:
+                        fail(where, f"{pw}: targetPort {tp!r} is not a container port of Deployment {n}")
+                        continue
+                    role = str((found[0].get("args") or [""])[0])
+                    server = repo.servers.get(role)
+                    if server and server[1] == found[1].get("name") and server[2] and \
+                            sp.get("appProtocol") != server[2]:
+                        fail(where, f"{pw}: appProtocol {sp.get('appProtocol')!r}: the {role} serves "
+                                    f"plaintext HTTP/2 with prior knowledge, {server[2]}")
+        elif kind == "PodDisruptionBudget":
+            sel = spec.get("selector", {}).get("matchLabels", {})
+            hit = selected(sel, pods)
+            if not hit:
+                fail(where, f"selector {sel} matches no Deployment's pods")
+            mina, maxu = spec.get("minAvailable"), spec.get("maxUnavailable")
+            for n in hit:
+                replicas = int(m.get("Deployment", n)["spec"].get("replicas", 1))
+                if (isinstance(mina, int) and mina >= replicas) or mina == "100%" or maxu in (0, "0%"):
+                    fail(where, f"minAvailable {mina} / maxUnavailable {maxu} of Deployment {n}'s "
+                                f"{replicas} replicas: no pod may be evicted, node drains block")
         elif kind == "Job" and name == "dlbrain-topics":
             c = spec["template"]["spec"]["containers"][0]
             ev = {e["name"]: str(e.get("value")) for e in c.get("env", [])}
@@ -603,6 +723,28 @@ def check_compose(repo, docs, top):
                     if not m or m.group(1) not in [x if isinstance(x, str) else x.get("target")
                                                    for x in s.get("secrets", [])]:
                         fail(where, f"environment {k}={v}: not a secret of the service")
+            if cmd and cmd[0] in DUMP_COMMANDS:
+                # What the service listens on, as the binary resolves its
+                # environment and options (the secrets' files are not here).
+                denv = clean_env()
+                denv.update({k: str(v) for k, v in env.items()
+                             if k.startswith("DLBRAIN_") and not k.endswith("_FILE")})
+                rc, out, err = run([repo.dlbrain] + [str(x) for x in cmd] + ["-D"], env=denv)
+                if rc:
+                    fail(where, f"dlbrain refuses the service's settings: {err.strip()}")
+                else:
+                    served = repo.served_ports(cmd[0], parse_settings(out))
+                    serves = ", ".join(f"{n} {q}" for q, (n, _) in sorted(served.items()))
+                    published = set()
+                    for p in s.get("ports", []):
+                        inner = str(p).rsplit(":", 1)[-1].split("/")[0]
+                        published.add(inner)
+                        if not inner.isdigit() or int(inner) not in served:
+                            fail(where, f"port {p}: container port {inner} is not one the {cmd[0]} "
+                                        f"serves ({serves})")
+                    for q, (n, key) in sorted(served.items()):
+                        if n != "metrics" and str(q) not in published:
+                            fail(where, f"does not publish its {n} port {q} ({key})")
         if "topics" in name:
             text = " ".join(str(x) for x in s.get("command", []))
             for t in repo.topics:
@@ -647,6 +789,7 @@ def check_dockerfile(repo, top, k8s):
             if ln and not ln.startswith("#"):
                 patterns.append((ln.startswith("!"), ln.lstrip("!")))
     stage, installs, prefix, user, entry, copied_bin = 0, {0: set(), 1: set()}, None, None, None, None
+    exposed = set()
     for ln in lines:
         word = ln.split()[0].upper()
         if word == "FROM":
@@ -671,6 +814,8 @@ def check_dockerfile(repo, top, k8s):
             user = ln.split()[1]
         elif word == "ENTRYPOINT":
             entry = ln.split(None, 1)[1]
+        elif word == "EXPOSE" and stage == 1:
+            exposed |= {w.split("/")[0] for w in ln.split()[1:]}
     # The build stage has every -dev package scripts/setup installs for the build.
     setup = repo.read("scripts/setup")
     m = re.search(r"pkgs=\((.*?)\)\s*#", setup, re.S) or re.search(r"pkgs=\((.*?)\)", setup, re.S)
@@ -687,6 +832,11 @@ def check_dockerfile(repo, top, k8s):
         fail(rel, f"the binary goes to {copied_bin[1]}, not on PATH for ENTRYPOINT dlbrain")
     if entry != '["dlbrain"]':
         fail(rel, f"ENTRYPOINT {entry}, expected [\"dlbrain\"]")
+    # The runtime image exposes the ports the roles serve by default.
+    for key in ["metrics.port"] + sorted(k for k, _, _ in repo.servers.values()):
+        port = repo.settings[key][0].rpartition(":")[2]
+        if port not in exposed:
+            fail(rel, f"EXPOSE {' '.join(sorted(exposed))} lacks {port}, the default {key}")
     uid = (user or "0").split(":")[0]
     if not uid.isdigit() or uid == "0":
         fail(rel, f"USER {user}: not a numeric non-root user (runAsNonRoot needs a number)")
