@@ -45,6 +45,18 @@ typedef struct dlb_replay {
     int64_t pace_wall, pace_ts; /* wall clock and timestamp of the first record */
 } dlb_replay_t;
 
+/* ---- replay_sink.c ---- */
+
+/** @returns 1 when name is an event topic a replay takes (from PostgreSQL:
+ *           one a history table keeps). */
+int dlb_replay_known_topic(const char *name, int from_pg);
+
+/** @brief The idempotent producer into the target's topics (r->producer). */
+int dlb_replay_sink_open(const dlb_conf_t *conf, dlb_replay_t *r, char *errstr, size_t errstr_size);
+
+/** @brief Release the per-job counts. */
+void dlb_replay_sink_close(dlb_replay_t *r);
+
 /** @returns 1 once the caller asked the replay to stop (opts->stop). */
 int dlb_replay_stopped(const dlb_replay_t *r);
 
@@ -67,6 +79,8 @@ int dlb_replay_send(dlb_replay_t *r, size_t t, const void *key, size_t key_len, 
 /** @returns the table of the PostgreSQL history that keeps topic's records,
  *           or NULL when it keeps none. */
 const char *dlb_replay_history_table(const char *topic);
+
+/* ---- the sources ---- */
 
 /** @brief The Kafka source (replay_kafka.c): every partition of the source's
  *         topics read by offset over the range, merged by timestamp. */

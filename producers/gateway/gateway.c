@@ -21,10 +21,6 @@
 #include "optimizer.h"
 #include "uuid.h"
 
-/* A call's completions carry it with the kind of completion in the low bits
- * (calloc'd memory is at least 8-byte aligned). */
-enum { OP_NEW = 0, OP_READ = 1, OP_CLOSED = 2, OP_SENT = 3, OP_MASK = 3 };
-#define TAG(c, op)   ((void *)((uintptr_t)(c) | (uintptr_t)(op)))
 #define TAG_SHUTDOWN ((void *)(uintptr_t)0x10)
 /* Calls asked of gRPC ahead, so a burst is not served one at a time. */
 #define REQUEST_AHEAD 8
@@ -42,106 +38,6 @@ static const struct {
     {"/brain.Brain/optimize", GW_OPTIMIZE, "optimize"},
     {"/brain.Brain/get_job_metrics", GW_METRICS, "get_job_metrics"},
 };
-
-/* ---- a call's life ------------------------------------------------------------ */
-
-static void call_free(gw_call_t *c)
-{
-    if (c->call)
-        grpc_call_unref(c->call);
-    grpc_call_details_destroy(&c->details);
-    grpc_metadata_array_destroy(&c->md);
-    if (c->payload)
-        grpc_byte_buffer_destroy(c->payload);
-    if (c->resp)
-        grpc_byte_buffer_destroy(c->resp);
-    grpc_slice_unref(c->status_details);
-    dlb_event_clear(&c->request);
-    free(c);
-}
-
-void gw_call_release_locked(gw_call_t *c)
-{
-    if (--c->refs > 0)
-        return;
-    c->gw->inflight--;
-    call_free(c);
-}
-
-static void release(gw_call_t *c)
-{
-    gw_t *gw = c->gw;
-
-    pthread_mutex_lock(&gw->lock);
-    gw_call_release_locked(c);
-    pthread_mutex_unlock(&gw->lock);
-}
-
-/* Out of gw->waiters, and its partition's count with it. Locked. */
-static void unwait_locked(gw_call_t *c)
-{
-    gw_t *gw = c->gw;
-
-    if (!c->waiting)
-        return;
-    for (gw_call_t **pp = &gw->waiters; *pp; pp = &(*pp)->next)
-        if (*pp == c) {
-            *pp = c->next;
-            break;
-        }
-    c->waiting = 0;
-    for (int32_t p = 0; p < gw->plans_parts; p++) {
-        if (c->plan_part >= 0 && p != c->plan_part)
-            continue;
-        if (--gw->part_waiters[p] == 0) {
-            gw->part_next[p] = -1; /* read from the then end when needed again */
-            gw->assign_dirty = 1;
-        }
-    }
-    gw_call_release_locked(c);
-}
-
-void gw_answer(gw_call_t *c, grpc_status_code status, const char *details, const void *resp,
-               size_t resp_len)
-{
-    gw_t *gw = c->gw;
-    grpc_op ops[2];
-    size_t n = 0;
-
-    pthread_mutex_lock(&gw->lock);
-    if (c->answered) {
-        pthread_mutex_unlock(&gw->lock);
-        return;
-    }
-    c->answered = 1;
-    unwait_locked(c);
-    c->refs++; /* OP_SENT */
-    pthread_mutex_unlock(&gw->lock);
-
-    memset(ops, 0, sizeof(ops));
-    if (resp && status == GRPC_STATUS_OK) {
-        grpc_slice s = grpc_slice_from_copied_buffer(resp, resp_len);
-        c->resp = grpc_raw_byte_buffer_create(&s, 1);
-        grpc_slice_unref(s);
-        ops[n].op = GRPC_OP_SEND_MESSAGE;
-        ops[n++].data.send_message.send_message = c->resp;
-    }
-    c->status_details = grpc_slice_from_copied_string(details ? details : "");
-    ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-    ops[n].data.send_status_from_server.status = status;
-    ops[n++].data.send_status_from_server.status_details = &c->status_details;
-    if (grpc_call_start_batch(c->call, ops, n, TAG(c, OP_SENT), NULL) != GRPC_CALL_OK) {
-        dlb_warn("gateway: could not send the answer of a call; dropped");
-        release(c);
-    }
-    if (status == GRPC_STATUS_INVALID_ARGUMENT) {
-        gw->st->refused++;
-        dlb_metric_add(gw->m.refused, 1);
-    } else if (status != GRPC_STATUS_OK) {
-        gw->st->failed++;
-        dlb_metric_add(gw->m.failed, 1);
-    }
-}
 
 /* ---- what each method does ------------------------------------------------------ */
 
@@ -352,7 +248,7 @@ static int request_call(gw_t *gw)
     grpc_metadata_array_init(&c->md);
     if (grpc_server_request_call(gw->server, &c->call, &c->details, &c->md, gw->cq, gw->cq,
                                  TAG(c, OP_NEW)) != GRPC_CALL_OK) {
-        call_free(c);
+        gw_call_free(c);
         return -1;
     }
     gw->requested++;
@@ -378,7 +274,7 @@ static void on_new(gw_call_t *c, int ok)
 
     gw->requested--;
     if (!ok) { /* the server is shutting down */
-        call_free(c);
+        gw_call_free(c);
         return;
     }
     c->arrived_ms = dlb_clock_mono_ms();
@@ -398,29 +294,12 @@ static void on_new(gw_call_t *c, int ok)
     ops[1].op = GRPC_OP_RECV_MESSAGE;
     ops[1].data.recv_message.recv_message = &c->payload;
     if (grpc_call_start_batch(c->call, ops, 2, TAG(c, OP_READ), NULL) != GRPC_CALL_OK)
-        release(c);
+        gw_call_release(c);
     memset(ops, 0, sizeof(ops));
     ops[0].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
     ops[0].data.recv_close_on_server.cancelled = &c->cancelled;
     if (grpc_call_start_batch(c->call, ops, 1, TAG(c, OP_CLOSED), NULL) != GRPC_CALL_OK)
-        release(c);
-}
-
-static void on_closed(gw_call_t *c)
-{
-    gw_t *gw = c->gw;
-
-    pthread_mutex_lock(&gw->lock);
-    if (c->cancelled && !c->answered) {
-        /* Gone before the answer: what it produced stays produced (whole
-         * events), the plan it waited for is simply not delivered. */
-        c->answered = 1;
-        unwait_locked(c);
-        gw->st->cancelled++;
-        dlb_metric_add(gw->m.cancelled, 1);
-    }
-    gw_call_release_locked(c);
-    pthread_mutex_unlock(&gw->lock);
+        gw_call_release(c);
 }
 
 static void dispatch(gw_t *gw, grpc_event ev)
@@ -433,13 +312,13 @@ static void dispatch(gw_t *gw, grpc_event ev)
         break;
     case OP_READ:
         on_read(c, ev.success);
-        release(c);
+        gw_call_release(c);
         break;
     case OP_CLOSED:
-        on_closed(c);
+        gw_call_closed(c);
         break;
     case OP_SENT:
-        release(c);
+        gw_call_release(c);
         break;
     }
     (void)gw;
@@ -550,7 +429,7 @@ static void server_stop(gw_t *gw)
             break;
         if (ev.type == GRPC_OP_COMPLETE && ev.tag != TAG_SHUTDOWN &&
             ((uintptr_t)ev.tag & OP_MASK) == OP_NEW)
-            call_free((gw_call_t *)((uintptr_t)ev.tag & ~(uintptr_t)OP_MASK));
+            gw_call_free((gw_call_t *)((uintptr_t)ev.tag & ~(uintptr_t)OP_MASK));
     }
     grpc_completion_queue_destroy(gw->cq);
     gw->cq = NULL;

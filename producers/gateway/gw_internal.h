@@ -88,7 +88,19 @@ struct gw {
     void *pg; /* gw_pg.c's connection, CQ thread only */
 };
 
-/* ---- gateway.c ---- */
+/* A call's completions carry it with the kind of completion in the low bits
+ * (calloc'd memory is at least 8-byte aligned). */
+enum { OP_NEW = 0, OP_READ = 1, OP_CLOSED = 2, OP_SENT = 3, OP_MASK = 3 };
+#define TAG(c, op) ((void *)((uintptr_t)(c) | (uintptr_t)(op)))
+
+/* ---- gw_call.c ---- */
+/** Free c and what it holds (no reference may remain). */
+void gw_call_free(gw_call_t *c);
+/** RECV_CLOSE_ON_SERVER completed: a client gone before its answer leaves
+ *  the waiters and is counted; the completion's reference is dropped. */
+void gw_call_closed(gw_call_t *c);
+/** Drop a reference, taking gw->lock; the last one frees c. */
+void gw_call_release(gw_call_t *c);
 /** Answer c (once: later answers are dropped) with status and, when resp is
  *  not NULL, the message (copied). Any thread; takes gw->lock. */
 void gw_answer(gw_call_t *c, grpc_status_code status, const char *details, const void *resp,
