@@ -7,6 +7,8 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "bench_gateway.h"
+#include "bench_path.h"
 #include "catalog.h"
 #include "codec.h"
 #include "err.h"
@@ -14,17 +16,13 @@
 #include "latency.h"
 #include "log.h"
 
+/* A Kafka path: requests produced to st.where, answers consumed. */
 typedef struct path {
-    const char *name;
-    char topic[256];       /* where the requests go */
+    dlb_bench_path_t st;
+    dlb_bench_roundtrip_t *r;
     char prefix[64];       /* event id prefix of this path's requests */
     rd_kafka_t *consumer;  /* where the answers come from */
     dlb_event_type_t want; /* the answer's type: a plan, or the request itself */
-    long n;                /* requests to send */
-    int64_t *sent_ns;      /* per request, 0 = not sent */
-    unsigned char *got;
-    dlb_lat_t lat;
-    long sent, received, repeats;
 } path_t;
 
 struct dlb_bench_roundtrip {
@@ -35,6 +33,9 @@ struct dlb_bench_roundtrip {
     char tag[32];
     size_t msg_bytes;
     path_t raw, plans;
+    dlb_bench_gw_t *gw;   /* opts.gateway: the gateway path's client */
+    dlb_bench_path_t gwp; /* and its numbers */
+    int gw_ran;
 };
 
 static int stopped(const dlb_bench_roundtrip_t *r)
@@ -53,6 +54,11 @@ static int64_t wall_ms(void)
 static void job_uid(const dlb_bench_roundtrip_t *r, long i, char *buf, size_t size)
 {
     snprintf(buf, size, "bench-%s-j%04ld", r->tag, i);
+}
+
+static void gw_job_uid(const void *ctx, long i, char *buf, size_t size)
+{
+    job_uid(ctx, i, buf, size);
 }
 
 /* Encode and produce one event. */
@@ -147,7 +153,7 @@ static int send_request(dlb_bench_roundtrip_t *r, path_t *p, const char *id, lon
     snprintf(q->stage, sizeof(q->stage), "%s", r->opts.stage);
     if (sent_ns)
         *sent_ns = dlb_lat_clock_ns();
-    if ((err = produce(r, p->topic, &ev, &len, errstr, size)))
+    if ((err = produce(r, p->st.where, &ev, &len, errstr, size)))
         return err;
     r->msg_bytes = len;
     return 0;
@@ -212,7 +218,7 @@ static int warm_up(dlb_bench_roundtrip_t *r, path_t *p, long firsts, char *errst
             err = dlb_seterr(errstr, size, DLB_ERR_TRANSIENT,
                              "%s: %ld of %ld warm-up request(s) unanswered after %ld ms (is "
                              "'dlbrain optimizer' running on these brokers?)",
-                             p->name, left, firsts, timeout_ms);
+                             p->st.name, left, firsts, timeout_ms);
             goto out;
         }
         if (now >= resend) {
@@ -243,50 +249,67 @@ out:
     return err;
 }
 
-/* Send p->n requests at rate/s and record each one's round trip. */
+static int kafka_send(void *ctx, dlb_bench_path_t *st, long i, char *errstr, size_t size)
+{
+    path_t *p = ctx;
+    char id[DLB_ID_MAX];
+
+    snprintf(id, sizeof(id), "%sq%ld", p->prefix, i);
+    return send_request(p->r, p, id, i % p->r->opts.jobs, errstr, size, &st->sent_ns[i]);
+}
+
+/* One answer, waiting until deadline_ns at most (whole milliseconds, rounded
+ * up: librdkafka's timeouts are milliseconds). */
+static int kafka_poll(void *ctx, dlb_bench_path_t *st, int64_t deadline_ns, char *errstr,
+                      size_t size)
+{
+    path_t *p = ctx;
+    int64_t left = deadline_ns - dlb_lat_clock_ns(), at = 0;
+    int timeout = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+    char id[DLB_ID_MAX];
+
+    poll_answer(p->r, p, timeout > 100 ? 100 : timeout, id, sizeof(id), &at);
+    if (id[0] && id[strlen(p->prefix)] == 'q' &&
+        dlb_bench_path_answer(st, strtol(id + strlen(p->prefix) + 1, NULL, 10), at, 1))
+        return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+    return 0;
+}
+
+/* Send the path's requests at rate/s and record each one's round trip. */
 static int run_path(dlb_bench_roundtrip_t *r, path_t *p, char *errstr, size_t size)
 {
-    const double rate = r->opts.rate;
-    int64_t start = dlb_lat_clock_ns(), last_sent = 0;
-    long next = 0;
-    char id[DLB_ID_MAX], want[DLB_ID_MAX];
+    const dlb_bench_path_ops_t ops = {.send = kafka_send, .poll = kafka_poll, .ctx = p};
+
+    return dlb_bench_path_run(&p->st, &ops, r->opts.rate, r->opts.drain_ms, 0, r->opts.stop, errstr,
+                              size);
+}
+
+/* The gateway path: warm up its client, then optimize calls at rate/s. Its
+ * calls' deadline is the drain time, so every call has an answer before the
+ * drain ends. */
+static int run_gateway(dlb_bench_roundtrip_t *r, long n, char *errstr, size_t size)
+{
+    const dlb_bench_roundtrip_opts_t *o = &r->opts;
+    const dlb_bench_gw_opts_t go = {.address = o->gateway,
+                                    .stage = o->stage,
+                                    .jobs = o->jobs,
+                                    .job_uid = gw_job_uid,
+                                    .ctx = r,
+                                    .deadline_ms = o->drain_ms > 1000 ? o->drain_ms : 1000,
+                                    .stop = o->stop};
+    dlb_bench_path_ops_t ops;
     int err;
 
-    while (!stopped(r)) {
-        int64_t now = dlb_lat_clock_ns(), at = 0, due;
-        int timeout;
-        while (next < p->n && start + (int64_t)((double)next * 1e9 / rate) <= now) {
-            snprintf(want, sizeof(want), "%sq%ld", p->prefix, next);
-            if ((err = send_request(r, p, want, next % r->opts.jobs, errstr, size,
-                                    &p->sent_ns[next])))
-                return err;
-            p->sent++;
-            next++;
-            last_sent = dlb_lat_clock_ns();
-            now = last_sent;
-        }
-        if (next >= p->n &&
-            (p->received >= p->n || now - last_sent > (int64_t)r->opts.drain_ms * 1000000))
-            break;
-        due = next < p->n ? start + (int64_t)((double)next * 1e9 / rate) : now + 100000000;
-        timeout = (int)((due - now) / 1000000);
-        timeout = timeout < 0 ? 0 : timeout > 100 ? 100 : timeout;
-        poll_answer(r, p, timeout, id, sizeof(id), &at);
-        if (id[0] && id[strlen(p->prefix)] == 'q') {
-            long i = strtol(id + strlen(p->prefix) + 1, NULL, 10);
-            if (i < 0 || i >= p->n || !p->sent_ns[i])
-                continue;
-            if (p->got[i]) {
-                p->repeats++; /* at least once on the mock cluster */
-                continue;
-            }
-            p->got[i] = 1;
-            p->received++;
-            if (dlb_lat_add(&p->lat, at - p->sent_ns[i]))
-                return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
-        }
-    }
-    return 0;
+    if ((err = dlb_bench_path_init(&r->gwp, "optimize call -> answer (gateway)", n)))
+        return dlb_seterr(errstr, size, err, "out of memory");
+    snprintf(r->gwp.where, sizeof(r->gwp.where), "%s", o->gateway);
+    if ((err = dlb_bench_gw_new(&r->gw, &go, errstr, size)) ||
+        (err = dlb_bench_gw_warm_up(r->gw, o->warmup_ms, errstr, size)))
+        return err;
+    dlb_bench_gw_ops(r->gw, &ops);
+    r->gw_ran = 1;
+    return dlb_bench_path_run(&r->gwp, &ops, o->rate, go.deadline_ms + 1000, o->max_inflight,
+                              o->stop, errstr, size);
 }
 
 static int create_topic(rd_kafka_t *rk, const char *name, int partitions, int replication,
@@ -361,102 +384,79 @@ static void path_free(path_t *p)
         rd_kafka_consumer_close(p->consumer);
         rd_kafka_destroy(p->consumer);
     }
-    free(p->sent_ns);
-    free(p->got);
-    dlb_lat_free(&p->lat);
-}
-
-static cJSON *path_json(path_t *p)
-{
-    cJSON *o = cJSON_CreateObject();
-
-    if (!o)
-        return NULL;
-    cJSON_AddStringToObject(o, "path", p->name);
-    cJSON_AddStringToObject(o, "topic", p->topic);
-    cJSON_AddNumberToObject(o, "sent", (double)p->sent);
-    cJSON_AddNumberToObject(o, "received", (double)p->received);
-    cJSON_AddNumberToObject(o, "lost", (double)(p->sent - p->received));
-    cJSON_AddNumberToObject(o, "repeats", (double)p->repeats);
-    cJSON_AddNumberToObject(o, "p50_ms", dlb_lat_pct(&p->lat, 50) / 1e6);
-    cJSON_AddNumberToObject(o, "p99_ms", dlb_lat_pct(&p->lat, 99) / 1e6);
-    cJSON_AddNumberToObject(o, "max_ms", (double)p->lat.max / 1e6);
-    cJSON_AddNumberToObject(o, "mean_ms", dlb_lat_mean(&p->lat) / 1e6);
-    return o;
-}
-
-static void path_print(FILE *out, path_t *p)
-{
-    fprintf(out, "%-36s %7ld %9ld %6ld %9.2f %9.2f %9.2f %9.2f\n", p->name, p->sent, p->received,
-            p->sent - p->received, dlb_lat_pct(&p->lat, 50) / 1e6, dlb_lat_pct(&p->lat, 99) / 1e6,
-            (double)p->lat.max / 1e6, dlb_lat_mean(&p->lat) / 1e6);
-}
-
-static double ratio(double a, double b)
-{
-    return b > 0 ? a / b : 0;
-}
-
-/* Optimizer over raw: p50, p99, max, mean. */
-static void ratios(path_t *plans, path_t *raw, double out[4])
-{
-    out[0] = ratio(dlb_lat_pct(&plans->lat, 50), dlb_lat_pct(&raw->lat, 50));
-    out[1] = ratio(dlb_lat_pct(&plans->lat, 99), dlb_lat_pct(&raw->lat, 99));
-    out[2] = ratio((double)plans->lat.max, (double)raw->lat.max);
-    out[3] = ratio(dlb_lat_mean(&plans->lat), dlb_lat_mean(&raw->lat));
+    dlb_bench_path_free(&p->st);
 }
 
 static void print_table(dlb_bench_roundtrip_t *r)
 {
     const dlb_bench_roundtrip_opts_t *o = &r->opts;
     FILE *out = o->out;
-    double x[4];
 
     fprintf(out,
             "roundtrip bench%s%s: %g requests/s for %ld s per path, %ld jobs x %ld samples, stage "
-            "%s,\n%zu-byte requests, brokers %s\n\n",
+            "%s,\n%zu-byte requests, brokers %s%s%s\n\n",
             o->label ? " on " : "", o->label ? o->label : "", o->rate, o->seconds, o->jobs,
-            o->samples, o->stage, r->msg_bytes, r->conf->brokers);
-    fprintf(out, "%-36s %7s %9s %6s %9s %9s %9s %9s\n", "PATH", "SENT", "RECEIVED", "LOST",
-            "P50_MS", "P99_MS", "MAX_MS", "MEAN_MS");
-    path_print(out, &r->raw);
-    path_print(out, &r->plans);
-    ratios(&r->plans, &r->raw, x);
-    fprintf(out, "%-36s %7s %9s %6s %8.1fx %8.1fx %8.1fx %8.1fx\n", "ratio (optimizer / raw)", "",
-            "", "", x[0], x[1], x[2], x[3]);
-    if (r->plans.repeats || r->raw.repeats)
-        fprintf(out, "(repeated deliveries ignored: raw %ld, plans %ld)\n", r->raw.repeats,
-                r->plans.repeats);
+            o->samples, o->stage, r->msg_bytes, r->conf->brokers, r->gw_ran ? ", gateway " : "",
+            r->gw_ran ? o->gateway : "");
+    dlb_bench_path_print_header(out);
+    dlb_bench_path_print(out, &r->raw.st);
+    dlb_bench_path_print(out, &r->plans.st);
+    if (r->gw_ran)
+        dlb_bench_path_print(out, &r->gwp);
+    dlb_bench_path_print_ratio(out, "ratio (optimizer / raw)", &r->plans.st, &r->raw.st);
+    if (r->gw_ran) {
+        dlb_bench_gw_counts_t k = dlb_bench_gw_counts(r->gw);
+        dlb_bench_path_print_ratio(out, "ratio (gateway / raw)", &r->gwp, &r->raw.st);
+        if (r->gwp.failed)
+            fprintf(out,
+                    "(gateway calls failed: %ld success=false, %ld other status, %ld "
+                    "malformed answers)\n",
+                    k.no_plan, k.status, k.malformed);
+        if (r->gwp.max_lag_ns > 1000000)
+            fprintf(out,
+                    "(gateway: a call started up to %.1f ms late, %ld calls in flight at most)\n",
+                    (double)r->gwp.max_lag_ns / 1e6, o->max_inflight);
+    }
+    if (r->plans.st.repeats || r->raw.st.repeats)
+        fprintf(out, "(repeated deliveries ignored: raw %ld, plans %ld)\n", r->raw.st.repeats,
+                r->plans.st.repeats);
     fflush(out);
 }
 
 static int results_json(dlb_bench_roundtrip_t *r, cJSON **json, char *errstr, size_t size)
 {
     const dlb_bench_roundtrip_opts_t *o = &r->opts;
-    cJSON *root, *ro;
-    double x[4];
+    cJSON *root = cJSON_CreateObject(), *x;
+    int ok = root != NULL;
 
-    if (!(root = cJSON_CreateObject()) || !(ro = cJSON_CreateObject())) {
+    ok = ok && cJSON_AddStringToObject(root, "benchmark", "roundtrip") &&
+         cJSON_AddStringToObject(root, "label", o->label ? o->label : "") &&
+         cJSON_AddStringToObject(root, "brokers", r->conf->brokers) &&
+         cJSON_AddNumberToObject(root, "rate", o->rate) &&
+         cJSON_AddNumberToObject(root, "seconds", (double)o->seconds) &&
+         cJSON_AddNumberToObject(root, "jobs", (double)o->jobs) &&
+         cJSON_AddNumberToObject(root, "samples_per_job", (double)o->samples) &&
+         cJSON_AddStringToObject(root, "stage", o->stage) &&
+         cJSON_AddNumberToObject(root, "message_bytes", (double)r->msg_bytes);
+    ok = ok && (x = dlb_bench_path_json(&r->raw.st)) && cJSON_AddItemToObject(root, "raw", x);
+    ok = ok && (x = dlb_bench_path_json(&r->plans.st)) && cJSON_AddItemToObject(root, "plans", x);
+    ok = ok && (x = dlb_bench_path_ratio_json(&r->plans.st, &r->raw.st)) &&
+         cJSON_AddItemToObject(root, "ratio", x);
+    if (r->gw_ran) {
+        dlb_bench_gw_counts_t k = dlb_bench_gw_counts(r->gw);
+        ok = ok && (x = dlb_bench_path_json(&r->gwp)) &&
+             cJSON_AddItemToObject(root, "gateway", x) &&
+             cJSON_AddNumberToObject(x, "success_false", (double)k.no_plan) &&
+             cJSON_AddNumberToObject(x, "other_status", (double)k.status) &&
+             cJSON_AddNumberToObject(x, "malformed", (double)k.malformed) &&
+             cJSON_AddNumberToObject(x, "max_inflight", (double)o->max_inflight);
+        ok = ok && (x = dlb_bench_path_ratio_json(&r->gwp, &r->raw.st)) &&
+             cJSON_AddItemToObject(root, "ratio_gateway", x);
+    }
+    if (!ok) {
         cJSON_Delete(root);
         return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
     }
-    cJSON_AddStringToObject(root, "benchmark", "roundtrip");
-    cJSON_AddStringToObject(root, "label", o->label ? o->label : "");
-    cJSON_AddStringToObject(root, "brokers", r->conf->brokers);
-    cJSON_AddNumberToObject(root, "rate", o->rate);
-    cJSON_AddNumberToObject(root, "seconds", (double)o->seconds);
-    cJSON_AddNumberToObject(root, "jobs", (double)o->jobs);
-    cJSON_AddNumberToObject(root, "samples_per_job", (double)o->samples);
-    cJSON_AddStringToObject(root, "stage", o->stage);
-    cJSON_AddNumberToObject(root, "message_bytes", (double)r->msg_bytes);
-    cJSON_AddItemToObject(root, "raw", path_json(&r->raw));
-    cJSON_AddItemToObject(root, "plans", path_json(&r->plans));
-    ratios(&r->plans, &r->raw, x);
-    cJSON_AddNumberToObject(ro, "p50", x[0]);
-    cJSON_AddNumberToObject(ro, "p99", x[1]);
-    cJSON_AddNumberToObject(ro, "max", x[2]);
-    cJSON_AddNumberToObject(ro, "mean", x[3]);
-    cJSON_AddItemToObject(root, "ratio", ro);
     *json = root;
     return 0;
 }
@@ -473,9 +473,9 @@ int dlb_bench_roundtrip_new(dlb_bench_roundtrip_t **out, const dlb_conf_t *conf,
     r->opts = *opts;
     /* Time and pid: a run's ids and groups never meet an earlier run's. */
     snprintf(r->tag, sizeof(r->tag), "%lx%x", (unsigned long)time(NULL), (unsigned)getpid());
-    r->raw.name = "kafka produce -> consume (raw topic)";
+    r->raw.r = r;
     r->raw.want = DLB_EV_PLAN_REQUEST;
-    r->plans.name = "plan request -> plan (optimizer)";
+    r->plans.r = r;
     r->plans.want = DLB_EV_PLAN;
     return 0;
 }
@@ -496,45 +496,49 @@ int dlb_bench_roundtrip_run(dlb_bench_roundtrip_t *r, dlb_bench_roundtrip_result
     if ((err = dlb_catalog_new(&r->cat, errstr, errstr_size)) ||
         (err = dlb_kafka_producer_new(conf, NULL, &r->producer, errstr, errstr_size)))
         return err;
-    dlb_conf_topic(conf, "bench-raw", raw->topic, sizeof(raw->topic));
-    dlb_conf_topic(conf, DLB_TOPIC_PLAN_REQUESTS, plans->topic, sizeof(plans->topic));
+    for (int i = 0; i < 2; i++)
+        if (dlb_bench_path_init(
+                &paths[i]->st,
+                i ? "plan request -> plan (optimizer)" : "kafka produce -> consume (raw topic)", n))
+            return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    dlb_conf_topic(conf, "bench-raw", raw->st.where, sizeof(raw->st.where));
+    dlb_conf_topic(conf, DLB_TOPIC_PLAN_REQUESTS, plans->st.where, sizeof(plans->st.where));
     snprintf(raw->prefix, sizeof(raw->prefix), "bench-%s-x", r->tag);
     snprintf(plans->prefix, sizeof(plans->prefix), "bench-%s-", r->tag);
     /* The mock cluster of librdkafka 2.0 does not answer CreateTopics; it
      * creates a topic when a producer first asks for its metadata. */
-    if (create_topic(r->producer, raw->topic, conf->partitions, conf->replication, errstr,
+    if (create_topic(r->producer, raw->st.where, conf->partitions, conf->replication, errstr,
                      errstr_size))
-        dlb_warn("%s; relying on the broker creating %s on first use", errstr, raw->topic);
+        dlb_warn("%s; relying on the broker creating %s on first use", errstr, raw->st.where);
     snprintf(topic, sizeof(topic), "%sc", raw->prefix);
     if ((err = send_request(r, raw, topic, 0, errstr, errstr_size, NULL)) ||
         (err = dlb_kafka_flush(r->producer, 30000, errstr, errstr_size)) ||
-        (err = subscribe(conf, raw->topic, r->tag, "raw", &raw->consumer, errstr, errstr_size)) ||
+        (err =
+             subscribe(conf, raw->st.where, r->tag, "raw", &raw->consumer, errstr, errstr_size)) ||
         (err = subscribe(conf, dlb_conf_topic(conf, DLB_TOPIC_PLANS, topic, sizeof(topic)), r->tag,
                          "master", &plans->consumer, errstr, errstr_size)))
         return err;
-    for (int i = 0; i < 2; i++) {
-        paths[i]->n = n;
-        if (!(paths[i]->sent_ns = calloc((size_t)n, sizeof(int64_t))) ||
-            !(paths[i]->got = calloc((size_t)n, 1)))
-            return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
-    }
     dlb_info("run %s: %ld jobs x %ld samples, then %ld requests at %g/s per path", r->tag, o->jobs,
              o->samples, n, o->rate);
     if ((err = setup_jobs(r, errstr, errstr_size)) ||
         (err = warm_up(r, raw, 1, errstr, errstr_size)) ||
         (err = run_path(r, raw, errstr, errstr_size)) ||
         (err = warm_up(r, plans, o->jobs, errstr, errstr_size)) ||
-        (err = run_path(r, plans, errstr, errstr_size)))
+        (err = run_path(r, plans, errstr, errstr_size)) ||
+        (o->gateway && !stopped(r) && (err = run_gateway(r, n, errstr, errstr_size))))
         return err;
     if (stopped(r)) {
         res->stopped = 1;
         return 0;
     }
     print_table(r);
-    res->raw_sent = raw->sent;
-    res->raw_received = raw->received;
-    res->plans_sent = plans->sent;
-    res->plans_received = plans->received;
+    res->raw_sent = raw->st.sent;
+    res->raw_received = raw->st.received;
+    res->plans_sent = plans->st.sent;
+    res->plans_received = plans->st.received;
+    res->gateway_sent = r->gwp.sent;
+    res->gateway_received = r->gwp.received;
+    res->gateway_failed = r->gwp.failed;
     return json ? results_json(r, json, errstr, errstr_size) : 0;
 }
 
@@ -544,6 +548,8 @@ void dlb_bench_roundtrip_destroy(dlb_bench_roundtrip_t *r)
         return;
     path_free(&r->raw);
     path_free(&r->plans);
+    dlb_bench_gw_destroy(r->gw);
+    dlb_bench_path_free(&r->gwp);
     dlb_kafka_producer_destroy(r->producer);
     if (r->cat)
         dlb_catalog_destroy(r->cat);

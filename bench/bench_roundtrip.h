@@ -1,7 +1,9 @@
 /* The round-trip benchmark: plan request produced -> plan received by a
  * master, through a running `dlbrain optimizer`, against the raw Kafka
  * produce -> consume round trip of the same bytes at the same rate on the
- * same broker, in the same run. */
+ * same broker, in the same run; and, given a gateway's address, brain.Brain
+ * optimize call -> answer through a running `dlbrain gateway`
+ * (bench_gateway.h). */
 #ifndef DLB_BENCH_ROUNDTRIP_H
 #define DLB_BENCH_ROUNDTRIP_H
 
@@ -21,6 +23,8 @@ typedef struct dlb_bench_roundtrip_opts {
     long warmup_ms;              /* longest wait for a first answer for every job */
     long drain_ms;               /* wait after the last request for late answers */
     const char *label;           /* NULL, or what the run is on (printed) */
+    const char *gateway;         /* NULL, or host:port of a gateway: its path runs too */
+    long max_inflight;           /* gateway path: calls in flight at most (0: no bound) */
     FILE *out;                   /* the table */
     volatile sig_atomic_t *stop; /* NULL, or ends the run early when non-zero */
 } dlb_bench_roundtrip_opts_t;
@@ -28,7 +32,8 @@ typedef struct dlb_bench_roundtrip_opts {
 typedef struct dlb_bench_roundtrip_result {
     int stopped; /* *stop ended the run: nothing printed, no JSON */
     long raw_sent, raw_received;
-    long plans_sent, plans_received; /* received < sent: answers lost */
+    long plans_sent, plans_received;                     /* received < sent: answers lost */
+    long gateway_sent, gateway_received, gateway_failed; /* received: success=true */
 } dlb_bench_roundtrip_result_t;
 
 /* One run: its settings, Kafka clients and measurements. */
@@ -51,8 +56,11 @@ int dlb_bench_roundtrip_new(dlb_bench_roundtrip_t **out, const dlb_conf_t *conf,
  *         first the baseline, into "<env>.bench-raw" (created if it can be) and
  *         read back from there; then into "<env>.plan-requests", answered on
  *         "<env>.plans" by the running optimizer. Both consumers subscribe as a
- *         master does (read_committed, own group, from the end). Prints the
- *         per-path latency table (p50, p99, max, mean) and the ratios.
+ *         master does (read_committed, own group, from the end). With
+ *         opts->gateway, then as many optimize calls for the same jobs to that
+ *         gateway, started on schedule (open loop, at most opts->max_inflight
+ *         in flight). Prints the per-path latency table (p50, p99, max, mean,
+ *         rate reached) and the ratios over the baseline.
  *         The Kafka clients stay open until dlb_bench_roundtrip_destroy(), so
  *         the caller can report first: closing them flushes for up to 10 s and
  *         logs what is still undelivered.

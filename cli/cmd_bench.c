@@ -6,7 +6,9 @@
  *   roundtrip  end to end: plan request produced -> plan received by a master,
  *              through a running `dlbrain optimizer`, against the raw Kafka
  *              produce -> consume round trip on the same broker in the same run
- *              (bench/bench_roundtrip.c)
+ *              (bench/bench_roundtrip.c); with --gateway, also brain.Brain
+ *              optimize calls through a running `dlbrain gateway`
+ *              (bench/bench_gateway.c)
  *   matcher    the configuration matcher alone (dlb_matcher_match) on synthetic
  *              rules and jobs, against a plain scan of every rule
  *              (bench/bench_matcher.c)
@@ -70,7 +72,16 @@ static void usage(FILE *fp)
                 "                        of every job (default 60000)\n"
                 "  -d, --drain-ms MS     wait after the last request for late answers (default\n"
                 "                        10000); what is still missing then counts as lost\n"
-                "  -l, --label TEXT      what the run is on, e.g. mock or real (printed)\n\n"
+                "  -l, --label TEXT      what the run is on, e.g. mock or real (printed)\n"
+                "  -g, --gateway HOST:PORT\n"
+                "                        then the gateway path: as many brain.Brain optimize\n"
+                "                        calls (gRPC, one channel) for the same jobs and stage to\n"
+                "                        a running 'dlbrain gateway' on the same brokers, started\n"
+                "                        on schedule whether or not earlier ones were answered,\n"
+                "                        each timed from its start to its answer; success=false\n"
+                "                        or another status counts as failed\n"
+                "  -m, --max-inflight N  gateway calls in flight at most (default 1000); a call\n"
+                "                        due beyond it starts late (reported)\n\n"
                 "matcher: matches per second of the configuration matcher alone (one core, no\n"
                 "I/O) against 10, 1000 and 10000 synthetic rules (fixed seed: the same rules and\n"
                 "jobs every run), beside a plain scan of every rule with no index and no cache.\n"
@@ -218,10 +229,15 @@ static int bench_roundtrip(const dlb_conf_t *conf, const dlb_bench_roundtrip_opt
     if (res.stopped || (json && write_json(json_path, json)))
         goto out;
     /* Lost answers fail the run: a latency table over what came back hides them. */
-    rc = res.raw_received == res.raw_sent && res.plans_received == res.plans_sent ? 0 : 1;
+    rc = res.raw_received == res.raw_sent && res.plans_received == res.plans_sent &&
+                 res.gateway_received == res.gateway_sent
+             ? 0
+             : 1;
     if (rc)
-        dlb_err("answers missing after %ld ms: raw %ld of %ld, plans %ld of %ld", o->drain_ms,
-                res.raw_received, res.raw_sent, res.plans_received, res.plans_sent);
+        dlb_err("answers missing after %ld ms: raw %ld of %ld, plans %ld of %ld, gateway %ld of "
+                "%ld good (%ld failed)",
+                o->drain_ms, res.raw_received, res.raw_sent, res.plans_received, res.plans_sent,
+                res.gateway_received, res.gateway_sent, res.gateway_failed);
 out:
     cJSON_Delete(json);
     dlb_bench_roundtrip_destroy(rt);
@@ -241,15 +257,17 @@ int cmd_bench_main(int argc, char **argv)
                                              {"warmup-ms", required_argument, 0, 'w'},
                                              {"drain-ms", required_argument, 0, 'd'},
                                              {"label", required_argument, 0, 'l'},
+                                             {"gateway", required_argument, 0, 'g'},
+                                             {"max-inflight", required_argument, 0, 'm'},
                                              {"json", required_argument, 0, 'j'},
                                              {"consumers", required_argument, 0, 'C'},
                                              {"timeout-s", required_argument, 0, 't'},
                                              CLI_COMMON_LONG,
                                              {0, 0, 0, 0}};
     const char *mode, *events = NULL, *set = NULL, *plans_path = NULL, *json_path = NULL,
-                      *label = NULL, *stage = DLB_STAGE_RUNNING;
+                      *label = NULL, *stage = DLB_STAGE_RUNNING, *gateway = NULL;
     long seconds = -1, rate = 100, jobs = -1, samples = 3, warmup_ms = 60000, drain_ms = 10000,
-         ingest_samples = 200000, consumers = 1, timeout_s = 600;
+         ingest_samples = 200000, consumers = 1, timeout_s = 600, max_inflight = 1000;
     cli_opts_t o = {0};
     dlb_conf_t conf;
     int c, rc, ingest;
@@ -268,7 +286,7 @@ int cmd_bench_main(int argc, char **argv)
     ingest = !strcmp(mode, "ingest");
     argc--;
     argv++;
-    while ((c = getopt_long(argc, argv, "E:s:S:P:r:n:k:w:d:l:j:C:t:" CLI_COMMON_SHORT, longopts,
+    while ((c = getopt_long(argc, argv, "E:s:S:P:r:n:k:w:d:l:g:m:j:C:t:" CLI_COMMON_SHORT, longopts,
                             NULL)) != -1) {
         long *target = NULL, lo = 1, hi = 1000000000;
         switch (c) {
@@ -290,6 +308,13 @@ int cmd_bench_main(int argc, char **argv)
             break;
         case 'l':
             label = optarg;
+            break;
+        case 'g':
+            gateway = optarg;
+            break;
+        case 'm':
+            target = &max_inflight;
+            hi = 100000;
             break;
         case 'T':
             if (!dlb_in_list(dlb_stages, optarg)) {
@@ -348,6 +373,10 @@ int cmd_bench_main(int argc, char **argv)
         fprintf(stderr, "bench roundtrip: --jobs: at most 9999\n");
         return 2;
     }
+    if (strcmp(mode, "roundtrip") && gateway) {
+        fprintf(stderr, "bench %s: --gateway is an option of roundtrip\n", mode);
+        return 2;
+    }
     if (!strcmp(mode, "optimizer") && !events) {
         fprintf(stderr, "bench optimizer: --events FILE is required\n");
         return 2;
@@ -393,6 +422,8 @@ int cmd_bench_main(int argc, char **argv)
                                          .warmup_ms = warmup_ms,
                                          .drain_ms = drain_ms,
                                          .label = label,
+                                         .gateway = gateway,
+                                         .max_inflight = max_inflight,
                                          .out = stdout,
                                          .stop = &cli_stop};
         rc = bench_roundtrip(&conf, &ro, json_path);
