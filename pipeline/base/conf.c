@@ -138,6 +138,10 @@ static const key_def_t keys[] = {
     {"gateway.max.message.bytes", K_I64, N(gateway.max_message_bytes), "4194304", 0,
      "gateway: largest request message accepted; a larger one is refused with "
      "RESOURCE_EXHAUSTED before it is read."},
+    {"gateway.plans.linger.ms", K_INT, N(gateway.plans_linger_ms), "5000", 0,
+     "gateway: how long a partition of <env>.plans is still read after the last call waiting "
+     "on it got its plan, so the next call on it needs no end-offset question and no new "
+     "assignment; then it is read no more."},
     {"gateway.max.calls", K_INT, N(gateway.max_calls), "1024", 0,
      "gateway: calls served at once; more wait in gRPC's queue."},
     {"metrics.port", K_PORT, N(metrics_port), "9464", 0,

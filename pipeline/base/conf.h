@@ -67,6 +67,7 @@ typedef struct dlb_gateway_conf {
     int ack_timeout_ms;        /* gateway.ack.timeout.ms: longest wait for Kafka's ack */
     int64_t max_message_bytes; /* gateway.max.message.bytes: largest request accepted */
     int max_calls;             /* gateway.max.calls: calls served at once */
+    int plans_linger_ms;       /* gateway.plans.linger.ms: an idle plans partition's reading */
 } dlb_gateway_conf_t;
 
 typedef struct dlb_kv {

@@ -101,7 +101,7 @@ static void do_persist(gw_call_t *c, const uint8_t *data, size_t len)
  * client's own deadline. */
 static int64_t optimize_deadline(const gw_call_t *c)
 {
-    int64_t now = dlb_clock_mono_ms();
+    int64_t now = c->arrived_ms; /* the budget counts from the call's arrival */
     int64_t ours = now + c->gw->conf->gateway.optimize_timeout_ms;
     gpr_timespec d = gpr_convert_clock_type(c->details.deadline, GPR_CLOCK_MONOTONIC);
     gpr_timespec left = gpr_time_sub(d, gpr_now(GPR_CLOCK_MONOTONIC));

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "gw_internal.h"
 #include "log.h"
 
@@ -57,10 +58,10 @@ static void unwait_locked(gw_call_t *c)
     for (int32_t p = 0; p < gw->plans_parts; p++) {
         if (c->plan_part >= 0 && p != c->plan_part)
             continue;
-        if (--gw->part_waiters[p] == 0) {
-            gw->part_next[p] = -1; /* read from the then end when needed again */
-            gw->assign_dirty = 1;
-        }
+        /* Still read for a while (gateway.plans.linger.ms): the next call
+         * on it then needs no end-offset question and no new assignment. */
+        if (--gw->part_waiters[p] == 0)
+            gw->part_idle[p] = dlb_clock_mono_ms();
     }
     gw_call_release_locked(c);
 }

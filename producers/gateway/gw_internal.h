@@ -80,6 +80,7 @@ struct gw {
     int32_t plans_parts; /* partition count of the plans topic */
     int *part_waiters;   /* per plans partition: calls waiting on it */
     int64_t *part_next;  /* per plans partition: next offset to read, -1 unassigned */
+    int64_t *part_idle;  /* per plans partition: when its last waiter left */
     int assign_dirty;    /* the assignment changed: the Kafka thread applies it */
     gw_call_t *waiters;  /* optimize calls waiting for their plan */
     pthread_t kafka_thread;

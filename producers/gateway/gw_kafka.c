@@ -130,8 +130,10 @@ int gw_kafka_wait_plan(gw_call_t *c, char *errstr, size_t size)
     }
     pthread_mutex_lock(&gw->lock);
     for (int32_t q = 0; q < gw->plans_parts; q++)
-        if (p < 0 || q == p)
+        if (p < 0 || q == p) {
             gw->part_waiters[q]++;
+            gw->part_idle[q] = 0;
+        }
     c->waiting = 1;
     c->refs++; /* gw->waiters */
     c->next = gw->waiters;
@@ -151,7 +153,7 @@ static void apply_assignment(gw_t *gw)
     pthread_mutex_lock(&gw->lock);
     gw->assign_dirty = 0;
     for (int32_t p = 0; p < gw->plans_parts; p++)
-        if (gw->part_waiters[p] > 0 && gw->part_next[p] >= 0)
+        if (gw->part_next[p] >= 0)
             rd_kafka_topic_partition_list_add(l, gw->plans_topic, p)->offset = gw->part_next[p];
     pthread_mutex_unlock(&gw->lock);
     dlb_metric_set(gw->m.partitions, (double)l->cnt);
@@ -266,6 +268,22 @@ static void expire(gw_t *gw)
     }
 }
 
+/* Partitions no call has waited on for gateway.plans.linger.ms are read no
+ * more; the next call on one asks where it ends again. */
+static void unlinger(gw_t *gw)
+{
+    int64_t now = dlb_clock_mono_ms();
+
+    pthread_mutex_lock(&gw->lock);
+    for (int32_t p = 0; p < gw->plans_parts; p++)
+        if (!gw->part_waiters[p] && gw->part_next[p] >= 0 &&
+            now - gw->part_idle[p] >= gw->conf->gateway.plans_linger_ms) {
+            gw->part_next[p] = -1;
+            gw->assign_dirty = 1;
+        }
+    pthread_mutex_unlock(&gw->lock);
+}
+
 static void *kafka_main(void *arg)
 {
     gw_t *gw = arg;
@@ -289,6 +307,7 @@ static void *kafka_main(void *arg)
             rd_kafka_message_destroy(m);
         }
         expire(gw);
+        unlinger(gw);
     }
     return NULL;
 }
@@ -374,7 +393,8 @@ int gw_kafka_start(gw_t *gw, char *errstr, size_t size)
     if (plans_partitions(gw, errstr, size))
         return DLB_ERR_TRANSIENT;
     if (!(gw->part_waiters = calloc((size_t)gw->plans_parts, sizeof(*gw->part_waiters))) ||
-        !(gw->part_next = malloc((size_t)gw->plans_parts * sizeof(*gw->part_next))))
+        !(gw->part_next = malloc((size_t)gw->plans_parts * sizeof(*gw->part_next))) ||
+        !(gw->part_idle = calloc((size_t)gw->plans_parts, sizeof(*gw->part_idle))))
         return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
     for (int32_t p = 0; p < gw->plans_parts; p++)
         gw->part_next[p] = -1;
@@ -402,4 +422,5 @@ void gw_kafka_stop(gw_t *gw)
     }
     free(gw->part_waiters);
     free(gw->part_next);
+    free(gw->part_idle);
 }
