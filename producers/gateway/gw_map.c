@@ -505,16 +505,15 @@ static int add_kv(pool_t *pl, Brain__PodState__CustomizedDataEntry **arr, size_t
     return 0;
 }
 
-/* The OOM pods of a request: every one (v2), or the one of a v1 writer. */
-static size_t oom_pods(const dlb_plan_request_t *req, const char *const **names)
+/* The OOM pods of a request: every one (v2), or the one of a v1 writer
+ * (then in *one, the caller's: the mapping keeps no state of its own). */
+static size_t oom_pods(const dlb_plan_request_t *req, const char **one, const char *const **names)
 {
-    static const char *one[1];
-
     if (req->oom_pods_cnt) {
         *names = (const char *const *)req->oom_pods;
         return req->oom_pods_cnt;
     }
-    one[0] = req->oom_pod;
+    *one = req->oom_pod;
     *names = one;
     return req->has_oom_pod ? 1 : 0;
 }
@@ -528,8 +527,8 @@ static size_t oom_pods(const dlb_plan_request_t *req, const char *const **names)
 static int fill_resource(pool_t *pl, const dlb_plan_request_t *req, const dlb_plan_t *plan,
                          Brain__JobResource *res)
 {
-    const char *const *names;
-    size_t n = oom_pods(req, &names);
+    const char *one, *const *names;
+    size_t n = oom_pods(req, &one, &names);
     const dlb_group_resource_t *ps = plan_group(plan, "ps");
     const dlb_pod_resource_t *worker_oom = NULL;
     int at_create = !strcmp(req->stage, DLB_STAGE_CREATE);
