@@ -71,8 +71,13 @@ static int produce(dlb_bench_roundtrip_t *r, const char *topic, dlb_event_t *ev,
 
     if ((err = dlb_codec_encode(r->cat, ev, &buf, &len, errstr, size)))
         return err;
-    while ((err = dlb_kafka_produce(r->producer, topic, dlb_event_job_uid(ev), buf, len, errstr,
-                                    size)) &&
+    /* A plan request says what it depends on (dlb.after): the jobs' events,
+     * flushed before the first request. */
+    while ((err = ev->type == DLB_EV_PLAN_REQUEST
+                      ? dlb_kafka_produce_request(r->producer, topic, dlb_event_job_uid(ev), buf,
+                                                  len, errstr, size)
+                      : dlb_kafka_produce(r->producer, topic, dlb_event_job_uid(ev), buf, len,
+                                          errstr, size)) &&
            rd_kafka_outq_len(r->producer) > 0 && !stopped(r))
         rd_kafka_poll(r->producer, 10); /* queue full: let deliveries drain */
     free(buf);
@@ -494,7 +499,8 @@ int dlb_bench_roundtrip_run(dlb_bench_roundtrip_t *r, dlb_bench_roundtrip_result
     if (json)
         *json = NULL;
     if ((err = dlb_catalog_new(&r->cat, errstr, errstr_size)) ||
-        (err = dlb_kafka_producer_new(conf, NULL, &r->producer, errstr, errstr_size)))
+        (err = dlb_kafka_producer_new(conf, NULL, &r->producer, errstr, errstr_size)) ||
+        (err = dlb_kafka_producer_follow(r->producer, conf, errstr, errstr_size)))
         return err;
     for (int i = 0; i < 2; i++)
         if (dlb_bench_path_init(

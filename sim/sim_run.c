@@ -335,8 +335,13 @@ static int kafka_publish(void *opaque, const dlb_event_t *ev, char *errstr, size
     if ((err = dlb_codec_encode(k->cat, ev, &buf, &len, errstr, errstr_size)))
         return err;
     dlb_conf_topic(k->conf, dlb_event_type_topic(ev->type), topic, sizeof(topic));
-    err =
-        dlb_kafka_produce(k->producer, topic, dlb_event_job_uid(ev), buf, len, errstr, errstr_size);
+    /* The tick's events were flushed before its requests (exchange). */
+    if (ev->type == DLB_EV_PLAN_REQUEST)
+        err = dlb_kafka_produce_request(k->producer, topic, dlb_event_job_uid(ev), buf, len, errstr,
+                                        errstr_size);
+    else
+        err = dlb_kafka_produce(k->producer, topic, dlb_event_job_uid(ev), buf, len, errstr,
+                                errstr_size);
     free(buf);
     return err;
 }
@@ -434,7 +439,8 @@ int dlb_sim_kafka_new(const dlb_conf_t *conf, int plans, long plan_timeout_ms,
     k->conf = conf;
     k->plan_timeout_ms = plan_timeout_ms;
     if ((err = dlb_catalog_new(&k->cat, errstr, errstr_size)) ||
-        (err = dlb_kafka_producer_new(conf, NULL, &k->producer, errstr, errstr_size)))
+        (err = dlb_kafka_producer_new(conf, NULL, &k->producer, errstr, errstr_size)) ||
+        (err = dlb_kafka_producer_follow(k->producer, conf, errstr, errstr_size)))
         goto fail;
     if (plans) {
         rd_kafka_topic_partition_list_t *sub;

@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "env_registry.h"
+#include "after.h"
 #include "err.h"
 #include "kafka.h"
 #include "log.h"
@@ -352,7 +353,9 @@ out:
 /* ---- one batch, one transaction ------------------------------------------------ */
 
 /* Copy m to topic: key, value, headers, timestamp, plus header dlb.env = env
- * when env is given. */
+ * when env is given. A plan request's dlb.after names offsets of the source
+ * log, not of the copy's: it is dropped, and the copy is held as a request
+ * without it (the optimizer's grace). */
 static int produce_copy(relay_t *r, const char *topic, const rd_kafka_message_t *m, const char *env,
                         char *errstr, size_t size)
 {
@@ -363,8 +366,11 @@ static int produce_copy(relay_t *r, const char *topic, const rd_kafka_message_t 
     rd_kafka_error_t *e = NULL;
     size_t n = 0;
 
-    if (rd_kafka_message_headers(m, &src) == RD_KAFKA_RESP_ERR_NO_ERROR)
-        hdrs = rd_kafka_headers_copy(src);
+    if (rd_kafka_message_headers(m, &src) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (!(hdrs = rd_kafka_headers_copy(src)))
+            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+        rd_kafka_header_remove(hdrs, DLB_AFTER_HEADER);
+    }
     if (env) {
         if (!hdrs && !(hdrs = rd_kafka_headers_new(1)))
             return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");

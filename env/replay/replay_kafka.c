@@ -11,6 +11,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "clock.h"
+#include "after.h"
 #include "err.h"
 #include "kafka.h"
 #include "log.h"
@@ -266,6 +267,9 @@ static int ksource_send(dlb_replay_t *r, const stream_t *s, rd_kafka_message_t *
         return 0;
     if (!rd_kafka_message_headers(m, &hdrs) && !(copy = rd_kafka_headers_copy(hdrs)))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    /* Its offsets are the source's; the replay's order is by event time. */
+    if (copy)
+        rd_kafka_header_remove(copy, DLB_AFTER_HEADER);
     return dlb_replay_send(r, s->t, m->key, m->key_len, m->payload, m->len, copy, ts, errstr,
                            errstr_size);
 }

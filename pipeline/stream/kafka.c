@@ -10,6 +10,7 @@
 #include <cJSON.h>
 #include <librdkafka/rdkafka_mock.h>
 
+#include "after.h"
 #include "err.h"
 #include "log.h"
 #include "metrics.h"
@@ -17,6 +18,7 @@
 /* Per-producer delivery bookkeeping, kept as the client's opaque. */
 typedef struct producer_state {
     int64_t failed;
+    dlb_after_cache_t *after; /* dlb_kafka_producer_follow(): positions per job */
 } producer_state_t;
 
 static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -29,6 +31,9 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                 rd_kafka_topic_name(m->rkt), m->partition, rd_kafka_err2str(m->err));
     } else {
         dlb_metrics_dep(DLB_DEP_KAFKA, 1);
+        if (ps->after)
+            dlb_after_cache_note(ps->after, m->key, m->key_len, rd_kafka_topic_name(m->rkt),
+                                 m->partition, m->offset);
     }
 }
 
@@ -263,6 +268,7 @@ void dlb_kafka_producer_destroy(rd_kafka_t *producer)
     if (rd_kafka_flush(producer, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR)
         dlb_warn("kafka: %d message(s) still undelivered at shutdown", rd_kafka_outq_len(producer));
     rd_kafka_destroy(producer);
+    dlb_after_cache_free(ps->after);
     free(ps);
 }
 
@@ -322,28 +328,72 @@ int dlb_kafka_consumer_new_cb(const dlb_conf_t *conf, const char *group_id,
     return 0;
 }
 
-int dlb_kafka_produce(rd_kafka_t *producer, const char *topic, const char *key, const void *value,
-                      size_t len, char *errstr, size_t errstr_size)
+/* Produce a copy of value; a full queue gets one pass of delivery reports to
+ * make room. hdrs (may be NULL) belong to librdkafka once this succeeds, and
+ * are freed here when it fails. */
+static int produce_copy(rd_kafka_t *producer, const char *topic, const char *key, const void *value,
+                        size_t len, rd_kafka_headers_t *hdrs, char *errstr, size_t errstr_size)
 {
     rd_kafka_resp_err_t err;
 
-    err = rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(topic),
-                            RD_KAFKA_V_KEY(key, key ? strlen(key) : 0),
-                            RD_KAFKA_V_VALUE((void *)value, len),
-                            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
-    if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-        /* Serve delivery reports to make room, then try once more. */
+    for (int tries = 0;; tries++) {
+        err = rd_kafka_producev(
+            producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, key ? strlen(key) : 0),
+            RD_KAFKA_V_VALUE((void *)value, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_END);
+        if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL || tries)
+            break;
         rd_kafka_poll(producer, 100);
-        err = rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(topic),
-                                RD_KAFKA_V_KEY(key, key ? strlen(key) : 0),
-                                RD_KAFKA_V_VALUE((void *)value, len),
-                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
     }
-    if (err)
+    if (err) {
+        if (hdrs)
+            rd_kafka_headers_destroy(hdrs);
         return dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "produce to %s: %s", topic,
                           rd_kafka_err2str(err));
+    }
     rd_kafka_poll(producer, 0);
     return 0;
+}
+
+int dlb_kafka_produce(rd_kafka_t *producer, const char *topic, const char *key, const void *value,
+                      size_t len, char *errstr, size_t errstr_size)
+{
+    return produce_copy(producer, topic, key, value, len, NULL, errstr, errstr_size);
+}
+
+int dlb_kafka_producer_follow(rd_kafka_t *producer, const dlb_conf_t *conf, char *errstr,
+                              size_t errstr_size)
+{
+    producer_state_t *ps = rd_kafka_opaque(producer);
+    char t[3][256];
+    const char *const topics[] = {dlb_conf_topic(conf, DLB_TOPIC_JOB_EVENTS, t[0], sizeof(t[0])),
+                                  dlb_conf_topic(conf, DLB_TOPIC_METRICS, t[1], sizeof(t[1])),
+                                  dlb_conf_topic(conf, DLB_TOPIC_K8S_EVENTS, t[2], sizeof(t[2]))};
+
+    if (ps->after)
+        return 0;
+    if (!(ps->after = dlb_after_cache_new(topics, 3, DLB_AFTER_CACHE_SLOTS)))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    return 0;
+}
+
+int dlb_kafka_produce_request(rd_kafka_t *producer, const char *topic, const char *key,
+                              const void *value, size_t len, char *errstr, size_t errstr_size)
+{
+    producer_state_t *ps = rd_kafka_opaque(producer);
+    rd_kafka_headers_t *hdrs = rd_kafka_headers_new(1);
+    char after[DLB_AFTER_VALUE_MAX + 1];
+    dlb_after_t a = {0};
+    int after_len;
+
+    if (!hdrs)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    if (ps->after && key)
+        dlb_after_cache_get(ps->after, key, &a);
+    if ((after_len = dlb_after_format(&a, after, sizeof(after))) < 0)
+        after_len = 0; /* cannot happen: the cache holds at most DLB_AFTER_CACHE_TOPICS */
+    rd_kafka_header_add(hdrs, DLB_AFTER_HEADER, -1, after, after_len);
+    return produce_copy(producer, topic, key, value, len, hdrs, errstr, errstr_size);
 }
 
 const char *const dlb_kafka_pipeline_topics[] = {DLB_TOPIC_JOB_EVENTS,

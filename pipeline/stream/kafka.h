@@ -95,6 +95,22 @@ int dlb_kafka_flush(rd_kafka_t *producer, int timeout_ms, char *errstr, size_t e
 int dlb_kafka_produce(rd_kafka_t *producer, const char *topic, const char *key, const void *value,
                       size_t len, char *errstr, size_t errstr_size);
 
+/** @brief Keep, per job key, the offsets the broker acknowledged for this
+ *         producer's messages on conf's event topics (job-events, metrics,
+ *         k8s-events), so that dlb_kafka_produce_request() can say what a
+ *         plan request depends on. Delivery reports are served by the thread
+ *         polling the producer: call both from it. Calling it again does
+ *         nothing. */
+int dlb_kafka_producer_follow(rd_kafka_t *producer, const dlb_conf_t *conf, char *errstr,
+                              size_t errstr_size);
+
+/** @brief dlb_kafka_produce() for a plan request, with the dlb.after header
+ *         (after.h): the offsets acknowledged so far for key on the followed
+ *         topics, empty when none. The caller has its earlier events
+ *         acknowledged first (dlb_kafka_flush). */
+int dlb_kafka_produce_request(rd_kafka_t *producer, const char *topic, const char *key,
+                              const void *value, size_t len, char *errstr, size_t errstr_size);
+
 /** @brief The partition (of cnt) librdkafka's producers put key on, as the
  *         partitioner conf's pass-through names (default consistent_random).
  *  @returns it, or -1 when the partitioner is one that cannot be followed

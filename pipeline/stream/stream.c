@@ -10,8 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "after.h"
+#include "barrier.h"
 #include "cache_redis.h"
+#include "clock.h"
 #include "catalog.h"
 #include "codec.h"
 #include "err.h"
@@ -247,7 +249,7 @@ static int poll_wait_ms(const ctx_t *c)
 
         if (!it->ok || !c->role->is_request(&it->ev))
             continue;
-        due = it->polled_at + c->conf->order_grace_ms;
+        due = it->polled_at + (it->has_after ? 0 : c->conf->order_grace_ms);
         if (due <= now)
             /* Past its grace: due when its whole wait ends, if the barrier
              * holds it; if it waits behind another request, that one's. */
@@ -337,6 +339,42 @@ static void to_dlq(ctx_t *c, item_t *it, const char *stage, int err, const char 
     snprintf(it->dlq_msg, sizeof(it->dlq_msg), "%s", msg);
 }
 
+/* A request's dlb.after header, as offsets per input topic on the request's
+ * partition. Positions the merge cannot wait for (a topic that is not an
+ * input of ours, another partition) void the header: they name another log
+ * (a copy that kept the header), so the request is held as one without it. */
+static int item_after(ctx_t *c, item_t *it, char *errstr, size_t size)
+{
+    rd_kafka_headers_t *hdrs;
+    const void *val;
+    size_t len;
+    dlb_after_t a;
+    int err;
+
+    it->has_after = 0;
+    if (rd_kafka_message_headers(it->msg, &hdrs) ||
+        rd_kafka_header_get_last(hdrs, DLB_AFTER_HEADER, &val, &len))
+        return 0;
+    if ((err = dlb_after_parse(val, val ? len : 0, &a, errstr, size)))
+        return err;
+    for (int r = 0; r < c->ninputs; r++)
+        it->after[r] = -1;
+    for (size_t i = 0; i < a.cnt; i++) {
+        int r = topic_rank(c, a.pos[i].topic);
+        if (r < 0 || a.pos[i].partition != it->msg->partition) {
+            dlb_dbg("request at %s [%" PRId32 "] offset %" PRId64 ": header %s names %s [%" PRId32
+                    "], not an input partition merged with it; held as without the header",
+                    rd_kafka_topic_name(it->msg->rkt), it->msg->partition, it->msg->offset,
+                    DLB_AFTER_HEADER, a.pos[i].topic, a.pos[i].partition);
+            return 0;
+        }
+        if (a.pos[i].offset > it->after[r])
+            it->after[r] = a.pos[i].offset;
+    }
+    it->has_after = 1;
+    return 0;
+}
+
 /* Decode and validate messages not seen before; bad ones go to the DLQ now
  * (their offsets are committed with the batch, so they are not seen again). */
 static void batch_decode(ctx_t *c)
@@ -371,6 +409,10 @@ static void batch_decode(ctx_t *c)
             snprintf(errstr, sizeof(errstr), "a %s is not an input of the %s",
                      dlb_event_type_name(it->ev.type), c->role->name);
             to_dlq(c, it, "validate", DLB_ERR_INVALID, errstr);
+            continue;
+        }
+        if (c->role->is_request(&it->ev) && (err = item_after(c, it, errstr, sizeof(errstr)))) {
+            to_dlq(c, it, "decode", err, errstr);
             continue;
         }
         it->ok = 1;
@@ -417,25 +459,42 @@ static int end_confirmed(ctx_t *c, part_t *p, const item_t *req)
 
 /* A plan request may be answered once every other input topic's partition of
  * the same number (the same jobs: all topics are keyed by job uid with the
- * same partition count) has shown an event at or after the request's time, or
- * has been consumed to its end. "Consumed to its end" is trusted only after
- * consumer.order.grace.ms: a producer sends a job's events to different
- * topics in separate batches, so its meta event may land just after its
- * request; and only once the broker confirms it (end_confirmed). This is
+ * same partition count) holds nothing the request depends on that we have not
+ * applied: the positions its dlb.after header names, and the other producers'
+ * events older than it (dlb_barrier_part_ready: the rule, barrier.c). This is
  * Kafka Streams' co-partitioned ordering; like its max.task.idle.ms, the
- * whole wait is bounded by consumer.order.wait.ms so a silent producer
- * cannot stall plans. */
+ * whole wait is bounded by consumer.order.wait.ms so a silent producer cannot
+ * stall plans. */
+typedef struct end_ask {
+    ctx_t *c;
+    part_t *p;
+    const item_t *req;
+} end_ask_t;
+
+static int end_ask(void *arg)
+{
+    end_ask_t *a = arg;
+    return end_confirmed(a->c, a->p, a->req);
+}
+
 static int barrier_open(ctx_t *c, const item_t *req, int64_t now, const char **lagging)
 {
-    int grace_over = now - req->polled_at >= c->conf->order_grace_ms;
-
     for (int r = 0; r < c->ninputs; r++) {
-        part_t *p;
+        end_ask_t ask = {c, NULL, req};
+        dlb_barrier_view_t v;
+
         if (r == req->rank)
             continue;
-        if (!(p = part_get(c, r, req->msg->partition)))
+        if (!(ask.p = part_get(c, r, req->msg->partition)))
             return 1;
-        if (p->max_ts < req->ts && !(p->at_eof && grace_over && end_confirmed(c, p, req))) {
+        v.max_ts = ask.p->max_ts;
+        v.next = ask.p->next;
+        v.at_eof = ask.p->at_eof;
+        v.req_ts = req->ts;
+        v.has_after = req->has_after;
+        v.after = req->has_after ? req->after[r] : -1;
+        v.grace_over = now - req->polled_at >= c->conf->order_grace_ms;
+        if (!dlb_barrier_part_ready(&v, end_ask, &ask)) {
             *lagging = c->topics[r];
             return 0;
         }

@@ -31,6 +31,10 @@ typedef struct item {
     int dlq_err;
     char dlq_msg[512];
     int64_t blocked_since; /* requests: when the barrier first held it, 0 if never */
+    /* Requests with a dlb.after header (after.h): per input topic, the
+     * offset on this partition the request depends on, -1 for none. */
+    int has_after;
+    int64_t after[DLB_STREAM_MAX_INPUTS];
 } item_t;
 
 /* What we know of one assigned input partition, for the ordering barrier. */

@@ -11,6 +11,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "clock.h"
+#include "after.h"
 #include "catalog.h"
 #include "conf.h"
 /* The public functions are the only ones the shared library exports (it is
@@ -92,6 +93,7 @@ struct dlb_agent {
     uint64_t reqs_inflight; /* plan requests produced, without a delivery report yet */
     int64_t last_time_ms;
     dlb_agent_stats_t st;
+    dlb_after_t after;                /* the events acknowledged: requests' dlb.after header */
     agent_req_t reqs[AGENT_REQS_MAX]; /* a ring, oldest first */
     size_t reqs_head, reqs_cnt;
     agent_throttle_t thr_drop, thr_fail, thr_invalid, thr_kafka;

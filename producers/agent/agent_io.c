@@ -135,6 +135,8 @@ void agent_dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
         agent_log_throttled(a, &a->thr_fail, DLB_AGENT_LOG_WARNING, what);
     } else {
         a->st.sent++;
+        if (!(tag & AGENT_MSG_REQ))
+            dlb_after_note(&a->after, rd_kafka_topic_name(m->rkt), m->partition, m->offset);
     }
     a->acked++;
     if (tag & AGENT_MSG_REQ)
@@ -171,11 +173,16 @@ void agent_send_due(dlb_agent_t *a)
         agent_req_t *r = &a->reqs[a->reqs_head];
         uint64_t n = a->produced + 1;
         rd_kafka_resp_err_t err;
+        char after[DLB_AFTER_VALUE_MAX + 1];
+        /* Every event before the request is acknowledged: the optimizer
+         * answers once it has applied these, with no grace to wait out. */
+        int after_len = dlb_after_format(&a->after, after, sizeof(after));
 
         err = rd_kafka_producev(
             a->producer, RD_KAFKA_V_TOPIC(a->topics[DLB_EV_PLAN_REQUEST]),
             RD_KAFKA_V_KEY(a->uid, strlen(a->uid)), RD_KAFKA_V_VALUE(r->buf, r->len),
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_HEADER(DLB_AFTER_HEADER, after, after_len < 0 ? 0 : after_len),
             RD_KAFKA_V_OPAQUE((void *)(uintptr_t)((n << 1) | AGENT_MSG_REQ)), RD_KAFKA_V_END);
         if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL)
             return; /* room comes with the next delivery reports */

@@ -25,6 +25,8 @@ int dlb_emit_stream(FILE *in, const char *name, rd_kafka_t *producer, const dlb_
     ssize_t len;
     int err = 0;
 
+    if ((err = dlb_kafka_producer_follow(producer, conf, errstr, errstr_size)))
+        return err;
     while ((len = getline(&line, &cap, in)) != -1) {
         dlb_event_t ev = {0};
         void *buf = NULL;
@@ -57,7 +59,10 @@ int dlb_emit_stream(FILE *in, const char *name, rd_kafka_t *producer, const dlb_
             if (ev.type == DLB_EV_PLAN_REQUEST && rd_kafka_outq_len(producer) > 0)
                 err = dlb_kafka_flush(producer, timeout_ms, sub, sizeof(sub));
             dlb_conf_topic(conf, dlb_event_type_topic(ev.type), topic, sizeof(topic));
-            if (!err)
+            if (!err && ev.type == DLB_EV_PLAN_REQUEST)
+                err = dlb_kafka_produce_request(producer, topic, dlb_event_job_uid(&ev), buf,
+                                                buf_len, sub, sizeof(sub));
+            else if (!err)
                 err = dlb_kafka_produce(producer, topic, dlb_event_job_uid(&ev), buf, buf_len, sub,
                                         sizeof(sub));
             if (!err)

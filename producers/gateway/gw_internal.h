@@ -9,6 +9,7 @@
 #include <grpc/grpc.h>
 #include <librdkafka/rdkafka.h>
 
+#include "after.h"
 #include "catalog.h"
 #include "conf.h"
 #include "event.h"
@@ -83,6 +84,9 @@ struct gw {
     int64_t *part_idle;  /* per plans partition: when its last waiter left */
     int assign_dirty;    /* the assignment changed: the Kafka thread applies it */
     gw_call_t *waiters;  /* optimize calls waiting for their plan */
+    /* Per job, the last offsets acknowledged on the event topics: a plan
+     * request's dlb.after header (under lock). */
+    dlb_after_cache_t *after;
     pthread_t kafka_thread;
     int kafka_started;
 

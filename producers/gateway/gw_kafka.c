@@ -43,6 +43,8 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
     } else {
         gw->st->events++;
         dlb_metric_add(gw->m.events, 1);
+        dlb_after_cache_note(gw->after, m->key, m->key_len, rd_kafka_topic_name(m->rkt),
+                             m->partition, m->offset);
     }
     done = --c->acks_left == 0;
     failed = c->ack_failed;
@@ -59,11 +61,36 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
     pthread_mutex_unlock(&gw->lock);
 }
 
+/* A plan request carries what the gateway had acknowledged for its job (the
+ * events of persist_metrics calls this instance served): the optimizer
+ * answers once it applied them, with no grace to wait out. A job this
+ * instance has no positions of gets an empty header: whatever another
+ * instance acknowledged was in the log before the request was produced, and
+ * the optimizer's end check covers that. */
+static rd_kafka_headers_t *request_headers(gw_t *gw, const dlb_event_t *ev)
+{
+    rd_kafka_headers_t *hdrs;
+    dlb_after_t a;
+    char val[DLB_AFTER_VALUE_MAX + 1];
+    int len;
+
+    if (ev->type != DLB_EV_PLAN_REQUEST || !(hdrs = rd_kafka_headers_new(1)))
+        return NULL;
+    pthread_mutex_lock(&gw->lock);
+    dlb_after_cache_get(gw->after, ev->u.req.job_uid, &a);
+    pthread_mutex_unlock(&gw->lock);
+    if ((len = dlb_after_format(&a, val, sizeof(val))) < 0)
+        len = 0; /* cannot happen: the cache holds at most DLB_AFTER_CACHE_TOPICS */
+    rd_kafka_header_add(hdrs, DLB_AFTER_HEADER, -1, val, len);
+    return hdrs;
+}
+
 int gw_kafka_send(gw_call_t *c, const dlb_event_t *ev, char *errstr, size_t size)
 {
     gw_t *gw = c->gw;
     const char *topic = gw->topics[ev->type];
     const char *key = dlb_event_job_uid(ev);
+    rd_kafka_headers_t *hdrs = NULL;
     rd_kafka_resp_err_t kerr;
     void *buf = NULL;
     size_t len = 0;
@@ -78,12 +105,17 @@ int gw_kafka_send(gw_call_t *c, const dlb_event_t *ev, char *errstr, size_t size
     pthread_mutex_unlock(&gw->lock);
     if (err)
         return err;
-    kerr =
-        rd_kafka_producev(gw->producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, strlen(key)),
-                          RD_KAFKA_V_VALUE(buf, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE),
-                          RD_KAFKA_V_OPAQUE(c), RD_KAFKA_V_END);
+    if (ev->type == DLB_EV_PLAN_REQUEST && !(hdrs = request_headers(gw, ev)))
+        kerr = RD_KAFKA_RESP_ERR__FAIL;
+    else
+        kerr = rd_kafka_producev(gw->producer, RD_KAFKA_V_TOPIC(topic),
+                                 RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE(buf, len),
+                                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE), RD_KAFKA_V_HEADERS(hdrs),
+                                 RD_KAFKA_V_OPAQUE(c), RD_KAFKA_V_END);
     if (!kerr)
         return 0;
+    if (hdrs)
+        rd_kafka_headers_destroy(hdrs); /* librdkafka's only once a produce succeeded */
     free(buf);
     pthread_mutex_lock(&gw->lock);
     c->acks_left--;
@@ -374,6 +406,12 @@ int gw_kafka_start(gw_t *gw, char *errstr, size_t size)
         dlb_conf_topic(gw->conf, dlb_event_type_topic((dlb_event_type_t)t), gw->topics[t],
                        sizeof(gw->topics[t]));
     dlb_conf_topic(gw->conf, DLB_TOPIC_PLANS, gw->plans_topic, sizeof(gw->plans_topic));
+    {
+        const char *const followed[] = {gw->topics[DLB_EV_JOB], gw->topics[DLB_EV_RUNTIME],
+                                        gw->topics[DLB_EV_NODE]};
+        if (!(gw->after = dlb_after_cache_new(followed, 3, DLB_AFTER_CACHE_SLOTS)))
+            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+    }
 
     if (!(kc = dlb_kafka_conf_new(gw->conf, pbase, NULL, errstr, size)))
         return DLB_ERR_CONF;
@@ -423,4 +461,5 @@ void gw_kafka_stop(gw_t *gw)
     free(gw->part_waiters);
     free(gw->part_next);
     free(gw->part_idle);
+    dlb_after_cache_free(gw->after);
 }

@@ -18,7 +18,7 @@ max_bytes=4096
 sys_start_all 1 -X message.max.bytes=$max_bytes
 env=$(sys_schema)
 T0=1767312000000
-"$DLBRAIN" plans -q --format json --count 9 --timeout-ms 180000 >"$SYS_DIR/plans.json" \
+"$DLBRAIN" plans -q --format json --count 11 --timeout-ms 180000 >"$SYS_DIR/plans.json" \
     2>"$SYS_DIR/plans.log" &
 SYS_PIDS+=($!)
 
@@ -102,11 +102,13 @@ good_request() {
     ok "$1: the next good request got its plan"
 }
 
-# bad_case NAME TOPIC STAGE CLASS MESSAGE: produce $SYS_DIR/NAME.bin to
-# <env>.TOPIC with key NAME, then a good request. MESSAGE is the exact
-# dlb.error.message, or its beginning when it ends in '*'.
+# bad_case NAME TOPIC STAGE CLASS MESSAGE [HEADER]: produce $SYS_DIR/NAME.bin
+# to <env>.TOPIC with key NAME (and kcat header HEADER, name=value), then a
+# good request. MESSAGE is the exact dlb.error.message, or its beginning when
+# it ends in '*'.
 bad_case() {
-    local name=$1 topic=$2
+    local name=$1 topic=$2 hdr=()
+    [ -n "${6:-}" ] && hdr=(-H "$6")
     cases+=("$name")
     want_topic[$name]=$env.$topic
     want_offset[$name]=${next_offset[$topic]:-0}
@@ -114,7 +116,7 @@ bad_case() {
     want_class[$name]=$4
     want_msg[$name]=$5
     next_offset[$topic]=$((${next_offset[$topic]:-0} + 1))
-    kcat -P -b "$DLBRAIN_BROKERS" -t "$env.$topic" -k "$name" "$SYS_DIR/$name.bin" ||
+    kcat -P -b "$DLBRAIN_BROKERS" -t "$env.$topic" -k "$name" "${hdr[@]}" "$SYS_DIR/$name.bin" ||
         fail "kcat could not produce $name"
     good_request "$name"
 }
@@ -201,6 +203,16 @@ bad_case unknown-stage plan-requests validate invalid \
     av_str x1 # trigger_event_id
 } >"$SYS_DIR/plan-as-input.bin"
 bad_case plan-as-input plan-requests validate invalid "a plan is not an input of the optimizer"
+
+# (i) A good plan request under a dlb.after header that is not one: the
+# request is refused whole (its ordering cannot be honoured), naming the item.
+plan_request after-garbage after-garbage job_stage_create >"$SYS_DIR/after-garbage.bin"
+bad_case after-garbage plan-requests decode invalid \
+    "header dlb.after: item 1: expected <topic>:<partition>:<offset>" "dlb.after=garbage"
+plan_request after-offset after-offset job_stage_create >"$SYS_DIR/after-offset.bin"
+bad_case after-offset plan-requests decode invalid \
+    "header dlb.after: item 2: the offset is not a number from 0 to 9223372036854775807" \
+    "dlb.after=$env.metrics:0:1,$env.job-events:0:99999999999999999999"
 
 # ---- the dead-letter topic ------------------------------------------------------
 sys_dlq_read "${#cases[@]}" 30
