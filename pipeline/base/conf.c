@@ -60,8 +60,9 @@ static const key_def_t keys[] = {
     {"consumer.order.wait.ms", K_INT, N(order_wait_ms), "2000", 0,
      "Longest a request (plan or config) waits for its job's events on the other input topics."},
     {"consumer.order.grace.ms", K_INT, N(order_grace_ms), "100", 0,
-     "How long a request waits before trusting that its job's other topics hold nothing "
-     "older (covers a producer's events still in flight to another topic)."},
+     "How long a request without a dlb.after header waits before trusting that its job's "
+     "other topics hold nothing older (covers a producer's events still in flight to another "
+     "topic). A request with the header waits for the positions it names instead."},
     {"consumer.retry.backoff.ms", K_INT, N(retry_backoff_ms), "1000", 0,
      "Pause before retrying after PostgreSQL/Redis/Kafka failed."},
     {"message.max.bytes", K_I64, N(max_message_bytes), "1048576", 0,

@@ -95,8 +95,9 @@ typedef struct dlb_conf {
     int poll_ms;              /* consumer.poll.ms: batch fill time, default 200 */
     int order_wait_ms;        /* consumer.order.wait.ms: longest a plan request waits for its
                                  job's other topics to catch up, default 2000 */
-    int order_grace_ms;       /* consumer.order.grace.ms: how long a request waits before trusting
-                                 "consumed to the end" of its job's other topics, default 100 */
+    int order_grace_ms;       /* consumer.order.grace.ms: how long a request without dlb.after
+                                 waits before trusting "consumed to the end" of its job's other
+                                 topics, default 100 */
     int retry_backoff_ms; /* consumer.retry.backoff.ms: pause after a dependency error, default 1000
                            */
     int64_t max_message_bytes;  /* message.max.bytes accepted by decoders, default 1 MiB */

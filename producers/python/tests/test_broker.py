@@ -197,6 +197,14 @@ def _kcat_raw(brokers, topic):
     return {k: [v for _, v in sorted(vs)] for k, vs in streams.items()}
 
 
+def _kcat_meta(brokers, topic):
+    """(key, partition, offset, headers) of every message of a topic, as kcat prints them
+    (headers: name=value joined by ',')."""
+    out = subprocess.run(["kcat", "-C", "-b", brokers, "-t", topic, "-e", "-q", "-f", "%k\t%p\t%o\t%h\n"],
+                         capture_output=True, check=True, text=True).stdout
+    return [tuple(line.split("\t")) for line in out.splitlines() if line.strip()]
+
+
 def test_kcat_sees_the_same_bytes(brokers, c_emitted, py_published):
     # On each topic, each job's stream is C's messages followed by Python's
     # copies: raw, through the broker, the two halves are the same bytes.
@@ -274,6 +282,15 @@ def test_optimizer_keeps_python_bytes(brokers):
         r.flush()
     for typ, table, rec in events:
         assert _raw_row(table, "event_id", rec["event_id"]) == encode(typ, rec), table
+    # The request named where the job's three events landed (dlb.after), so the
+    # optimizer answered once it had applied them.
+    landed = {}
+    for topic in ("job-events", "metrics", "k8s-events", "plan-requests"):
+        for key, part, offset, headers in _kcat_meta(brokers, f"dlbrain.{topic}"):
+            if key == uid:
+                landed[topic] = (part, offset, headers)
+    assert landed["plan-requests"][2] == "dlb.after=" + ",".join(
+        f"dlbrain.{t}:{landed[t][0]}:{landed[t][1]}" for t in ("job-events", "k8s-events", "metrics"))
     # And C decoded the same values.
     assert _sql(f"SELECT name || '|' || scenario FROM dlbrain.jobs WHERE uid = '{uid}'") == f"模型-ü|py-{RUN}"
     assert _sql(f"SELECT speed FROM dlbrain.runtime_samples WHERE event_id = '{uid}-r1'") == "0.30000000000000004"

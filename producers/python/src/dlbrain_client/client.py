@@ -59,6 +59,9 @@ class Publisher:
         self.catalog = catalog
         self.delivered = 0
         self._failures: list = []
+        # (topic, partition) -> offset of the last event the broker acknowledged,
+        # for the dlb.after header of plan requests (Reporter.request_plan).
+        self._acked: Dict[tuple, int] = {}
         self._producer = Producer(settings)
 
     def topic(self, event_type: str) -> str:
@@ -68,6 +71,9 @@ class Publisher:
         def cb(err: Optional[KafkaError], msg: Any) -> None:
             if err is None:
                 self.delivered += 1
+                where = (msg.topic(), msg.partition())
+                if msg.offset() is not None and msg.offset() > self._acked.get(where, -1):
+                    self._acked[where] = msg.offset()
             else:
                 self._failures.append(f"{msg.topic()}: {err.str()}")
             if user_cb is not None:
@@ -77,25 +83,30 @@ class Publisher:
 
     def publish(self, event_type: str, record: Mapping[str, Any], *,
                 on_delivery: Optional[DeliveryCallback] = None,
-                schema_id: Optional[int] = None) -> str:
+                schema_id: Optional[int] = None,
+                headers: Optional[Sequence[tuple]] = None) -> str:
         """Encodes and produces one event; returns its event_id. A missing
         event_id becomes a random UUID and a missing event_time_ms the current
         time, as `dlbrain emit` does without --strict. Raises EventError for an
         event the pipeline would reject (nothing is sent then). schema_id: an
         older version of the type to write (default: the newest, as C does);
-        on_delivery(err, msg): called from flush() or a later publish()."""
+        on_delivery(err, msg): called from flush() or a later publish();
+        headers: Kafka headers, (name, value) pairs."""
         rec = dict(record)
         rec.setdefault("event_id", str(uuid.uuid4()))
         rec.setdefault("event_time_ms", _now_ms())
         frame = encode(event_type, rec, schema_id=schema_id, catalog=self.catalog)
         key = rec["job_uid"].encode("utf-8")
         cb = self._on_delivery(on_delivery)
+        extra = {"headers": list(headers)} if headers is not None else {}
         try:
-            self._producer.produce(self.topic(event_type), value=frame, key=key, on_delivery=cb)
+            self._producer.produce(self.topic(event_type), value=frame, key=key, on_delivery=cb,
+                                   **extra)
         except BufferError:
             # The local queue is full: serve delivery reports to make room, then once more.
             self._producer.poll(1.0)
-            self._producer.produce(self.topic(event_type), value=frame, key=key, on_delivery=cb)
+            self._producer.produce(self.topic(event_type), value=frame, key=key, on_delivery=cb,
+                                   **extra)
         self._producer.poll(0)
         return rec["event_id"]
 
@@ -135,13 +146,20 @@ class Reporter(Publisher):
         self.job_uid = job_uid
 
     def _send(self, event_type: str, fields: Dict[str, Any], event_id: Optional[str],
-              event_time_ms: Optional[int]) -> str:
+              event_time_ms: Optional[int], headers: Optional[Sequence[tuple]] = None) -> str:
         rec = {"job_uid": self.job_uid, **fields}
         if event_id is not None:
             rec["event_id"] = event_id
         if event_time_ms is not None:
             rec["event_time_ms"] = event_time_ms
-        return self.publish(event_type, rec)
+        return self.publish(event_type, rec, headers=headers)
+
+    def _after(self) -> str:
+        """The dlb.after header value: the last acknowledged offset of this
+        job's events on each topic and partition they went to."""
+        request_topic = self.topic("plan_request")
+        return ",".join(f"{t}:{p}:{o}" for (t, p), o in sorted(self._acked.items())
+                        if t != request_topic)
 
     def report_job(self, *, meta: Optional[Mapping[str, str]] = None, state: Optional[str] = None,
                    hyper_params: Optional[Mapping[str, int]] = None,
@@ -203,12 +221,19 @@ class Reporter(Publisher):
         each answered in the one plan); either way both fields are sent,
         oom_pod the first of oom_pods, for readers that know only oom_pod.
         config: DLRover's customized_config, e.g.
-        {"optimizer.worker.optimize-phase": "initial"}. Returns the request id."""
+        {"optimizer.worker.optimize-phase": "initial"}. Returns the request id.
+
+        The events reported before are flushed first (DeliveryError when they
+        cannot be), and the request names their positions in the header
+        dlb.after: the optimizer answers once it has applied them, without the
+        grace it gives a request that does not say what it depends on."""
         pods = list(oom_pods) if oom_pods is not None else ([oom_pod] if oom_pod is not None else [])
         if oom_pod is None and pods:
             oom_pod = pods[0]
+        self.flush()
         return self._send("plan_request", {"stage": stage, "oom_pod": oom_pod, "oom_pods": pods,
-                                           "config": dict(config or {})}, event_id, event_time_ms)
+                                           "config": dict(config or {})}, event_id, event_time_ms,
+                          headers=[("dlb.after", self._after().encode())])
 
     def request_config(self, meta: Optional[Mapping[str, str]] = None, *,
                        event_id: Optional[str] = None, event_time_ms: Optional[int] = None) -> str:
