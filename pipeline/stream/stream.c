@@ -422,39 +422,71 @@ static void batch_decode(ctx_t *c)
     }
 }
 
-/* Whether a partition we consumed to its end is at its end on the broker
- * too, asked after req was polled. A producer that sends a job's events and
- * waits for them before its request (the agent, emit) put them in the log
- * before the request: our end-of-partition may be older than they are (a
- * fetch that came back empty just before), and without asking, a loaded
- * machine or a broker that holds empty fetches (the mock cluster, for
- * fetch.wait.max.ms) lets the request through without them. One ListOffsets
- * round trip per partition, shared by the requests polled before it; when
- * the broker cannot say, the end we saw is trusted as before. */
-static int end_confirmed(ctx_t *c, part_t *p, const item_t *req)
+/* Whether p's end as we know it was asked after req was polled. */
+static int end_fresh(const part_t *p, const item_t *req)
 {
-    int64_t lo, hi;
+    return p->end_asked_at >= req->polled_at && p->end_asked_next == p->next;
+}
+
+/* Ask the broker where every partition merged with req's that we consumed to
+ * its end ends now, in one ListOffsets round trip (offsets_for_times with
+ * "latest": the producer's isolation level, read_committed, gives the last
+ * stable offset, what our read_committed consumer can reach). Asked on the
+ * producer's connections: a broker answers a connection's requests in order,
+ * and the consumer's hold a fetch waiting up to fetch.wait.max.ms for data
+ * (measured: +300 ms a plan at p50). */
+static void ends_ask(ctx_t *c, const item_t *req)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(c->ninputs);
+    part_t *asked[DLB_STREAM_MAX_INPUTS];
+    int64_t at = dlb_clock_mono_ms();
     rd_kafka_resp_err_t e;
 
+    if (!l)
+        return;
+    for (int r = 0; r < c->ninputs; r++) {
+        part_t *p = r == req->rank ? NULL : part_get(c, r, req->msg->partition);
+        if (p && p->at_eof && p->next >= 0 && !end_fresh(p, req)) {
+            asked[l->cnt] = p;
+            rd_kafka_topic_partition_list_add(l, c->topics[r], p->partition)->offset =
+                RD_KAFKA_OFFSET_END;
+        }
+    }
+    if (l->cnt && (e = rd_kafka_offsets_for_times(c->producer, l, END_ASK_TIMEOUT_MS)))
+        dlb_dbg("kafka: asking where %d partition(s) end: %s; trusting the ends consumed", l->cnt,
+                rd_kafka_err2str(e));
+    else
+        for (int i = 0; i < l->cnt; i++) {
+            part_t *p = asked[i];
+            if (l->elems[i].err) {
+                dlb_dbg("kafka: asking the end of %s [%d]: %s; trusting the end consumed",
+                        c->topics[p->rank], (int)p->partition, rd_kafka_err2str(l->elems[i].err));
+                continue;
+            }
+            /* The log as of when it was asked: requests polled since ask again. */
+            p->end_asked_at = at;
+            p->end_asked_next = p->next;
+            p->end_more = l->elems[i].offset > p->next;
+        }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* Whether a partition we consumed to its end is at its end on the broker
+ * too, asked after req was polled. A producer that sends a job's events and
+ * waits for them before its request (the agent, emit, the gateway) put them
+ * in the log before the request: our end-of-partition may be older than they
+ * are (a fetch that came back empty just before), and without asking, a
+ * loaded machine or a broker that holds empty fetches (the mock cluster, for
+ * fetch.wait.max.ms) lets the request through without them. One round trip
+ * for all of req's partitions (ends_ask), shared by the requests polled
+ * before it; when the broker cannot say, the end we saw is trusted. */
+static int end_confirmed(ctx_t *c, part_t *p, const item_t *req)
+{
     if (p->next < 0 || !c->producer)
         return 1; /* nothing to compare with, or no one to ask */
-    if (p->end_asked_at >= req->polled_at && p->end_asked_next == p->next)
-        return !p->end_more;
-    /* Asked on the producer's connections: a broker answers a connection's
-     * requests in order, and the consumer's hold a fetch waiting up to
-     * fetch.wait.max.ms for data (measured: +300 ms a plan at p50). */
-    e = rd_kafka_query_watermark_offsets(c->producer, c->topics[p->rank], p->partition, &lo, &hi,
-                                         END_ASK_TIMEOUT_MS);
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        dlb_dbg("kafka: asking the end of %s [%d]: %s; trusting the end consumed",
-                c->topics[p->rank], (int)p->partition, rd_kafka_err2str(e));
-        return 1;
-    }
-    /* Answered after it was asked: a request polled meanwhile asks again. */
-    p->end_asked_at = dlb_clock_mono_ms();
-    p->end_asked_next = p->next;
-    p->end_more = hi > p->next;
-    return !p->end_more;
+    if (!end_fresh(p, req))
+        ends_ask(c, req);
+    return end_fresh(p, req) ? !p->end_more : 1;
 }
 
 /* A plan request may be answered once every other input topic's partition of
