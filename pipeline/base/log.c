@@ -7,6 +7,8 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "utf8.h"
+
 static const char *log_program = "dlbrain";
 static int log_level = DLB_LOG_INFO;
 static int log_json;
@@ -47,23 +49,6 @@ static void put(char *out, size_t size, size_t *n, const char *s, size_t len)
     out[*n] = '\0';
 }
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one. */
-static size_t utf8_len(const unsigned char *s)
-{
-    size_t n = s[0] < 0x80             ? 1
-               : (s[0] & 0xe0) == 0xc0 ? 2
-               : (s[0] & 0xf0) == 0xe0 ? 3
-               : (s[0] & 0xf8) == 0xf0 ? 4
-                                       : 0;
-
-    if (n == 2 && s[0] < 0xc2)
-        return 0; /* overlong */
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    return n;
-}
-
 /* A JSON string's contents: " and \ escaped, control characters as \uXXXX,
  * bytes that are not UTF-8 (a message quoting bad input) as U+FFFD, so every
  * line is JSON a strict parser accepts. An escape is never cut in half. */
@@ -73,7 +58,7 @@ static void put_json(char *out, size_t size, size_t *n, const char *str)
     char esc[8];
 
     while (*s) {
-        size_t len = utf8_len(s);
+        size_t len = dlb_utf8_seq(s, strnlen((const char *)s, 4));
         const char *p = (const char *)s;
 
         if (*s == '"' || *s == '\\') {

@@ -11,6 +11,7 @@
 
 #include "codec_internal.h"
 #include "err.h"
+#include "utf8.h"
 
 /* ---- the field tables: Avro record <-> struct ---------------------------- */
 
@@ -240,14 +241,30 @@ static int avro_fail(char *errstr, size_t size, const char *field, const char *w
 
 /* ---- Avro -> struct -------------------------------------------------------- */
 
+/* Avro strings are UTF-8 by the spec, and PostgreSQL refuses anything else
+ * (SQLSTATE 22021) only after the record was taken: checked here, where the
+ * record can still go to the DLQ, naming the field and the byte. */
+static int check_text(const char *field, const char *s, size_t len, char *errstr, size_t size)
+{
+    size_t bad;
+
+    if (len && memchr(s, '\0', len))
+        return dlb_seterr(errstr, size, DLB_ERR_DECODE, "%s: contains a NUL byte", field);
+    if ((bad = dlb_utf8_check(s, len)) < len)
+        return dlb_seterr(errstr, size, DLB_ERR_DECODE, "%s: not UTF-8: byte %zu of %zu is 0x%02x",
+                          field, bad + 1, len, (unsigned char)s[bad]);
+    return 0;
+}
+
 static int copy_str(const char *field, const char *s, size_t sz, char *dst, size_t cap,
                     char *errstr, size_t size)
 {
     /* avro-c sizes include the NUL terminator. */
     size_t len = (s && sz) ? sz - 1 : 0;
+    int err;
 
-    if (len && memchr(s, '\0', len))
-        return dlb_seterr(errstr, size, DLB_ERR_DECODE, "%s: contains a NUL byte", field);
+    if ((err = check_text(field, s, len, errstr, size)))
+        return err;
     if (len >= cap)
         return dlb_seterr(errstr, size, DLB_ERR_DECODE,
                           "%s: %zu bytes long, more than the limit of %zu", field, len, cap - 1);
@@ -263,12 +280,13 @@ static int dup_str(const char *field, avro_value_t *v, size_t max, char **out, c
 {
     const char *s = NULL;
     size_t sz = 0, len;
+    int err;
 
     if (avro_value_get_string(v, &s, &sz))
         return avro_fail(errstr, size, field, "not a string");
     len = (s && sz) ? sz - 1 : 0;
-    if (len && memchr(s, '\0', len))
-        return dlb_seterr(errstr, size, DLB_ERR_DECODE, "%s: contains a NUL byte", field);
+    if ((err = check_text(field, s, len, errstr, size)))
+        return err;
     if (max && len > max)
         return dlb_seterr(errstr, size, DLB_ERR_DECODE,
                           "%s: %zu bytes long, more than the limit of %zu", field, len, max);

@@ -18,7 +18,7 @@ max_bytes=4096
 sys_start_all 1 -X message.max.bytes=$max_bytes
 env=$(sys_schema)
 T0=1767312000000
-"$DLBRAIN" plans -q --format json --count 11 --timeout-ms 180000 >"$SYS_DIR/plans.json" \
+"$DLBRAIN" plans -q --format json --count 12 --timeout-ms 180000 >"$SYS_DIR/plans.json" \
     2>"$SYS_DIR/plans.log" &
 SYS_PIDS+=($!)
 
@@ -213,6 +213,20 @@ plan_request after-offset after-offset job_stage_create >"$SYS_DIR/after-offset.
 bad_case after-offset plan-requests decode invalid \
     "header dlb.after: item 2: the offset is not a number from 0 to 9223372036854775807" \
     "dlb.after=$env.metrics:0:1,$env.job-events:0:99999999999999999999"
+
+# (j) A job uid that is not UTF-8 (c3 28: a lead byte, then '('). PostgreSQL
+# would refuse it only after the record was taken (SQLSTATE 22021), and the
+# batch would be retried for ever: the decoder refuses it, naming the byte.
+{
+    av_frame 4
+    av_str utf8-uid
+    av_long "$T0"
+    av_long 6
+    printf 'bad-\xc3\x28'
+    av_str job_stage_create
+    av_long 0
+} >"$SYS_DIR/utf8-uid.bin"
+bad_case utf8-uid plan-requests decode decode "job_uid: not UTF-8: byte 5 of 6 is 0xc3"
 
 # ---- the dead-letter topic ------------------------------------------------------
 sys_dlq_read "${#cases[@]}" 30
