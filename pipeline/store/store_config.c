@@ -374,8 +374,8 @@ int dlb_cfg_put_match(dlb_pg_t *pg, const dlb_config_match_t *m, const void *raw
     v[6] = m->trigger_event_id;
     v[7] = raw;
     lens[7] = (int)raw_len;
-    err = dlb_pg_exec(pg, sql, 8, v, lens, 0, NULL, "storing a configuration match", errstr,
-                      errstr_size);
+    err = dlb_pg_exec(pg, sql, 8, v, lens, DLB_PG_INPUT, NULL, "storing a configuration match",
+                      errstr, errstr_size);
 out:
     cJSON_free(ids);
     cJSON_free(values);

@@ -193,7 +193,7 @@ static int put_job(dlb_pg_t *pg, const dlb_job_event_t *e, const void *raw, size
         v[24] = I64(md[4], e->model.flops);
         v[25] = I64(md[5], e->model.embedding_dimension);
     }
-    return dlb_pg_run(pg, &st_job, 26, v, lens, 0, NULL, errstr, errstr_size);
+    return dlb_pg_run(pg, &st_job, 26, v, lens, DLB_PG_INPUT, NULL, errstr, errstr_size);
 }
 
 /* JSON number from an int64 without going through double. */
@@ -272,7 +272,7 @@ static int put_runtime(dlb_pg_t *pg, const dlb_runtime_sample_t *s, const void *
     v[5] = raw;
     lens[5] = (int)raw_len;
     v[6] = pods;
-    err = dlb_pg_run(pg, &st_runtime, 7, v, lens, 0, NULL, errstr, errstr_size);
+    err = dlb_pg_run(pg, &st_runtime, 7, v, lens, DLB_PG_INPUT, NULL, errstr, errstr_size);
     cJSON_free(pods);
     return err;
 }
@@ -299,7 +299,7 @@ static int put_node(dlb_pg_t *pg, const dlb_node_event_t *e, const void *raw, si
     v[12] = e->has_cpu_requested ? DBL(cpu, e->cpu_requested) : NULL;
     v[13] = raw;
     lens[13] = (int)raw_len;
-    return dlb_pg_run(pg, &st_node, 14, v, lens, 0, NULL, errstr, errstr_size);
+    return dlb_pg_run(pg, &st_node, 14, v, lens, DLB_PG_INPUT, NULL, errstr, errstr_size);
 }
 
 static int put_request(dlb_pg_t *pg, const dlb_plan_request_t *e, const void *raw, size_t raw_len,
@@ -316,7 +316,7 @@ static int put_request(dlb_pg_t *pg, const dlb_plan_request_t *e, const void *ra
     v[4] = e->has_oom_pod ? e->oom_pod : NULL;
     v[5] = raw;
     lens[5] = (int)raw_len;
-    return dlb_pg_run(pg, &st_request, 6, v, lens, 0, NULL, errstr, errstr_size);
+    return dlb_pg_run(pg, &st_request, 6, v, lens, DLB_PG_INPUT, NULL, errstr, errstr_size);
 }
 
 static cJSON *resource_json(const dlb_resource_t *r)
@@ -421,7 +421,7 @@ int dlb_pg_put_plan(dlb_pg_t *pg, const dlb_plan_t *plan, const void *raw, size_
     v[9] = raw;
     lens[9] = (int)raw_len;
     v[10] = actions;
-    err = dlb_pg_run(pg, &st_plan, 11, v, lens, 0, NULL, errstr, errstr_size);
+    err = dlb_pg_run(pg, &st_plan, 11, v, lens, DLB_PG_INPUT, NULL, errstr, errstr_size);
 out:
     cJSON_free(groups);
     cJSON_free(pods);
@@ -483,7 +483,7 @@ int dlb_pg_put_oom_plan(dlb_pg_t *pg, const char *job_uid, const dlb_oom_plan_t 
     v[3] = op->plan_id;
     v[4] = I64(mem, op->memory);
     v[5] = I64(t, op->event_time_ms);
-    return dlb_pg_run(pg, &st_oom_plan, 6, v, NULL, 0, NULL, errstr, errstr_size);
+    return dlb_pg_run(pg, &st_oom_plan, 6, v, NULL, DLB_PG_INPUT, NULL, errstr, errstr_size);
 }
 
 /* ---- a job's state ---------------------------------------------------------- */

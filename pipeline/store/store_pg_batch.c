@@ -258,8 +258,8 @@ int dlb_pg_send_runtime_batch(dlb_pg_t *pg, const dlb_event_t *const *evs, const
         lens[c] = (int)a->b.len; /* > 0: binary */
     }
     /* libpq has copied the parameters out once this returns. */
-    err = dlb_pg_send(pg, sql_batch, S__CNT + P__CNT, values, lens, "runtime samples (batch)",
-                      errstr, errstr_size);
+    err = dlb_pg_send(pg, sql_batch, S__CNT + P__CNT, values, lens, DLB_PG_INPUT,
+                      "runtime samples (batch)", errstr, errstr_size);
 out:
     for (int c = 0; c < S__CNT; c++)
         free(s[c].b.p);

@@ -48,7 +48,7 @@ static int pg_conn_fail(PGconn *conn, const PGresult *res, int flags, const char
         err = DLB_ERR_TRANSIENT;
         dlb_metrics_dep(DLB_DEP_POSTGRES, 0);
     } else if ((flags & DLB_PG_INPUT) && state &&
-               (!strcmp(state, "22P02") || !strncmp(state, "23", 2))) {
+               (!strncmp(state, "22", 2) || !strncmp(state, "23", 2) || !strcmp(state, "P0001"))) {
         err = DLB_ERR_INVALID;
     }
     return dlb_seterr(errstr, errstr_size, err, "postgresql: %s: %.*s%s%s%s", what, (int)n, msg,
@@ -186,7 +186,7 @@ int dlb_pg_exec(dlb_pg_t *pg, const char *sql, int nparams, const char *const *v
 }
 
 int dlb_pg_send(dlb_pg_t *pg, const char *sql, int nparams, const char *const *values,
-                const int *lens, const char *what, char *errstr, size_t errstr_size)
+                const int *lens, int flags, const char *what, char *errstr, size_t errstr_size)
 {
     int formats[PARAMS_MAX] = {0};
     int err;
@@ -200,6 +200,7 @@ int dlb_pg_send(dlb_pg_t *pg, const char *sql, int nparams, const char *const *v
     if (!PQsendQueryParams(pg->conn, sql, nparams, NULL, values, lens, lens ? formats : NULL, 0))
         return pg_fail(pg, NULL, what, errstr, errstr_size);
     pg->pending_what = what;
+    pg->pending_flags = flags;
     return 0;
 }
 
@@ -215,7 +216,7 @@ int dlb_pg_wait(dlb_pg_t *pg, char *errstr, size_t errstr_size)
     /* Every result until NULL, or the connection is not free for the next. */
     while ((res = PQgetResult(pg->conn))) {
         if (!err)
-            err = pg_result(pg->conn, res, 0, what, errstr, errstr_size);
+            err = pg_result(pg->conn, res, pg->pending_flags, what, errstr, errstr_size);
         PQclear(res);
         if (PQstatus(pg->conn) == CONNECTION_BAD)
             break;

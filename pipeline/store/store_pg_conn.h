@@ -14,9 +14,11 @@
 
 /* Flags of dlb_pg_conn_exec(). */
 #define DLB_PG_BINARY 1 /* results in binary format (bytea as raw bytes) */
-/* The statement carries the caller's input: text that does not convert
- * (SQLSTATE 22P02, e.g. bad JSON) or a broken constraint (class 23) is then
- * DLB_ERR_INVALID rather than DLB_ERR_GENERIC. */
+/* The statement carries the caller's input (a record's values): a data
+ * exception (class 22: a value that does not convert, is out of range or not
+ * in the encoding), a broken constraint (class 23) or a trigger's refusal
+ * (P0001, RAISE EXCEPTION) is then DLB_ERR_INVALID, the record's fault,
+ * rather than DLB_ERR_GENERIC. */
 #define DLB_PG_INPUT 2
 
 /** @brief Connect with a libpq conninfo string (empty or NULL = libpq's PG*

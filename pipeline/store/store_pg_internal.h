@@ -24,6 +24,7 @@ struct dlb_pg {
     int in_tx;         /* between dlb_pg_begin() and commit/rollback */
     /* dlb_pg_send() sent a statement dlb_pg_wait() has not collected */
     const char *pending_what;
+    int pending_flags; /* of dlb_pg_send(), for dlb_pg_wait() */
     double pending_t0;
     dlb_catalog_t *cat; /* loaded on first decode/encode */
 };
@@ -84,7 +85,7 @@ int dlb_pg_run(dlb_pg_t *pg, const dlb_pg_stmt_t *st, int nparams, const char *c
  *         collects its outcome. Nothing else may use the connection between.
  *  @returns 0, or what dlb_pg_exec() returns when it cannot be sent. */
 int dlb_pg_send(dlb_pg_t *pg, const char *sql, int nparams, const char *const *values,
-                const int *lens, const char *what, char *errstr, size_t errstr_size);
+                const int *lens, int flags, const char *what, char *errstr, size_t errstr_size);
 
 /** @brief Wait for the statement dlb_pg_send() sent (0 when none is pending).
  *  @returns what dlb_pg_exec() would have. */

@@ -636,6 +636,7 @@ static int batch_process(ctx_t *c, char *errstr, size_t size)
     int err;
 
     c->pend_cnt = 0;
+    c->bad_item = -1;
     if ((err = dlb_pg_begin(c->pg, errstr, size)))
         return err;
     for (size_t k = 0; k < c->order_cnt && !*c->stop; k++) {
@@ -649,8 +650,10 @@ static int batch_process(ctx_t *c, char *errstr, size_t size)
         c->cur = it;
         err = c->role->process(c, &it->ev, it->msg->payload, it->msg->len, errstr, size);
         c->cur = NULL;
-        if (err)
+        if (err) {
+            c->bad_item = (int)c->order[k];
             goto fail;
+        }
     }
     if (*c->stop) {
         err = dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "stopping");
@@ -943,6 +946,35 @@ static void teardown(ctx_t *c)
     free(c->pend_len);
 }
 
+/* The batch failed with DLB_ERR_INVALID: a record it holds broke a rule
+ * PostgreSQL or the role enforces (a value out of range, a constraint, a
+ * trigger's refusal), and retrying it would fail for ever. Redo the batch
+ * with every record written alone, so the failure is pinned to one; then send
+ * that record to the DLQ (stage "process") and redo the rest. Nothing was
+ * committed (the PostgreSQL transaction rolled back, the Kafka one was not
+ * begun) and the redo re-applies the same records, as after any retry.
+ * @returns 1 when the batch is to be redone at once, 0 to retry it as a
+ * transient failure (the failure could not be pinned to a record). */
+static int isolate(ctx_t *c, const char *errstr)
+{
+    item_t *it;
+
+    out_clear(c);
+    if (!c->exact) {
+        c->exact = 1;
+        dlb_warn("batch of %zu message(s) refused: %s; redoing it record by record to find the "
+                 "bad one",
+                 c->order_cnt, errstr);
+        return 1;
+    }
+    if (c->bad_item < 0)
+        return 0;
+    it = &c->items[c->bad_item];
+    it->ok = 0;
+    to_dlq(c, it, "process", DLB_ERR_INVALID, errstr);
+    return 1;
+}
+
 int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const char *group,
                    volatile sig_atomic_t *stop, dlb_stream_stats_t *stats, char *errstr,
                    size_t errstr_size)
@@ -976,6 +1008,8 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
         t_start = dlb_clock_mono_ms();
         t_batch = dlb_metric_now();
         if ((err = batch_process(&c, err_buf, sizeof(err_buf)))) {
+            if (err == DLB_ERR_INVALID && !*stop && isolate(&c, err_buf))
+                continue; /* the batch again, without the bad record or record by record */
             dlb_metric_add(err == DLB_ERR_NOMEM ? c.m.err_internal : c.m.err_pg, 1);
         } else {
             t_processed = dlb_clock_mono_ms();
@@ -1010,6 +1044,7 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
             continue;
         }
         stats->batches++;
+        c.exact = 0;
         dlb_metric_observe_since(c.m.batch_seconds, t_batch);
         if (c.m.event_seconds) {
             int64_t now = dlb_clock_mono_ms();
@@ -1076,8 +1111,9 @@ int dlb_stream_store_event(dlb_stream_t *s, const dlb_event_t *ev, const void *r
     int err;
 
     /* A runtime sample only adds rows and a window entry: it waits for the
-     * batch's others (the event and its bytes live until the batch ends). */
-    if (ev->type == DLB_EV_RUNTIME && s->cur && s->pend_cnt < s->items_cap) {
+     * batch's others (the event and its bytes live until the batch ends),
+     * unless the batch is redone to find a bad record. */
+    if (ev->type == DLB_EV_RUNTIME && s->cur && !s->exact && s->pend_cnt < s->items_cap) {
         s->pend_ev[s->pend_cnt] = ev;
         s->pend_raw[s->pend_cnt] = raw;
         s->pend_len[s->pend_cnt] = raw_len;

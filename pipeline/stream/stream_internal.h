@@ -115,6 +115,13 @@ struct dlb_stream {
     const void **pend_raw;
     size_t *pend_len;
     size_t pend_cnt;
+    /* A record whose processing failed for good (DLB_ERR_INVALID: its own
+     * fault) is found and sent to the DLQ instead of failing its batch for
+     * ever: bad_item is the index in items of the one being processed when
+     * the batch failed (-1 none known), exact makes the redo write every
+     * record alone, so the failure is known to be that record's. */
+    int bad_item;
+    int exact;
     stream_metrics_t m;
 };
 

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# A record PostgreSQL refuses for good no longer stops the pipeline (issue 18,
+# finding 2). Three records break rules the database enforces, as a value out
+# of range or a DBA's constraint would: a plan request against a CHECK
+# constraint (SQLSTATE 23514), a job event against a trigger's RAISE EXCEPTION
+# (P0001), and a runtime sample (written in a batch with other samples) against
+# another. Sent in one emit with good jobs' events and requests on a real
+# broker, each bad record must reach the DLQ once, at stage "process" with the
+# database's message, and every good request must get its plan. Before, the
+# batch was rewound and retried for ever, and no job got a plan.
+. "$(dirname "$0")/helpers.sh"
+
+sys_start_pg
+sys_start_redis
+sys_start_real_kafka 3
+sys_start_optimizer optimizer
+env=$(sys_schema)
+deadline=$((SECONDS + 60))
+until [ "$(sys_sql "SELECT to_regclass('$env.runtime_samples') IS NOT NULL")" = t ]; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "the optimizer did not create its tables"
+    sleep 0.2
+done
+sys_sql "ALTER TABLE $env.plan_requests ADD CONSTRAINT test_poison CHECK (job_uid <> 'poison-q')" >/dev/null
+sys_sql "CREATE FUNCTION $env.test_refuse() RETURNS trigger LANGUAGE plpgsql AS \$\$
+BEGIN
+    IF NEW.job_uid LIKE 'poison-%' THEN RAISE EXCEPTION 'refused by the test: %', NEW.job_uid; END IF;
+    RETURN NEW;
+END \$\$" >/dev/null
+sys_sql "CREATE TRIGGER test_refuse BEFORE INSERT ON $env.job_events FOR EACH ROW EXECUTE FUNCTION $env.test_refuse()" >/dev/null
+sys_sql "CREATE TRIGGER test_refuse BEFORE INSERT ON $env.runtime_samples FOR EACH ROW EXECUTE FUNCTION $env.test_refuse()" >/dev/null
+ok "rules installed: a CHECK on plan_requests, triggers on job_events and runtime_samples"
+
+"$DLBRAIN" plans -q --format json --count 6 --timeout-ms 120000 >"$SYS_DIR/plans.json" \
+    2>"$SYS_DIR/plans.log" &
+plans_pid=$!
+sleep 2 # the subscription starts at the end of <env>.plans
+T0=1767312000000
+{
+    for j in 1 2 3 4 5 6; do
+        printf '{"type":"job_event","event_id":"g%s-e1","event_time_ms":%s,"job_uid":"g%s","meta":{"name":"ctr","user":"ana","group":"ads","app":"ctr","cluster":"c1","namespace":"ml","scenario":"s1","framework":"tensorflow"},"state":"running"}\n' "$j" "$T0" "$j"
+        printf '{"type":"runtime_sample","event_id":"g%s-r1","event_time_ms":%s,"job_uid":"g%s","global_step":10,"speed":1.0,"pods":[{"name":"g%s-worker-0","type":"worker","index":0,"cpu_used":1.0,"cpu_requested":4,"memory_used":1073741824,"memory_requested":4294967296}]}\n' "$j" "$((T0 + 1000))" "$j" "$j"
+        if [ "$j" = 3 ]; then
+            printf '{"type":"job_event","event_id":"poison-e1","event_time_ms":%s,"job_uid":"poison-e","state":"running"}\n' "$T0"
+            printf '{"type":"runtime_sample","event_id":"poison-r1","event_time_ms":%s,"job_uid":"poison-r","global_step":1,"speed":1.0,"pods":[]}\n' "$((T0 + 1000))"
+            printf '{"type":"plan_request","event_id":"poison-q1","event_time_ms":%s,"job_uid":"poison-q","stage":"job_stage_create"}\n' "$((T0 + 2000))"
+        fi
+    done
+    for j in 1 2 3 4 5 6; do
+        printf '{"type":"plan_request","event_id":"g%s-q1","event_time_ms":%s,"job_uid":"g%s","stage":"job_stage_running"}\n' "$j" "$((T0 + 2000))" "$j"
+    done
+} >"$SYS_DIR/events.jsonl"
+"$DLBRAIN" emit --strict -q "$SYS_DIR/events.jsonl" || fail "emit refused the fixture"
+ok "emitted 6 good jobs and 3 bad records"
+
+wait "$plans_pid" || fail "the good jobs did not all get their plans (see plans.log)"
+expect_eq "plans of the good jobs" "plan-g1-q1 plan-g2-q1 plan-g3-q1 plan-g4-q1 plan-g5-q1 plan-g6-q1" \
+    "$(jq -r .plan_id "$SYS_DIR/plans.json" | sort | xargs)"
+
+sys_dlq_read 3 60
+hdr() {
+    jq -r --arg k "$1" --arg h "$2" \
+        'select(.key == $k) | .headers as $a | range(0; $a | length; 2) | select($a[.] == $h) | $a[. + 1]' \
+        "$SYS_DIR/dlq.json"
+}
+for k in poison-e poison-r poison-q; do
+    expect_eq "$k: dlb.stage" process "$(hdr "$k" dlb.stage)"
+    expect_eq "$k: dlb.error.class" invalid "$(hdr "$k" dlb.error.class)"
+done
+case $(hdr poison-q dlb.error.message) in
+*'test_poison'*'SQLSTATE 23514'*) ok "poison-q: the CHECK constraint's message" ;;
+*) fail "poison-q: dlb.error.message is [$(hdr poison-q dlb.error.message)]" ;;
+esac
+for k in poison-e poison-r; do
+    case $(hdr $k dlb.error.message) in
+    *"refused by the test: $k"*'SQLSTATE P0001'*) ok "$k: the trigger's message" ;;
+    *) fail "$k: dlb.error.message is [$(hdr $k dlb.error.message)]" ;;
+    esac
+done
+expect_eq "good rows stored" "job_events=6 runtime_samples=6 plan_requests=6" \
+    "job_events=$(sys_count job_events) runtime_samples=$(sys_count runtime_samples) plan_requests=$(sys_count plan_requests)"
+expect_eq "no bad row stored" 0 \
+    "$(sys_sql "SELECT (SELECT count(*) FROM $env.jobs WHERE uid LIKE 'poison-%') + (SELECT count(*) FROM $env.plan_requests WHERE job_uid LIKE 'poison-%')")"
+refusals=$(grep -c "redoing it record by record" "$SYS_DIR/optimizer.log" || true)
+[ "$refusals" -ge 1 ] && [ "$refusals" -le 3 ] ||
+    fail "expected 1 to 3 record-by-record redos, the optimizer log has $refusals"
+ok "the bad batch was redone record by record $refusals time(s), not retried for ever"
+kill -0 "${SYS_PIDS[-1]}" || fail "the optimizer died"
+echo "19-poison-records: all checks passed"
