@@ -717,8 +717,10 @@ static int redis_check(run_t *r, char *errstr, size_t size)
     if (conf->redis_db && (rep = redisCommand(c, "SELECT %d", conf->redis_db)))
         freeReplyObject(rep);
     for (long j = 0; j < jobs; j++) {
+        char key[DLB_REDIS_KEY_MAX];
         job_uid(r, j, uid, sizeof(uid));
-        redisAppendCommand(c, "ZCARD %s:job:%s:rt", conf->env, uid);
+        dlb_redis_job_key(conf->env, uid, ":rt", key, sizeof(key));
+        redisAppendCommand(c, "ZCARD %s", key);
     }
     for (long j = 0; j < jobs; j++) {
         long want = per + (j < r->o->samples % jobs);

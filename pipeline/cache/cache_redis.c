@@ -45,18 +45,40 @@ struct dlb_redis {
 };
 
 typedef struct job_keys {
-    char job[256];
-    char rt[256];
-    char pods[256];
-    char seen[256];
+    char job[DLB_REDIS_KEY_MAX];
+    char rt[DLB_REDIS_KEY_MAX];
+    char pods[DLB_REDIS_KEY_MAX];
+    char seen[DLB_REDIS_KEY_MAX];
 } job_keys_t;
+
+void dlb_redis_job_key(const char *prefix, const char *uid, const char *suffix, char *buf,
+                       size_t size)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = (size_t)snprintf(buf, size, "%s:job:", prefix);
+
+    /* A uid is at most DLB_ID_MAX - 1 bytes: 3 each encoded, plus the rest,
+     * fits DLB_REDIS_KEY_MAX; a smaller buffer cuts the key. */
+    for (const unsigned char *u = (const unsigned char *)uid; *u && n + 4 < size; u++) {
+        if ((*u >= 'a' && *u <= 'z') || (*u >= 'A' && *u <= 'Z') || (*u >= '0' && *u <= '9') ||
+            *u == '.' || *u == '_' || *u == '-') {
+            buf[n++] = (char)*u;
+        } else {
+            buf[n++] = '%';
+            buf[n++] = hex[*u >> 4];
+            buf[n++] = hex[*u & 15];
+        }
+    }
+    if (n < size)
+        snprintf(buf + n, size - n, "%s", suffix);
+}
 
 static void keys_of(const dlb_redis_t *r, const char *uid, job_keys_t *k)
 {
-    snprintf(k->job, sizeof(k->job), "%s:job:%s", r->prefix, uid);
-    snprintf(k->rt, sizeof(k->rt), "%s:job:%s:rt", r->prefix, uid);
-    snprintf(k->pods, sizeof(k->pods), "%s:job:%s:pods", r->prefix, uid);
-    snprintf(k->seen, sizeof(k->seen), "%s:job:%s:seen", r->prefix, uid);
+    dlb_redis_job_key(r->prefix, uid, "", k->job, sizeof(k->job));
+    dlb_redis_job_key(r->prefix, uid, ":rt", k->rt, sizeof(k->rt));
+    dlb_redis_job_key(r->prefix, uid, ":pods", k->pods, sizeof(k->pods));
+    dlb_redis_job_key(r->prefix, uid, ":seen", k->seen, sizeof(k->seen));
 }
 
 /* The context is unusable after an I/O error or a timeout (a reply may still

@@ -20,6 +20,18 @@
 
 typedef struct dlb_redis dlb_redis_t;
 
+/* Room for any job key: a prefix of 63 bytes, a uid of 127 encoded to 3
+ * bytes each, and the longest suffix. */
+#define DLB_REDIS_KEY_MAX 512
+
+/** @brief The Redis key of job uid's state in environment prefix: suffix ""
+ *         (the job hash), ":rt", ":pods" or ":seen". The uid is
+ *         percent-encoded (each byte outside A-Z a-z 0-9 . _ - as %XX), so
+ *         no uid can name another job's key: a job "victim:rt" is
+ *         "<env>:job:victim%3Art". */
+void dlb_redis_job_key(const char *prefix, const char *uid, const char *suffix, char *buf,
+                       size_t size);
+
 /** @returns 0 or DLB_ERR_TRANSIENT (cannot connect / AUTH failed). */
 int dlb_redis_connect(dlb_redis_t **out, const dlb_conf_t *conf, const dlb_catalog_t *cat,
                       char *errstr, size_t errstr_size);

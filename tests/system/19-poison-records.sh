@@ -84,5 +84,24 @@ refusals=$(grep -c "redoing it record by record" "$SYS_DIR/optimizer.log" || tru
 [ "$refusals" -ge 1 ] && [ "$refusals" -le 3 ] ||
     fail "expected 1 to 3 record-by-record redos, the optimizer log has $refusals"
 ok "the bad batch was redone record by record $refusals time(s), not retried for ever"
+
+# Finding 3: a job uid cannot reach another job's Redis keys. "victim:rt" was
+# the key of victim's runtime window: writing the job "victim:rt" overwrote it
+# with a hash, and every WRONGTYPE after it was taken for Redis being down.
+rc() { redis-cli -h "$DLBRAIN_REDIS_HOST" -p "$DLBRAIN_REDIS_PORT" "$@"; }
+{
+    printf '{"type":"job_event","event_id":"v-e1","event_time_ms":%s,"job_uid":"victim","state":"running"}\n' "$T0"
+    for i in 1 2 3; do
+        printf '{"type":"runtime_sample","event_id":"v-r%s","event_time_ms":%s,"job_uid":"victim","global_step":%s,"speed":1.0,"pods":[]}\n' "$i" "$((T0 + i * 1000))" "$i"
+    done
+    printf '{"type":"job_event","event_id":"a-e1","event_time_ms":%s,"job_uid":"victim:rt","state":"running"}\n' "$T0"
+    printf '{"type":"runtime_sample","event_id":"a-r1","event_time_ms":%s,"job_uid":"victim:rt","global_step":1,"speed":1.0,"pods":[]}\n' "$((T0 + 5000))"
+} | "$DLBRAIN" emit --strict -q || fail "emit of victim and victim:rt"
+sys_wait_count runtime_samples 10 60
+expect_eq "victim's window" 3 "$(rc ZCARD "$env:job:victim:rt")"
+expect_eq "victim's window is a sorted set" zset "$(rc TYPE "$env:job:victim:rt")"
+expect_eq "the job victim:rt has keys of its own" "hash zset" \
+    "$(rc TYPE "$env:job:victim%3Art") $(rc TYPE "$env:job:victim%3Art:rt")"
+expect_eq "no WRONGTYPE" 0 "$(grep -c WRONGTYPE "$SYS_DIR/optimizer.log" || true)"
 kill -0 "${SYS_PIDS[-1]}" || fail "the optimizer died"
 echo "19-poison-records: all checks passed"
