@@ -606,13 +606,10 @@ static void batch_poll(relay_t *r)
 
 static int producer_start(relay_t *r, char *errstr, size_t size)
 {
-    char host[128] = "localhost", txn_id[512];
     rd_kafka_error_t *e;
     int err;
 
-    gethostname(host, sizeof(host) - 1);
-    snprintf(txn_id, sizeof(txn_id), "%s-%s-%d", r->group, host, (int)getpid());
-    if ((err = dlb_kafka_txn_producer_new(r->conf, txn_id, &r->producer, errstr, size)))
+    if ((err = dlb_kafka_txn_producer_new(r->conf, r->group, &r->producer, errstr, size)))
         return err;
     while (!*r->stop && (e = rd_kafka_init_transactions(r->producer, TXN_TIMEOUT_MS))) {
         if (rd_kafka_error_is_fatal(e)) {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <pthread.h>
 
@@ -12,6 +13,7 @@
 
 #include "after.h"
 #include "err.h"
+#include "uuid.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -231,15 +233,34 @@ static const char *kafka_prop(const dlb_conf_t *conf, const char *key)
     return NULL;
 }
 
-int dlb_kafka_txn_producer_new(const dlb_conf_t *conf, const char *default_txn_id, rd_kafka_t **out,
+int dlb_kafka_txn_id(const char *group, char *buf, size_t size)
+{
+    char host[128] = "localhost", uuid[37];
+    int err;
+
+    if ((err = dlb_uuid4(uuid)))
+        return err;
+    gethostname(host, sizeof(host) - 1);
+    host[sizeof(host) - 1] = '\0';
+    /* The host and pid say whose it is; the random part keeps two processes
+     * apart that share both (host-network containers, each pid 1). */
+    snprintf(buf, size, "%s-%s-%d-%.8s", group, host, (int)getpid(), uuid);
+    return 0;
+}
+
+int dlb_kafka_txn_producer_new(const dlb_conf_t *conf, const char *group, rd_kafka_t **out,
                                char *errstr, size_t errstr_size)
 {
     const char *extra[7];
+    char txn_id[512];
     int n = 0;
 
     if (!kafka_prop(conf, "transactional.id")) {
+        if (dlb_kafka_txn_id(group, txn_id, sizeof(txn_id)))
+            return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC,
+                              "no random bytes for a transactional.id");
         extra[n++] = "transactional.id";
-        extra[n++] = default_txn_id;
+        extra[n++] = txn_id;
     }
     if (!kafka_prop(conf, "transaction.timeout.ms")) {
         extra[n++] = "transaction.timeout.ms";

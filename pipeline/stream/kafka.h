@@ -71,12 +71,17 @@ int dlb_kafka_dlq_send(rd_kafka_t *producer, const dlb_conf_t *conf, const rd_ka
                        const char *stage, int err, const char *message, char *errstr,
                        size_t errstr_size);
 
+/** @brief A transactional.id of this process in group:
+ *         "<group>-<host>-<pid>-<8 random hex digits>", new at every call.
+ *  @returns 0, or DLB_ERR_GENERIC when no random bytes could be read. */
+int dlb_kafka_txn_id(const char *group, char *buf, size_t size);
+
 /** @brief A transactional producer (init_transactions is the caller's, so it can
  *         wait out an unavailable broker). transactional.id is the -X value if
- *         set, else default_txn_id; transaction.timeout.ms defaults to 10000 so a
- *         killed process's open transaction holds read_committed readers back
- *         for at most 10 s when its id is never reused. */
-int dlb_kafka_txn_producer_new(const dlb_conf_t *conf, const char *default_txn_id, rd_kafka_t **out,
+ *         set, else dlb_kafka_txn_id(group); transaction.timeout.ms defaults to
+ *         10000 so a killed process's open transaction holds read_committed
+ *         readers back for at most 10 s, its id never being reused. */
+int dlb_kafka_txn_producer_new(const dlb_conf_t *conf, const char *group, rd_kafka_t **out,
                                char *errstr, size_t errstr_size);
 
 /** @brief Destroy a producer made by dlb_kafka_producer_new (flushes up to 10 s). */

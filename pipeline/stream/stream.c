@@ -946,6 +946,37 @@ static void teardown(ctx_t *c)
     free(c->pend_len);
 }
 
+/* The producer failed for good. Fenced (another producer began with its
+ * transactional.id) FENCED_MAX times within FENCED_WINDOW_MS, it is not a
+ * zombie of ours being replaced but another live process sharing the id:
+ * the two would fence each other for ever. @returns 0 to replace the
+ * producer, or an error naming the id. */
+#define FENCED_MAX       3
+#define FENCED_WINDOW_MS 60000
+static int fenced_too_often(ctx_t *c, char *errstr, size_t size)
+{
+    char why[256], id[256] = "?";
+    size_t id_len = sizeof(id);
+    rd_kafka_resp_err_t code = rd_kafka_fatal_error(c->producer, why, sizeof(why));
+    int64_t now = dlb_clock_mono_ms();
+
+    if (code != RD_KAFKA_RESP_ERR__FENCED && code != RD_KAFKA_RESP_ERR_PRODUCER_FENCED &&
+        code != RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)
+        return 0;
+    if (!c->fenced_cnt || now - c->fenced_first > FENCED_WINDOW_MS) {
+        c->fenced_first = now;
+        c->fenced_cnt = 0;
+    }
+    if (++c->fenced_cnt < FENCED_MAX)
+        return 0;
+    rd_kafka_conf_get(rd_kafka_conf(c->producer), "transactional.id", id, &id_len);
+    return dlb_seterr(errstr, size, DLB_ERR_CONF,
+                      "kafka: transactional.id %s was fenced %d times within %d s (%s): another "
+                      "process uses the same id, and the two would fence each other for ever; "
+                      "give each process its own (the default is unique)",
+                      id, c->fenced_cnt, FENCED_WINDOW_MS / 1000, why);
+}
+
 /* The batch failed with DLB_ERR_INVALID: a record it holds broke a rule
  * PostgreSQL or the role enforces (a value out of range, a constraint, a
  * trigger's refusal), and retrying it would fail for ever. Redo the batch
@@ -1034,6 +1065,8 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
             flow_control(&c);
             dlb_metrics_nap_ms(c.stop, conf->retry_backoff_ms);
             if (fatal) {
+                if ((err = fenced_too_often(&c, errstr, errstr_size)))
+                    goto out;
                 dlb_warn("kafka: replacing the transactional producer");
                 stream_producer_stop(&c);
                 if ((err = stream_producer_start(&c, errstr, errstr_size)))

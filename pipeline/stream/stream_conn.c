@@ -79,12 +79,9 @@ int stream_pg_connect(ctx_t *c, char *errstr, size_t size)
  * whatever a previous process with the same transactional.id left open. */
 int stream_producer_start(ctx_t *c, char *errstr, size_t size)
 {
-    char host[128] = "localhost", txn_id[512];
     int err;
 
-    gethostname(host, sizeof(host) - 1);
-    snprintf(txn_id, sizeof(txn_id), "%s-%s-%d", c->group, host, (int)getpid());
-    if ((err = dlb_kafka_txn_producer_new(c->conf, txn_id, &c->producer, errstr, size)))
+    if ((err = dlb_kafka_txn_producer_new(c->conf, c->group, &c->producer, errstr, size)))
         return err;
     while (!*c->stop) {
         rd_kafka_error_t *e = rd_kafka_init_transactions(c->producer, FLUSH_TIMEOUT_MS);

@@ -122,6 +122,9 @@ struct dlb_stream {
      * record alone, so the failure is known to be that record's. */
     int bad_item;
     int exact;
+    /* Fatal fencings of the producer: how many since when (fenced_too_often). */
+    int fenced_cnt;
+    int64_t fenced_first;
     stream_metrics_t m;
 };
 

@@ -104,4 +104,43 @@ expect_eq "the job victim:rt has keys of its own" "hash zset" \
     "$(rc TYPE "$env:job:victim%3Art") $(rc TYPE "$env:job:victim%3Art:rt")"
 expect_eq "no WRONGTYPE" 0 "$(grep -c WRONGTYPE "$SYS_DIR/optimizer.log" || true)"
 kill -0 "${SYS_PIDS[-1]}" || fail "the optimizer died"
+
+# Finding 5: two processes given the same transactional.id fenced each other
+# for ever, and nothing noticed. Two more members of the group share one
+# (-X transactional.id=shared); while events flow, each begin fences the
+# other's producer, and the third fencing within a minute stops one of them
+# with an error naming the id. (The default id, <group>-<host>-<pid>-<random>,
+# cannot be shared: the first optimizer keeps running beside them.)
+dup_pids=()
+for n in 1 2; do
+    "$DLBRAIN" optimizer -X consumer.poll.ms=100 -X transactional.id=shared \
+        >/dev/null 2>"$SYS_DIR/dup$n.log" &
+    dup_pids+=($!)
+done
+deadline=$((SECONDS + 120))
+i=0
+stopped=''
+while [ -z "$stopped" ] && [ "$SECONDS" -lt "$deadline" ]; do
+    i=$((i + 1))
+    for j in 1 2 3 4 5 6; do
+        printf '{"type":"plan_request","event_id":"f%s-%s","event_time_ms":%s,"job_uid":"g%s","stage":"job_stage_running"}\n' \
+            "$i" "$j" "$((T0 + 10000 + i))" "$j"
+    done | "$DLBRAIN" emit --strict -q || fail "emit during the fencing check"
+    for n in 1 2; do
+        kill -0 "${dup_pids[$((n - 1))]}" 2>/dev/null || stopped=$n
+    done
+    sleep 0.3
+done
+[ -n "$stopped" ] || fail "neither optimizer sharing a transactional.id stopped within 120 s"
+rc=0
+wait "${dup_pids[$((stopped - 1))]}" || rc=$?
+[ "$rc" -ne 0 ] || fail "the fenced optimizer exited with status 0"
+grep -q "transactional.id shared was fenced 3 times within 60 s" "$SYS_DIR/dup$stopped.log" ||
+    fail "dup$stopped.log does not say why it stopped: $(tail -3 "$SYS_DIR/dup$stopped.log")"
+ok "an optimizer sharing transactional.id 'shared' stopped (status $rc), naming the id"
+other=$((3 - stopped))
+kill -TERM "${dup_pids[$((other - 1))]}" 2>/dev/null || true
+wait "${dup_pids[$((other - 1))]}" 2>/dev/null || true
+kill -0 "${SYS_PIDS[-1]}" || fail "the optimizer with the default id died"
+ok "the optimizer with the default transactional.id kept running"
 echo "19-poison-records: all checks passed"
