@@ -827,10 +827,45 @@ static rd_kafka_topic_partition_list_t *batch_offsets(const ctx_t *c, int rewind
 /* Undo a failed batch: seek every partition back to its first message. */
 /* Undo a failed batch: seek each partition back to the first message held.
  * @returns 0, or an error when stopped before the seek took. */
+/* Where to go on from after a failed batch: the offsets the group has
+ * committed, as the broker says, rather than the first message we held. A
+ * commit whose answer was lost (retried until the producer was replaced) may
+ * have taken: going back to our own positions would then send the batch's
+ * plans a second time. Partitions the broker names no offset for, or all of
+ * them when it cannot be asked, keep our positions (the batch is then redone,
+ * and its plans re-sent with the same ids, as before). */
+static void committed_positions(ctx_t *c, rd_kafka_topic_partition_list_t *l)
+{
+    rd_kafka_topic_partition_list_t *q = rd_kafka_topic_partition_list_copy(l);
+    rd_kafka_resp_err_t e;
+
+    if (!q)
+        return;
+    if ((e = rd_kafka_committed(c->consumer, q, END_ASK_TIMEOUT_MS * 5))) {
+        dlb_warn("kafka: asking the group's committed offsets: %s; going back to the failed "
+                 "batch's first messages",
+                 rd_kafka_err2str(e));
+    } else {
+        for (int i = 0; i < q->cnt; i++) {
+            if (q->elems[i].err || q->elems[i].offset < 0)
+                continue;
+            if (q->elems[i].offset > l->elems[i].offset)
+                dlb_info("kafka: %s [%" PRId32 "]: the group committed up to %" PRId64
+                         " (the failed batch's commit took): going on from there",
+                         q->elems[i].topic, q->elems[i].partition, q->elems[i].offset);
+            l->elems[i].offset = q->elems[i].offset;
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(q);
+}
+
 static int batch_rewind(ctx_t *c, char *errstr, size_t size)
 {
     rd_kafka_topic_partition_list_t *l = batch_offsets(c, 1);
-    int err = dlb_kafka_seek_back(c->consumer, l, c->stop, c->conf->retry_backoff_ms, errstr, size);
+    int err;
+
+    committed_positions(c, l);
+    err = dlb_kafka_seek_back(c->consumer, l, c->stop, c->conf->retry_backoff_ms, errstr, size);
 
     for (int i = 0; i < l->cnt; i++) {
         int rank = topic_rank(c, l->elems[i].topic);
