@@ -29,7 +29,9 @@
 typedef struct scan {
     const uint8_t *p, *end, *start;
     size_t empty_items;
-    int has_path; /* errstr already starts with a field path */
+    dlb_event_type_t type; /* the writer's: where list limits come from */
+    const char *field;     /* the record field being walked (a list's name) */
+    int has_path;          /* errstr already starts with a field path */
     char *errstr;
     size_t size;
 } scan_t;
@@ -103,6 +105,9 @@ static int scan_value(scan_t *s, avro_schema_t sch, int depth);
 
 static int scan_items(scan_t *s, avro_schema_t items, int is_map, int depth)
 {
+    /* avro-c allocates a value per item as it decodes: the count is held to
+     * what the struct side takes before any of it is. */
+    size_t max = dlb_codec_list_max(s->type, s->field);
     long long index = 0;
     int64_t count, bytes;
     int err;
@@ -120,6 +125,9 @@ static int scan_items(scan_t *s, avro_schema_t items, int is_map, int depth)
             if ((err = scan_long(s, &bytes)))
                 return err;
         }
+        if (max && (uint64_t)count > max - (size_t)index)
+            return scan_error(s, "%lld items, more than the limit of %zu",
+                              (long long)index + (long long)count, max);
         for (int64_t i = 0; i < count; i++, index++) {
             const uint8_t *before = s->p;
             if (is_map) {
@@ -183,12 +191,14 @@ static int scan_value(scan_t *s, avro_schema_t sch, int depth)
             return scan_error(s, "enum index %lld out of range", (long long)v);
         return 0;
     case AVRO_RECORD:
-        for (size_t i = 0; i < avro_schema_record_size(sch); i++)
+        for (size_t i = 0; i < avro_schema_record_size(sch); i++) {
+            s->field = avro_schema_record_field_name(sch, (int)i);
             if ((err = scan_value(s, avro_schema_record_field_get_by_index(sch, (int)i),
                                   depth + 1))) {
                 scan_path(s, avro_schema_record_field_name(sch, (int)i), 0);
                 return err;
             }
+        }
         return 0;
     case AVRO_ARRAY:
         return scan_items(s, avro_schema_array_items(sch), 0, depth);
@@ -206,10 +216,10 @@ static int scan_value(scan_t *s, avro_schema_t sch, int depth)
     }
 }
 
-static int scan_message(avro_schema_t writer, const uint8_t *p, size_t len, char *errstr,
-                        size_t size)
+static int scan_message(avro_schema_t writer, dlb_event_type_t type, const uint8_t *p, size_t len,
+                        char *errstr, size_t size)
 {
-    scan_t s = {p, p + len, p, 0, 0, errstr, size};
+    scan_t s = {p, p + len, p, 0, type, NULL, 0, errstr, size};
     int err;
 
     if ((err = scan_value(&s, writer, 0)))
@@ -382,8 +392,8 @@ int dlb_codec_decode(const dlb_catalog_t *cat, const void *buf, size_t len, dlb_
         return dlb_seterr(errstr, errstr_size, DLB_ERR_SCHEMA_ID,
                           "schema id %d is not in the catalog (known: %s)", (int)id,
                           dlb_catalog_known_ids(cat));
-    if ((err = scan_message(e->schema, (const uint8_t *)body, len - DLB_FRAME_HEADER, errstr,
-                            errstr_size)))
+    if ((err = scan_message(e->schema, e->type, (const uint8_t *)body, len - DLB_FRAME_HEADER,
+                            errstr, errstr_size)))
         return err;
 
     newest = dlb_catalog_latest(cat, e->type);

@@ -58,6 +58,12 @@ void dlb_json_describe(const cJSON *j, char *out, size_t n);
 int dlb_codec_from_avro(dlb_event_type_t type, avro_value_t *rec, dlb_event_t *ev, char *errstr,
                         size_t errstr_size);
 
+/** @brief The most items list field (an array or map, by its name in the
+ *         record that holds it) of an event of type may hold: what the struct
+ *         side accepts (DLB_PODS_MAX, DLB_OOM_PODS_MAX, ...), checked by the
+ *         decoder before it allocates. @returns 0 for a field that is no list. */
+size_t dlb_codec_list_max(dlb_event_type_t type, const char *field);
+
 /** @brief Struct -> Avro: fill rec, a fresh generic value of the newest schema of ev's type.
  *  @returns 0, DLB_ERR_INVALID (unterminated string, NULL list item), DLB_ERR_GENERIC. */
 int dlb_codec_to_avro(const dlb_event_t *ev, avro_value_t *rec, char *errstr, size_t errstr_size);

@@ -62,9 +62,9 @@ typedef struct fdesc {
 #define FOT(T, m, has) \
     {.name = #m, .kind = F_TEXT, .off = offsetof(T, m), .max = DLB_TEXT_MAX, FOPT(T, has)}
 #define FOR(T, m, has, s) {.name = #m, .kind = F_REC, .off = offsetof(T, m), .sub = s, FOPT(T, has)}
-#define FAR(T, m, cnt, ET, s) \
+#define FAR(T, m, cnt, ET, s, lim) \
     {.name = #m, .kind = F_ARR_REC, .off = offsetof(T, m), .size = sizeof(ET), \
-     .cnt_off = offsetof(T, cnt), .sub = s}
+     .cnt_off = offsetof(T, cnt), .sub = s, .max = lim}
 #define FAS(T, m, cnt, lim) \
     {.name = #m, .kind = F_ARR_STR, .off = offsetof(T, m), .size = sizeof(char *), \
      .cnt_off = offsetof(T, cnt), .max = lim}
@@ -157,7 +157,7 @@ static const fdesc_t runtime_fields[] = {
     FS(dlb_runtime_sample_t, job_uid),
     FL(dlb_runtime_sample_t, global_step),
     FD(dlb_runtime_sample_t, speed),
-    FAR(dlb_runtime_sample_t, pods, pods_cnt, dlb_pod_usage_t, pod_usage_fields),
+    FAR(dlb_runtime_sample_t, pods, pods_cnt, dlb_pod_usage_t, pod_usage_fields, DLB_PODS_MAX),
     FEND};
 
 static const fdesc_t node_fields[] = {FS(dlb_node_event_t, event_id),
@@ -201,9 +201,9 @@ static const fdesc_t plan_fields[] = {
     FS(dlb_plan_t, plan_id),
     FS(dlb_plan_t, job_uid),
     FS(dlb_plan_t, stage),
-    FAR(dlb_plan_t, groups, groups_cnt, dlb_group_resource_t, group_fields),
-    FAR(dlb_plan_t, pods, pods_cnt, dlb_pod_resource_t, pod_res_fields),
-    FAR(dlb_plan_t, actions, actions_cnt, dlb_pod_action_t, action_fields),
+    FAR(dlb_plan_t, groups, groups_cnt, dlb_group_resource_t, group_fields, DLB_GROUPS_MAX),
+    FAR(dlb_plan_t, pods, pods_cnt, dlb_pod_resource_t, pod_res_fields, DLB_PODS_MAX),
+    FAR(dlb_plan_t, actions, actions_cnt, dlb_pod_action_t, action_fields, DLB_ACTIONS_MAX),
     FS(dlb_plan_t, optimizer),
     FS(dlb_plan_t, reason),
     FS(dlb_plan_t, trigger_event_id),
@@ -214,8 +214,8 @@ static const fdesc_t config_match_fields[] = {
     FL(dlb_config_match_t, event_time_ms),
     FS(dlb_config_match_t, job_uid),
     FL(dlb_config_match_t, rules_version),
-    FAS(dlb_config_match_t, rule_ids, rule_ids_cnt, 0),
-    FMAP(F_MAP_STR, dlb_config_match_t, values, values_cnt, dlb_config_value_t, json, 0),
+    FAS(dlb_config_match_t, rule_ids, rule_ids_cnt, DLB_LIST_MAX),
+    FMAP(F_MAP_STR, dlb_config_match_t, values, values_cnt, dlb_config_value_t, json, DLB_LIST_MAX),
     FS(dlb_config_match_t, trigger_event_id),
     FEND};
 
@@ -233,6 +233,27 @@ static const fdesc_t *const type_fields[DLB_EV__CNT] = {
     [DLB_EV_CONFIG_MATCH] = config_match_fields,
     [DLB_EV_CONFIG_REQUEST] = config_request_fields,
 };
+
+/* The limit of list field name in table t or the records below it. */
+static size_t list_max(const fdesc_t *t, const char *field)
+{
+    size_t m;
+
+    for (; t && t->name; t++) {
+        if (t->kind >= F_ARR_REC && !strcmp(t->name, field))
+            return t->max;
+        if (t->sub && (m = list_max(t->sub, field)))
+            return m;
+    }
+    return 0;
+}
+
+size_t dlb_codec_list_max(dlb_event_type_t type, const char *field)
+{
+    if ((int)type <= DLB_EV_NONE || type >= DLB_EV__CNT || !field)
+        return 0;
+    return list_max(type_fields[type], field);
+}
 
 static int avro_fail(char *errstr, size_t size, const char *field, const char *what)
 {

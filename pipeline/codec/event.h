@@ -26,6 +26,12 @@
 #define DLB_LIST_MAX     65536 /* model.kv_embedding_dims items, model.tensor_alloc_bytes entries */
 #define DLB_OOM_PODS_MAX 1024  /* plan_request.oom_pods items */
 #define DLB_CONFIG_MAX   256   /* plan_request.config entries */
+/* Items of the lists of records: checked in the encoded bytes before anything
+ * is allocated for them, so a count cannot ask for memory (a 1 MB plan of
+ * empty actions was 330k items, 231 MiB). Beyond what any cluster has. */
+#define DLB_PODS_MAX    16384 /* runtime_sample.pods, plan.pods */
+#define DLB_GROUPS_MAX  64    /* plan.groups */
+#define DLB_ACTIONS_MAX 16384 /* plan.actions */
 
 typedef enum dlb_event_type {
     DLB_EV_NONE = 0,

@@ -339,6 +339,30 @@ static void to_dlq(ctx_t *c, item_t *it, const char *stage, int err, const char 
     snprintf(it->dlq_msg, sizeof(it->dlq_msg), "%s", msg);
 }
 
+/* Whether the schema id of it names the event type its topic carries, asked
+ * before decoding: a type the topic does not carry is refused before its
+ * lists are allocated (any schema id used to decode on any topic). */
+static int topic_carries(ctx_t *c, const item_t *it, char *errstr, size_t size)
+{
+    const dlb_schema_entry_t *e;
+    const char *want;
+    int32_t id;
+    int err;
+
+    if (it->rank < 0)
+        return 0;
+    if ((err = dlb_codec_peek(it->msg->payload, it->msg->len, &id, errstr, size)))
+        return err;
+    if (!(e = dlb_catalog_by_id(c->cat, id)))
+        return 0; /* the decoder names the unknown id */
+    want = c->role->inputs[it->rank];
+    if (!strcmp(dlb_event_type_topic(e->type), want))
+        return 0;
+    return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                      "schema id %d is a %s, which %s does not carry", (int)id,
+                      dlb_event_type_name(e->type), c->topics[it->rank]);
+}
+
 /* A request's dlb.after header, as offsets per input topic on the request's
  * partition. Positions the merge cannot wait for (a topic that is not an
  * input of ours, another partition) void the header: they name another log
@@ -396,7 +420,8 @@ static void batch_decode(ctx_t *c)
             to_dlq(c, it, "decode", DLB_ERR_INVALID, errstr);
             continue;
         }
-        if ((err = dlb_codec_decode(c->cat, it->msg->payload, it->msg->len, &it->ev, errstr,
+        if ((err = topic_carries(c, it, errstr, sizeof(errstr))) ||
+            (err = dlb_codec_decode(c->cat, it->msg->payload, it->msg->len, &it->ev, errstr,
                                     sizeof(errstr)))) {
             to_dlq(c, it, "decode", err, errstr);
             continue;

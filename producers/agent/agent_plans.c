@@ -168,6 +168,16 @@ static void handle(dlb_agent_t *a, const dlb_catalog_t *cat, const rd_kafka_mess
         }
         return;
     }
+    /* Plans are keyed by job uid: another job's are not decoded at all. */
+    if (m->key_len != strlen(a->uid) || memcmp(m->key, a->uid, m->key_len))
+        return;
+    if ((int64_t)m->len > a->conf.dc.max_message_bytes) {
+        snprintf(what, sizeof(what),
+                 "plans: offset %" PRId64 " skipped: %zu bytes, more than message.max.bytes %lld",
+                 m->offset, m->len, (long long)a->conf.dc.max_message_bytes);
+        warn_throttled(a, what);
+        return;
+    }
     if (dlb_codec_decode(cat, m->payload, m->len, &ev, sub, sizeof(sub)) ||
         ev.type != DLB_EV_PLAN) {
         snprintf(what, sizeof(what), "plans: offset %" PRId64 " skipped: %s", m->offset,

@@ -18,7 +18,7 @@ max_bytes=4096
 sys_start_all 1 -X message.max.bytes=$max_bytes
 env=$(sys_schema)
 T0=1767312000000
-"$DLBRAIN" plans -q --format json --count 12 --timeout-ms 180000 >"$SYS_DIR/plans.json" \
+"$DLBRAIN" plans -q --format json --count 13 --timeout-ms 180000 >"$SYS_DIR/plans.json" \
     2>"$SYS_DIR/plans.log" &
 SYS_PIDS+=($!)
 
@@ -202,7 +202,7 @@ bad_case unknown-stage plan-requests validate invalid \
     av_str "cold start"
     av_str x1 # trigger_event_id
 } >"$SYS_DIR/plan-as-input.bin"
-bad_case plan-as-input plan-requests validate invalid "a plan is not an input of the optimizer"
+bad_case plan-as-input plan-requests decode invalid "schema id 5 is a plan, which $env.plan-requests does not carry"
 
 # (i) A good plan request under a dlb.after header that is not one: the
 # request is refused whole (its ordering cannot be honoured), naming the item.
@@ -227,6 +227,15 @@ bad_case after-offset plan-requests decode invalid \
     av_long 0
 } >"$SYS_DIR/utf8-uid.bin"
 bad_case utf8-uid plan-requests decode decode "job_uid: not UTF-8: byte 5 of 6 is 0xc3"
+
+# (k) A count no struct takes: a runtime sample declaring 20,000 pods in a few
+# bytes. avro-c would allocate a value per item before the struct side's
+# limit saw them; the scan refuses the count first.
+{
+    rt_head pods-count pods-count $D1
+    av_long 20000
+} >"$SYS_DIR/pods-count.bin"
+bad_case pods-count metrics decode decode "pods: 20000 items, more than the limit of 16384"
 
 # ---- the dead-letter topic ------------------------------------------------------
 sys_dlq_read "${#cases[@]}" 30
