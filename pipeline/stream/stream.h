@@ -54,16 +54,18 @@ typedef struct dlb_stream_role {
     const char *const *inputs;
     const char *output; /* DLB_TOPIC_* short name of the output topic */
     /* 1 when ev is a request: released only once every other input of its
-     * partition number has shown an event at or after its time, or has been
-     * consumed to its end (trusted after consumer.order.grace.ms), at most
-     * consumer.order.wait.ms. */
+     * partition number holds nothing it depends on that is not applied yet
+     * (the positions of its dlb.after header, then events older than it:
+     * barrier.c), at most consumer.order.wait.ms. */
     int (*is_request)(const dlb_event_t *ev);
     /* Which event types are inputs; another valid type goes to the DLQ. */
     int (*accepts)(const dlb_event_t *ev);
     /* Called for every released valid event of a batch, in order, inside the
      * batch's PostgreSQL transaction: persist, fold, answer (dlb_stream_emit),
-     * or refuse the event as bad input (dlb_stream_reject). @returns 0, or an
-     * error that rewinds and retries the whole batch. */
+     * or refuse the event as bad input (dlb_stream_reject). @returns 0;
+     * DLB_ERR_INVALID when the event itself broke a rule (PostgreSQL's class
+     * 22/23, a trigger): it is pinned and sent to the DLQ, the rest goes on;
+     * or another error, which rewinds and retries the whole batch. */
     int (*process)(dlb_stream_t *s, const dlb_event_t *ev, const void *raw, size_t raw_len,
                    char *errstr, size_t errstr_size);
     /* Optional, called once per loop round before polling (e.g. to pick up a
