@@ -295,6 +295,14 @@ static void batch_poll(ctx_t *c)
                     if (m->offset >= 0) /* the end: where the next message will be */
                         p->next = m->offset;
                 }
+            } else if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+                /* Nothing more comes from this consumer (for instance a
+                 * static member fenced after a broker restart): the loop
+                 * replaces it (consumer_replace). */
+                dlb_metric_add(c->m.err_kafka, 1);
+                c->consumer_fatal = 1;
+                rd_kafka_message_destroy(m);
+                break;
             } else {
                 dlb_metric_add(c->m.err_kafka, 1);
                 dlb_warn("kafka: consume error on %s [%" PRId32 "]: %s; skipping it, polling on",
@@ -751,6 +759,7 @@ static int batch_publish(ctx_t *c, int *fatal, char *errstr, size_t size)
     char sub[512];
 
     *fatal = 0;
+    c->txn_began = dlb_clock_mono_ms();
     TXN_CALL(c, "begin", rd_kafka_begin_transaction(c->producer), verdict, errstr, size);
     if (verdict >= 0)
         goto fail;
@@ -1006,22 +1015,62 @@ static void teardown(ctx_t *c)
     free(c->pend_len);
 }
 
+/* The consumer failed for good: a new one joins the group in its place.
+ * Nothing of the batch being gathered was processed; the new member's
+ * partitions start from the group's committed offsets, which only a
+ * committed batch moved. */
+static int consumer_replace(ctx_t *c, char *errstr, size_t size)
+{
+    char why[512] = "";
+    int err;
+
+    rd_kafka_fatal_error(c->consumer, why, sizeof(why));
+    dlb_err("kafka: the consumer failed for good (%s); replacing it", why);
+    items_filter(c, keep_none, NULL);
+    out_clear(c);
+    for (size_t i = 0; i < c->parts_cnt; i++)
+        c->parts[i].assigned = c->parts[i].paused = 0;
+    dlb_metric_set(c->m.assigned, 0);
+    rd_kafka_consumer_close(c->consumer);
+    rd_kafka_destroy(c->consumer);
+    c->consumer = NULL;
+    c->consumer_fatal = 0;
+    while ((err = stream_consumer_start(c, rebalance_cb, errstr, size))) {
+        if (*c->stop)
+            return err;
+        dlb_warn("kafka: a new consumer: %s; retrying in %d ms", errstr, c->conf->retry_backoff_ms);
+        if (c->consumer) {
+            rd_kafka_destroy(c->consumer);
+            c->consumer = NULL;
+        }
+        dlb_metrics_nap_ms(c->stop, c->conf->retry_backoff_ms);
+    }
+    return 0;
+}
+
 /* The producer failed for good. Fenced (another producer began with its
- * transactional.id) FENCED_MAX times within FENCED_WINDOW_MS, it is not a
- * zombie of ours being replaced but another live process sharing the id:
- * the two would fence each other for ever. @returns 0 to replace the
- * producer, or an error naming the id. */
+ * transactional.id) FENCED_MAX times within FENCED_WINDOW_MS, each in a
+ * transaction younger than its timeout, it is not a zombie of ours being
+ * replaced but another live process sharing the id: the two would fence
+ * each other for ever. @returns 0 to replace the producer, or an error
+ * naming the id. */
 #define FENCED_MAX       3
 #define FENCED_WINDOW_MS 60000
 static int fenced_too_often(ctx_t *c, char *errstr, size_t size)
 {
-    char why[256], id[256] = "?";
-    size_t id_len = sizeof(id);
+    char why[256], id[256] = "?", tmo[32] = "10000";
+    size_t id_len = sizeof(id), tmo_len = sizeof(tmo);
     rd_kafka_resp_err_t code = rd_kafka_fatal_error(c->producer, why, sizeof(why));
     int64_t now = dlb_clock_mono_ms();
 
     if (code != RD_KAFKA_RESP_ERR__FENCED && code != RD_KAFKA_RESP_ERR_PRODUCER_FENCED &&
         code != RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)
+        return 0;
+    /* A transaction older than transaction.timeout.ms may have been aborted
+     * by the coordinator itself (a broker outage): that fences too, and is
+     * no sign of another process. */
+    rd_kafka_conf_get(rd_kafka_conf(c->producer), "transaction.timeout.ms", tmo, &tmo_len);
+    if (now - c->txn_began >= strtoll(tmo, NULL, 10))
         return 0;
     if (!c->fenced_cnt || now - c->fenced_first > FENCED_WINDOW_MS) {
         c->fenced_first = now;
@@ -1086,6 +1135,11 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
             dlb_metrics_nap_ms(c.stop,
                                100); /* all held back by the barrier: let its wait run out */
         batch_poll(&c);
+        if (c.consumer_fatal) {
+            if ((err = consumer_replace(&c, errstr, errstr_size)))
+                goto out;
+            continue;
+        }
         if (!c.items_cnt)
             continue;
         stream_redis_connect(&c);

@@ -125,6 +125,8 @@ struct dlb_stream {
     /* Fatal fencings of the producer: how many since when (fenced_too_often). */
     int fenced_cnt;
     int64_t fenced_first;
+    int64_t txn_began;  /* when the last transaction began (monotonic ms) */
+    int consumer_fatal; /* the consumer reported a fatal error: replace it */
     stream_metrics_t m;
 };
 
