@@ -533,19 +533,27 @@ static int apply_node(dlb_redis_t *r, const dlb_event_t *ev, const job_keys_t *k
     const dlb_node_event_t *ne = &ev->u.node;
     dlb_job_state_t st = {0};
     dlb_pod_status_t pod;
-    redisReply *rep[2] = {0}, *wr[8] = {0};
+    redisReply *rep[3] = {0}, *wr[8] = {0};
     char *json = NULL;
     int n = 0, err;
 
     if (!ne->pod_name[0]) /* nothing to fold: see dlb_job_state_apply() */
         return 0;
     if (r_append(r, &n, "SISMEMBER %s %s", k->seen, ne->event_id) ||
-        r_append(r, &n, "HGET %s %s", k->pods, ne->pod_name))
+        r_append(r, &n, "HGET %s %s", k->pods, ne->pod_name) || r_append(r, &n, "HLEN %s", k->pods))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     if ((err = r_collect(r, n, rep, "reading a pod status", errstr, errstr_size)))
         return err;
     if (rep[0]->type == REDIS_REPLY_INTEGER && rep[0]->integer == 1)
         goto out; /* already applied */
+    /* A new pod past what a job's state keeps: not folded, as in state.c. */
+    if (rep[1]->type != REDIS_REPLY_STRING && rep[2]->type == REDIS_REPLY_INTEGER &&
+        rep[2]->integer >= DLB_JOB_PODS_MAX) {
+        dlb_warn("redis: job %s already has %d pods in its state; pod %s (event %s) is not "
+                 "folded into it (the history keeps the event)",
+                 ev->u.node.job_uid, DLB_JOB_PODS_MAX, ne->pod_name, ne->event_id);
+        goto out;
+    }
     if (rep[1]->type == REDIS_REPLY_STRING) {
         if (pod_from_json(rep[1]->str, rep[1]->len, &pod) || strcmp(pod.name, ne->pod_name)) {
             err = invalidate(r, k, "a pod status is not valid JSON", errstr, errstr_size);
@@ -576,7 +584,7 @@ out:
     if (st.pods != &pod)
         free(st.pods);
     cJSON_free(json);
-    replies_free(rep, 2);
+    replies_free(rep, 3);
     return err;
 }
 
@@ -725,6 +733,10 @@ int dlb_redis_load_job(dlb_redis_t *r, const char *job_uid, dlb_job_state_t *out
             err = dlb_seterr(errstr, errstr_size, err, "out of memory");
             goto out;
         }
+    }
+    if (rep[2]->elements / 2 > DLB_JOB_PODS_MAX) {
+        bad = "more pods than a job's state keeps";
+        goto out;
     }
     if (rep[2]->elements >= 2) {
         size_t cnt = rep[2]->elements / 2;

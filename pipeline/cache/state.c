@@ -204,6 +204,10 @@ static int apply_node(dlb_job_state_t *st, const dlb_node_event_t *ev)
         if (!strcmp(p->last_event_id, ev->event_id) || !strcmp(p->last_oom_event_id, ev->event_id))
             return 0;
     } else {
+        if (st->pods_cnt >= DLB_JOB_PODS_MAX) {
+            st->pods_refused++;
+            return 0;
+        }
         if (!(p = dlb_vec_insert((void **)&st->pods, &st->pods_cnt, i, sizeof(*p))))
             return DLB_ERR_NOMEM;
         copy_str(p->name, sizeof(p->name), ev->pod_name);

@@ -25,6 +25,12 @@ typedef struct dlb_pod_status {
     char last_event_id[DLB_ID_MAX]; /* id of the newest node event, so a redelivery is a no-op */
 } dlb_pod_status_t;
 
+/* Pods one job's state keeps. Pods are kept sorted by name and inserted one
+ * by one, so a rebuild costs about the square of their number: 10k took
+ * 0.5 s, 40k 23 s (long enough to lose the group). Beyond any real job's
+ * pods over its life, relaunches included. */
+#define DLB_JOB_PODS_MAX 16384
+
 typedef struct dlb_job_state {
     /* Merged job event: every section ever reported, newest value wins.
      * job.event_id / event_time_ms are those of the newest job event. Its
@@ -34,8 +40,11 @@ typedef struct dlb_job_state {
     /* Runtime window, oldest first, at most conf.window_size samples. */
     dlb_runtime_sample_t *window;
     size_t window_cnt;
-    dlb_pod_status_t *pods;
+    dlb_pod_status_t *pods; /* sorted by name, at most DLB_JOB_PODS_MAX */
     size_t pods_cnt;
+    /* Node events of this apply that named a pod past DLB_JOB_PODS_MAX: not
+     * folded (the history keeps them), for the caller to log. */
+    size_t pods_refused;
 } dlb_job_state_t;
 
 /* One finished or running job of the same scenario, from PostgreSQL. */

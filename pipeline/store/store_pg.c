@@ -16,6 +16,7 @@
 
 #include "codec.h"
 #include "err.h"
+#include "log.h"
 
 /* Bounds of the rebuild query: a job's history of job and node events is
  * normally tens to thousands of rows; these only stop a runaway job from
@@ -532,6 +533,10 @@ int dlb_pg_load_job_state(dlb_pg_t *pg, const char *job_uid, int window_size, dl
             goto out;
         }
     }
+    if (st.pods_refused)
+        dlb_warn("job %s: %zu node event(s) name pods past the %d a job's state keeps; not "
+                 "folded into its state (the history keeps them)",
+                 job_uid, st.pods_refused, DLB_JOB_PODS_MAX);
     /* An unknown job still names itself, so the state can be cached. */
     if (!st.job.job_uid[0])
         snprintf(st.job.job_uid, sizeof(st.job.job_uid), "%s", job_uid);

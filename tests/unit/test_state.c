@@ -452,6 +452,31 @@ static void test_node_pods_sorted_and_lookup(void **unused)
     assert_null(dlb_job_state_pod(&st, "w-2"));
 }
 
+/* A job's state keeps at most DLB_JOB_PODS_MAX pods: events naming more are
+ * counted, not folded, and the pods it keeps are still updated. (Names in
+ * order, so the test does not pay the insertion's square.) */
+static void test_node_pods_capped(void **unused)
+{
+    dlb_job_state_t st = {0};
+    char id[32], pod[32];
+    (void)unused;
+
+    for (int i = 0; i < DLB_JOB_PODS_MAX + 5; i++) {
+        snprintf(id, sizeof(id), "e%d", i);
+        snprintf(pod, sizeof(pod), "w-%06d", i);
+        dlb_event_t ev = node_ev(id, 100 + i, pod, "pod_phase");
+        assert_int_equal(dlb_job_state_apply(&st, &ev, 60), 0);
+    }
+    assert_int_equal(st.pods_cnt, DLB_JOB_PODS_MAX);
+    assert_int_equal(st.pods_refused, 5);
+    assert_null(dlb_job_state_pod(&st, "w-016384"));
+    dlb_event_t oom = node_ev("oom-1", 1000000, "w-000007", "oom_killed");
+    assert_int_equal(dlb_job_state_apply(&st, &oom, 60), 0);
+    assert_int_equal(dlb_job_state_pod(&st, "w-000007")->oom_count, 1);
+    assert_int_equal(st.pods_refused, 5);
+    dlb_job_state_clear(&st);
+}
+
 /* Plan requests and plans are not job state. */
 static void test_other_events_ignored(void **unused)
 {
@@ -501,6 +526,7 @@ int main(void)
         cmocka_unit_test(test_samples_deep_copy),
         cmocka_unit_test(test_samples_min_window),
         cmocka_unit_test(test_node_fold_and_oom_idempotent),
+        cmocka_unit_test(test_node_pods_capped),
         cmocka_unit_test(test_node_pods_sorted_and_lookup),
         cmocka_unit_test(test_other_events_ignored),
         cmocka_unit_test(test_history_clear),
