@@ -208,8 +208,17 @@ static int apply_node(dlb_job_state_t *st, const dlb_node_event_t *ev)
             st->pods_refused++;
             return 0;
         }
-        if (!(p = dlb_vec_insert((void **)&st->pods, &st->pods_cnt, i, sizeof(*p))))
+        /* Room doubles (dlb_vec_insert grows by one: a realloc per new
+         * pod, which copies the whole array where realloc cannot grow in
+         * place; under AddressSanitizer always). */
+        if (st->pods_cap < st->pods_cnt)
+            st->pods_cap = st->pods_cnt;
+        if (dlb_vec_reserve((void **)&st->pods, &st->pods_cap, st->pods_cnt + 1, sizeof(*p)))
             return DLB_ERR_NOMEM;
+        p = &st->pods[i];
+        memmove(p + 1, p, (st->pods_cnt - i) * sizeof(*p));
+        memset(p, 0, sizeof(*p));
+        st->pods_cnt++;
         copy_str(p->name, sizeof(p->name), ev->pod_name);
     }
 

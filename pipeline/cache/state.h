@@ -42,6 +42,7 @@ typedef struct dlb_job_state {
     size_t window_cnt;
     dlb_pod_status_t *pods; /* sorted by name, at most DLB_JOB_PODS_MAX */
     size_t pods_cnt;
+    size_t pods_cap; /* room in pods when it grew here (0: exactly pods_cnt, as loaded) */
     /* Node events of this apply that named a pod past DLB_JOB_PODS_MAX: not
      * folded (the history keeps them), for the caller to log. */
     size_t pods_refused;
