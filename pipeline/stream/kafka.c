@@ -398,22 +398,31 @@ int dlb_kafka_producer_follow(rd_kafka_t *producer, const dlb_conf_t *conf, char
     return 0;
 }
 
+rd_kafka_headers_t *dlb_kafka_after_headers(const dlb_after_t *a)
+{
+    rd_kafka_headers_t *hdrs = rd_kafka_headers_new(1);
+    char val[DLB_AFTER_VALUE_MAX + 1];
+    int len;
+
+    if (!hdrs)
+        return NULL;
+    if ((len = dlb_after_format(a, val, sizeof(val))) < 0)
+        len = 0; /* cannot happen: at most DLB_AFTER_MAX positions fit */
+    rd_kafka_header_add(hdrs, DLB_AFTER_HEADER, -1, val, len);
+    return hdrs;
+}
+
 int dlb_kafka_produce_request(rd_kafka_t *producer, const char *topic, const char *key,
                               const void *value, size_t len, char *errstr, size_t errstr_size)
 {
     producer_state_t *ps = rd_kafka_opaque(producer);
-    rd_kafka_headers_t *hdrs = rd_kafka_headers_new(1);
-    char after[DLB_AFTER_VALUE_MAX + 1];
+    rd_kafka_headers_t *hdrs;
     dlb_after_t a = {0};
-    int after_len;
 
-    if (!hdrs)
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     if (ps->after && key)
         dlb_after_cache_get(ps->after, key, &a);
-    if ((after_len = dlb_after_format(&a, after, sizeof(after))) < 0)
-        after_len = 0; /* cannot happen: the cache holds at most DLB_AFTER_CACHE_TOPICS */
-    rd_kafka_header_add(hdrs, DLB_AFTER_HEADER, -1, after, after_len);
+    if (!(hdrs = dlb_kafka_after_headers(&a)))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     return produce_copy(producer, topic, key, value, len, hdrs, errstr, errstr_size);
 }
 

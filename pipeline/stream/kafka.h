@@ -9,6 +9,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "after.h"
 #include "conf.h"
 
 /** @brief A librdkafka configuration: bootstrap.servers from conf, then base,
@@ -108,6 +109,10 @@ int dlb_kafka_produce(rd_kafka_t *producer, const char *topic, const char *key, 
  *         nothing. */
 int dlb_kafka_producer_follow(rd_kafka_t *producer, const dlb_conf_t *conf, char *errstr,
                               size_t errstr_size);
+
+/** @brief New headers holding dlb.after with a's positions (after.h), for a
+ *         plan request's produce. @returns them, or NULL when out of memory. */
+rd_kafka_headers_t *dlb_kafka_after_headers(const dlb_after_t *a);
 
 /** @brief dlb_kafka_produce() for a plan request, with the dlb.after header
  *         (after.h): the offsets acknowledged so far for key on the followed

@@ -69,20 +69,12 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
  * the optimizer's end check covers that. */
 static rd_kafka_headers_t *request_headers(gw_t *gw, const dlb_event_t *ev)
 {
-    rd_kafka_headers_t *hdrs;
     dlb_after_t a;
-    char val[DLB_AFTER_VALUE_MAX + 1];
-    int len;
 
-    if (ev->type != DLB_EV_PLAN_REQUEST || !(hdrs = rd_kafka_headers_new(1)))
-        return NULL;
     pthread_mutex_lock(&gw->lock);
     dlb_after_cache_get(gw->after, ev->u.req.job_uid, &a);
     pthread_mutex_unlock(&gw->lock);
-    if ((len = dlb_after_format(&a, val, sizeof(val))) < 0)
-        len = 0; /* cannot happen: the cache holds at most DLB_AFTER_CACHE_TOPICS */
-    rd_kafka_header_add(hdrs, DLB_AFTER_HEADER, -1, val, len);
-    return hdrs;
+    return dlb_kafka_after_headers(&a);
 }
 
 int gw_kafka_send(gw_call_t *c, const dlb_event_t *ev, char *errstr, size_t size)
