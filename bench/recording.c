@@ -314,10 +314,13 @@ static int build_requests(dlb_recording_t *rec, char *errstr, size_t size)
                                   r->req->event_id, r->req->stage);
             /* Everything the consumer folded before the request: the job's
              * earlier events in merge order. */
+            if (dlb_job_state_begin_rebuild(&r->st))
+                return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
             for (size_t m = 0; m < k; m++)
                 if (j->evs[m]->ev.type != DLB_EV_PLAN_REQUEST &&
                     dlb_job_state_apply(&r->st, &j->evs[m]->ev, rec->conf->window_size))
                     return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+            dlb_job_state_end_rebuild(&r->st);
             /* The dlbrain set asks for history at more stages than dlrover;
              * dlrover's optimizers read none there, so one recording serves both. */
             if (dlb_opt_wants_history("dlbrain", r->req, &r->st) &&

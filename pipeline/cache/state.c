@@ -14,6 +14,7 @@ void dlb_job_state_clear(dlb_job_state_t *st)
         free(st->window[i].pods);
     free(st->window);
     free(st->pods);
+    free(st->pod_index);
     dlb_job_event_clear(&st->job);
     memset(st, 0, sizeof(*st));
 }
@@ -189,38 +190,129 @@ const dlb_pod_status_t *dlb_job_state_pod(const dlb_job_state_t *st, const char 
     return NULL;
 }
 
+/* ---- rebuild: pods appended and found by hash, sorted once at the end -------- */
+
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* Slot of name in the index: the one holding it, or the empty one where it
+ * would go. Slots hold a pod's position + 1, 0 being empty. */
+static size_t index_slot(const dlb_job_state_t *st, const char *name)
+{
+    size_t mask = st->pod_index_cap - 1, i = (size_t)name_hash(name) & mask;
+
+    while (st->pod_index[i] && strcmp(st->pods[st->pod_index[i] - 1].name, name))
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Keeps the index at most half full, so a probe stays short. */
+static int index_fit(dlb_job_state_t *st, size_t pods)
+{
+    size_t cap = st->pod_index_cap;
+    uint32_t *idx;
+
+    if (cap && pods * 2 <= cap)
+        return 0;
+    if (!cap)
+        cap = 64;
+    while (cap < pods * 2)
+        cap *= 2;
+    if (!(idx = calloc(cap, sizeof(*idx))))
+        return DLB_ERR_NOMEM;
+    free(st->pod_index);
+    st->pod_index = idx;
+    st->pod_index_cap = cap;
+    for (size_t i = 0; i < st->pods_cnt; i++)
+        st->pod_index[index_slot(st, st->pods[i].name)] = (uint32_t)(i + 1);
+    return 0;
+}
+
+int dlb_job_state_begin_rebuild(dlb_job_state_t *st)
+{
+    return index_fit(st, st->pods_cnt + 1);
+}
+
+static int pod_cmp(const void *a, const void *b)
+{
+    return strcmp(((const dlb_pod_status_t *)a)->name, ((const dlb_pod_status_t *)b)->name);
+}
+
+void dlb_job_state_end_rebuild(dlb_job_state_t *st)
+{
+    /* Names are unique, so the order is total and the same as sorted inserts give. */
+    if (st->pods_cnt > 1)
+        qsort(st->pods, st->pods_cnt, sizeof(*st->pods), pod_cmp);
+    free(st->pod_index);
+    st->pod_index = NULL;
+    st->pod_index_cap = 0;
+}
+
+/* The pod named by a node event: found, or a new one made (in name order,
+ * or at the end while rebuilding); NULL with *err set when none can be. */
+static dlb_pod_status_t *pod_for(dlb_job_state_t *st, const char *name, int *err)
+{
+    dlb_pod_status_t *p;
+    size_t i, slot = 0;
+
+    *err = 0;
+    if (st->pod_index) {
+        slot = index_slot(st, name);
+        if (st->pod_index[slot])
+            return &st->pods[st->pod_index[slot] - 1];
+        i = st->pods_cnt;
+    } else {
+        i = pod_lower_bound(st, name);
+        if (i < st->pods_cnt && !strcmp(st->pods[i].name, name))
+            return &st->pods[i];
+    }
+    if (st->pods_cnt >= DLB_JOB_PODS_MAX) {
+        st->pods_refused++;
+        return NULL;
+    }
+    /* Room doubles (dlb_vec_insert grows by one: a realloc per new
+     * pod, which copies the whole array where realloc cannot grow in
+     * place; under AddressSanitizer always). */
+    if (st->pods_cap < st->pods_cnt)
+        st->pods_cap = st->pods_cnt;
+    if (dlb_vec_reserve((void **)&st->pods, &st->pods_cap, st->pods_cnt + 1, sizeof(*p))) {
+        *err = DLB_ERR_NOMEM;
+        return NULL;
+    }
+    p = &st->pods[i];
+    memmove(p + 1, p, (st->pods_cnt - i) * sizeof(*p));
+    memset(p, 0, sizeof(*p));
+    st->pods_cnt++;
+    copy_str(p->name, sizeof(p->name), name);
+    if (st->pod_index) {
+        st->pod_index[slot] = (uint32_t)st->pods_cnt;
+        if (index_fit(st, st->pods_cnt + 1)) {
+            /* The pod is in; only the index is gone: finish as a sorted insert would. */
+            dlb_job_state_end_rebuild(st);
+            p = (dlb_pod_status_t *)dlb_job_state_pod(st, name);
+        }
+    }
+    return p;
+}
+
 static int apply_node(dlb_job_state_t *st, const dlb_node_event_t *ev)
 {
     dlb_pod_status_t *p;
-    size_t i;
-    int newer, oom;
+    int newer, oom, err;
 
     /* A node-level event (node_phase, node_not_ready without a pod) has no pod to fold into. */
     if (!ev->pod_name[0])
         return 0;
-    i = pod_lower_bound(st, ev->pod_name);
-    if (i < st->pods_cnt && !strcmp(st->pods[i].name, ev->pod_name)) {
-        p = &st->pods[i];
-        if (!strcmp(p->last_event_id, ev->event_id) || !strcmp(p->last_oom_event_id, ev->event_id))
-            return 0;
-    } else {
-        if (st->pods_cnt >= DLB_JOB_PODS_MAX) {
-            st->pods_refused++;
-            return 0;
-        }
-        /* Room doubles (dlb_vec_insert grows by one: a realloc per new
-         * pod, which copies the whole array where realloc cannot grow in
-         * place; under AddressSanitizer always). */
-        if (st->pods_cap < st->pods_cnt)
-            st->pods_cap = st->pods_cnt;
-        if (dlb_vec_reserve((void **)&st->pods, &st->pods_cap, st->pods_cnt + 1, sizeof(*p)))
-            return DLB_ERR_NOMEM;
-        p = &st->pods[i];
-        memmove(p + 1, p, (st->pods_cnt - i) * sizeof(*p));
-        memset(p, 0, sizeof(*p));
-        st->pods_cnt++;
-        copy_str(p->name, sizeof(p->name), ev->pod_name);
-    }
+    if (!(p = pod_for(st, ev->pod_name, &err)))
+        return err;
+    if (!strcmp(p->last_event_id, ev->event_id) || !strcmp(p->last_oom_event_id, ev->event_id))
+        return 0;
 
     newer = !p->last_event_id[0] ||
             event_cmp(ev->event_time_ms, ev->event_id, p->last_event_time_ms, p->last_event_id) > 0;

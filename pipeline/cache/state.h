@@ -25,10 +25,9 @@ typedef struct dlb_pod_status {
     char last_event_id[DLB_ID_MAX]; /* id of the newest node event, so a redelivery is a no-op */
 } dlb_pod_status_t;
 
-/* Pods one job's state keeps. Pods are kept sorted by name and inserted one
- * by one, so a rebuild costs about the square of their number: 10k took
- * 0.5 s, 40k 23 s (long enough to lose the group). Beyond any real job's
- * pods over its life, relaunches included. */
+/* Pods one job's state keeps: beyond any real job's pods over its life,
+ * relaunches included, so a producer that invents pod names cannot grow a
+ * state (and its Redis hash) without bound. */
 #define DLB_JOB_PODS_MAX 16384
 
 typedef struct dlb_job_state {
@@ -46,6 +45,10 @@ typedef struct dlb_job_state {
     /* Node events of this apply that named a pod past DLB_JOB_PODS_MAX: not
      * folded (the history keeps them), for the caller to log. */
     size_t pods_refused;
+    /* Between dlb_job_state_begin_rebuild() and _end_rebuild(): pod position
+     * + 1 by name hash (open addressing, 0 = empty); NULL otherwise. */
+    uint32_t *pod_index;
+    size_t pod_index_cap;
 } dlb_job_state_t;
 
 /* One finished or running job of the same scenario, from PostgreSQL. */
@@ -85,6 +88,16 @@ void dlb_history_clear(dlb_history_t *h);
  *         whose event_id is already present changes nothing.
  *  @returns 0 or DLB_ERR_NOMEM. */
 int dlb_job_state_apply(dlb_job_state_t *st, const dlb_event_t *ev, int window_size);
+
+/** @brief Folding a job's whole history (a rebuild) one event at a time would
+ *         insert each new pod into the sorted array, a cost of the square of
+ *         the pods (10k pods took 0.5 s, 40k 23 s: long enough to lose the
+ *         consumer group). Between begin and end, new pods are appended and
+ *         found through a hash index, and end sorts them once: the same state
+ *         in O(n log n). Nothing may read st->pods in between.
+ *  @returns 0 or DLB_ERR_NOMEM (the state is unchanged). */
+int dlb_job_state_begin_rebuild(dlb_job_state_t *st);
+void dlb_job_state_end_rebuild(dlb_job_state_t *st);
 
 /** @returns the pod status by name, or NULL. */
 const dlb_pod_status_t *dlb_job_state_pod(const dlb_job_state_t *st, const char *name);

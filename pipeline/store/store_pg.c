@@ -112,16 +112,16 @@ static const dlb_pg_stmt_t st_oom_plan = {DLB_PG_ST_OOM_PLAN, "dlb_oom_plan",
 /* Every event of a job in replay order; each branch takes the newest rows
  * through its (job_uid, event_time_ms, event_id) index. */
 static const dlb_pg_stmt_t st_job_replay = {DLB_PG_ST_JOB_REPLAY, "dlb_job_replay",
-    "SELECT raw FROM ("
-    "(SELECT event_time_ms, event_id, raw FROM job_events WHERE job_uid = $1 "
-    "ORDER BY event_time_ms DESC, event_id DESC LIMIT $3::integer) "
+    "SELECT kind, raw FROM ("
+    "(SELECT 'j' AS kind, event_time_ms, event_id, raw FROM job_events WHERE job_uid = $1 "
+    "ORDER BY event_time_ms DESC, event_id DESC LIMIT $3::integer + 1) "
     "UNION ALL "
-    "(SELECT event_time_ms, event_id, raw FROM runtime_samples "
+    "(SELECT 'r', event_time_ms, event_id, raw FROM runtime_samples "
     "WHERE job_uid = $1 ORDER BY event_time_ms DESC, event_id DESC "
     "LIMIT $2::integer) "
     "UNION ALL "
-    "(SELECT event_time_ms, event_id, raw FROM node_events WHERE job_uid = $1 "
-    "ORDER BY event_time_ms DESC, event_id DESC LIMIT $4::integer)"
+    "(SELECT 'n', event_time_ms, event_id, raw FROM node_events WHERE job_uid = $1 "
+    "ORDER BY event_time_ms DESC, event_id DESC LIMIT $4::integer + 1)"
     ") e ORDER BY event_time_ms, event_id"};
 /* clang-format on */
 
@@ -511,7 +511,7 @@ int dlb_pg_load_job_state(dlb_pg_t *pg, const char *job_uid, int window_size, dl
     const char *v[4] = {job_uid, win, jmax, nmax};
     dlb_job_state_t st = {0};
     PGresult *res = NULL;
-    int err;
+    int err, over_jobs = 0, over_nodes = 0;
 
     memset(out, 0, sizeof(*out));
     if ((err = dlb_pg_ensure(pg, errstr, errstr_size)))
@@ -522,9 +522,36 @@ int dlb_pg_load_job_state(dlb_pg_t *pg, const char *job_uid, int window_size, dl
     if ((err =
              dlb_pg_run(pg, &st_job_replay, 4, v, NULL, DLB_PG_BINARY, &res, errstr, errstr_size)))
         return err;
+    if ((err = dlb_job_state_begin_rebuild(&st))) {
+        dlb_seterr(errstr, errstr_size, err, "out of memory");
+        goto out;
+    }
+    /* One row past each bound says the bound was hit; that row is the
+     * oldest of its kind, so the first one met in time order. */
     for (int i = 0; i < PQntuples(res); i++) {
+        const char *kind = PQgetvalue(res, i, 0);
+        over_jobs += *kind == 'j';
+        over_nodes += *kind == 'n';
+    }
+    over_jobs = over_jobs > DLB_PG_MAX_JOB_EVENTS;
+    over_nodes = over_nodes > DLB_PG_MAX_NODE_EVENTS;
+    if (over_jobs || over_nodes)
+        dlb_warn("job %s: more than %d job events or %d node events stored; its state is "
+                 "rebuilt from the newest ones only (older ones are refused, the history "
+                 "keeps them)",
+                 job_uid, DLB_PG_MAX_JOB_EVENTS, DLB_PG_MAX_NODE_EVENTS);
+    for (int i = 0; i < PQntuples(res); i++) {
+        const char *kind = PQgetvalue(res, i, 0);
         dlb_event_t ev = {0};
-        if ((err = dlb_pg_decode_cell(pg, res, i, 0, &ev, errstr, errstr_size)))
+        if (*kind == 'j' && over_jobs) {
+            over_jobs = 0;
+            continue;
+        }
+        if (*kind == 'n' && over_nodes) {
+            over_nodes = 0;
+            continue;
+        }
+        if ((err = dlb_pg_decode_cell(pg, res, i, 1, &ev, errstr, errstr_size)))
             goto out;
         err = dlb_job_state_apply(&st, &ev, window_size);
         dlb_event_clear(&ev);
@@ -533,6 +560,7 @@ int dlb_pg_load_job_state(dlb_pg_t *pg, const char *job_uid, int window_size, dl
             goto out;
         }
     }
+    dlb_job_state_end_rebuild(&st);
     if (st.pods_refused)
         dlb_warn("job %s: %zu node event(s) name pods past the %d a job's state keeps; not "
                  "folded into its state (the history keeps them)",

@@ -477,6 +477,54 @@ static void test_node_pods_capped(void **unused)
     dlb_job_state_clear(&st);
 }
 
+/* A rebuild (pods appended through a hash index, sorted once at the end)
+ * gives the same state, byte for byte, as folding with sorted inserts:
+ * names in scrambled order, redeliveries, OOMs, and past the cap. */
+static void fold_scrambled(dlb_job_state_t *st, int n)
+{
+    char id[32], pod[32];
+
+    for (int i = 0; i < n; i++) {
+        /* 7919 is prime and n is not a multiple, so k visits every pod. */
+        int k = (int)(((long)i * 7919) % n);
+        snprintf(id, sizeof(id), "e%d", i);
+        snprintf(pod, sizeof(pod), "p-%d", k);
+        dlb_event_t ev = node_ev(id, 100 + i, pod, i % 5 ? "pod_phase" : "oom_killed");
+        assert_int_equal(dlb_job_state_apply(st, &ev, 60), 0);
+        assert_int_equal(dlb_job_state_apply(st, &ev, 60), 0); /* redelivery */
+        if (i % 3 == 0) {
+            snprintf(pod, sizeof(pod), "p-%d", k / 2);
+            snprintf(id, sizeof(id), "f%d", i);
+            ev = node_ev(id, 50 + i, pod, "pod_phase"); /* late, to a known pod */
+            assert_int_equal(dlb_job_state_apply(st, &ev, 60), 0);
+        }
+    }
+}
+
+static void test_node_rebuild_same_state(void **unused)
+{
+    const int sizes[] = {1, 2, 63, 64, 65, 1000, DLB_JOB_PODS_MAX + 21};
+    (void)unused;
+
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        dlb_job_state_t a = {0}, b = {0};
+        int n = sizes[s];
+        fold_scrambled(&a, n);
+        assert_int_equal(dlb_job_state_begin_rebuild(&b), 0);
+        fold_scrambled(&b, n);
+        dlb_job_state_end_rebuild(&b);
+        assert_null(b.pod_index);
+        assert_int_equal(a.pods_cnt, b.pods_cnt);
+        assert_int_equal(a.pods_refused, b.pods_refused);
+        assert_int_equal(a.pods_cnt, n > DLB_JOB_PODS_MAX ? DLB_JOB_PODS_MAX : n);
+        assert_memory_equal(a.pods, b.pods, a.pods_cnt * sizeof(*a.pods));
+        for (size_t i = 1; i < b.pods_cnt; i++)
+            assert_true(strcmp(b.pods[i - 1].name, b.pods[i].name) < 0);
+        dlb_job_state_clear(&a);
+        dlb_job_state_clear(&b);
+    }
+}
+
 /* Plan requests and plans are not job state. */
 static void test_other_events_ignored(void **unused)
 {
@@ -528,6 +576,7 @@ int main(void)
         cmocka_unit_test(test_node_fold_and_oom_idempotent),
         cmocka_unit_test(test_node_pods_capped),
         cmocka_unit_test(test_node_pods_sorted_and_lookup),
+        cmocka_unit_test(test_node_rebuild_same_state),
         cmocka_unit_test(test_other_events_ignored),
         cmocka_unit_test(test_history_clear),
     };
