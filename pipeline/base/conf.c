@@ -65,6 +65,14 @@ static const key_def_t keys[] = {
      "topic). A request with the header waits for the positions it names instead."},
     {"consumer.retry.backoff.ms", K_INT, N(retry_backoff_ms), "1000", 0,
      "Pause before retrying after PostgreSQL/Redis/Kafka failed."},
+    {"consumer.stall.s", K_INT, N(stall_s), "60", 0,
+     "A partition with messages waiting that makes no progress for this long (one record "
+     "refused for ever, a dependency down) makes /readyz answer 503, naming the partition and "
+     "the last failure; 0 = never. Longer than the ordering barrier's wait and a slow batch."},
+    {"event.time.skew.s", K_INT, N(skew_s), "86400", 0,
+     "An event whose event_time_ms is further ahead of its record's broker timestamp than this "
+     "goes to the DLQ (validate): a far-future time would hold the ordering barrier and every "
+     "window open. 0 = no check. Clocks of the cluster's agents may run ahead by this much."},
     {"message.max.bytes", K_I64, N(max_message_bytes), "1048576", 0,
      "Largest message a consumer decodes; larger ones go to the DLQ."},
     {"optimizer.set", K_OPTSET, F(optimizer_set), "dlbrain", 0,

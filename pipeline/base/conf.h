@@ -100,6 +100,10 @@ typedef struct dlb_conf {
                                  topics, default 100 */
     int retry_backoff_ms; /* consumer.retry.backoff.ms: pause after a dependency error, default 1000
                            */
+    int stall_s;          /* consumer.stall.s: no progress on a partition with messages waiting
+                             this long makes /readyz fail, default 60 (0 = never) */
+    int skew_s;           /* event.time.skew.s: an event time further ahead of its record's
+                             broker timestamp is invalid, default 1 day (0 = no check) */
     int64_t max_message_bytes;  /* message.max.bytes accepted by decoders, default 1 MiB */
     char optimizer_set[32];     /* optimizer.set: "dlrover" or "dlbrain", default "dlbrain" */
     int config_refresh_ms;      /* config.refresh.ms: how often the configurer looks for a new

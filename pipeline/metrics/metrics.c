@@ -60,6 +60,9 @@ struct dlb_metrics {
     _Atomic int dep[DLB_DEP__CNT];          /* -1 never reported, 0 down, 1 up */
     _Atomic int dep_optional[DLB_DEP__CNT]; /* shown by /readyz, never gating it */
     _Atomic(dlb_series_t *) dep_gauge[DLB_DEP__CNT];
+    /* Why input is not moving ("" while it is): dlb_metrics_stalled(). */
+    pthread_mutex_t stall_lock;
+    char stalled[512];
 };
 
 static const char *const dep_names[DLB_DEP__CNT] = {"kafka", "postgres"};
@@ -91,6 +94,11 @@ int dlb_metrics_new(dlb_metrics_t **out, char *errstr, size_t errstr_size)
 
     *out = NULL;
     if (!m || pthread_mutex_init(&m->lock, NULL)) {
+        free(m);
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "metrics: out of memory");
+    }
+    if (pthread_mutex_init(&m->stall_lock, NULL)) {
+        pthread_mutex_destroy(&m->lock);
         free(m);
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "metrics: out of memory");
     }
@@ -141,6 +149,7 @@ void dlb_metrics_destroy(dlb_metrics_t *m)
         m->head = n;
     }
     pthread_mutex_destroy(&m->lock);
+    pthread_mutex_destroy(&m->stall_lock);
     free(m);
 }
 
@@ -553,6 +562,17 @@ void dlb_metrics_dep(dlb_dep_t dep, int up)
     dlb_metric_set(g, up);
 }
 
+void dlb_metrics_stalled(const char *why)
+{
+    dlb_metrics_t *m = dlb_metrics_global();
+
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->stall_lock);
+    snprintf(m->stalled, sizeof(m->stalled), "%s", why ? why : "");
+    pthread_mutex_unlock(&m->stall_lock);
+}
+
 void dlb_metrics_dep_optional(dlb_dep_t dep)
 {
     dlb_metrics_t *m = dlb_metrics_global();
@@ -608,7 +628,14 @@ int dlb_metrics_ready(dlb_metrics_t *m, char *why, size_t why_size)
                                   st ? "up" : "down", optional ? " (not needed to serve)" : "");
     }
     if (!n)
-        snprintf(why, why_size, "no dependency reported yet");
+        n = (size_t)snprintf(why, why_size, "no dependency reported yet");
+    pthread_mutex_lock(&m->stall_lock);
+    if (m->stalled[0]) {
+        ok = 0;
+        if (n < why_size)
+            snprintf(why + n, why_size - n, "; %s", m->stalled);
+    }
+    pthread_mutex_unlock(&m->stall_lock);
     return ok;
 }
 

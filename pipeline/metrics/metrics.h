@@ -134,6 +134,12 @@ typedef enum {
  *         state does not change: call it on every outcome. */
 void dlb_metrics_dep(dlb_dep_t dep, int up);
 
+/** @brief Input is not moving: why names the partition and the reason (""
+ *         or NULL once it moves again). /readyz answers 503 with why while
+ *         it is set: a consumer held by one record or a dependency outage
+ *         is not ready, whatever its dependencies answer. */
+void dlb_metrics_stalled(const char *why);
+
 /** @brief dep is shown by /readyz and its gauge, but its being down does not
  *         make the process unready (the gateway needs PostgreSQL for one
  *         call DLRover's masters never make). */

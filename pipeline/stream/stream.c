@@ -56,6 +56,8 @@ static part_t *part_get(ctx_t *c, int rank, int32_t partition)
     p->paused = 0;
     p->next = -1;
     p->end_asked_at = -1;
+    p->progress_at = dlb_clock_mono_ms();
+    p->stalled = 0;
     return p;
 }
 
@@ -129,6 +131,8 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                 p->paused = 0;
                 p->next = -1;
                 p->end_asked_at = -1;
+                p->progress_at = dlb_clock_mono_ms();
+                p->stalled = 0;
             }
         }
         dlb_info("kafka: assigned %d partition(s)", parts->cnt);
@@ -949,6 +953,10 @@ static void metrics_setup(ctx_t *c)
     m->txn_aborted = dlb_metric_transactions("aborted");
     m->assigns = dlb_metric_rebalances("assign");
     m->revokes = dlb_metric_rebalances("revoke");
+    m->stalled = dlb_metric_gauge("dlbrain_stalled_partitions",
+                                  "Assigned partitions with messages waiting that made no progress "
+                                  "for consumer.stall.s (each fails /readyz)",
+                                  "", NULL);
     m->assigned = dlb_metric_gauge("dlbrain_kafka_assigned_partitions",
                                    "Input partitions assigned to this process", "", NULL);
     m->batch_seconds = dlb_metric_histogram(
@@ -997,6 +1005,85 @@ static int setup(ctx_t *c, char *errstr, size_t size)
     dlb_info("%s: group %s consuming %s.{%s} from %s, answering on %s", c->role->name, c->group,
              c->conf->env, names, c->conf->brokers, c->out_topic);
     return 0;
+}
+
+/* Health that tells the truth: a partition with messages waiting that has
+ * not moved for consumer.stall.s (one record refused for ever, a dependency
+ * down, a barrier that never opens) makes /readyz fail, naming it and why.
+ * Progress is a committed batch holding messages of it, or nothing waiting
+ * (its cached high watermark is where we polled to). Looked at once a second. */
+static void watch_progress(ctx_t *c)
+{
+    int64_t now = dlb_clock_mono_ms(), limit = (int64_t)c->conf->stall_s * 1000;
+    char why[512] = "";
+    size_t n = 0;
+    int stalled = 0;
+
+    if (limit <= 0 || now - c->watched_at < 1000)
+        return;
+    c->watched_at = now;
+    for (size_t i = 0; i < c->items_cnt; i++) {
+        const item_t *it = &c->items[i];
+        part_t *p = it->rank >= 0 ? part_get(c, it->rank, it->msg->partition) : NULL;
+        if (p)
+            p->held = 1;
+    }
+    for (size_t i = 0; i < c->parts_cnt; i++) {
+        part_t *p = &c->parts[i];
+        int64_t lo, hi, waiting;
+
+        if (!p->assigned) {
+            p->stalled = 0;
+            continue;
+        }
+        if (p->held)
+            waiting = 1;
+        else if (p->next < 0)
+            waiting = !p->at_eof;
+        else
+            waiting = rd_kafka_get_watermark_offsets(c->consumer, c->topics[p->rank], p->partition,
+                                                     &lo, &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                      hi > p->next;
+        p->held = 0;
+        if (!waiting || now - p->progress_at <= limit) {
+            if (!waiting)
+                p->progress_at = now;
+            if (p->stalled)
+                dlb_info("%s [%d] moves again", c->topics[p->rank], (int)p->partition);
+            p->stalled = 0;
+            continue;
+        }
+        if (!stalled++ && n < sizeof(why))
+            n += (size_t)snprintf(why + n, sizeof(why) - n, "no progress for %lld s on",
+                                  (long long)((now - p->progress_at) / 1000));
+        if (n < sizeof(why))
+            n += (size_t)snprintf(why + n, sizeof(why) - n, " %s [%d]", c->topics[p->rank],
+                                  (int)p->partition);
+        if (!p->stalled)
+            dlb_warn("%s [%d]: messages waiting and no progress for %lld s: %s", c->topics[p->rank],
+                     (int)p->partition, (long long)((now - p->progress_at) / 1000),
+                     c->last_failure[0] ? c->last_failure : "held back by the ordering barrier");
+        p->stalled = 1;
+    }
+    if (stalled && n < sizeof(why))
+        snprintf(why + n, sizeof(why) - n, " with messages waiting: %.400s",
+                 c->last_failure[0] ? c->last_failure : "held back by the ordering barrier");
+    dlb_metric_set(c->m.stalled, stalled);
+    dlb_metrics_stalled(why);
+}
+
+/* A batch committed: every partition it held messages of moved. */
+static void batch_progressed(ctx_t *c)
+{
+    int64_t now = dlb_clock_mono_ms();
+
+    c->last_failure[0] = '\0';
+    for (size_t k = 0; k < c->order_cnt; k++) {
+        const item_t *it = &c->items[c->order[k]];
+        part_t *p = it->rank >= 0 ? part_get(c, it->rank, it->msg->partition) : NULL;
+        if (p)
+            p->progress_at = now;
+    }
 }
 
 static void teardown(ctx_t *c)
@@ -1129,6 +1216,7 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
         goto out;
     while (!*stop) {
         dlb_metrics_beat();
+        watch_progress(&c);
         if (role->tick && (err = role->tick(&c, errstr, errstr_size)))
             goto out;
         if (c.items_cnt == c.items_cap)
@@ -1155,7 +1243,12 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
         if ((err = batch_process(&c, err_buf, sizeof(err_buf)))) {
             if (err == DLB_ERR_INVALID && !*stop && isolate(&c, err_buf))
                 continue; /* the batch again, without the bad record or record by record */
-            dlb_metric_add(err == DLB_ERR_NOMEM ? c.m.err_internal : c.m.err_pg, 1);
+            /* A record's own fault (one that could not be pinned) is bad
+             * input, not the database being down. */
+            dlb_metric_add(err == DLB_ERR_NOMEM     ? c.m.err_internal
+                           : err == DLB_ERR_INVALID ? c.m.bad[2]
+                                                    : c.m.err_pg,
+                           1);
         } else {
             t_processed = dlb_clock_mono_ms();
             if ((err = batch_publish(&c, &fatal, err_buf, sizeof(err_buf))))
@@ -1165,6 +1258,8 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
             if (*stop)
                 break;
             stats->retries++;
+            snprintf(c.last_failure, sizeof(c.last_failure), "%.400s (%s)", err_buf,
+                     dlb_err_name(err));
             dlb_err("batch of %zu message(s) failed: %s (%s); rewinding and retrying in %d ms",
                     c.order_cnt, err_buf, dlb_err_name(err), conf->retry_backoff_ms);
             if ((err = batch_rewind(&c, err_buf, sizeof(err_buf)))) {
@@ -1192,6 +1287,7 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
         }
         stats->batches++;
         c.exact = 0;
+        batch_progressed(&c);
         dlb_metric_observe_since(c.m.batch_seconds, t_batch);
         if (c.m.event_seconds) {
             int64_t now = dlb_clock_mono_ms();

@@ -51,6 +51,10 @@ typedef struct part {
      * of our positions, and whether there was more. */
     int64_t end_asked_at, end_asked_next;
     int end_more;
+    /* When it last moved (a batch with messages of it committed) or had
+     * nothing waiting (monotonic ms); stalled: reported so (watch_progress). */
+    int64_t progress_at;
+    int stalled;
 } part_t;
 
 typedef struct outmsg {
@@ -75,7 +79,7 @@ typedef struct stream_metrics {
     dlb_series_t *err_pg, *err_redis, *err_kafka, *err_internal;
     dlb_series_t *produced;
     dlb_series_t *txn_committed, *txn_aborted;
-    dlb_series_t *assigns, *revokes, *assigned;
+    dlb_series_t *assigns, *revokes, *assigned, *stalled;
     dlb_series_t *batch_seconds, *event_seconds;
 } stream_metrics_t;
 
@@ -125,8 +129,10 @@ struct dlb_stream {
     /* Fatal fencings of the producer: how many since when (fenced_too_often). */
     int fenced_cnt;
     int64_t fenced_first;
-    int64_t txn_began;  /* when the last transaction began (monotonic ms) */
-    int consumer_fatal; /* the consumer reported a fatal error: replace it */
+    int64_t txn_began;      /* when the last transaction began (monotonic ms) */
+    int consumer_fatal;     /* the consumer reported a fatal error: replace it */
+    char last_failure[512]; /* why the last batch failed, "" after one succeeded */
+    int64_t watched_at;     /* when watch_progress() last looked */
     stream_metrics_t m;
 };
 
