@@ -65,6 +65,11 @@ static const key_def_t keys[] = {
      "topic). A request with the header waits for the positions it names instead."},
     {"consumer.retry.backoff.ms", K_INT, N(retry_backoff_ms), "1000", 0,
      "Pause before retrying after PostgreSQL/Redis/Kafka failed."},
+    {"consumer.batch.max.mb", K_MIB, N(batch_max_bytes), "64", 0,
+     "Memory the messages a consumer holds (records and what they decode to) may take before it "
+     "stops polling for more; a batch is cut there. Bounds a consumer's memory whatever its "
+     "input: 500 records of 1 MiB that each decode to 16,384 pods would otherwise take GiBs. "
+     "librdkafka's own prefetch (queued.max.messages.kbytes) comes on top."},
     {"consumer.stall.s", K_INT, N(stall_s), "60", 0,
      "A partition with messages waiting that makes no progress for this long (one record "
      "refused for ever, a dependency down) makes /readyz answer 503, naming the partition and "

@@ -100,21 +100,23 @@ typedef struct dlb_conf {
                                  topics, default 100 */
     int retry_backoff_ms; /* consumer.retry.backoff.ms: pause after a dependency error, default 1000
                            */
-    int stall_s;          /* consumer.stall.s: no progress on a partition with messages waiting
-                             this long makes /readyz fail, default 60 (0 = never) */
-    int skew_s;           /* event.time.skew.s: an event time further ahead of its record's
-                             broker timestamp is invalid, default 1 day (0 = no check) */
-    int64_t max_message_bytes;  /* message.max.bytes accepted by decoders, default 1 MiB */
-    char optimizer_set[32];     /* optimizer.set: "dlrover" or "dlbrain", default "dlbrain" */
-    int config_refresh_ms;      /* config.refresh.ms: how often the configurer looks for a new
-                                   rules version, default 5000 */
-    int config_cache_ttl_s;     /* config.cache.ttl.s: life of a cached match in Redis, 86400 */
-    int relay_refresh_ms;       /* relay.refresh.ms: how often the relay re-reads the environment
-                                   registry, default 1000 */
-    dlb_tuning_t tuning;        /* dlbrain.* */
-    dlb_limits_t limits;        /* limits.cpu.min, limits.cpu.max, limits.memory.min.mib,
-                                   limits.memory.max.mib, limits.workers.max, limits.ps.max */
-    dlb_k8s_conf_t k8s;         /* k8s.* */
+    int64_t batch_max_bytes;   /* consumer.batch.max.mb (as bytes): memory the messages a
+                                  consumer holds may take before it stops polling, default 64 MiB */
+    int stall_s;               /* consumer.stall.s: no progress on a partition with messages waiting
+                                  this long makes /readyz fail, default 60 (0 = never) */
+    int skew_s;                /* event.time.skew.s: an event time further ahead of its record's
+                                  broker timestamp is invalid, default 1 day (0 = no check) */
+    int64_t max_message_bytes; /* message.max.bytes accepted by decoders, default 1 MiB */
+    char optimizer_set[32];    /* optimizer.set: "dlrover" or "dlbrain", default "dlbrain" */
+    int config_refresh_ms;     /* config.refresh.ms: how often the configurer looks for a new
+                                  rules version, default 5000 */
+    int config_cache_ttl_s;    /* config.cache.ttl.s: life of a cached match in Redis, 86400 */
+    int relay_refresh_ms;      /* relay.refresh.ms: how often the relay re-reads the environment
+                                  registry, default 1000 */
+    dlb_tuning_t tuning;       /* dlbrain.* */
+    dlb_limits_t limits;       /* limits.cpu.min, limits.cpu.max, limits.memory.min.mib,
+                                  limits.memory.max.mib, limits.workers.max, limits.ps.max */
+    dlb_k8s_conf_t k8s;        /* k8s.* */
     dlb_gateway_conf_t gateway; /* gateway.* */
     int metrics_port;           /* metrics.port: /metrics, /healthz, /readyz; default 9464, 0 = any
                                    free port (logged), -1 = off */

@@ -380,6 +380,37 @@ void dlb_event_clear(dlb_event_t *ev)
     memset(ev, 0, sizeof(*ev));
 }
 
+/* What malloc keeps beside each block, roughly: enough that a list of a
+ * million empty strings is not counted as nothing. */
+#define HEAP_BLOCK_OVERHEAD 32
+
+size_t dlb_event_heap_bytes(const dlb_event_t *ev)
+{
+    const str_lists_t *l;
+    size_t n;
+
+    switch (ev->type) {
+    case DLB_EV_JOB:
+        /* Its heap texts are bounded by the record's bytes, which the
+         * caller counts; the lists are not. */
+        return ev->u.job.model.kv_embedding_dims_cnt * sizeof(int64_t) +
+               ev->u.job.model.tensor_alloc_bytes_cnt *
+                   (sizeof(dlb_long_entry_t) + HEAP_BLOCK_OVERHEAD);
+    case DLB_EV_RUNTIME:
+        return ev->u.rt.pods_cnt * sizeof(*ev->u.rt.pods);
+    case DLB_EV_PLAN:
+        return ev->u.plan.groups_cnt * sizeof(*ev->u.plan.groups) +
+               ev->u.plan.pods_cnt * sizeof(*ev->u.plan.pods) +
+               ev->u.plan.actions_cnt * sizeof(*ev->u.plan.actions);
+    default:
+        if (!(l = str_lists_of(ev->type)))
+            return 0;
+        n = UMC(ev, l->strs_cnt, size_t) * (sizeof(char *) + HEAP_BLOCK_OVERHEAD);
+        n += UMC(ev, l->pairs_cnt, size_t) * (l->size + 2 * HEAP_BLOCK_OVERHEAD);
+        return n;
+    }
+}
+
 static void *dup_array(const void *src, size_t cnt, size_t size, int *fail)
 {
     void *p;

@@ -349,6 +349,10 @@ const char *dlb_event_job_uid(const dlb_event_t *ev);
 int64_t dlb_event_time_ms(const dlb_event_t *ev);
 
 /** @brief Release heap arrays and zero the event. Safe on a zeroed event. */
+/** @brief Heap bytes a decoded event holds beyond its struct and the texts
+ *         its record's bytes bound (lists of fixed-size items, which a few
+ *         bytes of Avro each can make large), for a memory budget. */
+size_t dlb_event_heap_bytes(const dlb_event_t *ev);
 void dlb_event_clear(dlb_event_t *ev);
 
 /** @brief Semantic checks after decoding: non-empty ids, known stage / state /

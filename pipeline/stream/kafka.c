@@ -331,6 +331,11 @@ int dlb_kafka_consumer_new_cb(const dlb_conf_t *conf, const char *group_id,
     const char *const base[] = {
         "group.id", group_id, "enable.auto.commit", "false", "enable.auto.offset.store", "false",
         "auto.offset.reset", "earliest", "client.id", "dlbrain",
+        /* librdkafka's prefetch, on top of what the consumer holds
+         * (consumer.batch.max.mb): 16 MiB instead of 64 keeps a consumer's
+         * memory bounded where records decode large, and is still ahead of
+         * a batch. */
+        "queued.max.messages.kbytes", "16384",
         /* consumer lag for /metrics (overridable by -X) */
         dlb_metrics_global() ? "statistics.interval.ms" : NULL, "5000", NULL};
     rd_kafka_conf_t *kc;

@@ -58,6 +58,7 @@ static part_t *part_get(ctx_t *c, int rank, int32_t partition)
     p->end_asked_at = -1;
     p->progress_at = dlb_clock_mono_ms();
     p->stalled = 0;
+    p->rewound = 0;
     return p;
 }
 
@@ -74,10 +75,12 @@ static void items_filter(ctx_t *c, int (*keep)(const ctx_t *, const item_t *, co
     size_t n = 0;
 
     for (size_t i = 0; i < c->items_cnt; i++) {
-        if (keep(c, &c->items[i], arg))
+        if (keep(c, &c->items[i], arg)) {
             c->items[n++] = c->items[i];
-        else
+        } else {
+            c->held_bytes -= c->items[i].bytes;
             item_free(&c->items[i]);
+        }
     }
     c->items_cnt = n;
 }
@@ -133,6 +136,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                 p->end_asked_at = -1;
                 p->progress_at = dlb_clock_mono_ms();
                 p->stalled = 0;
+                p->rewound = 0;
             }
         }
         dlb_info("kafka: assigned %d partition(s)", parts->cnt);
@@ -264,6 +268,8 @@ static int poll_wait_ms(const ctx_t *c)
     return (int)wait;
 }
 
+static void item_decode(ctx_t *c, item_t *it);
+
 /* Add up to batch_size new messages, waiting at most poll_wait_ms. Behind
  * (a backlog), the batch is filled: one PostgreSQL and one Kafka transaction
  * per batch is what makes a backlog go fast. Caught up, what has been
@@ -274,7 +280,8 @@ static void batch_poll(ctx_t *c)
     int64_t deadline = dlb_clock_mono_ms() + poll_wait_ms(c);
     size_t added = 0;
 
-    while (added < (size_t)c->conf->batch_size && c->items_cnt < c->items_cap && !*c->stop) {
+    while (added < (size_t)c->conf->batch_size && c->items_cnt < c->items_cap &&
+           (c->held_bytes < (size_t)c->conf->batch_max_bytes || !c->items_cnt) && !*c->stop) {
         int64_t left = deadline - dlb_clock_mono_ms();
         rd_kafka_message_t *m;
         part_t *p;
@@ -318,12 +325,16 @@ static void batch_poll(ctx_t *c)
         }
         if (p) {
             p->at_eof = 0;
+            p->rewound = 0;
             p->next = m->offset + 1;
         }
         memset(&c->items[c->items_cnt], 0, sizeof(item_t));
         c->items[c->items_cnt].msg = m;
         c->items[c->items_cnt].rank = rank;
         c->items[c->items_cnt].polled_at = dlb_clock_mono_ms();
+        c->items[c->items_cnt].bytes = sizeof(item_t) + m->len;
+        c->held_bytes += c->items[c->items_cnt].bytes;
+        item_decode(c, &c->items[c->items_cnt]);
         c->items_cnt++;
         c->st->consumed++;
         if (rank >= 0)
@@ -340,6 +351,25 @@ static size_t stage_index(const char *stage)
     return NSTAGES - 1;
 }
 
+/* Decoded, it holds about its record's bytes again (texts) and its lists. */
+static void count_decoded(ctx_t *c, item_t *it)
+{
+    size_t n = it->msg->len + dlb_event_heap_bytes(&it->ev);
+
+    it->bytes += n;
+    c->held_bytes += n;
+}
+
+static void uncount_decoded(ctx_t *c, item_t *it)
+{
+    size_t n = sizeof(item_t) + it->msg->len;
+
+    if (it->bytes > n) {
+        c->held_bytes -= it->bytes - n;
+        it->bytes = n;
+    }
+}
+
 static void to_dlq(ctx_t *c, item_t *it, const char *stage, int err, const char *msg)
 {
     dlb_metric_add(c->m.bad[stage_index(stage)], 1);
@@ -349,6 +379,10 @@ static void to_dlq(ctx_t *c, item_t *it, const char *stage, int err, const char 
     it->dlq_stage = stage;
     it->dlq_err = err;
     snprintf(it->dlq_msg, sizeof(it->dlq_msg), "%s", msg);
+    /* Only the record's bytes go to the DLQ: what it decoded to is freed now,
+     * not when its batch commits. */
+    uncount_decoded(c, it);
+    dlb_event_clear(&it->ev);
 }
 
 /* Whether the schema id of it names the event type its topic carries, asked
@@ -373,6 +407,23 @@ static int topic_carries(ctx_t *c, const item_t *it, char *errstr, size_t size)
     return dlb_seterr(errstr, size, DLB_ERR_INVALID,
                       "schema id %d is a %s, which %s does not carry", (int)id,
                       dlb_event_type_name(e->type), c->topics[it->rank]);
+}
+
+/* An event time far ahead of when the broker took its record would hold
+ * the ordering barrier (and every time window) open: refused beyond
+ * event.time.skew.s. Behind is fine: replays and late reports are. */
+static int event_time_sane(const ctx_t *c, const item_t *it, char *errstr, size_t size)
+{
+    rd_kafka_timestamp_type_t type;
+    int64_t broker = rd_kafka_message_timestamp(it->msg, &type), t = dlb_event_time_ms(&it->ev);
+    int64_t skew = (int64_t)c->conf->skew_s * 1000;
+
+    if (skew <= 0 || broker < 0 || type == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE || t <= broker + skew)
+        return 0;
+    return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                      "event_time_ms %" PRId64 " is %" PRId64 " s ahead of its record's timestamp "
+                      "%" PRId64 " (more than event.time.skew.s %d)",
+                      t, (t - broker) / 1000, broker, c->conf->skew_s);
 }
 
 /* A request's dlb.after header, as offsets per input topic on the request's
@@ -411,52 +462,48 @@ static int item_after(ctx_t *c, item_t *it, char *errstr, size_t size)
     return 0;
 }
 
-/* Decode and validate messages not seen before; bad ones go to the DLQ now
- * (their offsets are committed with the batch, so they are not seen again). */
-static void batch_decode(ctx_t *c)
+/* Decode and validate a message polled now; a bad one goes to the DLQ (its
+ * offset is committed with the batch, so it is not seen again). Done as it
+ * is polled, so the memory budget counts what it decodes to. */
+static void item_decode(ctx_t *c, item_t *it)
 {
     char errstr[512];
+    part_t *p;
     int err;
 
-    for (size_t i = 0; i < c->items_cnt; i++) {
-        item_t *it = &c->items[i];
-        part_t *p;
-
-        if (it->decoded)
-            continue;
-        it->decoded = 1;
-        it->ts = INT64_MIN;
-        if ((int64_t)it->msg->len > c->conf->max_message_bytes) {
-            snprintf(errstr, sizeof(errstr), "message of %zu bytes exceeds message.max.bytes %lld",
-                     it->msg->len, (long long)c->conf->max_message_bytes);
-            to_dlq(c, it, "decode", DLB_ERR_INVALID, errstr);
-            continue;
-        }
-        if ((err = topic_carries(c, it, errstr, sizeof(errstr))) ||
-            (err = dlb_codec_decode(c->cat, it->msg->payload, it->msg->len, &it->ev, errstr,
-                                    sizeof(errstr)))) {
-            to_dlq(c, it, "decode", err, errstr);
-            continue;
-        }
-        if ((err = dlb_event_validate(&it->ev, errstr, sizeof(errstr)))) {
-            to_dlq(c, it, "validate", err, errstr);
-            continue;
-        }
-        if (!c->role->accepts(&it->ev)) {
-            snprintf(errstr, sizeof(errstr), "a %s is not an input of the %s",
-                     dlb_event_type_name(it->ev.type), c->role->name);
-            to_dlq(c, it, "validate", DLB_ERR_INVALID, errstr);
-            continue;
-        }
-        if (c->role->is_request(&it->ev) && (err = item_after(c, it, errstr, sizeof(errstr)))) {
-            to_dlq(c, it, "decode", err, errstr);
-            continue;
-        }
-        it->ok = 1;
-        it->ts = dlb_event_time_ms(&it->ev);
-        if (it->rank >= 0 && (p = part_get(c, it->rank, it->msg->partition)) && it->ts > p->max_ts)
-            p->max_ts = it->ts;
+    it->ts = INT64_MIN;
+    if ((int64_t)it->msg->len > c->conf->max_message_bytes) {
+        snprintf(errstr, sizeof(errstr), "message of %zu bytes exceeds message.max.bytes %lld",
+                 it->msg->len, (long long)c->conf->max_message_bytes);
+        to_dlq(c, it, "decode", DLB_ERR_INVALID, errstr);
+        return;
     }
+    if ((err = topic_carries(c, it, errstr, sizeof(errstr))) ||
+        (err = dlb_codec_decode(c->cat, it->msg->payload, it->msg->len, &it->ev, errstr,
+                                sizeof(errstr)))) {
+        to_dlq(c, it, "decode", err, errstr);
+        return;
+    }
+    count_decoded(c, it);
+    if ((err = dlb_event_validate(&it->ev, errstr, sizeof(errstr))) ||
+        (err = event_time_sane(c, it, errstr, sizeof(errstr)))) {
+        to_dlq(c, it, "validate", err, errstr);
+        return;
+    }
+    if (!c->role->accepts(&it->ev)) {
+        snprintf(errstr, sizeof(errstr), "a %s is not an input of the %s",
+                 dlb_event_type_name(it->ev.type), c->role->name);
+        to_dlq(c, it, "validate", DLB_ERR_INVALID, errstr);
+        return;
+    }
+    if (c->role->is_request(&it->ev) && (err = item_after(c, it, errstr, sizeof(errstr)))) {
+        to_dlq(c, it, "decode", err, errstr);
+        return;
+    }
+    it->ok = 1;
+    it->ts = dlb_event_time_ms(&it->ev);
+    if (it->rank >= 0 && (p = part_get(c, it->rank, it->msg->partition)) && it->ts > p->max_ts)
+        p->max_ts = it->ts;
 }
 
 /* Whether p's end as we know it was asked after req was polled. */
@@ -908,8 +955,10 @@ static int batch_rewind(ctx_t *c, char *errstr, size_t size)
     for (int i = 0; i < l->cnt; i++) {
         int rank = topic_rank(c, l->elems[i].topic);
         part_t *p = rank >= 0 ? part_get(c, rank, l->elems[i].partition) : NULL;
-        if (p)
+        if (p) {
             p->next = l->elems[i].offset;
+            p->rewound = 1;
+        }
     }
     rd_kafka_topic_partition_list_destroy(l);
     items_filter(c, keep_none, NULL);
@@ -1036,14 +1085,16 @@ static void watch_progress(ctx_t *c)
             p->stalled = 0;
             continue;
         }
-        if (p->held)
+        if (p->held || p->rewound)
             waiting = 1;
         else if (p->next < 0)
             waiting = !p->at_eof;
+        else if (rd_kafka_get_watermark_offsets(c->consumer, c->topics[p->rank], p->partition, &lo,
+                                                &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                 hi >= 0)
+            waiting = hi > p->next;
         else
-            waiting = rd_kafka_get_watermark_offsets(c->consumer, c->topics[p->rank], p->partition,
-                                                     &lo, &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-                      hi > p->next;
+            waiting = p->stalled; /* not known (a seek forgets it): as it was */
         p->held = 0;
         if (!waiting || now - p->progress_at <= limit) {
             if (!waiting)
@@ -1231,7 +1282,6 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
         if (!c.items_cnt)
             continue;
         stream_redis_connect(&c);
-        batch_decode(&c);
         batch_release(&c);
         if (!c.order_cnt) {
             flow_control(&c);

@@ -20,11 +20,11 @@ typedef struct item {
     rd_kafka_message_t *msg;
     dlb_event_t ev;
     int rank;          /* index of its topic in the role's inputs, -1 if none */
-    int decoded;       /* decode (and DLQ on failure) done */
     int ok;            /* decoded and valid */
     int released;      /* processed in this round */
     int64_t ts;        /* event time, INT64_MIN for bad messages */
     int64_t polled_at; /* monotonic ms when it was polled */
+    size_t bytes;      /* memory it holds, as counted in held_bytes */
     /* Bad input: where it failed and why. It goes to the DLQ inside the
      * batch's transaction, so an aborted batch leaves no DLQ copy behind. */
     const char *dlq_stage; /* NULL when not bad */
@@ -55,6 +55,7 @@ typedef struct part {
      * nothing waiting (monotonic ms); stalled: reported so (watch_progress). */
     int64_t progress_at;
     int stalled;
+    int rewound; /* sought back to messages not polled again yet */
 } part_t;
 
 typedef struct outmsg {
@@ -104,6 +105,10 @@ struct dlb_stream {
      * new messages on top of those held back by the barrier. */
     item_t *items;
     size_t items_cnt, items_cap;
+    /* Memory the items hold (records, decoded lists): polling stops at
+     * consumer.batch.max.mb, so a batch of records that decode large cannot
+     * exhaust memory (and, after the restart, again). */
+    size_t held_bytes;
     size_t *order; /* indexes of the items released this round */
     size_t order_cnt;
     part_t *parts;

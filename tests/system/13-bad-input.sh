@@ -18,7 +18,7 @@ max_bytes=4096
 sys_start_all 1 -X message.max.bytes=$max_bytes
 env=$(sys_schema)
 T0=1767312000000
-"$DLBRAIN" plans -q --format json --count 13 --timeout-ms 180000 >"$SYS_DIR/plans.json" \
+"$DLBRAIN" plans -q --format json --count 14 --timeout-ms 180000 >"$SYS_DIR/plans.json" \
     2>"$SYS_DIR/plans.log" &
 SYS_PIDS+=($!)
 
@@ -236,6 +236,13 @@ bad_case utf8-uid plan-requests decode decode "job_uid: not UTF-8: byte 5 of 6 i
     av_long 20000
 } >"$SYS_DIR/pods-count.bin"
 bad_case pods-count metrics decode decode "pods: 20000 items, more than the limit of 16384"
+
+# (l) An event time days ahead of the broker's timestamp (an agent's clock
+# set a year ahead, or a producer pushing the barrier open): beyond
+# event.time.skew.s (1 day) of the record's timestamp it is refused.
+future=$(($(date +%s) * 1000 + 3 * 86400000))
+T0=$future rt_sample future-r1 future $D1 6442450944 >"$SYS_DIR/future-time.bin"
+bad_case future-time metrics validate invalid "event_time_ms $future is *"
 
 # ---- the dead-letter topic ------------------------------------------------------
 sys_dlq_read "${#cases[@]}" 30

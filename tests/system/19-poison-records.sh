@@ -146,13 +146,46 @@ case $why in
 *) fail "/readyz does not name the partition and the failure: $why" ;;
 esac
 expect_eq "healthz while stalled" 200 "$(status /healthz)"
-curl -s "$url/metrics" | grep -q '^dlbrain_stalled_partitions 1$' || fail "dlbrain_stalled_partitions is not 1"
+curl -s "$url/metrics" | grep -q '^dlbrain_stalled_partitions [1-9]' || fail "dlbrain_stalled_partitions is 0 while stalled"
 sys_sql "DROP TRIGGER test_stuck ON $env.job_events" >/dev/null
 wait_status /readyz 200 30
 expect_eq "the stuck job's event stored once the trigger is gone" 1 \
     "$(sys_sql "SELECT count(*) FROM $env.job_events WHERE job_uid = 'stuck'")"
 curl -s "$url/metrics" | grep -q '^dlbrain_stalled_partitions 0$' || fail "dlbrain_stalled_partitions is not back to 0"
 ok "the partition moves again: /readyz 200, stall gauge 0"
+
+# Finding 1: a batch of records that decode large exhausted memory (up to
+# 1,000 decoded at once), and after the restart it read the same batch and
+# died again. 120 runtime samples of 8,192 pods each (about 120 KB of Avro,
+# 4 MiB decoded) wait on the topic while the optimizer is down; restarted
+# (consumer.batch.max.mb 64 by default) it stores them all, and its peak RSS
+# stays far below the 480 MiB they decode to (goal: under 256 MiB; 546 MiB
+# before, which 1,000 such records would have taken to 4 GiB).
+kill -TERM "${SYS_PIDS[-1]}"
+wait "${SYS_PIDS[-1]}" 2>/dev/null || true
+VENV=${DLB_VENV:-$SYS_TOP/.cache/venv}
+before=$(sys_count runtime_samples)
+"$VENV/bin/python" - "$DLBRAIN_BROKERS" "$env" "$T0" <<'PY' || fail "producing the large samples"
+import sys
+from dlbrain_client.client import Publisher
+brokers, env, t0 = sys.argv[1], sys.argv[2], int(sys.argv[3])
+pods = [{"name": f"big-worker-{i}", "type": "worker", "index": i, "cpu_used": 1.0,
+         "cpu_requested": 2.0, "memory_used": 1 << 30, "memory_requested": 1 << 31}
+        for i in range(8192)]
+with Publisher(brokers, env) as p:
+    for n in range(120):
+        p.publish("runtime_sample", {"event_id": f"big-r{n}", "event_time_ms": t0 + 20000 + n,
+                                     "job_uid": f"big-{n % 12}", "global_step": n, "speed": 1.0,
+                                     "pods": pods})
+PY
+ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}quarantine_size_mb=8" \
+    sys_start_optimizer optimizer2
+big_pid=${SYS_PIDS[-1]}
+sys_wait_count runtime_samples $((before + 120)) 180 || fail "the large samples were not all stored"
+hwm=$(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$big_pid/status")
+echo "peak RSS of the optimizer over 120 samples of 8,192 pods: $hwm MiB"
+[ "$hwm" -lt 256 ] || fail "peak RSS $hwm MiB, not under 256 MiB"
+ok "120 samples decoding to 480 MiB stored with a peak RSS of $hwm MiB (default budget)"
 
 # Finding 5: two processes given the same transactional.id fenced each other
 # for ever, and nothing noticed. Two more members of the group share one
