@@ -289,16 +289,14 @@ static int print_conf(const dlb_env_t *env)
             printf("%s=%s\n", it->string, it->valuestring);
             continue;
         }
-        if (!(masked = malloc(3 * strlen(it->valuestring) + 1))) {
+        if (!(masked = dlb_conf_mask_dup(it->string, it->valuestring))) {
             fprintf(stderr, "env show: out of memory\n");
             cJSON_Delete(obj);
             return 1;
         }
         printf("# %s=%s (a secret, not printed: give it to the consumers through its "
                "environment variable or %s.file)\n",
-               it->string,
-               dlb_conf_mask(it->string, it->valuestring, masked, 3 * strlen(it->valuestring) + 1),
-               it->string);
+               it->string, masked, it->string);
         free(masked);
     }
     cJSON_Delete(obj);

@@ -316,7 +316,7 @@ int dlb_env_settings_check(const char *settings, char *errstr, size_t errstr_siz
 }
 
 /* Masks the secrets among obj's strings and its objects'. @returns how many,
- * or DLB_ERR_NOMEM. The masked string is a new item: cJSON_SetValuestring of
+ * or DLB_ERR_NOMEM. A masked string is a new item: cJSON_SetValuestring of
  * Debian's cJSON 1.7.15 does not replace a longer value. */
 static int mask_object(cJSON *obj)
 {
@@ -331,17 +331,17 @@ static int mask_object(cJSON *obj)
             n += sub;
         } else if (it->string && cJSON_IsString(it) &&
                    dlb_conf_secret(it->string, it->valuestring)) {
-            /* A masked DSN grows by at most 2 bytes a password ("p" -> "***"). */
-            size_t size = 3 * strlen(it->valuestring) + 1;
-            char *buf = malloc(size);
+            char *buf = dlb_conf_mask_dup(it->string, it->valuestring);
 
-            masked = buf ? cJSON_CreateString(dlb_conf_mask(it->string, it->valuestring, buf, size))
-                         : NULL;
+            masked = buf ? cJSON_CreateString(buf) : NULL;
             free(buf);
-            if (!masked || !cJSON_ReplaceItemInObjectCaseSensitive(obj, it->string, masked)) {
-                cJSON_Delete(masked);
+            if (!masked)
                 return DLB_ERR_NOMEM;
-            }
+            /* The key moves to the new item: by pointer, not by name, as JSON
+             * text may repeat a key. */
+            masked->string = it->string;
+            it->string = NULL;
+            cJSON_ReplaceItemViaPointer(obj, it, masked);
             n++;
         }
     }

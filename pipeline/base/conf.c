@@ -415,6 +415,19 @@ const char *dlb_conf_mask(const char *key, const char *value, char *buf, size_t 
     return buf;
 }
 
+char *dlb_conf_mask_dup(const char *key, const char *value)
+{
+    /* Masking a DSN adds at most 2 bytes a hidden piece ("p" -> "***"), and
+     * "***" needs 4. */
+    size_t size = 3 * strlen(value) + 4;
+    char *buf = malloc(size);
+    const char *m;
+
+    if (buf && (m = dlb_conf_mask(key, value, buf, size)) != buf)
+        memcpy(buf, m, strlen(m) + 1);
+    return buf;
+}
+
 static void env_name(const char *key, char *buf, size_t size)
 {
     size_t n = (size_t)snprintf(buf, size, "DLBRAIN_");

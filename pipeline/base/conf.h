@@ -179,6 +179,10 @@ int dlb_conf_refuse_secret(dlb_conf_from_t from, const char *key, const char *va
  *         0), else value itself. */
 const char *dlb_conf_mask(const char *key, const char *value, char *buf, size_t size);
 
+/** @brief dlb_conf_mask into a malloc'ed string, never cut.
+ *  @returns it (to free()), or NULL when out of memory. */
+char *dlb_conf_mask_dup(const char *key, const char *value);
+
 /** @brief Topic name "<env>.<name>", e.g. dlb_conf_topic(c, "plans", buf, sizeof buf). */
 const char *dlb_conf_topic(const dlb_conf_t *conf, const char *name, char *buf, size_t size);
 

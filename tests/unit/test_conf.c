@@ -311,6 +311,21 @@ static void test_secret_dsn(void **state)
     assert_string_equal(dlb_conf_mask("redis.password", "x", buf, sizeof(buf)), "***");
     assert_string_equal(dlb_conf_mask("redis.password", "", buf, sizeof(buf)), "");
     assert_string_equal(dlb_conf_mask("redis.host", "h", buf, sizeof(buf)), "h");
+    /* The allocating one is never cut, however much masking grows a DSN. */
+    {
+        static const char *const dup[][3] = {
+            {"pg.dsn", "password=a sslpassword=b x y", "password=*** sslpassword=*** ***"},
+            {"redis.password", "x", "***"},
+            {"redis.password", "", ""},
+            {"redis.host", "h", "h"},
+        };
+        for (size_t i = 0; i < sizeof(dup) / sizeof(dup[0]); i++) {
+            char *m = dlb_conf_mask_dup(dup[i][0], dup[i][1]);
+            assert_non_null(m);
+            assert_string_equal(m, dup[i][2]);
+            free(m);
+        }
+    }
 }
 
 /* <secret>.file and DLBRAIN_<SECRET>[_FILE]: whole regular files, or an error. */

@@ -66,6 +66,9 @@ static void test_mask(void **state)
         {"{\"redis.password\": \"r\", \"x\": \"y\"}", "{\"redis.password\":\"***\",\"x\":\"y\"}"},
         {"{\"x\": \"y\", \"redis.password\": \"longer than three\"}",
          "{\"x\":\"y\",\"redis.password\":\"***\"}"},
+        /* JSON text may repeat a key: each one is masked. */
+        {"{\"redis.password\": \"a\", \"redis.password\": \"b\"}",
+         "{\"redis.password\":\"***\",\"redis.password\":\"***\"}"},
         {"{\"pg.dsn\": \"host=db password=p\"}", "{\"pg.dsn\":\"host=db password=***\"}"},
         /* A history row's detail: the settings are nested. */
         {"{\"kind\": \"virtual\", \"settings\": {\"sasl.password\": \"k\", \"pg.dsn\": "
