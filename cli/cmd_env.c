@@ -117,7 +117,8 @@ static int reg_open(const cli_args_t *a, const dlb_conf_t *conf, PGconn **pg)
 }
 
 /* --set pairs as a JSON object of strings; keys that name the environment
- * itself are refused, values of known keys are checked. */
+ * itself are refused, and so are secrets (the registry would keep them for
+ * good); values of known keys are checked. */
 static char *settings_json(const cli_args_t *a, char *errstr, size_t size)
 {
     static const char *const own[] = {"env", "pg.schema", "group.id", "optimizer.set", NULL};
@@ -144,6 +145,10 @@ static char *settings_json(const cli_args_t *a, char *errstr, size_t size)
                            strcmp(key, "optimizer.set") ? "its name" : "use --optimizer-set");
                 goto out;
             }
+        if (dlb_conf_refuse_secret(DLB_CONF_FROM_REGISTRY, key, eq + 1, errstr, size)) {
+            dlb_err_prepend(errstr, size, "--set ");
+            goto out;
+        }
         if (dlb_conf_set(&scratch, key, eq + 1, errstr, size))
             goto out;
         cJSON_DeleteItemFromObjectCaseSensitive(obj, key); /* the last --set wins */
@@ -261,10 +266,13 @@ static int act_list(const cli_args_t *a, const dlb_conf_t *conf)
     return 0;
 }
 
-/* The environment's settings as a configuration file (dlbrain ... -c FILE). */
+/* The environment's settings as a configuration file (dlbrain ... -c FILE).
+ * A secret stored before they were refused is a comment: it belongs where
+ * the consumers run (its environment variable or .file setting). */
 static int print_conf(const dlb_env_t *env)
 {
     cJSON *obj = cJSON_Parse(env->settings), *it;
+    char *masked;
 
     if (!obj) {
         fprintf(stderr, "env show: settings of %s are not JSON\n", env->name);
@@ -275,8 +283,21 @@ static int print_conf(const dlb_env_t *env)
     printf("env=%s\noptimizer.set=%s\n", env->name, env->optimizer_set);
     cJSON_ArrayForEach(it, obj)
     {
-        if (cJSON_IsString(it))
+        if (!cJSON_IsString(it))
+            continue;
+        if (!dlb_conf_secret(it->string, it->valuestring)) {
             printf("%s=%s\n", it->string, it->valuestring);
+            continue;
+        }
+        if (!(masked = dlb_conf_mask_dup(it->string, it->valuestring))) {
+            fprintf(stderr, "env show: out of memory\n");
+            cJSON_Delete(obj);
+            return 1;
+        }
+        printf("# %s=%s (a secret, not printed: give it to the consumers through its "
+               "environment variable or %s.file)\n",
+               it->string, masked, it->string);
+        free(masked);
     }
     cJSON_Delete(obj);
     return 0;
@@ -319,7 +340,7 @@ static int act_show(const cli_args_t *a, const dlb_conf_t *conf)
 {
     dlb_env_t env;
     PGconn *pg = NULL;
-    char errstr[1024], created[32], changed[32], dropped[32];
+    char errstr[1024], created[32], changed[32], dropped[32], *settings;
     int rc = 1;
 
     if (a->opt['f'] && strcmp(a->opt['f'], "text") && strcmp(a->opt['f'], "conf")) {
@@ -337,13 +358,18 @@ static int act_show(const cli_args_t *a, const dlb_conf_t *conf)
         rc = print_conf(&env);
         goto out;
     }
+    if (dlb_env_json_mask(env.settings, &settings)) {
+        fprintf(stderr, "env show: settings of %s: not JSON or out of memory\n", env.name);
+        goto out;
+    }
     fmt_ms(env.created_ms, created, sizeof(created));
     fmt_ms(env.changed_ms, changed, sizeof(changed));
     fmt_ms(env.dropped_ms, dropped, sizeof(dropped));
     printf("name:          %s\nkind:          %s%s\noptimizer set: %s\ndescription:   %s\n"
            "settings:      %s\ncreated (UTC): %s\nchanged (UTC): %s\ndropped (UTC): %s\n",
            env.name, dlb_env_kind_name(env.kind), env.dropped_ms ? " (dropped)" : "",
-           env.optimizer_set, env.description, env.settings, created, changed, dropped);
+           env.optimizer_set, env.description, settings, created, changed, dropped);
+    free(settings);
     print_resources(conf, pg, env.name);
     rc = 0;
 out:
@@ -446,9 +472,20 @@ static int act_history(const cli_args_t *a, const dlb_conf_t *conf)
     printf("%-6s  %-19s  %-7s  %-20s  %-12s  %s\n", "ID", "AT(UTC)", "ACTION", "NAME", "BY",
            "DETAIL");
     for (size_t i = 0; i < n; i++) {
+        char *detail;
+
+        /* A create row's detail holds the settings, secrets too if stored before
+         * they were refused. */
+        if (dlb_env_json_mask(ch[i].detail, &detail)) {
+            fprintf(stderr, "env history: detail of row %lld: not JSON or out of memory\n",
+                    (long long)ch[i].id);
+            dlb_env_history_free(ch, n);
+            return 1;
+        }
         fmt_ms(ch[i].at_ms, at, sizeof(at));
         printf("%-6lld  %-19s  %-7s  %-20s  %-12s  %s\n", (long long)ch[i].id, at, ch[i].action,
-               ch[i].name, ch[i].by_user, ch[i].detail);
+               ch[i].name, ch[i].by_user, detail);
+        free(detail);
     }
     dlb_env_history_free(ch, n);
     return 0;

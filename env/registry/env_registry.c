@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cJSON.h>
+
+#include "conf.h"
 #include "err.h"
 #include "store_migrate.h"
 #include "store_pg.h"
@@ -288,6 +291,78 @@ static int history_add(PGconn *pg, const char *action, const char *name, const c
     return reg_exec(pg, sql, 3 + detail_cnt, values, NULL, "recording the history", errstr, size);
 }
 
+int dlb_env_settings_check(const char *settings, char *errstr, size_t errstr_size)
+{
+    cJSON *obj, *it;
+    int err = 0;
+
+    if (!settings || !*settings)
+        return 0;
+    if (!(obj = cJSON_Parse(settings)) || !cJSON_IsObject(obj)) {
+        cJSON_Delete(obj);
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "settings are not a JSON object");
+    }
+    cJSON_ArrayForEach(it, obj)
+    {
+        /* Only strings are settings (print_conf of cmd_env.c skips the rest). */
+        if (cJSON_IsString(it) && dlb_conf_refuse_secret(DLB_CONF_FROM_REGISTRY, it->string,
+                                                         it->valuestring, errstr, errstr_size)) {
+            err = DLB_ERR_INVALID;
+            break;
+        }
+    }
+    cJSON_Delete(obj);
+    return err;
+}
+
+/* Masks the secrets among obj's strings and its objects'. @returns how many,
+ * or DLB_ERR_NOMEM. A masked string is a new item: cJSON_SetValuestring of
+ * Debian's cJSON 1.7.15 does not replace a longer value. */
+static int mask_object(cJSON *obj)
+{
+    cJSON *it, *next, *masked;
+    int n = 0, sub;
+
+    for (it = obj->child; it; it = next) {
+        next = it->next;
+        if (cJSON_IsObject(it)) {
+            if ((sub = mask_object(it)) < 0)
+                return sub;
+            n += sub;
+        } else if (it->string && cJSON_IsString(it) &&
+                   dlb_conf_secret(it->string, it->valuestring)) {
+            char *buf = dlb_conf_mask_dup(it->string, it->valuestring);
+
+            masked = buf ? cJSON_CreateString(buf) : NULL;
+            free(buf);
+            if (!masked)
+                return DLB_ERR_NOMEM;
+            /* The key moves to the new item: by pointer, not by name, as JSON
+             * text may repeat a key. */
+            masked->string = it->string;
+            it->string = NULL;
+            cJSON_ReplaceItemViaPointer(obj, it, masked);
+            n++;
+        }
+    }
+    return n;
+}
+
+int dlb_env_json_mask(const char *json, char **out)
+{
+    cJSON *root = cJSON_Parse(json);
+    int n;
+
+    *out = NULL;
+    if (!root)
+        return DLB_ERR_DECODE;
+    n = cJSON_IsObject(root) ? mask_object(root) : 0;
+    if (n >= 0)
+        *out = n ? cJSON_PrintUnformatted(root) : dup_str(json);
+    cJSON_Delete(root);
+    return *out ? 0 : DLB_ERR_NOMEM;
+}
+
 int dlb_env_create(PGconn *pg, const dlb_env_t *env, const char *by_user, char *errstr,
                    size_t errstr_size)
 {
@@ -304,6 +379,8 @@ int dlb_env_create(PGconn *pg, const dlb_env_t *env, const char *by_user, char *
     if (strcmp(env->optimizer_set, "dlrover") && strcmp(env->optimizer_set, "dlbrain"))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
                           "optimizer set '%s' is not dlrover or dlbrain", env->optimizer_set);
+    if ((err = dlb_env_settings_check(settings, errstr, errstr_size)))
+        return err;
     if ((err = reg_begin(pg, errstr, errstr_size)))
         return err;
     if ((err = reg_exec(pg, "SELECT dropped_at IS NULL FROM " S "environments WHERE name = $1", 1,

@@ -108,6 +108,23 @@ int dlb_env_drop(PGconn *pg, const char *name, int purge, const char *by_user, c
 int dlb_env_history(PGconn *pg, const char *name, dlb_env_change_t **out, size_t *cnt, char *errstr,
                     size_t errstr_size);
 
+/** @brief Refuse settings that hold a secret (dlb_conf_secret: redis.password,
+ *         a pg.dsn with a password, sasl.password, ...): the registry keeps
+ *         them, and its history keeps them for good, readable by every user
+ *         of the database. dlb_env_create calls it.
+ *  @param settings  a JSON object of strings (NULL or "" = {})
+ *  @returns 0, or DLB_ERR_INVALID (not a JSON object, or a secret: errstr
+ *           names its key and what to use instead). */
+int dlb_env_settings_check(const char *settings, char *errstr, size_t errstr_size);
+
+/** @brief JSON text (settings, or a history row's detail) with every secret
+ *         among the strings of its objects, nested ones too, masked
+ *         (dlb_conf_mask), for printing one stored before secrets were
+ *         refused. *out is malloc'ed: json itself, byte for byte, when
+ *         nothing is masked.
+ *  @returns 0, DLB_ERR_DECODE (not JSON) or DLB_ERR_NOMEM. */
+int dlb_env_json_mask(const char *json, char **out);
+
 void dlb_env_clear(dlb_env_t *env);
 void dlb_env_list_free(dlb_env_t *envs, size_t cnt);
 void dlb_env_history_free(dlb_env_change_t *changes, size_t cnt);

@@ -2,10 +2,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "err.h"
 #include "log.h"
@@ -21,7 +24,6 @@ typedef struct key_def {
     size_t off;
     size_t size; /* for K_STR */
     const char *def;
-    int secret;
     const char *doc;
 } key_def_t;
 
@@ -29,151 +31,152 @@ typedef struct key_def {
 #define N(m) offsetof(dlb_conf_t, m), 0
 
 static const key_def_t keys[] = {
-    {"env", K_STR, F(env), "dlbrain", 0,
+    {"env", K_STR, F(env), "dlbrain",
      "Environment name: prefix of topics, consumer groups, PostgreSQL schema, Redis keys."},
-    {"brokers", K_STR, F(brokers), "localhost:9092", 0, "Kafka bootstrap servers."},
-    {"group.id", K_STR, F(group_id), "", 0,
+    {"brokers", K_STR, F(brokers), "localhost:9092", "Kafka bootstrap servers."},
+    {"group.id", K_STR, F(group_id), "",
      "Consumer group of a consumer process (default <env>.<role>: <env>.optimizer, "
      "<env>.configurer)."},
-    {"pg.dsn", K_STR, F(pg_dsn), "", 1,
-     "libpq conninfo; empty uses libpq's PG* environment. Keep passwords in "
-     "PGPASSWORD/PGPASSFILE."},
-    {"pg.schema", K_STR, F(pg_schema), "", 0, "PostgreSQL schema (default: env)."},
-    {"redis.host", K_STR, F(redis_host), "127.0.0.1", 0, "Redis host."},
-    {"redis.port", K_INT, N(redis_port), "6379", 0, "Redis port."},
-    {"redis.password", K_STR, F(redis_password), "", 1,
-     "Redis AUTH password; set it through DLBRAIN_REDIS_PASSWORD or redis.password.file."},
-    {"redis.db", K_INT, N(redis_db), "0", 0, "Redis database number."},
-    {"redis.timeout.ms", K_INT, N(redis_timeout_ms), "2000", 0, "Redis connect/command timeout."},
-    {"topic.partitions", K_INT, N(partitions), "12", 0, "Partitions of topics dlbrain creates."},
-    {"topic.replication", K_INT, N(replication), "1", 0,
+    {"pg.dsn", K_STR, F(pg_dsn), "",
+     "libpq conninfo (key=value or postgresql:// URI); empty uses libpq's PG* environment. "
+     "With a password it is refused on -X: keep the password in PGPASSWORD/PGPASSFILE, or the "
+     "DSN in DLBRAIN_PG_DSN or pg.dsn.file."},
+    {"pg.schema", K_STR, F(pg_schema), "", "PostgreSQL schema (default: env)."},
+    {"redis.host", K_STR, F(redis_host), "127.0.0.1", "Redis host."},
+    {"redis.port", K_INT, N(redis_port), "6379", "Redis port."},
+    {"redis.password", K_STR, F(redis_password), "",
+     "Redis AUTH password; refused on -X: set it through DLBRAIN_REDIS_PASSWORD or "
+     "redis.password.file."},
+    {"redis.db", K_INT, N(redis_db), "0", "Redis database number."},
+    {"redis.timeout.ms", K_INT, N(redis_timeout_ms), "2000", "Redis connect/command timeout."},
+    {"topic.partitions", K_INT, N(partitions), "12", "Partitions of topics dlbrain creates."},
+    {"topic.replication", K_INT, N(replication), "1",
      "Replication factor of topics dlbrain creates."},
-    {"state.window.size", K_INT, N(window_size), "60", 0,
+    {"state.window.size", K_INT, N(window_size), "60",
      "Runtime samples kept per job (DLRover keeps 60)."},
-    {"history.hours", K_INT, N(history_hours), "168", 0,
+    {"history.hours", K_INT, N(history_hours), "168",
      "Look-back for similar jobs (DLRover: 7 days)."},
-    {"history.max.jobs", K_INT, N(history_max_jobs), "100", 0, "Newest similar jobs used."},
-    {"consumer.batch.size", K_INT, N(batch_size), "500", 0,
+    {"history.max.jobs", K_INT, N(history_max_jobs), "100", "Newest similar jobs used."},
+    {"consumer.batch.size", K_INT, N(batch_size), "500",
      "Most messages per processing batch (one PostgreSQL and one Kafka transaction)."},
-    {"consumer.poll.ms", K_INT, N(poll_ms), "200", 0,
+    {"consumer.poll.ms", K_INT, N(poll_ms), "200",
      "Longest wait for a message when idle; a batch is what has been fetched by then."},
-    {"consumer.order.wait.ms", K_INT, N(order_wait_ms), "2000", 0,
+    {"consumer.order.wait.ms", K_INT, N(order_wait_ms), "2000",
      "Longest a request (plan or config) waits for its job's events on the other input topics."},
-    {"consumer.order.grace.ms", K_INT, N(order_grace_ms), "100", 0,
+    {"consumer.order.grace.ms", K_INT, N(order_grace_ms), "100",
      "How long a request without a dlb.after header waits before trusting that its job's "
      "other topics hold nothing older (covers a producer's events still in flight to another "
      "topic). A request with the header waits for the positions it names instead."},
-    {"consumer.retry.backoff.ms", K_INT, N(retry_backoff_ms), "1000", 0,
+    {"consumer.retry.backoff.ms", K_INT, N(retry_backoff_ms), "1000",
      "Pause before retrying after PostgreSQL/Redis/Kafka failed."},
-    {"consumer.batch.max.mb", K_MIB, N(batch_max_bytes), "64", 0,
+    {"consumer.batch.max.mb", K_MIB, N(batch_max_bytes), "64",
      "Memory the messages a consumer holds (records and what they decode to) may take before it "
      "stops polling for more; a batch is cut there. Bounds a consumer's memory whatever its "
      "input: 500 records of 1 MiB that each decode to 16,384 pods would otherwise take GiBs. "
      "librdkafka's own prefetch (queued.max.messages.kbytes) comes on top."},
-    {"consumer.stall.s", K_INT, N(stall_s), "60", 0,
+    {"consumer.stall.s", K_INT, N(stall_s), "60",
      "A partition with messages waiting that makes no progress for this long (one record "
      "refused for ever, a dependency down) makes /readyz answer 503, naming the partition and "
      "the last failure; 0 = never. Longer than the ordering barrier's wait and a slow batch."},
-    {"event.time.skew.s", K_INT, N(skew_s), "86400", 0,
+    {"event.time.skew.s", K_INT, N(skew_s), "86400",
      "An event whose event_time_ms is further ahead of its record's broker timestamp than this "
      "goes to the DLQ (validate): a far-future time would hold the ordering barrier and every "
      "window open. 0 = no check. Clocks of the cluster's agents may run ahead by this much."},
-    {"message.max.bytes", K_I64, N(max_message_bytes), "1048576", 0,
+    {"message.max.bytes", K_I64, N(max_message_bytes), "1048576",
      "Largest message a consumer decodes; larger ones go to the DLQ."},
-    {"optimizer.set", K_OPTSET, F(optimizer_set), "dlbrain", 0,
-     "Optimizer set: dlrover or dlbrain."},
-    {"config.refresh.ms", K_INT, N(config_refresh_ms), "5000", 0,
+    {"optimizer.set", K_OPTSET, F(optimizer_set), "dlbrain", "Optimizer set: dlrover or dlbrain."},
+    {"config.refresh.ms", K_INT, N(config_refresh_ms), "5000",
      "How often the configurer looks for a new configuration rules version in PostgreSQL."},
-    {"config.cache.ttl.s", K_INT, N(config_cache_ttl_s), "86400", 0,
+    {"config.cache.ttl.s", K_INT, N(config_cache_ttl_s), "86400",
      "Life of a cached match result in Redis (its key holds the rules version, so a new version "
      "never reads it)."},
-    {"relay.refresh.ms", K_INT, N(relay_refresh_ms), "1000", 0,
+    {"relay.refresh.ms", K_INT, N(relay_refresh_ms), "1000",
      "How often the relay re-reads the environment registry: a promotion switches the "
      "environment whose plans reach the front within this time, and new environments are "
      "relayed to."},
-    {"dlbrain.hang.seconds", K_INT, N(tuning.hang_seconds), "600", 0,
+    {"dlbrain.hang.seconds", K_INT, N(tuning.hang_seconds), "600",
      "dlbrain set: no global-step progress for this long is a hang (relaunch plan)."},
-    {"dlbrain.straggler.ratio", K_DBL, N(tuning.straggler_ratio), "0.5", 0,
+    {"dlbrain.straggler.ratio", K_DBL, N(tuning.straggler_ratio), "0.5",
      "dlbrain set: a worker slower than this times its peers' median speed is a straggler."},
-    {"dlbrain.straggler.samples", K_INT, N(tuning.straggler_samples), "3", 0,
+    {"dlbrain.straggler.samples", K_INT, N(tuning.straggler_samples), "3",
      "dlbrain set: ... in this many newest samples in a row (replace plan)."},
-    {"dlbrain.memory.horizon.seconds", K_INT, N(tuning.memory_horizon_seconds), "1800", 0,
+    {"dlbrain.memory.horizon.seconds", K_INT, N(tuning.memory_horizon_seconds), "1800",
      "dlbrain set: how far ahead a pod's memory trend is extrapolated."},
-    {"dlbrain.memory.trigger", K_DBL, N(tuning.memory_trigger), "0.9", 0,
+    {"dlbrain.memory.trigger", K_DBL, N(tuning.memory_trigger), "0.9",
      "dlbrain set: raise memory before an OOM when the predicted peak passes this fraction of "
      "the request."},
-    {"dlbrain.scale.min.gain", K_DBL, N(tuning.scale_min_gain), "0.5", 0,
+    {"dlbrain.scale.min.gain", K_DBL, N(tuning.scale_min_gain), "0.5",
      "dlbrain set: one more worker must add at least this fraction of the current speed per "
      "worker, else scaling stops."},
-    {"dlbrain.scale.step.max", K_INT, N(tuning.scale_step_max), "8", 0,
+    {"dlbrain.scale.step.max", K_INT, N(tuning.scale_step_max), "8",
      "dlbrain set: most workers one plan adds or removes."},
-    {"limits.cpu.min", K_DBL, N(limits.cpu_min), "4", 0, "Lowest CPU (cores) a plan may ask."},
-    {"limits.cpu.max", K_DBL, N(limits.cpu_max), "32", 0, "Highest CPU (cores) a plan may ask."},
-    {"limits.memory.min.mib", K_MIB, N(limits.memory_min), "6144", 0, "Lowest memory (MiB)."},
-    {"limits.memory.max.mib", K_MIB, N(limits.memory_max), "65536", 0, "Highest memory (MiB)."},
-    {"limits.workers.max", K_INT, N(limits.max_workers), "60", 0, "Most workers a plan may ask."},
-    {"limits.ps.max", K_INT, N(limits.max_ps), "15", 0, "Most parameter servers a plan may ask."},
-    {"k8s.kubeconfig", K_STR, F(k8s.kubeconfig), "", 0,
+    {"limits.cpu.min", K_DBL, N(limits.cpu_min), "4", "Lowest CPU (cores) a plan may ask."},
+    {"limits.cpu.max", K_DBL, N(limits.cpu_max), "32", "Highest CPU (cores) a plan may ask."},
+    {"limits.memory.min.mib", K_MIB, N(limits.memory_min), "6144", "Lowest memory (MiB)."},
+    {"limits.memory.max.mib", K_MIB, N(limits.memory_max), "65536", "Highest memory (MiB)."},
+    {"limits.workers.max", K_INT, N(limits.max_workers), "60", "Most workers a plan may ask."},
+    {"limits.ps.max", K_INT, N(limits.max_ps), "15", "Most parameter servers a plan may ask."},
+    {"k8s.kubeconfig", K_STR, F(k8s.kubeconfig), "",
      "k8s-monitor: kubeconfig file; empty = in-cluster service account when "
      "KUBERNETES_SERVICE_HOST is set, else $KUBECONFIG (its first file), else ~/.kube/config."},
-    {"k8s.context", K_STR, F(k8s.context), "", 0,
+    {"k8s.context", K_STR, F(k8s.context), "",
      "k8s-monitor: kubeconfig context; empty = its current-context."},
-    {"k8s.namespace", K_STR, F(k8s.ns), "", 0,
+    {"k8s.namespace", K_STR, F(k8s.ns), "",
      "k8s-monitor: namespace of the pods and events watched; empty = all namespaces."},
-    {"k8s.selector", K_STR, F(k8s.selector), "", 0,
+    {"k8s.selector", K_STR, F(k8s.selector), "",
      "k8s-monitor: label selector of the pods watched; empty = pods that have the job label."},
-    {"k8s.job.label", K_STR, F(k8s.job_label), "elasticjob.dlrover/name", 0,
+    {"k8s.job.label", K_STR, F(k8s.job_label), "elasticjob.dlrover/name",
      "k8s-monitor: pod label naming the training job (DLRover's); a pod without it is skipped."},
-    {"k8s.job.uid", K_STR, F(k8s.job_uid), "label", 0,
+    {"k8s.job.uid", K_STR, F(k8s.job_uid), "label",
      "k8s-monitor: job uid of a pod's events: label (the job label's value) or owner (the uid "
      "of the pod's controller, e.g. the ElasticJob, as DLRover masters report it)."},
-    {"k8s.type.label", K_STR, F(k8s.type_label), "elasticjob.dlrover/replica-type", 0,
+    {"k8s.type.label", K_STR, F(k8s.type_label), "elasticjob.dlrover/replica-type",
      "k8s-monitor: pod label holding the pod type (ps, worker, chief, evaluator; master = "
      "chief)."},
-    {"k8s.index.label", K_STR, F(k8s.index_label), "elasticjob.dlrover/replica-index", 0,
+    {"k8s.index.label", K_STR, F(k8s.index_label), "elasticjob.dlrover/replica-index",
      "k8s-monitor: pod label holding the pod's index within its type."},
-    {"k8s.watch.timeout.s", K_INT, N(k8s.watch_timeout_s), "300", 0,
+    {"k8s.watch.timeout.s", K_INT, N(k8s.watch_timeout_s), "300",
      "k8s-monitor: timeoutSeconds of one watch request; the watch then resumes from its last "
      "resourceVersion."},
-    {"k8s.backoff.ms", K_INT, N(k8s.backoff_ms), "500", 0,
+    {"k8s.backoff.ms", K_INT, N(k8s.backoff_ms), "500",
      "k8s-monitor: first delay before reconnecting after a failed request; doubles each time."},
-    {"k8s.backoff.max.ms", K_INT, N(k8s.backoff_max_ms), "30000", 0,
+    {"k8s.backoff.max.ms", K_INT, N(k8s.backoff_max_ms), "30000",
      "k8s-monitor: longest delay between reconnects."},
-    {"gateway.address", K_STR, F(gateway.address), "0.0.0.0:50001", 0,
+    {"gateway.address", K_STR, F(gateway.address), "0.0.0.0:50001",
      "gateway: host:port where DLRover's brain.Brain gRPC service is served (plaintext "
      "HTTP/2, as DLROVER_BRAIN_SERVICE_ADDR reaches it); port 0 = any free port (logged)."},
-    {"gateway.optimize.timeout.ms", K_INT, N(gateway.optimize_timeout_ms), "5000", 0,
+    {"gateway.optimize.timeout.ms", K_INT, N(gateway.optimize_timeout_ms), "5000",
      "gateway: longest an optimize call waits for its plan (or less, when the call's own "
      "deadline is nearer); then it answers success=false, which DLRover's master reads as "
      "no plan. DLRover sets no deadline and waits at start-up, so this bounds that wait."},
-    {"gateway.ack.timeout.ms", K_INT, N(gateway.ack_timeout_ms), "10000", 0,
+    {"gateway.ack.timeout.ms", K_INT, N(gateway.ack_timeout_ms), "10000",
      "gateway: longest a call waits for Kafka to acknowledge what it produced; then the "
      "call fails with UNAVAILABLE."},
-    {"gateway.max.message.bytes", K_I64, N(gateway.max_message_bytes), "4194304", 0,
+    {"gateway.max.message.bytes", K_I64, N(gateway.max_message_bytes), "4194304",
      "gateway: largest request message accepted; a larger one is refused with "
      "RESOURCE_EXHAUSTED before it is read."},
-    {"gateway.plans.linger.ms", K_INT, N(gateway.plans_linger_ms), "5000", 0,
+    {"gateway.plans.linger.ms", K_INT, N(gateway.plans_linger_ms), "5000",
      "gateway: how long a partition of <env>.plans is still read after the last call waiting "
      "on it got its plan, so the next call on it needs no end-offset question and no new "
      "assignment; then it is read no more."},
-    {"gateway.max.calls", K_INT, N(gateway.max_calls), "1024", 0,
+    {"gateway.max.calls", K_INT, N(gateway.max_calls), "1024",
      "gateway: calls served at once; more wait in gRPC's queue."},
-    {"metrics.port", K_PORT, N(metrics_port), "9464", 0,
+    {"metrics.port", K_PORT, N(metrics_port), "9464",
      "Port of a long-running process's /metrics (Prometheus), /healthz and /readyz; 0 = any "
      "free port (logged at start), -1 = no endpoint. A port in use stops the process (set 0 or "
      "another port when several run on one host). 9464 is the port OpenTelemetry's Prometheus "
      "exporters use, so scrape configs and NetworkPolicies written for it fit."},
-    {"metrics.address", K_STR, F(metrics_address), "0.0.0.0", 0,
+    {"metrics.address", K_STR, F(metrics_address), "0.0.0.0",
      "Address the metrics endpoint listens on (IPv4 or IPv6 literal). All interfaces, because "
      "Prometheus and the kubelet's probes reach a pod on its pod IP; 127.0.0.1 keeps it local "
      "on a shared host. It serves no secrets and accepts only GET."},
-    {"metrics.stall.s", K_INT, N(metrics_stall_s), "120", 0,
+    {"metrics.stall.s", K_INT, N(metrics_stall_s), "120",
      "/healthz answers 503 when the main loop has not come round for this long (0 = never): "
      "longer than any single blocking call (a Kafka transaction commit waits up to 30 s), so "
      "only a stuck process fails it, not a dependency outage."},
-    {"log.level", K_LEVEL, N(log_level), "info", 0, "error, warn, info or debug."},
-    {"log.format", K_FORMAT, N(log_json), "text", 0, "text or json."},
-    {NULL, 0, 0, 0, NULL, 0, NULL},
+    {"log.level", K_LEVEL, N(log_level), "info", "error, warn, info or debug."},
+    {"log.format", K_FORMAT, N(log_json), "text", "text or json."},
+    {NULL, 0, 0, 0, NULL, NULL},
 };
 
 static const key_def_t *find_key(const char *key)
@@ -182,6 +185,285 @@ static const key_def_t *find_key(const char *key)
         if (!strcmp(k->key, key))
             return k;
     return NULL;
+}
+
+/* How a secret shows in a setting's value. */
+typedef enum { SECRET_VALUE, SECRET_DSN } secret_kind_t;
+
+typedef struct secret_def {
+    const char *key;
+    secret_kind_t kind;
+} secret_def_t;
+
+/* The settings that are credentials, the one list of them. Each is refused on
+ * -X (every local user reads a command line in ps or /proc/PID/cmdline, and
+ * shell history keeps it) and by env create (the registry keeps settings and
+ * their append-only history in PostgreSQL), and masked wherever printed; it
+ * comes instead from DLBRAIN_<KEY>, from <key>.file (a file holding it, such
+ * as a mounted Kubernetes Secret) or from a -c file.
+ * librdkafka's are the properties its rdkafka_conf.c flags _RK_SENSITIVE
+ * (2.0 to 2.11; CONFIGURATION.md does not show the flag), and an alias of
+ * one, less those that hold no credential as a string: ssl.key.location and
+ * sasl.oauthbearer.assertion.private.key.file (paths to one), ssl.ca.pem (a
+ * CA's public certificate) and ssl_key (set by rd_kafka_conf_set_ssl_cert()
+ * only: librdkafka refuses any string for it). */
+static const secret_def_t secrets[] = {
+    {"pg.dsn", SECRET_DSN}, /* its password only: host, user and database are no secret */
+    {"redis.password", SECRET_VALUE},
+    {"sasl.username", SECRET_VALUE}, /* the API key of Confluent Cloud, say */
+    {"sasl.password", SECRET_VALUE},
+    {"sasl.oauthbearer.config", SECRET_VALUE},
+    {"sasl.oauthbearer.client.secret", SECRET_VALUE},
+    {"sasl.oauthbearer.client.credentials.client.secret", SECRET_VALUE},
+    {"sasl.oauthbearer.assertion.private.key.passphrase", SECRET_VALUE},
+    {"sasl.oauthbearer.assertion.private.key.pem", SECRET_VALUE},
+    {"ssl.key.password", SECRET_VALUE},
+    {"ssl.key.pem", SECRET_VALUE},
+    {"ssl.keystore.password", SECRET_VALUE},
+    {NULL, 0},
+};
+
+/* Longest librdkafka secret read from <key>.file (a PEM private key is a few
+ * KiB); dlbrain's own are bounded by their field in dlb_conf_t. */
+#define SECRET_FILE_MAX 65536
+
+static const secret_def_t *find_secret(const char *key)
+{
+    for (const secret_def_t *s = secrets; s->key; s++)
+        if (!strcmp(s->key, key))
+            return s;
+    return NULL;
+}
+
+/* The secret whose file key ("<key>.file") this is, or NULL. */
+static const secret_def_t *find_secret_file(const char *key)
+{
+    size_t n = strlen(key);
+
+    if (n <= 5 || strcmp(key + n - 5, ".file"))
+        return NULL;
+    for (const secret_def_t *s = secrets; s->key; s++)
+        if (strlen(s->key) == n - 5 && !strncmp(s->key, key, n - 5))
+            return s;
+    return NULL;
+}
+
+/* Text that is cut at its size, never overrun. */
+typedef struct sbuf {
+    char *p;
+    size_t size, len;
+} sbuf_t;
+
+static void sbuf_put(sbuf_t *b, const char *s, size_t n)
+{
+    if (!b || !b->size)
+        return;
+    for (; n && b->len + 1 < b->size; n--)
+        b->p[b->len++] = *s++;
+    b->p[b->len] = '\0';
+}
+
+/* A libpq DSN being copied with its secrets replaced. */
+typedef struct dsn_scan {
+    const char *copied; /* the DSN up to here is copied to out */
+    sbuf_t *out;        /* NULL: only count */
+    int passwords;
+} dsn_scan_t;
+
+/* [s, e) of the DSN is secret: what precedes it is copied, then "***". */
+static void dsn_hide(dsn_scan_t *d, const char *s, const char *e, int password)
+{
+    sbuf_put(d->out, d->copied, (size_t)(s - d->copied));
+    sbuf_put(d->out, "***", 3);
+    d->copied = e;
+    d->passwords += password;
+}
+
+/* libpq's two keywords that hold a password (sslpassword: the client key's). */
+static int dsn_password_key(const char *k, size_t n)
+{
+    return (n == 8 && !memcmp(k, "password", 8)) || (n == 11 && !memcmp(k, "sslpassword", 11));
+}
+
+/* key = value pairs, split as libpq's conninfo_parse does: a value is
+ * single-quoted or runs to white space, a backslash escapes any byte. */
+static void dsn_scan_kv(dsn_scan_t *d, const char *p)
+{
+    const char *k, *ke, *v;
+    int quoted;
+
+    for (;;) {
+        while (isspace((unsigned char)*p))
+            p++;
+        if (!*p)
+            return;
+        for (k = p; *p && *p != '=' && !isspace((unsigned char)*p); p++)
+            ;
+        ke = p;
+        while (isspace((unsigned char)*p))
+            p++;
+        if (*p != '=') {
+            /* libpq refuses it, and what follows may be a piece of a password */
+            dsn_hide(d, k, k + strlen(k), 0);
+            return;
+        }
+        for (p++; isspace((unsigned char)*p); p++)
+            ;
+        v = p;
+        if ((quoted = *p == '\'')) {
+            for (p++; *p && *p != '\''; p++)
+                if (*p == '\\' && p[1])
+                    p++;
+            if (!*p) { /* unterminated: libpq refuses it; the rest may be secret */
+                dsn_hide(d, v, p, dsn_password_key(k, (size_t)(ke - k)));
+                return;
+            }
+            p++;
+        } else {
+            for (; *p && !isspace((unsigned char)*p); p++)
+                if (*p == '\\' && p[1])
+                    p++;
+        }
+        if (dsn_password_key(k, (size_t)(ke - k)) && p - v > (quoted ? 2 : 0))
+            dsn_hide(d, v, p, 1);
+    }
+}
+
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* A URI query parameter's name, %-decoded as libpq does, is a password key. */
+static int uri_password_key(const char *k, size_t n)
+{
+    char dec[16];
+    size_t m = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (m == sizeof(dec))
+            return 0;
+        if (k[i] != '%') {
+            dec[m++] = k[i];
+        } else if (i + 2 < n && hex_digit(k[i + 1]) >= 0 && hex_digit(k[i + 2]) >= 0) {
+            dec[m++] = (char)(hex_digit(k[i + 1]) * 16 + hex_digit(k[i + 2]));
+            i += 2;
+        } else {
+            return 0; /* libpq refuses a bad %-escape */
+        }
+    }
+    return dsn_password_key(dec, m);
+}
+
+/* postgresql://[user[:password]@]host[:port][/dbname][?param=value&...]:
+ * the user information ends at the first '@' before any '/', as in libpq's
+ * conninfo_uri_parse_options, and a password may also be a parameter. */
+static void dsn_scan_uri(dsn_scan_t *d, const char *p)
+{
+    const char *at = p + strcspn(p, "@/"), *colon, *q;
+
+    if (*at == '@') {
+        if ((colon = memchr(p, ':', (size_t)(at - p))) && at - colon > 1)
+            dsn_hide(d, colon + 1, at, 1);
+        p = at + 1;
+    }
+    if (!(q = strchr(p, '?')))
+        return;
+    for (p = q + 1; *p;) {
+        const char *e = p + strcspn(p, "&"), *eq = memchr(p, '=', (size_t)(e - p));
+
+        if (eq && uri_password_key(p, (size_t)(eq - p)) && e - eq > 1)
+            dsn_hide(d, eq + 1, e, 1);
+        p = *e ? e + 1 : e;
+    }
+}
+
+/* Copies a libpq DSN (key=value or URI form) to out (NULL: nowhere) with
+ * every password as "***". @returns how many non-empty passwords it holds. */
+static int dsn_mask(const char *dsn, sbuf_t *out)
+{
+    dsn_scan_t d = {dsn, out, 0};
+
+    if (!strncmp(dsn, "postgresql://", 13))
+        dsn_scan_uri(&d, dsn + 13);
+    else if (!strncmp(dsn, "postgres://", 11))
+        dsn_scan_uri(&d, dsn + 11);
+    else
+        dsn_scan_kv(&d, dsn);
+    sbuf_put(out, d.copied, strlen(d.copied));
+    return d.passwords;
+}
+
+int dlb_conf_secret(const char *key, const char *value)
+{
+    const secret_def_t *s = find_secret(key);
+
+    if (!s || !value || !*value)
+        return 0;
+    return s->kind == SECRET_VALUE || dsn_mask(value, NULL) > 0;
+}
+
+const char *dlb_conf_mask(const char *key, const char *value, char *buf, size_t size)
+{
+    const secret_def_t *s = find_secret(key);
+    sbuf_t b = {buf, size, 0};
+
+    if (!s || !value || !*value)
+        return value;
+    if (s->kind == SECRET_VALUE || !size)
+        return "***";
+    buf[0] = '\0';
+    dsn_mask(value, &b);
+    return buf;
+}
+
+char *dlb_conf_mask_dup(const char *key, const char *value)
+{
+    /* Masking a DSN adds at most 2 bytes a hidden piece ("p" -> "***"), and
+     * "***" needs 4. */
+    size_t size = 3 * strlen(value) + 4;
+    char *buf = malloc(size);
+    const char *m;
+
+    if (buf && (m = dlb_conf_mask(key, value, buf, size)) != buf)
+        memcpy(buf, m, strlen(m) + 1);
+    return buf;
+}
+
+static void env_name(const char *key, char *buf, size_t size)
+{
+    size_t n = (size_t)snprintf(buf, size, "DLBRAIN_");
+    for (; *key && n + 1 < size; key++)
+        buf[n++] = (*key == '.' || *key == '-') ? '_' : (char)toupper((unsigned char)*key);
+    buf[n] = '\0';
+}
+
+int dlb_conf_refuse_secret(dlb_conf_from_t from, const char *key, const char *value, char *errstr,
+                           size_t size)
+{
+    const char *where = from == DLB_CONF_FROM_ARGV
+                            ? "taken from the command line, which every local user can read (ps, "
+                              "/proc/PID/cmdline) and shell history keeps"
+                            : "stored with an environment: the registry keeps its settings in "
+                              "PostgreSQL and in a history that is never deleted";
+    const char *pre = from == DLB_CONF_FROM_ARGV ? "-X " : "";
+    char env[128];
+
+    if (!dlb_conf_secret(key, value))
+        return 0;
+    env_name(key, env, sizeof(env));
+    if (find_secret(key)->kind == SECRET_DSN)
+        return dlb_seterr(errstr, size, DLB_ERR_CONF,
+                          "%s%s: a password is not %s; keep it in PGPASSWORD or PGPASSFILE (libpq "
+                          "reads them), or the whole DSN in %s or in a file named by pg.dsn.file",
+                          pre, key, where, env);
+    return dlb_seterr(errstr, size, DLB_ERR_CONF,
+                      "%s%s: a secret is not %s; set it through %s, or %s.file=PATH naming a file "
+                      "that holds it",
+                      pre, key, where, env, key);
 }
 
 static int parse_long(const char *key, const char *value, long long lo, long long hi,
@@ -300,36 +582,84 @@ int dlb_conf_set_kafka(dlb_conf_t *conf, const char *key, const char *value, cha
     return 0;
 }
 
-/* Reads a secret from a file: the whole content minus trailing newlines. */
-static int read_secret(const char *key, const char *path, char *out, size_t out_size, char *errstr,
+/* Reads a secret from a regular file: its content less trailing newlines,
+ * at most max bytes into out (max + 3 bytes). A longer one is an error, never
+ * cut: a cut password fails much later as "authentication failed", with no
+ * hint why. */
+static int read_secret(const char *key, const char *path, char *out, size_t max, char *errstr,
                        size_t size)
 {
-    FILE *fp = fopen(path, "r");
-    size_t n;
+    struct stat st;
+    size_t n = 0;
+    ssize_t r = 1;
+    char c;
+    int fd, e;
 
-    if (!fp)
+    /* O_NONBLOCK: a FIFO must not hang the start before fstat refuses it. */
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
         return dlb_seterr(errstr, size, DLB_ERR_CONF, "%s: cannot open %s: %s", key, path,
                           strerror(errno));
-    n = fread(out, 1, out_size - 1, fp);
-    fclose(fp);
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return dlb_seterr(errstr, size, DLB_ERR_CONF, "%s: %s is not a regular file", key, path);
+    }
+    /* Two bytes more than max: room for a final "\r\n". */
+    while (n < max + 2 && (r = read(fd, out + n, max + 2 - n)) != 0) {
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            e = errno;
+            close(fd);
+            return dlb_seterr(errstr, size, DLB_ERR_CONF, "%s: cannot read %s: %s", key, path,
+                              strerror(e));
+        }
+        n += (size_t)r;
+    }
+    if (n == max + 2)
+        while ((r = read(fd, &c, 1)) < 0 && errno == EINTR)
+            ;
+    close(fd);
     out[n] = '\0';
     while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r'))
         out[--n] = '\0';
+    if (n > max || r > 0)
+        return dlb_seterr(errstr, size, DLB_ERR_CONF,
+                          "%s: %s holds more than %zu bytes, the longest a secret can be there "
+                          "(it is never cut)",
+                          key, path, max);
+    if (memchr(out, '\0', n))
+        return dlb_seterr(errstr, size, DLB_ERR_CONF, "%s: %s holds a NUL byte", key, path);
     return 0;
+}
+
+/* "<secret>.file": the secret is read from the file named by path. */
+static int set_secret_file(dlb_conf_t *conf, const char *file_key, const secret_def_t *s,
+                           const char *path, char *errstr, size_t size)
+{
+    const key_def_t *k = find_key(s->key);
+    size_t max = k ? k->size - 1 : SECRET_FILE_MAX;
+    char *buf = malloc(max + 3);
+    int err;
+
+    if (!buf)
+        return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+    if (!(err = read_secret(file_key, path, buf, max, errstr, size)))
+        err = k ? set_known(conf, k, buf, errstr, size)
+                : dlb_conf_set_kafka(conf, s->key, buf, errstr, size);
+    free(buf);
+    return err;
 }
 
 int dlb_conf_set(dlb_conf_t *conf, const char *key, const char *value, char *errstr,
                  size_t errstr_size)
 {
+    const secret_def_t *s;
     const key_def_t *k;
 
     if (!strcmp(key, "bootstrap.servers"))
         key = "brokers";
-    if (!strcmp(key, "redis.password.file"))
-        return read_secret(key, value, conf->redis_password, sizeof(conf->redis_password), errstr,
-                           errstr_size);
-    if (!strcmp(key, "pg.dsn.file"))
-        return read_secret(key, value, conf->pg_dsn, sizeof(conf->pg_dsn), errstr, errstr_size);
+    if ((s = find_secret_file(key)))
+        return set_secret_file(conf, key, s, value, errstr, errstr_size);
     if ((k = find_key(key)))
         return set_known(conf, k, value, errstr, errstr_size);
     if (!key[0])
@@ -341,11 +671,14 @@ int dlb_conf_set_kv(dlb_conf_t *conf, const char *kv, char *errstr, size_t errst
 {
     const char *eq = strchr(kv, '=');
     char key[256];
+    int err;
 
     if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof(key))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "expected key=value, got \"%s\"", kv);
     memcpy(key, kv, (size_t)(eq - kv));
     key[eq - kv] = '\0';
+    if ((err = dlb_conf_refuse_secret(DLB_CONF_FROM_ARGV, key, eq + 1, errstr, errstr_size)))
+        return err;
     return dlb_conf_set(conf, key, eq + 1, errstr, errstr_size);
 }
 
@@ -390,18 +723,9 @@ int dlb_conf_load_file(dlb_conf_t *conf, const char *path, char *errstr, size_t 
     return err;
 }
 
-static void env_name(const char *key, char *buf, size_t size)
-{
-    size_t n = (size_t)snprintf(buf, size, "DLBRAIN_");
-    for (; *key && n + 1 < size; key++)
-        buf[n++] = (*key == '.' || *key == '-') ? '_' : (char)toupper((unsigned char)*key);
-    buf[n] = '\0';
-}
-
 int dlb_conf_load_env(dlb_conf_t *conf, char *errstr, size_t errstr_size)
 {
-    static const char *const extra[] = {"redis.password.file", "pg.dsn.file", NULL};
-    char name[128], sub[512];
+    char name[128], file_key[128], sub[512];
     const char *v;
     int err;
 
@@ -410,9 +734,16 @@ int dlb_conf_load_env(dlb_conf_t *conf, char *errstr, size_t errstr_size)
         if ((v = getenv(name)) && (err = dlb_conf_set(conf, k->key, v, sub, sizeof(sub))))
             return dlb_seterr(errstr, errstr_size, err, "environment %s: %s", name, sub);
     }
-    for (const char *const *e = extra; *e; e++) {
-        env_name(*e, name, sizeof(name));
-        if ((v = getenv(name)) && (err = dlb_conf_set(conf, *e, v, sub, sizeof(sub))))
+    for (const secret_def_t *s = secrets; s->key; s++) {
+        /* librdkafka's secrets have no row in keys; it has no "unset", so an
+         * empty variable (an optional Secret's missing key) sets nothing. */
+        env_name(s->key, name, sizeof(name));
+        if (!find_key(s->key) && (v = getenv(name)) && *v &&
+            (err = dlb_conf_set(conf, s->key, v, sub, sizeof(sub))))
+            return dlb_seterr(errstr, errstr_size, err, "environment %s: %s", name, sub);
+        snprintf(file_key, sizeof(file_key), "%s.file", s->key);
+        env_name(file_key, name, sizeof(name));
+        if ((v = getenv(name)) && (err = dlb_conf_set(conf, file_key, v, sub, sizeof(sub))))
             return dlb_seterr(errstr, errstr_size, err, "environment %s: %s", name, sub);
     }
     return 0;
@@ -427,11 +758,12 @@ const char *dlb_conf_topic(const dlb_conf_t *conf, const char *name, char *buf, 
 static void dump_value(const dlb_conf_t *conf, const key_def_t *k, FILE *fp)
 {
     const char *base = (const char *)conf + k->off;
+    char buf[2048];
 
     switch (k->kind) {
     case K_STR:
     case K_OPTSET:
-        fputs(k->secret && *base ? "***" : base, fp);
+        fputs(dlb_conf_mask(k->key, base, buf, sizeof(buf)), fp);
         break;
     case K_INT:
     case K_PORT:
@@ -466,11 +798,9 @@ void dlb_conf_dump(const dlb_conf_t *conf, void *out)
         dump_value(conf, k, fp);
         fputc('\n', fp);
     }
-    for (size_t i = 0; i < conf->kafka_cnt; i++) {
-        /* librdkafka secrets: sasl.password, ssl.key.password, ... */
-        int secret = strstr(conf->kafka[i].key, "password") || strstr(conf->kafka[i].key, "secret");
-        fprintf(fp, "%s=%s\n", conf->kafka[i].key, secret ? "***" : conf->kafka[i].value);
-    }
+    for (size_t i = 0; i < conf->kafka_cnt; i++)
+        fprintf(fp, "%s=%s\n", conf->kafka[i].key,
+                dlb_conf_mask(conf->kafka[i].key, conf->kafka[i].value, NULL, 0));
 }
 
 void dlb_conf_reference(void *out)
@@ -483,6 +813,18 @@ void dlb_conf_reference(void *out)
         env_name(k->key, name, sizeof(name));
         fprintf(fp, "| `%s` | `%s` | `%s` | %s |\n", k->key, k->def[0] ? k->def : "\"\"", name,
                 k->doc);
+    }
+    fprintf(fp, "\nSecrets: refused on `-X` and by `env create --set`, masked by `settings`, "
+                "`-D` and `env show`; each is set through its environment variable, its `.file` "
+                "setting (a file holding it, read whole) or a `-c` file.\n\n"
+                "| secret | environment | file setting | its environment |\n|---|---|---|---|\n");
+    for (const secret_def_t *s = secrets; s->key; s++) {
+        char name[128], file_key[128], file_name[128];
+        env_name(s->key, name, sizeof(name));
+        snprintf(file_key, sizeof(file_key), "%s.file", s->key);
+        env_name(file_key, file_name, sizeof(file_name));
+        fprintf(fp, "| `%s`%s | `%s` | `%s` | `%s` |\n", s->key,
+                s->kind == SECRET_DSN ? " with a password" : "", name, file_key, file_name);
     }
 }
 

@@ -6,8 +6,11 @@
  * A key dlbrain does not know is a librdkafka property and goes to librdkafka
  * untouched, so TLS/SASL settings pass through ("-X security.protocol=SASL_SSL").
  *
- * Secrets never need argv: libpq reads PGPASSWORD / PGPASSFILE itself, and
- * redis.password can come from DLBRAIN_REDIS_PASSWORD or redis.password.file. */
+ * Secrets (redis.password, a password in pg.dsn, librdkafka's credentials
+ * such as sasl.password; one list in conf.c) are refused on -X and by env
+ * create, and masked when printed: each comes from DLBRAIN_<KEY>, from
+ * <key>.file (a file holding it) or from a -c file; libpq also reads
+ * PGPASSWORD / PGPASSFILE itself. */
 #ifndef DLB_CONF_H
 #define DLB_CONF_H
 
@@ -132,7 +135,10 @@ typedef struct dlb_conf {
 /** @brief Fill with embedded defaults. Never fails. */
 void dlb_conf_init(dlb_conf_t *conf);
 
-/** @brief Set one key. Unknown keys are stored as librdkafka properties.
+/** @brief Set one key. Unknown keys are stored as librdkafka properties;
+ *         "<secret>.file" (redis.password.file, sasl.password.file, ...) sets
+ *         the secret to the content of that regular file less trailing
+ *         newlines, and refuses one longer than the secret can be.
  *  @returns 0, or DLB_ERR_CONF when a known key gets a bad value. */
 int dlb_conf_set(dlb_conf_t *conf, const char *key, const char *value, char *errstr,
                  size_t errstr_size);
@@ -141,8 +147,9 @@ int dlb_conf_set(dlb_conf_t *conf, const char *key, const char *value, char *err
  *  @returns 0, DLB_ERR_CONF naming file:line. */
 int dlb_conf_load_file(dlb_conf_t *conf, const char *path, char *errstr, size_t errstr_size);
 
-/** @brief Apply DLBRAIN_* environment variables for every known key, plus the
- *         *.file indirections (DLBRAIN_REDIS_PASSWORD_FILE). */
+/** @brief Apply DLBRAIN_* environment variables for every known key and every
+ *         secret (DLBRAIN_SASL_PASSWORD), plus the secrets' *.file
+ *         indirections (DLBRAIN_REDIS_PASSWORD_FILE). */
 int dlb_conf_load_env(dlb_conf_t *conf, char *errstr, size_t errstr_size);
 
 /** @brief Set a librdkafka property, even one whose name dlbrain also uses
@@ -150,8 +157,33 @@ int dlb_conf_load_env(dlb_conf_t *conf, char *errstr, size_t errstr_size);
 int dlb_conf_set_kafka(dlb_conf_t *conf, const char *key, const char *value, char *errstr,
                        size_t errstr_size);
 
-/** @brief Parse "key=value" from a -X argument. */
+/** @brief Parse "key=value" from a -X argument and set it. A secret is
+ *         refused (dlb_conf_refuse_secret, DLB_CONF_FROM_ARGV). */
 int dlb_conf_set_kv(dlb_conf_t *conf, const char *kv, char *errstr, size_t errstr_size);
+
+/* Where a setting came from, for the reason dlb_conf_refuse_secret gives. */
+typedef enum { DLB_CONF_FROM_ARGV, DLB_CONF_FROM_REGISTRY } dlb_conf_from_t;
+
+/** @returns 1 when value is a secret of key: a non-empty value of a secret
+ *           key (redis.password, sasl.password, ...) or a pg.dsn that holds a
+ *           password; else 0. */
+int dlb_conf_secret(const char *key, const char *value);
+
+/** @brief Refuse a secret that comes from where secrets must not (the command
+ *         line, the environment registry).
+ *  @returns 0 when dlb_conf_secret(key, value) is 0, else DLB_ERR_CONF with
+ *           errstr naming the key, why and what to use instead. */
+int dlb_conf_refuse_secret(dlb_conf_from_t from, const char *key, const char *value, char *errstr,
+                           size_t errstr_size);
+
+/** @brief value as it may be printed: "***" for a secret, a pg.dsn with each
+ *         password as "***" (written to buf, cut at size; "***" when size is
+ *         0), else value itself. */
+const char *dlb_conf_mask(const char *key, const char *value, char *buf, size_t size);
+
+/** @brief dlb_conf_mask into a malloc'ed string, never cut.
+ *  @returns it (to free()), or NULL when out of memory. */
+char *dlb_conf_mask_dup(const char *key, const char *value);
 
 /** @brief Topic name "<env>.<name>", e.g. dlb_conf_topic(c, "plans", buf, sizeof buf). */
 const char *dlb_conf_topic(const dlb_conf_t *conf, const char *name, char *buf, size_t size);

@@ -16,6 +16,22 @@
 #include "metrics.h"
 #include "metrics_internal.h"
 
+/* The clients are Prometheus (one keep-alive connection per server) and the
+ * kubelet's probes (a connection each, a few at a time), from a handful of
+ * addresses; behind a service mesh's sidecar all of them share one. So:
+ * - at most METRICS_MAX_PER_ADDRESS connections of one address, or one client
+ *   holding half-open requests takes every slot and /healthz fails for the
+ *   kubelet, which then restarts a healthy pod;
+ * - a connection idle for METRICS_IDLE_TIMEOUT_S is closed: a request comes
+ *   whole in milliseconds, and a probe gives up sooner (timeoutSeconds: 1 by
+ *   default, 3 in deploy/k8s);
+ * - METRICS_MAX_CONNECTIONS in all: 8 addresses must collude to fill it, and
+ *   it bounds the memory (32 KiB a connection) and descriptors spent.
+ * Not settings: no legitimate client comes near them. */
+#define METRICS_MAX_PER_ADDRESS 8
+#define METRICS_IDLE_TIMEOUT_S  5
+#define METRICS_MAX_CONNECTIONS 64
+
 static void server_stop(void *d)
 {
     MHD_stop_daemon(d);
@@ -134,10 +150,11 @@ int dlb_metrics_serve(dlb_metrics_t *m, const char *addr, int port, int stall_s,
 
     if ((fd = listen_on(addr, port, &v6, &bound, errstr, errstr_size)) < 0)
         return fd;
-    /* A few connections at a time: Prometheus and the kubelet, not the world. */
     d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | (v6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL,
                          handle, m, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-                         (unsigned)32, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+                         (unsigned)METRICS_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                         (unsigned)METRICS_MAX_PER_ADDRESS, MHD_OPTION_CONNECTION_TIMEOUT,
+                         (unsigned)METRICS_IDLE_TIMEOUT_S, MHD_OPTION_END);
     if (!d) {
         close(fd);
         return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF,

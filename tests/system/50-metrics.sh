@@ -6,6 +6,8 @@
 # in the DLQ and in the errors, PostgreSQL and Redis call latencies, batch
 # latency, consumer lag per partition, rebalances, transactions. /healthz and
 # /readyz answer 200 while all is well, /readyz 503 while PostgreSQL is down.
+# One address holding 40 half-open requests leaves /healthz answering another
+# address, and its connections are closed after the idle timeout.
 # A metrics port in use stops a second process with a clear error. Every log
 # line of the optimizer (--log-format json) is a JSON object.
 . "$(dirname "$0")/helpers.sh"
@@ -57,6 +59,55 @@ wait_status /healthz 200 10
 wait_status /readyz 200 30
 ok "/healthz and /readyz answer 200 once the group assigned the optimizer"
 [ "$(status /nothing)" = 404 ] || fail "an unknown path does not answer 404"
+
+# One client holding many half-open requests (a request line, never the blank
+# line that ends the headers) must not starve the kubelet: it gets at most the
+# per-address limit of connections, the rest are closed at once, /healthz
+# still answers another address at once, and the held ones are closed after
+# the 5 s timeout. The flood comes from 127.0.0.2, the probe from 127.0.0.1.
+python3 - "$port" 5 <<'PY' || fail "half-open connections starved /healthz or were not timed out"
+import http.client, select, socket, sys, time
+port, timeout_s = int(sys.argv[1]), float(sys.argv[2])
+held = []
+for _ in range(40):
+    s = socket.socket()
+    s.settimeout(2)
+    s.bind(("127.0.0.2", 0))
+    try:
+        s.connect(("127.0.0.1", port))
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: flood\r\n")
+        held.append(s)
+    except OSError:
+        s.close()
+start = time.monotonic()
+probe = http.client.HTTPConnection("127.0.0.1", port, timeout=3, source_address=("127.0.0.1", 0))
+try:
+    probe.request("GET", "/healthz")
+    status = probe.getresponse().status
+except OSError as e:
+    sys.exit(f"FAIL - /healthz from another address with 40 half-open requests held: {e!r}")
+if status != 200:
+    sys.exit(f"FAIL - /healthz answered {status} with 40 half-open requests held")
+print(f"ok - /healthz answered 200 in {time.monotonic() - start:.2f} s beside 40 half-open requests")
+open_socks, closed_at = list(held), []
+while open_socks and time.monotonic() - start < timeout_s + 4:
+    for s in select.select(open_socks, [], [], 0.2)[0]:
+        try:
+            data = s.recv(4096)
+        except OSError:
+            data = b""
+        if not data:
+            open_socks.remove(s)
+            s.close()
+            closed_at.append(time.monotonic() - start)
+if open_socks:
+    sys.exit(f"FAIL - {len(open_socks)} half-open connections still open after {timeout_s + 4:.0f} s")
+late = [t for t in closed_at if t > 1]
+if len(late) > 8:
+    sys.exit(f"FAIL - {len(late)} half-open connections of one address were held (at most 8)")
+print(f"ok - {len(closed_at) - len(late)} closed at once, {len(late)} held until the timeout "
+      f"(last closed at {max(closed_at):.1f} s)")
+PY
 
 scrape "$SYS_DIR/m1"
 ok "first scrape: $(cat "$SYS_DIR/m1.check")"
