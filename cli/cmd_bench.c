@@ -29,6 +29,7 @@
 #include "bench_ingest.h"
 #include "bench_matcher.h"
 #include "bench_optimizer.h"
+#include "bench_rebuild.h"
 #include "bench_roundtrip.h"
 #include "cmd.h"
 #include "common.h"
@@ -41,7 +42,11 @@ static void usage(FILE *fp)
     fprintf(fp, "usage: dlbrain bench optimizer --events FILE [options]\n"
                 "       dlbrain bench roundtrip [options]\n"
                 "       dlbrain bench matcher [--seconds N] [--json FILE]\n"
-                "       dlbrain bench ingest [options]\n\n"
+                "       dlbrain bench ingest [options]\n"
+                "       dlbrain bench rebuild [--json FILE]\n\n"
+                "rebuild: milliseconds to fold 1,024 / 4,096 / 16,384 pods' node events into a\n"
+                "job's state as a rebuild from PostgreSQL does (pods appended through a hash\n"
+                "index, sorted once), beside one sorted insert per new pod, and their ratio.\n\n"
                 "optimizer: plans per second of the optimizer core alone (dlb_router_plan, one\n"
                 "core, no I/O). FILE holds events as JSON lines ('dlbrain emit' input, with\n"
                 "event_id and event_time_ms), e.g. from 'dlbrain simulate'. Each job's events\n"
@@ -278,8 +283,10 @@ int cmd_bench_main(int argc, char **argv)
     }
     mode = argv[1];
     if (strcmp(mode, "optimizer") && strcmp(mode, "roundtrip") && strcmp(mode, "matcher") &&
-        strcmp(mode, "ingest")) {
-        fprintf(stderr, "bench: unknown benchmark '%s' (optimizer, roundtrip, matcher or ingest)\n",
+        strcmp(mode, "ingest") && strcmp(mode, "rebuild")) {
+        fprintf(stderr,
+                "bench: unknown benchmark '%s' (optimizer, roundtrip, matcher, ingest or "
+                "rebuild)\n",
                 mode);
         return 2;
     }
@@ -396,6 +403,11 @@ int cmd_bench_main(int argc, char **argv)
                                          .out = stdout,
                                          .stop = &cli_stop};
         rc = bench_optimizer(&conf, &bo, json_path);
+    } else if (!strcmp(mode, "rebuild")) {
+        cJSON *json = NULL;
+        char errstr[512];
+        int err = dlb_bench_rebuild(stdout, json_path ? &json : NULL, errstr, sizeof(errstr));
+        rc = bench_done(err, errstr, json, json_path);
     } else if (!strcmp(mode, "matcher")) {
         dlb_bench_matcher_opts_t mo = {
             .seconds = seconds < 0 ? 1.0 : (double)seconds, .out = stdout, .stop = &cli_stop};
