@@ -103,6 +103,11 @@ static int reply_err_class(const char *msg)
     for (const char *const *t = transient; *t; t++)
         if (!strncmp(msg, *t, strlen(*t)))
             return DLB_ERR_TRANSIENT;
+    /* A key of one job holds another type (written by hand, or by an older
+     * build whose keys could collide): that job's cache is wrong, Redis is
+     * not down (wrong_type() drops that job's keys alone). */
+    if (!strncmp(msg, "WRONGTYPE", 9))
+        return DLB_ERR_INVALID;
     return DLB_ERR_GENERIC;
 }
 
@@ -419,6 +424,24 @@ static int invalidate(dlb_redis_t *r, const job_keys_t *k, const char *why, char
     return r_collect(r, n, NULL, "DEL", errstr, errstr_size);
 }
 
+/* A key of the job held the wrong type: drop all its keys (the next load
+ * rebuilds it from PostgreSQL), so one job's bad cache never reads as Redis
+ * being down, which would drop every job's. @returns 0 once dropped. */
+static int wrong_type(dlb_redis_t *r, const job_keys_t *k, const char *reason, char *errstr,
+                      size_t errstr_size)
+{
+    char why[256];
+    int n = 0;
+
+    snprintf(why, sizeof(why), "%s", reason);
+    dlb_warn("redis: a key of %s holds the wrong type (%s); dropping the job's cached state, "
+             "it will be rebuilt from PostgreSQL",
+             k->job, why);
+    if (r_append(r, &n, "DEL %s %s %s %s", k->job, k->rt, k->pods, k->seen))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    return r_collect(r, n, NULL, "DEL", errstr, errstr_size);
+}
+
 /* One round trip: add the framed sample scored by its event time, keep the
  * newest window_size, refresh TTLs. A duplicate is the same member (same
  * event, same bytes), so ZADD leaves the set as it was. */
@@ -520,6 +543,17 @@ int dlb_redis_apply_samples(dlb_redis_t *r, const dlb_event_t *const *evs, const
         }
     }
     err = r_collect(r, cnt, NULL, "adding runtime samples", errstr, errstr_size);
+    /* Which job's key it was is not known: every job of the batch is
+     * rebuilt (its samples are in PostgreSQL already). */
+    for (size_t i = 0; err == DLB_ERR_INVALID && i < m; i++) {
+        if (i && !strcmp(sorted[i].ev->u.rt.job_uid, sorted[i - 1].ev->u.rt.job_uid))
+            continue;
+        keys_of(r, sorted[i].ev->u.rt.job_uid, &k);
+        if (wrong_type(r, &k, errstr, errstr, errstr_size))
+            break;
+        if (i + 1 == m)
+            err = 0;
+    }
 out:
     free(sorted);
     return err;
@@ -653,12 +687,16 @@ int dlb_redis_apply_event(dlb_redis_t *r, const dlb_event_t *ev, char *errstr, s
     keys_of(r, dlb_event_job_uid(ev), &k);
     switch (ev->type) {
     case DLB_EV_RUNTIME:
-        return apply_sample(r, ev, &k, errstr, errstr_size);
+        err = apply_sample(r, ev, &k, errstr, errstr_size);
+        break;
     case DLB_EV_NODE:
-        return apply_node(r, ev, &k, errstr, errstr_size);
+        err = apply_node(r, ev, &k, errstr, errstr_size);
+        break;
     default:
-        return apply_job(r, ev, &k, errstr, errstr_size);
+        err = apply_job(r, ev, &k, errstr, errstr_size);
+        break;
     }
+    return err == DLB_ERR_INVALID ? wrong_type(r, &k, errstr, errstr, errstr_size) : err;
 }
 
 /* ---- load / store --------------------------------------------------------- */
@@ -708,7 +746,7 @@ int dlb_redis_load_job(dlb_redis_t *r, const char *job_uid, dlb_job_state_t *out
         r_append(r, &n, "HGETALL %s", k.pods))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     if ((err = r_collect(r, n, rep, "loading a job", errstr, errstr_size)))
-        return err;
+        return err == DLB_ERR_INVALID ? wrong_type(r, &k, errstr, errstr, errstr_size) : err;
     if (rep[0]->type != REDIS_REPLY_ARRAY || rep[1]->type != REDIS_REPLY_ARRAY ||
         rep[2]->type != REDIS_REPLY_ARRAY) {
         bad = "unexpected reply type";
@@ -770,7 +808,7 @@ out:
     }
     if (err)
         *found = 0;
-    return err;
+    return err == DLB_ERR_INVALID ? wrong_type(r, &k, errstr, errstr, errstr_size) : err;
 }
 
 int dlb_redis_store_job(dlb_redis_t *r, const dlb_job_state_t *st, char *errstr, size_t errstr_size)

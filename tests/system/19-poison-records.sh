@@ -114,6 +114,24 @@ expect_eq "the job victim:rt has keys of its own" "hash zset" \
 expect_eq "no WRONGTYPE" 0 "$(grep -c WRONGTYPE "$SYS_DIR/optimizer.log" || true)"
 kill -0 "${SYS_PIDS[-1]}" || fail "the optimizer died"
 
+# A key of one job holding another type (set by hand here) costs that job's
+# cache alone: it is dropped and rebuilt from PostgreSQL, and Redis is not
+# taken for down (which dropped every job's cached state).
+expect_eq "g1 is cached" 1 "$(rc EXISTS "$env:job:g1")"
+rc DEL "$env:job:victim:rt" >/dev/null
+rc SET "$env:job:victim:rt" not-a-window >/dev/null
+printf '{"type":"runtime_sample","event_id":"v-r9","event_time_ms":%s,"job_uid":"victim","global_step":9,"speed":1.0,"pods":[]}\n' "$((T0 + 9000))" |
+    "$DLBRAIN" emit --strict -q || fail "emit of victim's sample"
+sys_wait_count runtime_samples 11 60
+deadline=$((SECONDS + 30))
+until grep -q "a key of $env:job:victim holds the wrong type" "$SYS_DIR/optimizer.log"; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "the optimizer did not report victim's wrong key type"
+    sleep 0.2
+done
+expect_eq "victim's keys dropped" "none none" "$(rc TYPE "$env:job:victim") $(rc TYPE "$env:job:victim:rt")"
+expect_eq "g1 still cached" 1 "$(rc EXISTS "$env:job:g1")"
+expect_eq "Redis not taken for down" 0 "$(grep -c 'serving job state from PostgreSQL' "$SYS_DIR/optimizer.log" || true)"
+
 # Health that tells the truth: a failure that is not the record's own (here
 # a trigger raising an internal error, SQLSTATE XX000, as a broken extension
 # would) is retried, as a transient one must be; once the partition has made
