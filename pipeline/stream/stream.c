@@ -186,6 +186,19 @@ static int64_t lag(const ctx_t *c, int64_t enough)
     return sum;
 }
 
+/* Sets each partition's held: whether we hold messages of it. */
+static void mark_held(ctx_t *c)
+{
+    for (size_t i = 0; i < c->parts_cnt; i++)
+        c->parts[i].held = 0;
+    for (size_t i = 0; i < c->items_cnt; i++) {
+        const item_t *it = &c->items[i];
+        part_t *p = it->rank >= 0 ? part_get(c, it->rank, it->msg->partition) : NULL;
+        if (p)
+            p->held = 1;
+    }
+}
+
 /* Back-pressure for the ordering barrier (Kafka Streams pauses partitions
  * with buffered records the same way): while a batch or more is waiting to
  * be polled and we hold messages of a partition, stop fetching it, so polling
@@ -200,14 +213,7 @@ static void flow_control(ctx_t *c)
     rd_kafka_topic_partition_list_t *resume = rd_kafka_topic_partition_list_new(8);
     int behind = lag(c, c->conf->batch_size) >= c->conf->batch_size;
 
-    for (size_t i = 0; i < c->parts_cnt; i++)
-        c->parts[i].held = 0;
-    for (size_t i = 0; i < c->items_cnt; i++) {
-        const item_t *it = &c->items[i];
-        part_t *p = it->rank >= 0 ? part_get(c, it->rank, it->msg->partition) : NULL;
-        if (p)
-            p->held = 1;
-    }
+    mark_held(c);
     for (size_t i = 0; i < c->parts_cnt; i++) {
         part_t *p = &c->parts[i];
         rd_kafka_topic_partition_t *t;
@@ -1071,12 +1077,7 @@ static void watch_progress(ctx_t *c)
     if (limit <= 0 || now - c->watched_at < 1000)
         return;
     c->watched_at = now;
-    for (size_t i = 0; i < c->items_cnt; i++) {
-        const item_t *it = &c->items[i];
-        part_t *p = it->rank >= 0 ? part_get(c, it->rank, it->msg->partition) : NULL;
-        if (p)
-            p->held = 1;
-    }
+    mark_held(c);
     for (size_t i = 0; i < c->parts_cnt; i++) {
         part_t *p = &c->parts[i];
         int64_t lo, hi, waiting;
@@ -1095,7 +1096,6 @@ static void watch_progress(ctx_t *c)
             waiting = hi > p->next;
         else
             waiting = p->stalled; /* not known (a seek forgets it): as it was */
-        p->held = 0;
         if (!waiting || now - p->progress_at <= limit) {
             if (!waiting)
                 p->progress_at = now;

@@ -15,15 +15,7 @@ sys_start_redis
 sys_start_real_kafka 3
 sys_start_optimizer optimizer -X metrics.port=0 -X metrics.address=127.0.0.1 -X consumer.stall.s=3
 env=$(sys_schema)
-port=
-for _ in $(seq 1 100); do
-    port=$(sed -n 's|.*metrics: serving http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' \
-        "$SYS_DIR/optimizer.log" | head -n 1)
-    [ -n "$port" ] && break
-    sleep 0.1
-done
-[ -n "$port" ] || fail "the optimizer did not log its metrics port"
-url=http://127.0.0.1:$port
+sys_metrics_url optimizer
 deadline=$((SECONDS + 60))
 until [ "$(sys_sql "SELECT to_regclass('$env.runtime_samples') IS NOT NULL")" = t ]; do
     [ "$SECONDS" -lt "$deadline" ] || fail "the optimizer did not create its tables"
@@ -138,16 +130,6 @@ expect_eq "Redis not taken for down" 0 "$(grep -c 'serving job state from Postgr
 # no progress for consumer.stall.s (3 s here) with messages waiting, /readyz
 # answers 503 naming the partition and the failure, and the stall gauge says
 # so, though PostgreSQL and Kafka both answer. Before, /readyz stayed 200.
-status() { curl -s -o /dev/null -w '%{http_code}' "$url$1"; }
-wait_status() {
-    local deadline=$((SECONDS + $3)) s
-    while [ "$SECONDS" -lt "$deadline" ]; do
-        s=$(status "$1")
-        [ "$s" = "$2" ] && return 0
-        sleep 0.2
-    done
-    fail "$1 answered $s, expected $2 within $3 s: $(curl -s "$url$1")"
-}
 wait_status /readyz 200 30
 sys_sql "CREATE FUNCTION $env.test_stuck() RETURNS trigger LANGUAGE plpgsql AS \$\$
 BEGIN

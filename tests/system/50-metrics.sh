@@ -20,29 +20,9 @@ sys_start_optimizer optimizer --log-format json -X metrics.port=0 -X metrics.add
     -X statistics.interval.ms=300
 opt_pid=${SYS_PIDS[-1]}
 
-port=
-for _ in $(seq 1 100); do
-    port=$(sed -n 's|.*metrics: serving http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' \
-        "$SYS_DIR/optimizer.log" | head -n 1)
-    [ -n "$port" ] && break
-    sleep 0.1
-done
-[ -n "$port" ] || fail "the optimizer did not log its metrics port"
-ok "metrics on port $port (metrics.port=0)"
-url=http://127.0.0.1:$port
+sys_metrics_url optimizer
+ok "metrics on $url (metrics.port=0)"
 
-# status PATH: the HTTP status code
-status() { curl -s -o /dev/null -w '%{http_code}' "$url$1"; }
-# wait_status PATH CODE TIMEOUT_S
-wait_status() {
-    local deadline=$((SECONDS + $3)) s
-    while [ "$SECONDS" -lt "$deadline" ]; do
-        s=$(status "$1")
-        [ "$s" = "$2" ] && return 0
-        sleep 0.2
-    done
-    fail "$1 answered $s, expected $2 within $3 s: $(curl -s "$url$1")"
-}
 # scrape FILE: /metrics into FILE, checked
 scrape() {
     curl -sf "$url/metrics" >"$1" || fail "GET /metrics failed"

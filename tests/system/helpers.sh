@@ -185,3 +185,30 @@ sys_stop_real_kafka() {
     fi
     "$SYS_TOP/scripts/kafka" stop --dir "$SYS_DIR/kafka" >/dev/null 2>&1 || true
 }
+
+# sys_metrics_url LOGNAME: the metrics URL a process logged at start
+# (-X metrics.port=0 -X metrics.address=127.0.0.1), waited for; sets url
+# and port.
+sys_metrics_url() {
+    port=''
+    for _ in $(seq 1 100); do
+        port=$(sed -n 's|.*metrics: serving http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' \
+            "$SYS_DIR/$1.log" | head -n 1)
+        [ -n "$port" ] && break
+        sleep 0.1
+    done
+    [ -n "$port" ] || fail "$1 did not log its metrics port"
+    url=http://127.0.0.1:$port
+}
+# status PATH: the HTTP status code of $url PATH
+status() { curl -s -o /dev/null -w '%{http_code}' "$url$1"; }
+# wait_status PATH CODE TIMEOUT_S
+wait_status() {
+    local deadline=$((SECONDS + $3)) s
+    while [ "$SECONDS" -lt "$deadline" ]; do
+        s=$(status "$1")
+        [ "$s" = "$2" ] && return 0
+        sleep 0.2
+    done
+    fail "$1 answered $s, expected $2 within $3 s: $(curl -s "$url$1")"
+}
