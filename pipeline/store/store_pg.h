@@ -36,8 +36,9 @@ void dlb_pg_rollback(dlb_pg_t *pg);
 
 /** @brief Persist one accepted input event (job, runtime, node, plan request):
  *         normalised columns plus the raw framed bytes. Idempotent: a second
- *         insert of the same event_id changes nothing. A job event also upserts
- *         the jobs row (merging sections like dlb_job_state_apply()).
+ *         insert of the same event_id for the same job changes nothing (event
+ *         ids are unique per job: another job's event of that id is stored). A job event also
+ * upserts the jobs row (merging sections like dlb_job_state_apply()).
  *  @returns 0, DLB_ERR_TRANSIENT (connection lost), DLB_ERR_GENERIC. */
 int dlb_pg_put_event(dlb_pg_t *pg, const dlb_event_t *ev, const void *raw, size_t raw_len,
                      char *errstr, size_t errstr_size);
@@ -66,24 +67,27 @@ int dlb_pg_send_runtime_batch(dlb_pg_t *pg, const dlb_event_t *const *evs, const
  *         sent nothing), as dlb_pg_put_runtime_batch() returns it. */
 int dlb_pg_wait_runtime_batch(dlb_pg_t *pg, char *errstr, size_t errstr_size);
 
-/** @brief Persist a plan (idempotent by plan_id): columns groups, pods and
+/** @brief Persist a plan (idempotent by job and plan_id, and by job and
+ *         trigger_event_id): columns groups, pods and
  *         actions as JSON arrays in the Avro field names, plus the raw frame. */
 int dlb_pg_put_plan(dlb_pg_t *pg, const dlb_plan_t *plan, const void *raw, size_t raw_len,
                     char *errstr, size_t errstr_size);
 
-/** @brief The stored framed bytes of a plan (added by the store module).
- *         A redelivered request is answered with the plan already written
- *         rather than a recomputation, whose inputs (history) may have grown.
- *  @param raw set to a malloc'ed copy the caller frees, or NULL when no plan
- *         has this id (then *raw_len = 0).
+/** @brief The stored framed bytes of job job_uid's plan plan_id (plan ids,
+ *         like event ids, are unique within a job only). A redelivered
+ *         request is answered with the plan already written rather than a
+ *         recomputation, whose inputs (history) may have grown.
+ *  @param raw set to a malloc'ed copy the caller frees, or NULL when the job
+ *         has no plan of this id (then *raw_len = 0).
  *  @returns 0 or an error (DLB_ERR_TRANSIENT when the connection is lost). */
-int dlb_pg_get_plan(dlb_pg_t *pg, const char *plan_id, void **raw, size_t *raw_len, char *errstr,
-                    size_t errstr_size);
+int dlb_pg_get_plan(dlb_pg_t *pg, const char *job_uid, const char *plan_id, void **raw,
+                    size_t *raw_len, char *errstr, size_t errstr_size);
 
 /** @brief Record that plan op->plan_id answered the OOM op->oom_event_id of pod
  *         op->pod_name of job job_uid with op->memory bytes (table oom_plans).
  *         Part of the caller's open transaction, beside dlb_pg_put_plan();
- *         idempotent by (plan_id, pod_name): a second put changes nothing.
+ *         idempotent by (job_uid, plan_id, pod_name): a second put changes
+ *         nothing.
  *  @returns 0, DLB_ERR_INVALID (empty job uid, pod name or plan id),
  *           DLB_ERR_TRANSIENT (connection lost), DLB_ERR_GENERIC. */
 int dlb_pg_put_oom_plan(dlb_pg_t *pg, const char *job_uid, const dlb_oom_plan_t *op, char *errstr,

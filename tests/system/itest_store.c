@@ -673,14 +673,15 @@ static void test_pg_plans_idempotent(void **unused)
         void *want = NULL, *got = NULL;
         size_t want_len = 0, got_len = 0;
         assert_int_equal(dlb_codec_encode(cat, &p1, &want, &want_len, errstr, sizeof(errstr)), 0);
-        assert_int_equal(dlb_pg_get_plan(pg, "plan-q1", &got, &got_len, errstr, sizeof(errstr)), 0);
+        assert_int_equal(
+            dlb_pg_get_plan(pg, "u1", "plan-q1", &got, &got_len, errstr, sizeof(errstr)), 0);
         assert_non_null(got);
         assert_int_equal(got_len, want_len);
         assert_memory_equal(got, want, want_len);
         free(got);
         free(want);
         assert_int_equal(
-            dlb_pg_get_plan(pg, "plan-q1-again", &got, &got_len, errstr, sizeof(errstr)), 0);
+            dlb_pg_get_plan(pg, "u1", "plan-q1-again", &got, &got_len, errstr, sizeof(errstr)), 0);
         assert_null(got);
         assert_int_equal(got_len, 0);
     }
@@ -709,6 +710,154 @@ static void put_oom_plan(dlb_pg_t *pg, const char *uid, const dlb_oom_plan_t *op
 {
     if (dlb_pg_put_oom_plan(pg, uid, op, errstr, sizeof(errstr)))
         fail_msg("put_oom_plan %s/%s: %s", op->plan_id, op->pod_name, errstr);
+}
+
+/* Every history row a job (uid) stores with the shared id "x1" (plan
+ * "plan-x1", match "cfg-x1"): one of each type, the runtime sample through
+ * the batch writer when batch is set. */
+static void put_job_x1(dlb_pg_t *pg, const char *uid, int batch)
+{
+    dlb_event_t job, rt, node, req, plan;
+    dlb_config_match_t cm;
+    dlb_oom_plan_t op;
+    char pod[64];
+
+    snprintf(pod, sizeof(pod), "%s-worker-1", uid);
+    ev_job(&job, "x1", uid, T0);
+    job_meta(&job, "ctr", uid);
+    ev_rt(&rt, "x1", uid, T0 + 1000, 2);
+    ev_node(&node, "x1", uid, T0 + 2000, pod, "oom_killed");
+    ev_req(&req, "x1", uid, T0 + 3000);
+    ev_plan(&plan, "plan-x1", uid, "x1");
+    put(pg, &job, 1);
+    if (batch) {
+        const dlb_event_t *evs[1] = {&rt};
+        if (dlb_pg_put_runtime_batch(pg, evs, NULL, NULL, 1, errstr, sizeof(errstr)))
+            fail_msg("batch: %s", errstr);
+    } else {
+        put(pg, &rt, 1);
+    }
+    put(pg, &node, 1);
+    put(pg, &req, 1);
+    put(pg, &plan, 1);
+    op = oom_plan(pod, "x1", "plan-x1", 20 * GIB, T0 + 3000);
+    put_oom_plan(pg, uid, &op);
+    memset(&cm, 0, sizeof(cm));
+    snprintf(cm.event_id, sizeof(cm.event_id), "cfg-x1");
+    snprintf(cm.job_uid, sizeof(cm.job_uid), "%s", uid);
+    snprintf(cm.trigger_event_id, sizeof(cm.trigger_event_id), "x1");
+    cm.event_time_ms = T0 + 1;
+    if (dlb_cfg_put_match(pg, &cm, NULL, 0, errstr, sizeof(errstr)))
+        fail_msg("put match: %s", errstr);
+    dlb_event_clear(&job);
+    dlb_event_clear(&rt);
+    dlb_event_clear(&node);
+    dlb_event_clear(&req);
+    dlb_event_clear(&plan);
+}
+
+/* Event ids are unique per job, not across jobs (issue 18, finding 7): a
+ * producer that knows or guesses another job's ids cannot make that job's
+ * events, plans or matches be dropped as duplicates by writing them first.
+ * A redelivery of either job's events still stores nothing. */
+static void test_pg_event_ids_per_job(void **unused)
+{
+    static const char *const tables[] = {"job_events",    "runtime_samples", "node_events",
+                                         "plan_requests", "plans",           "oom_plans",
+                                         "config_matches"};
+    char schema[64];
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "perjob");
+    pg = pg_open(schema);
+    put_job_x1(pg, "ua", 0);
+    put_job_x1(pg, "ub", 1); /* the victim, second: its rows must not be taken for repeats */
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+        if (count_of(pg, tables[t]) != 2)
+            fail_msg("%s: %" PRId64 " rows, want one per job", tables[t], count_of(pg, tables[t]));
+        assert_string_equal(
+            sql_str(schema, "SELECT string_agg(job_uid, ',' ORDER BY job_uid) FROM %s", tables[t]),
+            "ua,ub");
+    }
+    assert_int_equal(count_of(pg, "jobs"), 2);
+    assert_string_equal(sql_str(schema, "SELECT string_agg(uid || ':' || name, ',' ORDER BY uid) "
+                                        "FROM jobs"),
+                        "ua:ua,ub:ub");
+    assert_int_equal(count_of(pg, "runtime_pods"), 4);
+
+    /* Redeliveries of both jobs, in both writers: nothing new. */
+    put_job_x1(pg, "ub", 0);
+    put_job_x1(pg, "ua", 1);
+    put_job_x1(pg, "ub", 1);
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+        if (count_of(pg, tables[t]) != 2)
+            fail_msg("%s: %" PRId64 " rows after redelivery, want 2", tables[t],
+                     count_of(pg, tables[t]));
+    assert_int_equal(count_of(pg, "runtime_pods"), 4);
+
+    /* One batch carrying both jobs' sample "x2": both stored, once. */
+    {
+        dlb_event_t a, b;
+        const dlb_event_t *evs[4] = {&a, &b, &a, &b};
+        ev_rt(&a, "x2", "ua", T0 + 5000, 1);
+        ev_rt(&b, "x2", "ub", T0 + 5000, 3);
+        for (int round = 0; round < 2; round++)
+            assert_int_equal(
+                dlb_pg_put_runtime_batch(pg, evs, NULL, NULL, 4, errstr, sizeof(errstr)), 0);
+        assert_int_equal(count_of(pg, "runtime_samples"), 4);
+        assert_int_equal(
+            sql_i64(schema,
+                    "SELECT cardinality(pod_names) FROM runtime_samples WHERE job_uid = "
+                    "'ub' AND event_id = '%s'",
+                    "x2"),
+            3);
+        dlb_event_clear(&a);
+        dlb_event_clear(&b);
+    }
+
+    /* A redelivered request or trigger is answered with its own job's plan
+     * or match, never another job's of the same id. */
+    {
+        void *got = NULL;
+        size_t got_len = 0;
+        dlb_event_t ev;
+
+        assert_int_equal(
+            dlb_pg_get_plan(pg, "ub", "plan-x1", &got, &got_len, errstr, sizeof(errstr)), 0);
+        assert_non_null(got);
+        assert_int_equal(dlb_codec_decode(cat, got, got_len, &ev, errstr, sizeof(errstr)), 0);
+        assert_string_equal(ev.u.plan.job_uid, "ub");
+        dlb_event_clear(&ev);
+        free(got);
+        assert_int_equal(
+            dlb_cfg_get_match(pg, "ub", "cfg-x1", &got, &got_len, errstr, sizeof(errstr)), 0);
+        assert_non_null(got);
+        assert_int_equal(dlb_codec_decode(cat, got, got_len, &ev, errstr, sizeof(errstr)), 0);
+        assert_string_equal(ev.u.cm.job_uid, "ub");
+        dlb_event_clear(&ev);
+        free(got);
+        assert_int_equal(
+            dlb_pg_get_plan(pg, "uc", "plan-x1", &got, &got_len, errstr, sizeof(errstr)), 0);
+        assert_null(got);
+        assert_int_equal(
+            dlb_cfg_get_match(pg, "uc", "cfg-x1", &got, &got_len, errstr, sizeof(errstr)), 0);
+        assert_null(got);
+    }
+
+    /* Each job's rebuild sees its own events only. */
+    {
+        dlb_job_state_t st;
+        assert_int_equal(dlb_pg_load_job_state(pg, "ub", 5, &st, errstr, sizeof(errstr)), 0);
+        assert_string_equal(st.job.meta.name, "ub");
+        assert_int_equal(st.window_cnt, 2);
+        assert_string_equal(st.window[0].job_uid, "ub");
+        assert_int_equal(st.window[1].pods_cnt, 3);
+        assert_int_equal(st.pods_cnt, 1); /* node events make pods: ub-worker-1 */
+        assert_int_equal(dlb_job_state_pod(&st, "ub-worker-1")->oom_count, 1);
+        dlb_job_state_clear(&st);
+    }
+    dlb_pg_destroy(pg);
 }
 
 /* Answered OOMs: idempotent puts inside the caller's transaction, loaded as
@@ -857,6 +1006,81 @@ static void test_pg_migrate_from_v1(void **unused)
         "relaunch");
     dlb_event_clear(&rt);
     dlb_event_clear(&plan);
+    dlb_pg_destroy(pg);
+}
+
+/* A schema at version 5 with rows in every history table migrates to per-job
+ * keys (006): the rows stay, and another job may then use their ids. */
+static void test_pg_migrate_keys_per_job(void **unused)
+{
+    static const char *const tables[] = {"job_events",    "runtime_samples", "node_events",
+                                         "plan_requests", "plans",           "oom_plans",
+                                         "config_matches"};
+    char schema[64], sql[512];
+    PGconn *c = PQconnectdb(env_or_fail("DLBRAIN_PG_DSN"));
+    PGresult *res;
+    dlb_event_t ev;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "upgrade6");
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    snprintf(sql, sizeof(sql),
+             "CREATE SCHEMA %s; SET search_path TO %s; CREATE TABLE schema_migrations (version "
+             "integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT "
+             "now());",
+             schema, schema);
+    PQclear(PQexec(c, sql));
+    for (int v = 1; v <= 5; v++) {
+        const dlb_embedded_t *m = &dlb_embedded_migrations[v - 1];
+        const char *values[2] = {NULL, m->name};
+        char ver[8];
+
+        snprintf(ver, sizeof(ver), "%d", v);
+        values[0] = ver;
+        res = PQexec(c, m->data);
+        assert_int_equal(PQresultStatus(res), PGRES_COMMAND_OK);
+        PQclear(res);
+        PQclear(PQexecParams(c, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", 2,
+                             NULL, values, NULL, NULL, 0));
+    }
+    res = PQexec(c, "INSERT INTO job_events VALUES ('x1', 'ua', 1, NULL, NULL, '\\x00'); "
+                    "INSERT INTO runtime_samples (event_id, job_uid, event_time_ms, global_step, "
+                    "speed, raw, pod_names, pod_types, pod_indexes, pod_cpu_used, "
+                    "pod_cpu_requested, pod_memory_used, pod_memory_requested, pod_speeds) "
+                    "VALUES ('x1', 'ua', 1, 1, 1.0, '\\x00', '{p}', '{worker}', '{0}', '{1}', "
+                    "'{1}', '{1}', '{1}', '{NULL}'); "
+                    "INSERT INTO node_events (event_id, job_uid, event_time_ms, kind, pod_name, "
+                    "pod_type, pod_index, node_name, reason, message, raw) VALUES ('x1', 'ua', 1, "
+                    "'oom_killed', 'p', 'worker', 0, 'n', '', '', '\\x00'); "
+                    "INSERT INTO plan_requests VALUES ('x1', 'ua', 1, 's', NULL, '\\x00'); "
+                    "INSERT INTO plans (plan_id, job_uid, trigger_event_id, stage, optimizer, "
+                    "reason, event_time_ms, groups, pods, raw) VALUES ('plan-x1', 'ua', 'x1', "
+                    "'s', 'o', 'r', 1, '[]', '[]', '\\x00'); "
+                    "INSERT INTO oom_plans VALUES ('ua', 'p', 'x1', 'plan-x1', 1, 1); "
+                    "INSERT INTO config_matches (event_id, job_uid, event_time_ms, rules_version, "
+                    "rule_ids, values, raw) VALUES ('cfg-x1', 'ua', 1, 0, '[]', '{}', '\\x00');");
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        fail_msg("version 5 rows: %s", PQresultErrorMessage(res));
+    PQclear(res);
+    PQfinish(c);
+
+    pg = pg_open(schema);
+    assert_int_equal(count_of(pg, "schema_migrations"), (int64_t)migrations_cnt());
+    assert_string_equal(sql_str(schema, "SELECT name FROM schema_migrations WHERE version = 6"),
+                        "006_event_ids_per_job.sql");
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+        assert_int_equal(count_of(pg, tables[t]), 1);
+    assert_string_equal(sql_str(schema, "SELECT job_uid || '/' || pod_name FROM runtime_pods"),
+                        "ua/p");
+    /* Job ub's events of the same ids are stored; ua's again are not. */
+    put_job_x1(pg, "ub", 0);
+    put_job_x1(pg, "ub", 1);
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+        assert_int_equal(count_of(pg, tables[t]), 2);
+    ev_job(&ev, "x1", "ua", 1);
+    put(pg, &ev, 1);
+    assert_int_equal(count_of(pg, "job_events"), 2);
     dlb_pg_destroy(pg);
 }
 
@@ -1241,7 +1465,7 @@ static void assert_match_bytes(dlb_pg_t *pg, const char *id, const void *want, s
     void *got = NULL;
     size_t got_len = 0;
 
-    assert_int_equal(dlb_cfg_get_match(pg, id, &got, &got_len, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_cfg_get_match(pg, "u1", id, &got, &got_len, errstr, sizeof(errstr)), 0);
     assert_non_null(got);
     assert_int_equal(got_len, want_len);
     assert_memory_equal(got, want, want_len);
@@ -1281,7 +1505,8 @@ static void test_cfg_matches(void **unused)
                         "u1|0|3|req-1");
 
     /* Unknown id: no bytes, no error. */
-    assert_int_equal(dlb_cfg_get_match(pg, "nope", &got, &got_len, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_cfg_get_match(pg, "u1", "nope", &got, &got_len, errstr, sizeof(errstr)),
+                     0);
     assert_null(got);
     assert_int_equal(got_len, 0);
 
@@ -1877,7 +2102,9 @@ int main(void)
         cmocka_unit_test(test_pg_job_upsert_merges),
         cmocka_unit_test(test_pg_plans_idempotent),
         cmocka_unit_test(test_pg_oom_plans),
+        cmocka_unit_test(test_pg_event_ids_per_job),
         cmocka_unit_test(test_pg_migrate_from_v1),
+        cmocka_unit_test(test_pg_migrate_keys_per_job),
         cmocka_unit_test(test_pg_v1_raw_rows),
         cmocka_unit_test(test_pg_load_history),
         cmocka_unit_test(test_pg_load_job_state_equals_fold),
