@@ -116,6 +116,43 @@ int dlb_pg_load_history(dlb_pg_t *pg, const char *scenario, const char *exclude_
 int dlb_pg_load_job_state(dlb_pg_t *pg, const char *job_uid, int window_size, dlb_job_state_t *out,
                           char *errstr, size_t errstr_size);
 
+/* ---- retention (store_prune.c) ---------------------------------------------- */
+
+/* The history tables retention removes rows of (the jobs registry, the
+ * configuration rules and schema_migrations are never pruned). */
+#define DLB_PG_HISTORY_TABLES 7
+
+typedef struct dlb_pg_prune_opts {
+    int64_t before_ms; /* remove the rows whose event time is before this */
+    int batch_rows;    /* rows one DELETE removes (each its own transaction), >= 1 */
+    int budget_ms;     /* return after about this long, done or not (0: run until done) */
+    int wait;          /* wait for another process's prune to end instead of returning busy */
+    int dry_run;       /* only count the rows that would go */
+} dlb_pg_prune_opts_t;
+
+/** @returns the name of history table i (< DLB_PG_HISTORY_TABLES). */
+const char *dlb_pg_history_table(size_t i);
+
+typedef struct dlb_pg_prune_result {
+    int64_t rows[DLB_PG_HISTORY_TABLES]; /* removed (dry run: would be) from each table i */
+    int64_t total;
+    int done; /* nothing older than before_ms is left (a dry run: counted) */
+    int busy; /* another process of the environment was pruning: nothing done */
+} dlb_pg_prune_result_t;
+
+/** @brief Remove the history older than o->before_ms by event time: the one
+ *         place that owns "remove history older than T". Rows go a batch of
+ *         o->batch_rows at a time, oldest first, each DELETE committed alone,
+ *         so no lock is held for long and an interrupted prune keeps what it
+ *         removed. One process of an environment prunes at a time (a session
+ *         advisory lock on the schema); another's prune returns busy, or
+ *         waits with o->wait. Not inside dlb_pg_begin()'s transaction.
+ *  @returns 0 (see out->done and out->busy), DLB_ERR_INVALID (inside a
+ *           transaction, batch_rows < 1), DLB_ERR_TRANSIENT (connection
+ *           lost: what was committed stays removed), DLB_ERR_GENERIC. */
+int dlb_pg_prune(dlb_pg_t *pg, const dlb_pg_prune_opts_t *o, dlb_pg_prune_result_t *out,
+                 char *errstr, size_t errstr_size);
+
 /** @brief Row count of a table of this schema (for the demo and tests). */
 int dlb_pg_count(dlb_pg_t *pg, const char *table, int64_t *count, char *errstr, size_t errstr_size);
 

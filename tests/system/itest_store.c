@@ -1682,6 +1682,275 @@ static void test_cfg_versions(void **unused)
     dlb_pg_destroy(pg);
 }
 
+/* ---- retention (dlb_pg_prune) ------------------------------------------------ */
+
+#define PRUNE_CUT ((int64_t)(T0 + 10 * HOUR_MS))
+
+/* Every history row of job "uo" is older than PRUNE_CUT; job "un" has old
+ * and new rows: its meta and first samples are old, its state, later samples,
+ * OOM, request, plan and match new. Fills evs with un's events that are new. */
+static size_t prune_fixture(dlb_pg_t *pg, dlb_event_t *evs)
+{
+    static const char *const uids[] = {"uo", "un"};
+    dlb_config_match_t cm;
+    dlb_oom_plan_t op;
+    dlb_event_t ev;
+    char id[32];
+    size_t n = 0;
+
+    for (int j = 0; j < 2; j++) {
+        const char *uid = uids[j];
+        ev_job(&ev, "e1", uid, T0);
+        job_meta(&ev, "ctr", uid);
+        job_state(&ev, "pending");
+        put(pg, &ev, 1);
+        for (int i = 0; i < 3; i++) {
+            snprintf(id, sizeof(id), "s%d", i);
+            ev_rt(&ev, id, uid, T0 + 1000 * (i + 1), 2);
+            put(pg, &ev, 1);
+            dlb_event_clear(&ev);
+        }
+        ev_node(&ev, "n1", uid, T0 + 5000, "w-0", "pod_phase");
+        put(pg, &ev, 1);
+        ev_req(&ev, "q1", uid, T0 + 6000);
+        put(pg, &ev, 1);
+        ev_plan(&ev, "plan-q1", uid, "q1"); /* event time T0 */
+        put(pg, &ev, 0);
+        dlb_event_clear(&ev);
+        op = oom_plan("w-0", "n1", "plan-q1", GIB, T0 + 6000);
+        put_oom_plan(pg, uid, &op);
+        memset(&cm, 0, sizeof(cm));
+        snprintf(cm.event_id, sizeof(cm.event_id), "cfg-e1");
+        snprintf(cm.job_uid, sizeof(cm.job_uid), "%s", uid);
+        cm.event_time_ms = T0;
+        if (dlb_cfg_put_match(pg, &cm, NULL, 0, errstr, sizeof(errstr)))
+            fail_msg("put match: %s", errstr);
+    }
+    /* un's new rows: exactly at the cut-off is new (not "older than"). */
+    ev_job(&evs[n], "e2", "un", PRUNE_CUT);
+    job_state(&evs[n], "running");
+    put(pg, &evs[n++], 1);
+    for (int i = 3; i < 6; i++) {
+        snprintf(id, sizeof(id), "s%d", i);
+        ev_rt(&evs[n], id, "un", PRUNE_CUT + 1000 * i, 3);
+        put(pg, &evs[n++], 1);
+    }
+    ev_node(&evs[n], "n2", "un", PRUNE_CUT + 7000, "un-worker-1", "oom_killed");
+    put(pg, &evs[n++], 1);
+    ev_req(&ev, "q2", "un", PRUNE_CUT + 8000);
+    put(pg, &ev, 1);
+    ev_plan(&ev, "plan-q2", "un", "q2");
+    ev.u.plan.event_time_ms = PRUNE_CUT + 8000;
+    put(pg, &ev, 0);
+    dlb_event_clear(&ev);
+    op = oom_plan("un-worker-1", "n2", "plan-q2", 2 * GIB, PRUNE_CUT + 8000);
+    put_oom_plan(pg, "un", &op);
+    memset(&cm, 0, sizeof(cm));
+    snprintf(cm.event_id, sizeof(cm.event_id), "cfg-e2");
+    snprintf(cm.job_uid, sizeof(cm.job_uid), "un");
+    cm.event_time_ms = PRUNE_CUT + 1;
+    if (dlb_cfg_put_match(pg, &cm, NULL, 0, errstr, sizeof(errstr)))
+        fail_msg("put match: %s", errstr);
+    return n;
+}
+
+/* Retention removes exactly the history older than the cut-off, in batches,
+ * and leaves the jobs registry, the configuration rules and what a job's
+ * rebuild needs of the rest. */
+static void test_pg_prune(void **unused)
+{
+    /* Old rows per table: 2 jobs x (1 job event, 3 samples, 1 node event, 1
+     * request, 1 plan, 1 answered OOM, 1 match); new rows: un's. */
+    static const int64_t old_rows[DLB_PG_HISTORY_TABLES] = {2, 6, 2, 2, 2, 2, 2};
+    static const int64_t new_rows[DLB_PG_HISTORY_TABLES] = {1, 3, 1, 1, 1, 1, 1};
+    dlb_pg_prune_opts_t o = {.before_ms = PRUNE_CUT, .batch_rows = 2};
+    dlb_pg_prune_result_t r;
+    dlb_job_state_t db = {0}, mem = {0};
+    dlb_cfg_version_t v;
+    dlb_event_t evs[8];
+    dlb_rules_t rs;
+    char schema[64];
+    size_t n;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "prune");
+    pg = pg_open(schema);
+    n = prune_fixture(pg, evs);
+    rules_of("r.yaml", "id: r1\nPriority: 10\nInclude: {user: [alice]}\nConfigure: {A: 1}\n", &rs);
+    assert_int_equal(dlb_cfg_apply(pg, &rs, "cli", "kept", &v, errstr, sizeof(errstr)), 0);
+    dlb_rules_clear(&rs);
+
+    /* A dry run counts and deletes nothing. */
+    o.dry_run = 1;
+    assert_int_equal(dlb_pg_prune(pg, &o, &r, errstr, sizeof(errstr)), 0);
+    assert_int_equal(r.done, 1);
+    assert_int_equal(r.busy, 0);
+    for (size_t t = 0; t < DLB_PG_HISTORY_TABLES; t++) {
+        if (r.rows[t] != old_rows[t])
+            fail_msg("dry run, %s: %" PRId64 " rows, want %" PRId64, dlb_pg_history_table(t),
+                     r.rows[t], old_rows[t]);
+        assert_int_equal(count_of(pg, dlb_pg_history_table(t)), old_rows[t] + new_rows[t]);
+    }
+    assert_int_equal(r.total, 18);
+
+    /* The prune, two rows a batch. */
+    o.dry_run = 0;
+    assert_int_equal(dlb_pg_prune(pg, &o, &r, errstr, sizeof(errstr)), 0);
+    assert_int_equal(r.done, 1);
+    assert_int_equal(r.total, 18);
+    for (size_t t = 0; t < DLB_PG_HISTORY_TABLES; t++) {
+        assert_int_equal(r.rows[t], old_rows[t]);
+        if (count_of(pg, dlb_pg_history_table(t)) != new_rows[t])
+            fail_msg("%s: %" PRId64 " rows left, want %" PRId64, dlb_pg_history_table(t),
+                     count_of(pg, dlb_pg_history_table(t)), new_rows[t]);
+        assert_int_equal(sql_i64(schema, "SELECT count(*) FROM %s WHERE event_time_ms < %" PRId64,
+                                 dlb_pg_history_table(t), PRUNE_CUT),
+                         0);
+    }
+    assert_int_equal(count_of(pg, "runtime_pods"), 9);
+    /* Not history: the registry and the rules stay whole. */
+    assert_int_equal(count_of(pg, "jobs"), 2);
+    assert_int_equal(count_of(pg, "config_versions"), 1);
+    assert_int_equal(count_of(pg, "config_rules"), 1);
+    /* Nothing left to do. */
+    assert_int_equal(dlb_pg_prune(pg, &o, &r, errstr, sizeof(errstr)), 0);
+    assert_int_equal(r.done, 1);
+    assert_int_equal(r.total, 0);
+
+    /* un's rebuild from PostgreSQL is the fold of what remains; uo has none. */
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(dlb_job_state_apply(&mem, &evs[i], 5), 0);
+    assert_int_equal(dlb_pg_load_job_state(pg, "un", 5, &db, errstr, sizeof(errstr)), 0);
+    assert_state_equal(&db, &mem);
+    assert_string_equal(db.job.state, "running");
+    assert_int_equal(db.window_cnt, 3);
+    assert_int_equal(dlb_job_state_pod(&db, "un-worker-1")->oom_count, 1);
+    dlb_job_state_clear(&db);
+    dlb_job_state_clear(&mem);
+    assert_int_equal(dlb_pg_load_job_state(pg, "uo", 5, &db, errstr, sizeof(errstr)), 0);
+    assert_string_equal(db.job.job_uid, "uo");
+    assert_int_equal(db.window_cnt, 0);
+    dlb_job_state_clear(&db);
+    /* The answered OOM and the plan a redelivered request would get stay. */
+    {
+        dlb_oom_plan_t *ops = NULL;
+        size_t cnt = 0;
+        void *raw = NULL;
+        size_t raw_len = 0;
+        assert_int_equal(
+            dlb_pg_load_oom_plans(pg, "un", PRUNE_CUT + 9000, &ops, &cnt, errstr, sizeof(errstr)),
+            0);
+        assert_int_equal(cnt, 1);
+        assert_string_equal(ops[0].plan_id, "plan-q2");
+        free(ops);
+        assert_int_equal(
+            dlb_pg_get_plan(pg, "un", "plan-q2", &raw, &raw_len, errstr, sizeof(errstr)), 0);
+        assert_non_null(raw);
+        free(raw);
+    }
+
+    /* Not inside a transaction, never batches of no rows. */
+    assert_int_equal(dlb_pg_begin(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_prune(pg, &o, &r, errstr, sizeof(errstr)), DLB_ERR_INVALID);
+    dlb_pg_rollback(pg);
+    o.batch_rows = 0;
+    assert_int_equal(dlb_pg_prune(pg, &o, &r, errstr, sizeof(errstr)), DLB_ERR_INVALID);
+    for (size_t i = 0; i < n; i++)
+        dlb_event_clear(&evs[i]);
+    dlb_pg_destroy(pg);
+}
+
+typedef struct {
+    const char *schema;
+    dlb_pg_prune_opts_t o;
+    dlb_pg_prune_result_t r;
+    int err;
+    char errstr[512];
+} prune_arg_t;
+
+static void *prune_thread(void *p)
+{
+    prune_arg_t *a = p;
+    dlb_pg_t *pg = NULL;
+
+    a->err = dlb_pg_connect(&pg, getenv("DLBRAIN_PG_DSN"), a->schema, a->errstr, sizeof(a->errstr));
+    if (!a->err)
+        a->err = dlb_pg_prune(pg, &a->o, &a->r, a->errstr, sizeof(a->errstr));
+    dlb_pg_destroy(pg);
+    return NULL;
+}
+
+/* Two prunes of one environment never run at once: while one holds the
+ * lock, another returns busy having done nothing, or waits for it and then
+ * finds nothing left; a budget ends a prune early, and the next resumes. */
+static void test_pg_prune_one_at_a_time(void **unused)
+{
+    enum { ROWS = 4000 };
+    prune_arg_t a = {0}, b = {0};
+    dlb_pg_prune_opts_t o = {.before_ms = PRUNE_CUT, .batch_rows = 1};
+    dlb_pg_prune_result_t r;
+    pthread_t th, th2;
+    char schema[64];
+    int64_t left, calls = 0, total = 0;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "prunelock");
+    pg = pg_open(schema);
+    assert_string_equal(sql_str(schema,
+                                "WITH x AS (INSERT INTO plan_requests SELECT 'r' || i, "
+                                "'ul', %" PRId64 ", 's', NULL, '\\x00' FROM "
+                                "generate_series(1, %d) i RETURNING 1) SELECT count(*) "
+                                "FROM x",
+                                (int64_t)T0, ROWS),
+                        "4000");
+
+    /* A, one row a batch, is slow enough to be caught holding the lock. */
+    a.schema = schema;
+    a.o = o;
+    assert_int_equal(pthread_create(&th, NULL, prune_thread, &a), 0);
+    while ((left = count_of(pg, "plan_requests")) == ROWS)
+        usleep(1000);
+    assert_true(left > 0);
+    assert_int_equal(dlb_pg_prune(pg, &o, &r, errstr, sizeof(errstr)), 0);
+    assert_int_equal(r.busy, 1);
+    assert_int_equal(r.total, 0);
+    /* B waits for A's end, then has nothing left to do. */
+    b.schema = schema;
+    b.o = o;
+    b.o.wait = 1;
+    assert_int_equal(pthread_create(&th2, NULL, prune_thread, &b), 0);
+    pthread_join(th, NULL);
+    pthread_join(th2, NULL);
+    if (a.err || b.err)
+        fail_msg("prunes: %s / %s", a.errstr, b.errstr);
+    assert_true(a.r.done && !a.r.busy);
+    assert_int_equal(a.r.total, ROWS);
+    assert_true(b.r.done && !b.r.busy);
+    assert_int_equal(b.r.total, 0);
+    assert_int_equal(count_of(pg, "plan_requests"), 0);
+
+    /* A budget of 1 ms stops after a batch or a few; the next call resumes. */
+    sql_str(schema,
+            "WITH x AS (INSERT INTO plan_requests SELECT 'r' || i, 'ul', %" PRId64
+            ", 's', NULL, '\\x00' FROM generate_series(1, %d) i RETURNING 1) SELECT count(*) "
+            "FROM x",
+            (int64_t)T0, ROWS);
+    o.budget_ms = 1;
+    do {
+        assert_int_equal(dlb_pg_prune(pg, &o, &r, errstr, sizeof(errstr)), 0);
+        assert_int_equal(r.busy, 0);
+        assert_true(r.total >= 1 || r.done);
+        total += r.total;
+        calls++;
+    } while (!r.done);
+    assert_int_equal(total, ROWS);
+    assert_true(calls > 1);
+    assert_int_equal(count_of(pg, "plan_requests"), 0);
+    dlb_pg_destroy(pg);
+}
+
 /* ---- Redis ------------------------------------------------------------------ */
 
 static void redis_conf(dlb_conf_t *conf, const char *tag, int window)
@@ -2111,6 +2380,8 @@ int main(void)
         cmocka_unit_test(test_pg_errors),
         cmocka_unit_test(test_cfg_matches),
         cmocka_unit_test(test_cfg_versions),
+        cmocka_unit_test(test_pg_prune),
+        cmocka_unit_test(test_pg_prune_one_at_a_time),
         cmocka_unit_test(test_redis_window_trims),
         cmocka_unit_test(test_redis_samples_batch),
         cmocka_unit_test(test_redis_duplicates),
