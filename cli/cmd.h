@@ -27,6 +27,7 @@ int cmd_config_main(int argc, char **argv);
 int cmd_eval_main(int argc, char **argv);
 int cmd_replay_main(int argc, char **argv);
 int cmd_env_main(int argc, char **argv);
+int cmd_store_main(int argc, char **argv);
 int cmd_relay_main(int argc, char **argv);
 int cmd_gateway_main(int argc, char **argv);
 

@@ -20,6 +20,7 @@ static const dlb_cmd_t cmds[] = {
     {"settings", cmd_settings_main, "print the effective settings or the settings reference"},
     {"config", cmd_config_main, "apply, list, show, diff and roll back configuration rules"},
     {"env", cmd_env_main, "create, list, show, drop and promote environments"},
+    {"store", cmd_store_main, "prune the PostgreSQL history older than the retention window"},
     {"relay", cmd_relay_main,
      "relay the front's events to every environment, the real one's plans back"},
     {"replay", cmd_replay_main, "copy a time range of events into a virtual environment"},

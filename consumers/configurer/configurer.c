@@ -414,7 +414,7 @@ static int answer(dlb_stream_t *s, const char *trigger_id, int64_t time_ms, cons
     int err;
 
     match_id(trigger_id, cm->event_id, sizeof(cm->event_id));
-    if ((err = dlb_cfg_get_match(pg, cm->event_id, &buf, &len, errstr, size)))
+    if ((err = dlb_cfg_get_match(pg, job_uid, cm->event_id, &buf, &len, errstr, size)))
         goto out;
     if (buf) {
         dlb_info("config %s for job %s exists already; sending it again", cm->event_id, job_uid);

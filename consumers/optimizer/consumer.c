@@ -32,9 +32,10 @@ static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, char *er
     int err;
 
     /* A redelivered request gets the plan it got the first time, byte for
-     * byte, even if the job has moved on since: a plan id names one plan. */
+     * byte, even if the job has moved on since: a plan id names one plan of
+     * the job (another job may use the same request id). */
     dlb_plan_id(req, plan_id, sizeof(plan_id));
-    if ((err = dlb_pg_get_plan(pg, plan_id, &buf, &len, errstr, size)))
+    if ((err = dlb_pg_get_plan(pg, req->job_uid, plan_id, &buf, &len, errstr, size)))
         goto out;
     if (buf) {
         dlb_info("plan %s for job %s exists already; sending it again", plan_id, req->job_uid);

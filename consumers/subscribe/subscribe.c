@@ -62,6 +62,17 @@ void dlb_seen_free(dlb_seen_t *s)
     s->max = max;
 }
 
+/* What a repeat is recognised by: output ids derive from their trigger's
+ * event id, which is unique within a job only, so the key is the job uid
+ * (its length first, so no two pairs make the same key) and the id. */
+static const char *seen_key(const dlb_event_t *ev, char *buf, size_t size)
+{
+    const char *uid = dlb_event_job_uid(ev);
+
+    snprintf(buf, size, "%zu:%s%s", strlen(uid), uid, dlb_event_id(ev));
+    return buf;
+}
+
 static int wanted(const dlb_subscribe_opts_t *o, const char *uid)
 {
     if (!o->njobs)
@@ -80,7 +91,7 @@ int dlb_subscribe_run(const dlb_conf_t *conf, const dlb_subscribe_opts_t *o, dlb
     rd_kafka_t *rk = NULL;
     rd_kafka_topic_partition_list_t *sub;
     dlb_seen_t seen = {0};
-    char topic[256], group[256], sub_err[512];
+    char topic[256], group[256], sub_err[512], key[2 * DLB_ID_MAX + 24];
     long repeats = 0;
     int full_said = 0;
     int64_t deadline;
@@ -116,7 +127,7 @@ int dlb_subscribe_run(const dlb_conf_t *conf, const dlb_subscribe_opts_t *o, dlb
                      ev.type ? dlb_event_type_name(ev.type) : sub_err);
         } else if (!wanted(o, dlb_event_job_uid(&ev))) {
             /* another job's */
-        } else if (!o->all && dlb_seen_check(&seen, dlb_event_id(&ev))) {
+        } else if (!o->all && dlb_seen_check(&seen, seen_key(&ev, key, sizeof(key)))) {
             repeats++;
         } else {
             if (seen.full && !full_said++)

@@ -25,7 +25,8 @@ typedef struct dlb_subscribe_opts {
     volatile sig_atomic_t *stop; /* stop when it becomes non-zero (may be NULL) */
 } dlb_subscribe_opts_t;
 
-/* The output ids delivered so far, to deliver each id once. Zero it; max is
+/* The output ids delivered so far, to deliver each id once (the subscriber
+ * gives it job uid and id as one key: ids are unique per job only). Zero it; max is
  * how many ids it remembers (0: about a million). */
 typedef struct dlb_seen {
     struct hsearch_data h;

@@ -114,7 +114,9 @@ static void fill_count(const PGresult *res, int i, void *rows)
 
 /* The loaders' queries: every %s is the quoted schema. Samples are summed
  * over their pods: the durations are per sample, and a sum of used x
- * duration over pods is the pods' sum x duration. */
+ * duration over pods is the pods' sum x duration. A sample's pods are its
+ * own row's pod_* arrays: joining runtime_pods by event_id would mix in
+ * another job's sample of the same id (ids are unique per job only). */
 static const struct {
     const char *what, *sql;
     size_t size;
@@ -130,11 +132,12 @@ static const struct {
      "FROM %s.job_events GROUP BY job_uid ORDER BY job_uid",
      sizeof(dlb_eval_job_t), fill_job},
     {"loading runtime samples",
-     "SELECT s.job_uid, s.event_time_ms, COALESCE(sum(p.cpu_used), 0), "
-     "COALESCE(sum(p.cpu_requested), 0), COALESCE(sum(p.memory_used), 0)::float8, "
-     "COALESCE(sum(p.memory_requested), 0)::float8 "
-     "FROM %s.runtime_samples s LEFT JOIN %s.runtime_pods p ON p.event_id = s.event_id "
-     "GROUP BY s.event_id ORDER BY s.job_uid, s.event_time_ms, s.event_id",
+     "SELECT s.job_uid, s.event_time_ms, "
+     "COALESCE((SELECT sum(v) FROM unnest(s.pod_cpu_used) v), 0), "
+     "COALESCE((SELECT sum(v) FROM unnest(s.pod_cpu_requested) v), 0), "
+     "COALESCE((SELECT sum(v) FROM unnest(s.pod_memory_used) v), 0)::float8, "
+     "COALESCE((SELECT sum(v) FROM unnest(s.pod_memory_requested) v), 0)::float8 "
+     "FROM %s.runtime_samples s ORDER BY s.job_uid, s.event_time_ms, s.event_id",
      sizeof(dlb_eval_sample_t), fill_sample},
     {"loading OOMs",
      "SELECT job_uid, pod_name, event_time_ms FROM %s.node_events "

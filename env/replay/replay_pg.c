@@ -124,9 +124,10 @@ int dlb_replay_from_pg(const dlb_conf_t *conf, dlb_replay_t *r, char *errstr, si
     r->st->total = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     /* Event time, then event id (bytewise, "C" collation), then topic: the
-     * order the consumers apply a job's events in. */
+     * order the consumers apply a job's events in; then the job, as two jobs
+     * may use the same event id, so a replay is the same every time. */
     if ((rc = history_exec(pg, "DECLARE dlb_replay NO SCROLL CURSOR FOR ", sel.p,
-                           " ORDER BY 3, 4, 1", params, NULL, "declare cursor", errstr,
+                           " ORDER BY 3, 4, 1, 2", params, NULL, "declare cursor", errstr,
                            errstr_size)))
         goto out;
     rc = history_rows(pg, r, errstr, errstr_size);

@@ -52,6 +52,21 @@ static const key_def_t keys[] = {
     {"topic.partitions", K_INT, N(partitions), "12", "Partitions of topics dlbrain creates."},
     {"topic.replication", K_INT, N(replication), "1",
      "Replication factor of topics dlbrain creates."},
+    {"store.retention.days", K_INT, N(retention.days), "0",
+     "PostgreSQL history kept, in days of event time: older rows of job_events, "
+     "runtime_samples (with their pods), node_events, plan_requests, plans, oom_plans and "
+     "config_matches are deleted (the jobs registry and the configuration rules are kept). 0 = "
+     "keep forever, so nothing is deleted unless asked for. When set, at least history.hours "
+     "(a consumer refuses less), and best longer than the topics' retention and the longest "
+     "job: a job's events older than this no longer take part in rebuilding its state."},
+    {"store.retention.interval.s", K_INT, N(retention.interval_s), "3600",
+     "How often each consumer prunes the history older than store.retention.days (one process "
+     "of an environment at a time, by a PostgreSQL advisory lock; at most half a second a "
+     "round, resumed every 5 s until done). 0 = consumers never prune: only 'dlbrain store "
+     "prune' does."},
+    {"store.retention.batch.rows", K_INT, N(retention.batch_rows), "5000",
+     "Rows one DELETE of the prune removes, each its own transaction, so no lock is held for "
+     "long. At least 1."},
     {"state.window.size", K_INT, N(window_size), "60",
      "Runtime samples kept per job (DLRover keeps 60)."},
     {"history.hours", K_INT, N(history_hours), "168",
@@ -847,6 +862,28 @@ void dlb_conf_finish(dlb_conf_t *conf)
             if (*p == '-' || *p == '.')
                 *p = '_';
     }
+}
+
+int dlb_conf_retention(const dlb_conf_t *conf, int64_t *window_ms, char *errstr, size_t errstr_size)
+{
+    const dlb_retention_conf_t *r = &conf->retention;
+
+    *window_ms = 0;
+    if (r->batch_rows < 1)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF,
+                          "store.retention.batch.rows: %d is not at least 1", r->batch_rows);
+    if (!r->days)
+        return 0;
+    /* Similar jobs are looked up this far back (dlb_pg_load_history) and
+     * their state read from their events: a shorter window would quietly
+     * drop jobs from every create plan's history. */
+    if ((int64_t)r->days * 24 < conf->history_hours)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF,
+                          "store.retention.days=%d keeps less than history.hours=%d looks back "
+                          "for similar jobs: keep at least %d days or lower history.hours",
+                          r->days, conf->history_hours, (conf->history_hours + 23) / 24);
+    *window_ms = (int64_t)r->days * 86400000;
+    return 0;
 }
 
 const char *dlb_conf_group(const dlb_conf_t *conf, const char *role, char *buf, size_t size)

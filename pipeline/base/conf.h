@@ -73,6 +73,14 @@ typedef struct dlb_gateway_conf {
     int plans_linger_ms;       /* gateway.plans.linger.ms: an idle plans partition's reading */
 } dlb_gateway_conf_t;
 
+/* Retention of the PostgreSQL history (store.retention.*, store_prune.c). */
+typedef struct dlb_retention_conf {
+    int days;       /* store.retention.days: history kept, by event time; 0 = forever (default) */
+    int interval_s; /* store.retention.interval.s: how often a consumer prunes, default 3600;
+                       0 = never (only dlbrain store prune) */
+    int batch_rows; /* store.retention.batch.rows: rows one DELETE removes, default 5000 */
+} dlb_retention_conf_t;
+
 typedef struct dlb_kv {
     char *key;
     char *value;
@@ -130,6 +138,8 @@ typedef struct dlb_conf {
     int log_json;               /* log.format: text|json, default text */
     dlb_kv_t *kafka;            /* pass-through librdkafka properties, in order of setting */
     size_t kafka_cnt;
+
+    dlb_retention_conf_t retention; /* store.retention.* */
 } dlb_conf_t;
 
 /** @brief Fill with embedded defaults. Never fails. */
@@ -187,6 +197,15 @@ char *dlb_conf_mask_dup(const char *key, const char *value);
 
 /** @brief Topic name "<env>.<name>", e.g. dlb_conf_topic(c, "plans", buf, sizeof buf). */
 const char *dlb_conf_topic(const dlb_conf_t *conf, const char *name, char *buf, size_t size);
+
+/** @brief The history retention window of store.retention.*, checked
+ *         against the settings it must agree with.
+ *  @param window_ms set to store.retention.days in ms, 0 when history is kept
+ *         forever
+ *  @returns 0, or DLB_ERR_CONF (batch rows below 1, or fewer days than
+ *           history.hours looks back). */
+int dlb_conf_retention(const dlb_conf_t *conf, int64_t *window_ms, char *errstr,
+                       size_t errstr_size);
 
 /** @brief The consumer group of a role: group.id when set, else "<env>.<role>"
  *         written to buf. @returns group.id or buf. */

@@ -341,7 +341,7 @@ int dlb_cfg_put_match(dlb_pg_t *pg, const dlb_config_match_t *m, const void *raw
     static const char sql[] =
         "INSERT INTO config_matches (event_id, job_uid, event_time_ms, rules_version, rule_ids, "
         "values, trigger_event_id, raw) VALUES ($1, $2, $3::bigint, $4::bigint, $5::jsonb, "
-        "$6::jsonb, NULLIF($7, ''), $8::bytea) ON CONFLICT (event_id) DO NOTHING";
+        "$6::jsonb, NULLIF($7, ''), $8::bytea) ON CONFLICT (job_uid, event_id) DO NOTHING";
     dlb_event_t ev = {.type = DLB_EV_CONFIG_MATCH};
     char t[24], rv[24], *ids = NULL, *values = NULL;
     const char *v[8];
@@ -383,19 +383,19 @@ out:
     return err;
 }
 
-int dlb_cfg_get_match(dlb_pg_t *pg, const char *event_id, void **raw, size_t *raw_len, char *errstr,
-                      size_t errstr_size)
+int dlb_cfg_get_match(dlb_pg_t *pg, const char *job_uid, const char *event_id, void **raw,
+                      size_t *raw_len, char *errstr, size_t errstr_size)
 {
-    const char *v[1] = {event_id};
+    const char *v[2] = {job_uid, event_id};
     PGresult *res = NULL;
     int err;
 
     *raw = NULL;
     *raw_len = 0;
     if ((err = dlb_pg_ensure(pg, errstr, errstr_size)) ||
-        (err = dlb_pg_exec(pg, "SELECT raw FROM config_matches WHERE event_id = $1", 1, v, NULL,
-                           DLB_PG_BINARY, &res, "reading a configuration match", errstr,
-                           errstr_size)))
+        (err = dlb_pg_exec(
+             pg, "SELECT raw FROM config_matches WHERE job_uid = $1 AND event_id = $2", 2, v, NULL,
+             DLB_PG_BINARY, &res, "reading a configuration match", errstr, errstr_size)))
         return err;
     err = dlb_pg_first_bytes(res, raw, raw_len, errstr, errstr_size);
     PQclear(res);

@@ -86,7 +86,7 @@ int dlb_cfg_rollback(dlb_pg_t *pg, int64_t to, const char *message, dlb_cfg_vers
                      char *errstr, size_t errstr_size);
 
 /** @brief Persist a match result (table config_matches), idempotent by its
- *         event id; part of the caller's open transaction. rule_ids become a
+ *         job and event id; part of the caller's open transaction. rule_ids become a
  *         jsonb array, values a jsonb object of key -> value (their JSON text).
  *  @param raw  the framed bytes as sent; NULL or raw_len 0: m encoded now
  *  @returns 0, DLB_ERR_INVALID (no event id or job uid), DLB_ERR_TRANSIENT,
@@ -94,10 +94,11 @@ int dlb_cfg_rollback(dlb_pg_t *pg, int64_t to, const char *message, dlb_cfg_vers
 int dlb_cfg_put_match(dlb_pg_t *pg, const dlb_config_match_t *m, const void *raw, size_t raw_len,
                       char *errstr, size_t errstr_size);
 
-/** @brief The stored framed bytes of a match by its event id (a redelivered
- *         trigger is answered with it). *raw is malloc'ed, NULL when none.
+/** @brief The stored framed bytes of job job_uid's match event_id (a
+ *         redelivered trigger is answered with it; ids are unique per job
+ *         only). *raw is malloc'ed, NULL when none.
  *  @returns 0 or an error. */
-int dlb_cfg_get_match(dlb_pg_t *pg, const char *event_id, void **raw, size_t *raw_len, char *errstr,
-                      size_t errstr_size);
+int dlb_cfg_get_match(dlb_pg_t *pg, const char *job_uid, const char *event_id, void **raw,
+                      size_t *raw_len, char *errstr, size_t errstr_size);
 
 #endif

@@ -38,7 +38,7 @@
 static const dlb_pg_stmt_t st_job = {DLB_PG_ST_JOB, "dlb_job",
     "WITH ins AS (INSERT INTO job_events (event_id, job_uid, event_time_ms, state, "
     "exit_reason, raw) VALUES ($1, $2, $3::bigint, $4, $5, $6::bytea) "
-    "ON CONFLICT (event_id) DO NOTHING RETURNING 1) "
+    "ON CONFLICT (job_uid, event_id) DO NOTHING RETURNING 1) "
     "INSERT INTO jobs AS j (uid, name, user_name, grp, app, cluster, namespace, scenario, "
     "framework, state, exit_reason, batch_size, epoch, max_steps, dataset_name, dataset_size, "
     "dataset_storage, model_variable_count, model_op_count, model_total_variable_size, "
@@ -82,19 +82,19 @@ static const dlb_pg_stmt_t st_runtime = {DLB_PG_ST_RUNTIME, "dlb_runtime",
     "memory_requested bigint, speed float8)) WITH ORDINALITY "
     "AS r(name, type, index, cpu_used, cpu_requested, memory_used, "
     "memory_requested, speed, k) ORDER BY name, k) p "
-    "ON CONFLICT (event_id) DO NOTHING"};
+    "ON CONFLICT (job_uid, event_id) DO NOTHING"};
 
 static const dlb_pg_stmt_t st_node = {DLB_PG_ST_NODE, "dlb_node",
     "INSERT INTO node_events (event_id, job_uid, event_time_ms, kind, pod_name, "
     "pod_type, pod_index, node_name, phase, reason, message, memory_requested, "
     "cpu_requested, raw) VALUES ($1, $2, $3::bigint, $4, $5, $6, $7::integer, $8, $9, "
     "$10, $11, $12::bigint, $13::float8, $14::bytea) "
-    "ON CONFLICT (event_id) DO NOTHING"};
+    "ON CONFLICT (job_uid, event_id) DO NOTHING"};
 
 static const dlb_pg_stmt_t st_request = {DLB_PG_ST_REQUEST, "dlb_request",
     "INSERT INTO plan_requests (event_id, job_uid, event_time_ms, stage, oom_pod, "
     "raw) VALUES ($1, $2, $3::bigint, $4, $5, $6::bytea) "
-    "ON CONFLICT (event_id) DO NOTHING"};
+    "ON CONFLICT (job_uid, event_id) DO NOTHING"};
 
 /* Conflicts on plan_id or trigger_event_id: a plan is computed once per trigger. */
 static const dlb_pg_stmt_t st_plan = {DLB_PG_ST_PLAN, "dlb_plan",

@@ -36,8 +36,9 @@ void dlb_pg_rollback(dlb_pg_t *pg);
 
 /** @brief Persist one accepted input event (job, runtime, node, plan request):
  *         normalised columns plus the raw framed bytes. Idempotent: a second
- *         insert of the same event_id changes nothing. A job event also upserts
- *         the jobs row (merging sections like dlb_job_state_apply()).
+ *         insert of the same event_id for the same job changes nothing (event
+ *         ids are unique per job: another job's event of that id is stored). A job event also
+ * upserts the jobs row (merging sections like dlb_job_state_apply()).
  *  @returns 0, DLB_ERR_TRANSIENT (connection lost), DLB_ERR_GENERIC. */
 int dlb_pg_put_event(dlb_pg_t *pg, const dlb_event_t *ev, const void *raw, size_t raw_len,
                      char *errstr, size_t errstr_size);
@@ -66,24 +67,27 @@ int dlb_pg_send_runtime_batch(dlb_pg_t *pg, const dlb_event_t *const *evs, const
  *         sent nothing), as dlb_pg_put_runtime_batch() returns it. */
 int dlb_pg_wait_runtime_batch(dlb_pg_t *pg, char *errstr, size_t errstr_size);
 
-/** @brief Persist a plan (idempotent by plan_id): columns groups, pods and
+/** @brief Persist a plan (idempotent by job and plan_id, and by job and
+ *         trigger_event_id): columns groups, pods and
  *         actions as JSON arrays in the Avro field names, plus the raw frame. */
 int dlb_pg_put_plan(dlb_pg_t *pg, const dlb_plan_t *plan, const void *raw, size_t raw_len,
                     char *errstr, size_t errstr_size);
 
-/** @brief The stored framed bytes of a plan (added by the store module).
- *         A redelivered request is answered with the plan already written
- *         rather than a recomputation, whose inputs (history) may have grown.
- *  @param raw set to a malloc'ed copy the caller frees, or NULL when no plan
- *         has this id (then *raw_len = 0).
+/** @brief The stored framed bytes of job job_uid's plan plan_id (plan ids,
+ *         like event ids, are unique within a job only). A redelivered
+ *         request is answered with the plan already written rather than a
+ *         recomputation, whose inputs (history) may have grown.
+ *  @param raw set to a malloc'ed copy the caller frees, or NULL when the job
+ *         has no plan of this id (then *raw_len = 0).
  *  @returns 0 or an error (DLB_ERR_TRANSIENT when the connection is lost). */
-int dlb_pg_get_plan(dlb_pg_t *pg, const char *plan_id, void **raw, size_t *raw_len, char *errstr,
-                    size_t errstr_size);
+int dlb_pg_get_plan(dlb_pg_t *pg, const char *job_uid, const char *plan_id, void **raw,
+                    size_t *raw_len, char *errstr, size_t errstr_size);
 
 /** @brief Record that plan op->plan_id answered the OOM op->oom_event_id of pod
  *         op->pod_name of job job_uid with op->memory bytes (table oom_plans).
  *         Part of the caller's open transaction, beside dlb_pg_put_plan();
- *         idempotent by (plan_id, pod_name): a second put changes nothing.
+ *         idempotent by (job_uid, plan_id, pod_name): a second put changes
+ *         nothing.
  *  @returns 0, DLB_ERR_INVALID (empty job uid, pod name or plan id),
  *           DLB_ERR_TRANSIENT (connection lost), DLB_ERR_GENERIC. */
 int dlb_pg_put_oom_plan(dlb_pg_t *pg, const char *job_uid, const dlb_oom_plan_t *op, char *errstr,
@@ -111,6 +115,43 @@ int dlb_pg_load_history(dlb_pg_t *pg, const char *scenario, const char *exclude_
  *  @returns 0 (an unknown job yields an empty state) or an error. */
 int dlb_pg_load_job_state(dlb_pg_t *pg, const char *job_uid, int window_size, dlb_job_state_t *out,
                           char *errstr, size_t errstr_size);
+
+/* ---- retention (store_prune.c) ---------------------------------------------- */
+
+/* The history tables retention removes rows of (the jobs registry, the
+ * configuration rules and schema_migrations are never pruned). */
+#define DLB_PG_HISTORY_TABLES 7
+
+typedef struct dlb_pg_prune_opts {
+    int64_t before_ms; /* remove the rows whose event time is before this */
+    int batch_rows;    /* rows one DELETE removes (each its own transaction), >= 1 */
+    int budget_ms;     /* return after about this long, done or not (0: run until done) */
+    int wait;          /* wait for another process's prune to end instead of returning busy */
+    int dry_run;       /* only count the rows that would go */
+} dlb_pg_prune_opts_t;
+
+/** @returns the name of history table i (< DLB_PG_HISTORY_TABLES). */
+const char *dlb_pg_history_table(size_t i);
+
+typedef struct dlb_pg_prune_result {
+    int64_t rows[DLB_PG_HISTORY_TABLES]; /* removed (dry run: would be) from each table i */
+    int64_t total;
+    int done; /* nothing older than before_ms is left (a dry run: counted) */
+    int busy; /* another process of the environment was pruning: nothing done */
+} dlb_pg_prune_result_t;
+
+/** @brief Remove the history older than o->before_ms by event time: the one
+ *         place that owns "remove history older than T". Rows go a batch of
+ *         o->batch_rows at a time, oldest first, each DELETE committed alone,
+ *         so no lock is held for long and an interrupted prune keeps what it
+ *         removed. One process of an environment prunes at a time (a session
+ *         advisory lock on the schema); another's prune returns busy, or
+ *         waits with o->wait. Not inside dlb_pg_begin()'s transaction.
+ *  @returns 0 (see out->done and out->busy), DLB_ERR_INVALID (inside a
+ *           transaction, batch_rows < 1), DLB_ERR_TRANSIENT (connection
+ *           lost: what was committed stays removed), DLB_ERR_GENERIC. */
+int dlb_pg_prune(dlb_pg_t *pg, const dlb_pg_prune_opts_t *o, dlb_pg_prune_result_t *out,
+                 char *errstr, size_t errstr_size);
 
 /** @brief Row count of a table of this schema (for the demo and tests). */
 int dlb_pg_count(dlb_pg_t *pg, const char *table, int64_t *count, char *errstr, size_t errstr_size);

@@ -52,8 +52,10 @@ static const dlb_pg_stmt_t st_hist_oom = {DLB_PG_ST_HIST_OOM, "dlb_hist_oom",
     "AND n.pod_name <> '' AND n.event_time_ms < $3::bigint "
     "ORDER BY 1, 2 LIMIT $2::integer"};
 
+/* Plan ids are per job (a plan id is its request's event id, chosen by the
+ * producer): another job's plan of the same id is not this job's answer. */
 static const dlb_pg_stmt_t st_get_plan = {DLB_PG_ST_GET_PLAN, "dlb_get_plan",
-    "SELECT raw FROM plans WHERE plan_id = $1"};
+    "SELECT raw FROM plans WHERE job_uid = $1 AND plan_id = $2"};
 
 /* The newest $3 answers before $2, handed out oldest first. */
 static const dlb_pg_stmt_t st_oom_plans = {DLB_PG_ST_OOM_PLANS, "dlb_oom_plans",
@@ -98,17 +100,17 @@ int dlb_pg_load_oom_plans(dlb_pg_t *pg, const char *job_uid, int64_t before_ms,
     return 0;
 }
 
-int dlb_pg_get_plan(dlb_pg_t *pg, const char *plan_id, void **raw, size_t *raw_len, char *errstr,
-                    size_t errstr_size)
+int dlb_pg_get_plan(dlb_pg_t *pg, const char *job_uid, const char *plan_id, void **raw,
+                    size_t *raw_len, char *errstr, size_t errstr_size)
 {
-    const char *v[1] = {plan_id};
+    const char *v[2] = {job_uid, plan_id};
     PGresult *res = NULL;
     int err;
 
     *raw = NULL;
     *raw_len = 0;
     if ((err = dlb_pg_ensure(pg, errstr, errstr_size)) ||
-        (err = dlb_pg_run(pg, &st_get_plan, 1, v, NULL, DLB_PG_BINARY, &res, errstr, errstr_size)))
+        (err = dlb_pg_run(pg, &st_get_plan, 2, v, NULL, DLB_PG_BINARY, &res, errstr, errstr_size)))
         return err;
     err = dlb_pg_first_bytes(res, raw, raw_len, errstr, errstr_size);
     PQclear(res);

@@ -1021,6 +1021,12 @@ static void metrics_setup(ctx_t *c)
     m->event_seconds = dlb_metric_histogram(
         "dlbrain_event_duration_seconds",
         "Time from polling an event to committing its batch (includes ordering holds)", "", NULL);
+    if (c->retention_ms)
+        for (size_t t = 0; t < DLB_PG_HISTORY_TABLES; t++)
+            m->pruned[t] = dlb_metric_counter(
+                "dlbrain_store_pruned_rows_total",
+                "History rows this process removed as older than store.retention.days", "table",
+                DLB_LV(dlb_pg_history_table(t)));
 }
 
 static int setup(ctx_t *c, char *errstr, size_t size)
@@ -1040,6 +1046,8 @@ static int setup(ctx_t *c, char *errstr, size_t size)
                                 c->ninputs ? "," : "", c->role->inputs[c->ninputs]);
     }
     dlb_conf_topic(c->conf, c->role->output, c->out_topic, sizeof(c->out_topic));
+    if ((err = dlb_conf_retention(c->conf, &c->retention_ms, errstr, size)))
+        return err;
     metrics_setup(c);
     dlb_metrics_dep(DLB_DEP_KAFKA, 0); /* until the group assigns us */
     c->items_cap = 2 * (size_t)c->conf->batch_size;
@@ -1270,6 +1278,7 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
         watch_progress(&c);
         if (role->tick && (err = role->tick(&c, errstr, errstr_size)))
             goto out;
+        stream_retention(&c);
         if (c.items_cnt == c.items_cap)
             dlb_metrics_nap_ms(c.stop,
                                100); /* all held back by the barrier: let its wait run out */

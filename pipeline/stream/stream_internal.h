@@ -82,6 +82,7 @@ typedef struct stream_metrics {
     dlb_series_t *txn_committed, *txn_aborted;
     dlb_series_t *assigns, *revokes, *assigned, *stalled;
     dlb_series_t *batch_seconds, *event_seconds;
+    dlb_series_t *pruned[DLB_PG_HISTORY_TABLES]; /* per history table */
 } stream_metrics_t;
 
 struct dlb_stream {
@@ -138,6 +139,10 @@ struct dlb_stream {
     int consumer_fatal;     /* the consumer reported a fatal error: replace it */
     char last_failure[512]; /* why the last batch failed, "" after one succeeded */
     int64_t watched_at;     /* when watch_progress() last looked */
+    /* Retention (stream_retention.c): the window in ms (0: keep forever) and
+     * when the next prune is due (monotonic ms). */
+    int64_t retention_ms;
+    int64_t prune_at;
     stream_metrics_t m;
 };
 
@@ -163,5 +168,12 @@ int stream_consumer_start(ctx_t *c,
                           char *errstr, size_t size);
 /** Close and release every connection. */
 void stream_disconnect(ctx_t *c);
+
+/* ---- stream_retention.c ---- */
+
+/** Prune the history older than the retention window when it is due, for at
+ *  most a short while; failures are logged and retried later, never returned.
+ *  Only between batches (no transaction open on c->pg). */
+void stream_retention(ctx_t *c);
 
 #endif

@@ -191,13 +191,16 @@ static void apply_assignment(gw_t *gw)
     rd_kafka_topic_partition_list_destroy(l);
 }
 
-static gw_call_t *take_waiter(gw_t *gw, const char *plan_id)
+/* The call waiting for plan plan_id of job job_uid: plan ids are request
+ * event ids, unique within a job only, so another job's plan that happens
+ * to carry the same id is not this call's answer. */
+static gw_call_t *take_waiter(gw_t *gw, const char *job_uid, const char *plan_id)
 {
     gw_call_t *c;
 
     pthread_mutex_lock(&gw->lock);
     for (c = gw->waiters; c; c = c->next)
-        if (!strcmp(c->plan_id, plan_id))
+        if (!strcmp(c->plan_id, plan_id) && !strcmp(c->request.u.req.job_uid, job_uid))
             break;
     if (c)
         c->refs++; /* held while it is answered */
@@ -245,7 +248,7 @@ static void on_plan_message(gw_t *gw, rd_kafka_message_t *m)
                  gw->plans_topic, m->partition, m->offset, errstr);
         return;
     }
-    if (ev.type == DLB_EV_PLAN && (c = take_waiter(gw, ev.u.plan.plan_id))) {
+    if (ev.type == DLB_EV_PLAN && (c = take_waiter(gw, ev.u.plan.job_uid, ev.u.plan.plan_id))) {
         answer_plan(gw, c, &ev.u.plan);
         pthread_mutex_lock(&gw->lock);
         gw_call_release_locked(c);

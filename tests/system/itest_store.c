@@ -673,14 +673,15 @@ static void test_pg_plans_idempotent(void **unused)
         void *want = NULL, *got = NULL;
         size_t want_len = 0, got_len = 0;
         assert_int_equal(dlb_codec_encode(cat, &p1, &want, &want_len, errstr, sizeof(errstr)), 0);
-        assert_int_equal(dlb_pg_get_plan(pg, "plan-q1", &got, &got_len, errstr, sizeof(errstr)), 0);
+        assert_int_equal(
+            dlb_pg_get_plan(pg, "u1", "plan-q1", &got, &got_len, errstr, sizeof(errstr)), 0);
         assert_non_null(got);
         assert_int_equal(got_len, want_len);
         assert_memory_equal(got, want, want_len);
         free(got);
         free(want);
         assert_int_equal(
-            dlb_pg_get_plan(pg, "plan-q1-again", &got, &got_len, errstr, sizeof(errstr)), 0);
+            dlb_pg_get_plan(pg, "u1", "plan-q1-again", &got, &got_len, errstr, sizeof(errstr)), 0);
         assert_null(got);
         assert_int_equal(got_len, 0);
     }
@@ -709,6 +710,154 @@ static void put_oom_plan(dlb_pg_t *pg, const char *uid, const dlb_oom_plan_t *op
 {
     if (dlb_pg_put_oom_plan(pg, uid, op, errstr, sizeof(errstr)))
         fail_msg("put_oom_plan %s/%s: %s", op->plan_id, op->pod_name, errstr);
+}
+
+/* Every history row a job (uid) stores with the shared id "x1" (plan
+ * "plan-x1", match "cfg-x1"): one of each type, the runtime sample through
+ * the batch writer when batch is set. */
+static void put_job_x1(dlb_pg_t *pg, const char *uid, int batch)
+{
+    dlb_event_t job, rt, node, req, plan;
+    dlb_config_match_t cm;
+    dlb_oom_plan_t op;
+    char pod[64];
+
+    snprintf(pod, sizeof(pod), "%s-worker-1", uid);
+    ev_job(&job, "x1", uid, T0);
+    job_meta(&job, "ctr", uid);
+    ev_rt(&rt, "x1", uid, T0 + 1000, 2);
+    ev_node(&node, "x1", uid, T0 + 2000, pod, "oom_killed");
+    ev_req(&req, "x1", uid, T0 + 3000);
+    ev_plan(&plan, "plan-x1", uid, "x1");
+    put(pg, &job, 1);
+    if (batch) {
+        const dlb_event_t *evs[1] = {&rt};
+        if (dlb_pg_put_runtime_batch(pg, evs, NULL, NULL, 1, errstr, sizeof(errstr)))
+            fail_msg("batch: %s", errstr);
+    } else {
+        put(pg, &rt, 1);
+    }
+    put(pg, &node, 1);
+    put(pg, &req, 1);
+    put(pg, &plan, 1);
+    op = oom_plan(pod, "x1", "plan-x1", 20 * GIB, T0 + 3000);
+    put_oom_plan(pg, uid, &op);
+    memset(&cm, 0, sizeof(cm));
+    snprintf(cm.event_id, sizeof(cm.event_id), "cfg-x1");
+    snprintf(cm.job_uid, sizeof(cm.job_uid), "%s", uid);
+    snprintf(cm.trigger_event_id, sizeof(cm.trigger_event_id), "x1");
+    cm.event_time_ms = T0 + 1;
+    if (dlb_cfg_put_match(pg, &cm, NULL, 0, errstr, sizeof(errstr)))
+        fail_msg("put match: %s", errstr);
+    dlb_event_clear(&job);
+    dlb_event_clear(&rt);
+    dlb_event_clear(&node);
+    dlb_event_clear(&req);
+    dlb_event_clear(&plan);
+}
+
+/* Event ids are unique per job, not across jobs (issue 18, finding 7): a
+ * producer that knows or guesses another job's ids cannot make that job's
+ * events, plans or matches be dropped as duplicates by writing them first.
+ * A redelivery of either job's events still stores nothing. */
+static void test_pg_event_ids_per_job(void **unused)
+{
+    static const char *const tables[] = {"job_events",    "runtime_samples", "node_events",
+                                         "plan_requests", "plans",           "oom_plans",
+                                         "config_matches"};
+    char schema[64];
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "perjob");
+    pg = pg_open(schema);
+    put_job_x1(pg, "ua", 0);
+    put_job_x1(pg, "ub", 1); /* the victim, second: its rows must not be taken for repeats */
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+        if (count_of(pg, tables[t]) != 2)
+            fail_msg("%s: %" PRId64 " rows, want one per job", tables[t], count_of(pg, tables[t]));
+        assert_string_equal(
+            sql_str(schema, "SELECT string_agg(job_uid, ',' ORDER BY job_uid) FROM %s", tables[t]),
+            "ua,ub");
+    }
+    assert_int_equal(count_of(pg, "jobs"), 2);
+    assert_string_equal(sql_str(schema, "SELECT string_agg(uid || ':' || name, ',' ORDER BY uid) "
+                                        "FROM jobs"),
+                        "ua:ua,ub:ub");
+    assert_int_equal(count_of(pg, "runtime_pods"), 4);
+
+    /* Redeliveries of both jobs, in both writers: nothing new. */
+    put_job_x1(pg, "ub", 0);
+    put_job_x1(pg, "ua", 1);
+    put_job_x1(pg, "ub", 1);
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+        if (count_of(pg, tables[t]) != 2)
+            fail_msg("%s: %" PRId64 " rows after redelivery, want 2", tables[t],
+                     count_of(pg, tables[t]));
+    assert_int_equal(count_of(pg, "runtime_pods"), 4);
+
+    /* One batch carrying both jobs' sample "x2": both stored, once. */
+    {
+        dlb_event_t a, b;
+        const dlb_event_t *evs[4] = {&a, &b, &a, &b};
+        ev_rt(&a, "x2", "ua", T0 + 5000, 1);
+        ev_rt(&b, "x2", "ub", T0 + 5000, 3);
+        for (int round = 0; round < 2; round++)
+            assert_int_equal(
+                dlb_pg_put_runtime_batch(pg, evs, NULL, NULL, 4, errstr, sizeof(errstr)), 0);
+        assert_int_equal(count_of(pg, "runtime_samples"), 4);
+        assert_int_equal(
+            sql_i64(schema,
+                    "SELECT cardinality(pod_names) FROM runtime_samples WHERE job_uid = "
+                    "'ub' AND event_id = '%s'",
+                    "x2"),
+            3);
+        dlb_event_clear(&a);
+        dlb_event_clear(&b);
+    }
+
+    /* A redelivered request or trigger is answered with its own job's plan
+     * or match, never another job's of the same id. */
+    {
+        void *got = NULL;
+        size_t got_len = 0;
+        dlb_event_t ev;
+
+        assert_int_equal(
+            dlb_pg_get_plan(pg, "ub", "plan-x1", &got, &got_len, errstr, sizeof(errstr)), 0);
+        assert_non_null(got);
+        assert_int_equal(dlb_codec_decode(cat, got, got_len, &ev, errstr, sizeof(errstr)), 0);
+        assert_string_equal(ev.u.plan.job_uid, "ub");
+        dlb_event_clear(&ev);
+        free(got);
+        assert_int_equal(
+            dlb_cfg_get_match(pg, "ub", "cfg-x1", &got, &got_len, errstr, sizeof(errstr)), 0);
+        assert_non_null(got);
+        assert_int_equal(dlb_codec_decode(cat, got, got_len, &ev, errstr, sizeof(errstr)), 0);
+        assert_string_equal(ev.u.cm.job_uid, "ub");
+        dlb_event_clear(&ev);
+        free(got);
+        assert_int_equal(
+            dlb_pg_get_plan(pg, "uc", "plan-x1", &got, &got_len, errstr, sizeof(errstr)), 0);
+        assert_null(got);
+        assert_int_equal(
+            dlb_cfg_get_match(pg, "uc", "cfg-x1", &got, &got_len, errstr, sizeof(errstr)), 0);
+        assert_null(got);
+    }
+
+    /* Each job's rebuild sees its own events only. */
+    {
+        dlb_job_state_t st;
+        assert_int_equal(dlb_pg_load_job_state(pg, "ub", 5, &st, errstr, sizeof(errstr)), 0);
+        assert_string_equal(st.job.meta.name, "ub");
+        assert_int_equal(st.window_cnt, 2);
+        assert_string_equal(st.window[0].job_uid, "ub");
+        assert_int_equal(st.window[1].pods_cnt, 3);
+        assert_int_equal(st.pods_cnt, 1); /* node events make pods: ub-worker-1 */
+        assert_int_equal(dlb_job_state_pod(&st, "ub-worker-1")->oom_count, 1);
+        dlb_job_state_clear(&st);
+    }
+    dlb_pg_destroy(pg);
 }
 
 /* Answered OOMs: idempotent puts inside the caller's transaction, loaded as
@@ -857,6 +1006,81 @@ static void test_pg_migrate_from_v1(void **unused)
         "relaunch");
     dlb_event_clear(&rt);
     dlb_event_clear(&plan);
+    dlb_pg_destroy(pg);
+}
+
+/* A schema at version 5 with rows in every history table migrates to per-job
+ * keys (006): the rows stay, and another job may then use their ids. */
+static void test_pg_migrate_keys_per_job(void **unused)
+{
+    static const char *const tables[] = {"job_events",    "runtime_samples", "node_events",
+                                         "plan_requests", "plans",           "oom_plans",
+                                         "config_matches"};
+    char schema[64], sql[512];
+    PGconn *c = PQconnectdb(env_or_fail("DLBRAIN_PG_DSN"));
+    PGresult *res;
+    dlb_event_t ev;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "upgrade6");
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    snprintf(sql, sizeof(sql),
+             "CREATE SCHEMA %s; SET search_path TO %s; CREATE TABLE schema_migrations (version "
+             "integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT "
+             "now());",
+             schema, schema);
+    PQclear(PQexec(c, sql));
+    for (int v = 1; v <= 5; v++) {
+        const dlb_embedded_t *m = &dlb_embedded_migrations[v - 1];
+        const char *values[2] = {NULL, m->name};
+        char ver[8];
+
+        snprintf(ver, sizeof(ver), "%d", v);
+        values[0] = ver;
+        res = PQexec(c, m->data);
+        assert_int_equal(PQresultStatus(res), PGRES_COMMAND_OK);
+        PQclear(res);
+        PQclear(PQexecParams(c, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", 2,
+                             NULL, values, NULL, NULL, 0));
+    }
+    res = PQexec(c, "INSERT INTO job_events VALUES ('x1', 'ua', 1, NULL, NULL, '\\x00'); "
+                    "INSERT INTO runtime_samples (event_id, job_uid, event_time_ms, global_step, "
+                    "speed, raw, pod_names, pod_types, pod_indexes, pod_cpu_used, "
+                    "pod_cpu_requested, pod_memory_used, pod_memory_requested, pod_speeds) "
+                    "VALUES ('x1', 'ua', 1, 1, 1.0, '\\x00', '{p}', '{worker}', '{0}', '{1}', "
+                    "'{1}', '{1}', '{1}', '{NULL}'); "
+                    "INSERT INTO node_events (event_id, job_uid, event_time_ms, kind, pod_name, "
+                    "pod_type, pod_index, node_name, reason, message, raw) VALUES ('x1', 'ua', 1, "
+                    "'oom_killed', 'p', 'worker', 0, 'n', '', '', '\\x00'); "
+                    "INSERT INTO plan_requests VALUES ('x1', 'ua', 1, 's', NULL, '\\x00'); "
+                    "INSERT INTO plans (plan_id, job_uid, trigger_event_id, stage, optimizer, "
+                    "reason, event_time_ms, groups, pods, raw) VALUES ('plan-x1', 'ua', 'x1', "
+                    "'s', 'o', 'r', 1, '[]', '[]', '\\x00'); "
+                    "INSERT INTO oom_plans VALUES ('ua', 'p', 'x1', 'plan-x1', 1, 1); "
+                    "INSERT INTO config_matches (event_id, job_uid, event_time_ms, rules_version, "
+                    "rule_ids, values, raw) VALUES ('cfg-x1', 'ua', 1, 0, '[]', '{}', '\\x00');");
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        fail_msg("version 5 rows: %s", PQresultErrorMessage(res));
+    PQclear(res);
+    PQfinish(c);
+
+    pg = pg_open(schema);
+    assert_int_equal(count_of(pg, "schema_migrations"), (int64_t)migrations_cnt());
+    assert_string_equal(sql_str(schema, "SELECT name FROM schema_migrations WHERE version = 6"),
+                        "006_event_ids_per_job.sql");
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+        assert_int_equal(count_of(pg, tables[t]), 1);
+    assert_string_equal(sql_str(schema, "SELECT job_uid || '/' || pod_name FROM runtime_pods"),
+                        "ua/p");
+    /* Job ub's events of the same ids are stored; ua's again are not. */
+    put_job_x1(pg, "ub", 0);
+    put_job_x1(pg, "ub", 1);
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+        assert_int_equal(count_of(pg, tables[t]), 2);
+    ev_job(&ev, "x1", "ua", 1);
+    put(pg, &ev, 1);
+    assert_int_equal(count_of(pg, "job_events"), 2);
     dlb_pg_destroy(pg);
 }
 
@@ -1241,7 +1465,7 @@ static void assert_match_bytes(dlb_pg_t *pg, const char *id, const void *want, s
     void *got = NULL;
     size_t got_len = 0;
 
-    assert_int_equal(dlb_cfg_get_match(pg, id, &got, &got_len, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_cfg_get_match(pg, "u1", id, &got, &got_len, errstr, sizeof(errstr)), 0);
     assert_non_null(got);
     assert_int_equal(got_len, want_len);
     assert_memory_equal(got, want, want_len);
@@ -1281,7 +1505,8 @@ static void test_cfg_matches(void **unused)
                         "u1|0|3|req-1");
 
     /* Unknown id: no bytes, no error. */
-    assert_int_equal(dlb_cfg_get_match(pg, "nope", &got, &got_len, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_cfg_get_match(pg, "u1", "nope", &got, &got_len, errstr, sizeof(errstr)),
+                     0);
     assert_null(got);
     assert_int_equal(got_len, 0);
 
@@ -1454,6 +1679,275 @@ static void test_cfg_versions(void **unused)
     free(j2);
     dlb_rules_clear(&r1);
     dlb_rules_clear(&r2);
+    dlb_pg_destroy(pg);
+}
+
+/* ---- retention (dlb_pg_prune) ------------------------------------------------ */
+
+#define PRUNE_CUT ((int64_t)(T0 + 10 * HOUR_MS))
+
+/* Every history row of job "uo" is older than PRUNE_CUT; job "un" has old
+ * and new rows: its meta and first samples are old, its state, later samples,
+ * OOM, request, plan and match new. Fills evs with un's events that are new. */
+static size_t prune_fixture(dlb_pg_t *pg, dlb_event_t *evs)
+{
+    static const char *const uids[] = {"uo", "un"};
+    dlb_config_match_t cm;
+    dlb_oom_plan_t op;
+    dlb_event_t ev;
+    char id[32];
+    size_t n = 0;
+
+    for (int j = 0; j < 2; j++) {
+        const char *uid = uids[j];
+        ev_job(&ev, "e1", uid, T0);
+        job_meta(&ev, "ctr", uid);
+        job_state(&ev, "pending");
+        put(pg, &ev, 1);
+        for (int i = 0; i < 3; i++) {
+            snprintf(id, sizeof(id), "s%d", i);
+            ev_rt(&ev, id, uid, T0 + 1000 * (i + 1), 2);
+            put(pg, &ev, 1);
+            dlb_event_clear(&ev);
+        }
+        ev_node(&ev, "n1", uid, T0 + 5000, "w-0", "pod_phase");
+        put(pg, &ev, 1);
+        ev_req(&ev, "q1", uid, T0 + 6000);
+        put(pg, &ev, 1);
+        ev_plan(&ev, "plan-q1", uid, "q1"); /* event time T0 */
+        put(pg, &ev, 0);
+        dlb_event_clear(&ev);
+        op = oom_plan("w-0", "n1", "plan-q1", GIB, T0 + 6000);
+        put_oom_plan(pg, uid, &op);
+        memset(&cm, 0, sizeof(cm));
+        snprintf(cm.event_id, sizeof(cm.event_id), "cfg-e1");
+        snprintf(cm.job_uid, sizeof(cm.job_uid), "%s", uid);
+        cm.event_time_ms = T0;
+        if (dlb_cfg_put_match(pg, &cm, NULL, 0, errstr, sizeof(errstr)))
+            fail_msg("put match: %s", errstr);
+    }
+    /* un's new rows: exactly at the cut-off is new (not "older than"). */
+    ev_job(&evs[n], "e2", "un", PRUNE_CUT);
+    job_state(&evs[n], "running");
+    put(pg, &evs[n++], 1);
+    for (int i = 3; i < 6; i++) {
+        snprintf(id, sizeof(id), "s%d", i);
+        ev_rt(&evs[n], id, "un", PRUNE_CUT + 1000 * i, 3);
+        put(pg, &evs[n++], 1);
+    }
+    ev_node(&evs[n], "n2", "un", PRUNE_CUT + 7000, "un-worker-1", "oom_killed");
+    put(pg, &evs[n++], 1);
+    ev_req(&ev, "q2", "un", PRUNE_CUT + 8000);
+    put(pg, &ev, 1);
+    ev_plan(&ev, "plan-q2", "un", "q2");
+    ev.u.plan.event_time_ms = PRUNE_CUT + 8000;
+    put(pg, &ev, 0);
+    dlb_event_clear(&ev);
+    op = oom_plan("un-worker-1", "n2", "plan-q2", 2 * GIB, PRUNE_CUT + 8000);
+    put_oom_plan(pg, "un", &op);
+    memset(&cm, 0, sizeof(cm));
+    snprintf(cm.event_id, sizeof(cm.event_id), "cfg-e2");
+    snprintf(cm.job_uid, sizeof(cm.job_uid), "un");
+    cm.event_time_ms = PRUNE_CUT + 1;
+    if (dlb_cfg_put_match(pg, &cm, NULL, 0, errstr, sizeof(errstr)))
+        fail_msg("put match: %s", errstr);
+    return n;
+}
+
+/* Retention removes exactly the history older than the cut-off, in batches,
+ * and leaves the jobs registry, the configuration rules and what a job's
+ * rebuild needs of the rest. */
+static void test_pg_prune(void **unused)
+{
+    /* Old rows per table: 2 jobs x (1 job event, 3 samples, 1 node event, 1
+     * request, 1 plan, 1 answered OOM, 1 match); new rows: un's. */
+    static const int64_t old_rows[DLB_PG_HISTORY_TABLES] = {2, 6, 2, 2, 2, 2, 2};
+    static const int64_t new_rows[DLB_PG_HISTORY_TABLES] = {1, 3, 1, 1, 1, 1, 1};
+    dlb_pg_prune_opts_t o = {.before_ms = PRUNE_CUT, .batch_rows = 2};
+    dlb_pg_prune_result_t r;
+    dlb_job_state_t db = {0}, mem = {0};
+    dlb_cfg_version_t v;
+    dlb_event_t evs[8];
+    dlb_rules_t rs;
+    char schema[64];
+    size_t n;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "prune");
+    pg = pg_open(schema);
+    n = prune_fixture(pg, evs);
+    rules_of("r.yaml", "id: r1\nPriority: 10\nInclude: {user: [alice]}\nConfigure: {A: 1}\n", &rs);
+    assert_int_equal(dlb_cfg_apply(pg, &rs, "cli", "kept", &v, errstr, sizeof(errstr)), 0);
+    dlb_rules_clear(&rs);
+
+    /* A dry run counts and deletes nothing. */
+    o.dry_run = 1;
+    assert_int_equal(dlb_pg_prune(pg, &o, &r, errstr, sizeof(errstr)), 0);
+    assert_int_equal(r.done, 1);
+    assert_int_equal(r.busy, 0);
+    for (size_t t = 0; t < DLB_PG_HISTORY_TABLES; t++) {
+        if (r.rows[t] != old_rows[t])
+            fail_msg("dry run, %s: %" PRId64 " rows, want %" PRId64, dlb_pg_history_table(t),
+                     r.rows[t], old_rows[t]);
+        assert_int_equal(count_of(pg, dlb_pg_history_table(t)), old_rows[t] + new_rows[t]);
+    }
+    assert_int_equal(r.total, 18);
+
+    /* The prune, two rows a batch. */
+    o.dry_run = 0;
+    assert_int_equal(dlb_pg_prune(pg, &o, &r, errstr, sizeof(errstr)), 0);
+    assert_int_equal(r.done, 1);
+    assert_int_equal(r.total, 18);
+    for (size_t t = 0; t < DLB_PG_HISTORY_TABLES; t++) {
+        assert_int_equal(r.rows[t], old_rows[t]);
+        if (count_of(pg, dlb_pg_history_table(t)) != new_rows[t])
+            fail_msg("%s: %" PRId64 " rows left, want %" PRId64, dlb_pg_history_table(t),
+                     count_of(pg, dlb_pg_history_table(t)), new_rows[t]);
+        assert_int_equal(sql_i64(schema, "SELECT count(*) FROM %s WHERE event_time_ms < %" PRId64,
+                                 dlb_pg_history_table(t), PRUNE_CUT),
+                         0);
+    }
+    assert_int_equal(count_of(pg, "runtime_pods"), 9);
+    /* Not history: the registry and the rules stay whole. */
+    assert_int_equal(count_of(pg, "jobs"), 2);
+    assert_int_equal(count_of(pg, "config_versions"), 1);
+    assert_int_equal(count_of(pg, "config_rules"), 1);
+    /* Nothing left to do. */
+    assert_int_equal(dlb_pg_prune(pg, &o, &r, errstr, sizeof(errstr)), 0);
+    assert_int_equal(r.done, 1);
+    assert_int_equal(r.total, 0);
+
+    /* un's rebuild from PostgreSQL is the fold of what remains; uo has none. */
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(dlb_job_state_apply(&mem, &evs[i], 5), 0);
+    assert_int_equal(dlb_pg_load_job_state(pg, "un", 5, &db, errstr, sizeof(errstr)), 0);
+    assert_state_equal(&db, &mem);
+    assert_string_equal(db.job.state, "running");
+    assert_int_equal(db.window_cnt, 3);
+    assert_int_equal(dlb_job_state_pod(&db, "un-worker-1")->oom_count, 1);
+    dlb_job_state_clear(&db);
+    dlb_job_state_clear(&mem);
+    assert_int_equal(dlb_pg_load_job_state(pg, "uo", 5, &db, errstr, sizeof(errstr)), 0);
+    assert_string_equal(db.job.job_uid, "uo");
+    assert_int_equal(db.window_cnt, 0);
+    dlb_job_state_clear(&db);
+    /* The answered OOM and the plan a redelivered request would get stay. */
+    {
+        dlb_oom_plan_t *ops = NULL;
+        size_t cnt = 0;
+        void *raw = NULL;
+        size_t raw_len = 0;
+        assert_int_equal(
+            dlb_pg_load_oom_plans(pg, "un", PRUNE_CUT + 9000, &ops, &cnt, errstr, sizeof(errstr)),
+            0);
+        assert_int_equal(cnt, 1);
+        assert_string_equal(ops[0].plan_id, "plan-q2");
+        free(ops);
+        assert_int_equal(
+            dlb_pg_get_plan(pg, "un", "plan-q2", &raw, &raw_len, errstr, sizeof(errstr)), 0);
+        assert_non_null(raw);
+        free(raw);
+    }
+
+    /* Not inside a transaction, never batches of no rows. */
+    assert_int_equal(dlb_pg_begin(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_prune(pg, &o, &r, errstr, sizeof(errstr)), DLB_ERR_INVALID);
+    dlb_pg_rollback(pg);
+    o.batch_rows = 0;
+    assert_int_equal(dlb_pg_prune(pg, &o, &r, errstr, sizeof(errstr)), DLB_ERR_INVALID);
+    for (size_t i = 0; i < n; i++)
+        dlb_event_clear(&evs[i]);
+    dlb_pg_destroy(pg);
+}
+
+typedef struct {
+    const char *schema;
+    dlb_pg_prune_opts_t o;
+    dlb_pg_prune_result_t r;
+    int err;
+    char errstr[512];
+} prune_arg_t;
+
+static void *prune_thread(void *p)
+{
+    prune_arg_t *a = p;
+    dlb_pg_t *pg = NULL;
+
+    a->err = dlb_pg_connect(&pg, getenv("DLBRAIN_PG_DSN"), a->schema, a->errstr, sizeof(a->errstr));
+    if (!a->err)
+        a->err = dlb_pg_prune(pg, &a->o, &a->r, a->errstr, sizeof(a->errstr));
+    dlb_pg_destroy(pg);
+    return NULL;
+}
+
+/* Two prunes of one environment never run at once: while one holds the
+ * lock, another returns busy having done nothing, or waits for it and then
+ * finds nothing left; a budget ends a prune early, and the next resumes. */
+static void test_pg_prune_one_at_a_time(void **unused)
+{
+    enum { ROWS = 4000 };
+    prune_arg_t a = {0}, b = {0};
+    dlb_pg_prune_opts_t o = {.before_ms = PRUNE_CUT, .batch_rows = 1};
+    dlb_pg_prune_result_t r;
+    pthread_t th, th2;
+    char schema[64];
+    int64_t left, calls = 0, total = 0;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "prunelock");
+    pg = pg_open(schema);
+    assert_string_equal(sql_str(schema,
+                                "WITH x AS (INSERT INTO plan_requests SELECT 'r' || i, "
+                                "'ul', %" PRId64 ", 's', NULL, '\\x00' FROM "
+                                "generate_series(1, %d) i RETURNING 1) SELECT count(*) "
+                                "FROM x",
+                                (int64_t)T0, ROWS),
+                        "4000");
+
+    /* A, one row a batch, is slow enough to be caught holding the lock. */
+    a.schema = schema;
+    a.o = o;
+    assert_int_equal(pthread_create(&th, NULL, prune_thread, &a), 0);
+    while ((left = count_of(pg, "plan_requests")) == ROWS)
+        usleep(1000);
+    assert_true(left > 0);
+    assert_int_equal(dlb_pg_prune(pg, &o, &r, errstr, sizeof(errstr)), 0);
+    assert_int_equal(r.busy, 1);
+    assert_int_equal(r.total, 0);
+    /* B waits for A's end, then has nothing left to do. */
+    b.schema = schema;
+    b.o = o;
+    b.o.wait = 1;
+    assert_int_equal(pthread_create(&th2, NULL, prune_thread, &b), 0);
+    pthread_join(th, NULL);
+    pthread_join(th2, NULL);
+    if (a.err || b.err)
+        fail_msg("prunes: %s / %s", a.errstr, b.errstr);
+    assert_true(a.r.done && !a.r.busy);
+    assert_int_equal(a.r.total, ROWS);
+    assert_true(b.r.done && !b.r.busy);
+    assert_int_equal(b.r.total, 0);
+    assert_int_equal(count_of(pg, "plan_requests"), 0);
+
+    /* A budget of 1 ms stops after a batch or a few; the next call resumes. */
+    sql_str(schema,
+            "WITH x AS (INSERT INTO plan_requests SELECT 'r' || i, 'ul', %" PRId64
+            ", 's', NULL, '\\x00' FROM generate_series(1, %d) i RETURNING 1) SELECT count(*) "
+            "FROM x",
+            (int64_t)T0, ROWS);
+    o.budget_ms = 1;
+    do {
+        assert_int_equal(dlb_pg_prune(pg, &o, &r, errstr, sizeof(errstr)), 0);
+        assert_int_equal(r.busy, 0);
+        assert_true(r.total >= 1 || r.done);
+        total += r.total;
+        calls++;
+    } while (!r.done);
+    assert_int_equal(total, ROWS);
+    assert_true(calls > 1);
+    assert_int_equal(count_of(pg, "plan_requests"), 0);
     dlb_pg_destroy(pg);
 }
 
@@ -1877,13 +2371,17 @@ int main(void)
         cmocka_unit_test(test_pg_job_upsert_merges),
         cmocka_unit_test(test_pg_plans_idempotent),
         cmocka_unit_test(test_pg_oom_plans),
+        cmocka_unit_test(test_pg_event_ids_per_job),
         cmocka_unit_test(test_pg_migrate_from_v1),
+        cmocka_unit_test(test_pg_migrate_keys_per_job),
         cmocka_unit_test(test_pg_v1_raw_rows),
         cmocka_unit_test(test_pg_load_history),
         cmocka_unit_test(test_pg_load_job_state_equals_fold),
         cmocka_unit_test(test_pg_errors),
         cmocka_unit_test(test_cfg_matches),
         cmocka_unit_test(test_cfg_versions),
+        cmocka_unit_test(test_pg_prune),
+        cmocka_unit_test(test_pg_prune_one_at_a_time),
         cmocka_unit_test(test_redis_window_trims),
         cmocka_unit_test(test_redis_samples_batch),
         cmocka_unit_test(test_redis_duplicates),

@@ -157,6 +157,38 @@ static char *dump(const dlb_conf_t *c)
     return out;
 }
 
+/* store.retention.*: off by default; a window shorter than history.hours's
+ * look-back, or batches of no rows, are refused with what to change. */
+static void test_retention(void **state)
+{
+    dlb_conf_t c;
+    char err[256];
+    int64_t w = -1;
+    (void)state;
+
+    dlb_conf_init(&c);
+    assert_int_equal(c.retention.days, 0);
+    assert_int_equal(c.retention.interval_s, 3600);
+    assert_int_equal(c.retention.batch_rows, 5000);
+    assert_int_equal(dlb_conf_retention(&c, &w, err, sizeof(err)), 0);
+    assert_int_equal(w, 0);
+    assert_int_equal(dlb_conf_set_kv(&c, "store.retention.days=7", err, sizeof(err)), 0);
+    assert_int_equal(dlb_conf_retention(&c, &w, err, sizeof(err)), 0);
+    assert_int_equal(w, 7 * 86400000LL);
+    assert_int_equal(dlb_conf_set_kv(&c, "store.retention.days=6", err, sizeof(err)), 0);
+    assert_int_equal(dlb_conf_retention(&c, &w, err, sizeof(err)), DLB_ERR_CONF);
+    assert_non_null(strstr(err, "store.retention.days=6 keeps less than history.hours=168"));
+    assert_non_null(strstr(err, "keep at least 7 days"));
+    assert_int_equal(w, 0);
+    assert_int_equal(dlb_conf_set_kv(&c, "history.hours=144", err, sizeof(err)), 0);
+    assert_int_equal(dlb_conf_retention(&c, &w, err, sizeof(err)), 0);
+    assert_int_equal(w, 6 * 86400000LL);
+    assert_int_equal(dlb_conf_set_kv(&c, "store.retention.batch.rows=0", err, sizeof(err)), 0);
+    assert_int_equal(dlb_conf_retention(&c, &w, err, sizeof(err)), DLB_ERR_CONF);
+    assert_non_null(strstr(err, "store.retention.batch.rows: 0 is not at least 1"));
+    dlb_conf_destroy(&c);
+}
+
 static void test_secrets(void **state)
 {
     dlb_conf_t c;
@@ -441,10 +473,10 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),     cmocka_unit_test(test_precedence),
-        cmocka_unit_test(test_errors),       cmocka_unit_test(test_secrets),
-        cmocka_unit_test(test_secret_argv),  cmocka_unit_test(test_secret_dsn),
-        cmocka_unit_test(test_secret_files),
+        cmocka_unit_test(test_defaults),   cmocka_unit_test(test_precedence),
+        cmocka_unit_test(test_errors),     cmocka_unit_test(test_retention),
+        cmocka_unit_test(test_secrets),    cmocka_unit_test(test_secret_argv),
+        cmocka_unit_test(test_secret_dsn), cmocka_unit_test(test_secret_files),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
