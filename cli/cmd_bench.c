@@ -392,7 +392,7 @@ int cmd_bench_main(int argc, char **argv)
         fprintf(stderr, "bench roundtrip: --rate x --seconds is more than 50000000 requests\n");
         return 2;
     }
-    if (cli_conf_build(&o, &conf, "bench"))
+    if (cli_conf_build_env(&o, &conf, "bench"))
         return 2;
     cli_signals_install();
     if (!strcmp(mode, "optimizer")) {

@@ -56,7 +56,7 @@ int cmd_emit_main(int argc, char **argv)
                 return rc;
         }
     }
-    if (cli_conf_build(&o, &conf, "emit"))
+    if (cli_conf_build_env(&o, &conf, "emit"))
         return 2;
     if (dlb_catalog_new(&cat, errstr, sizeof(errstr)) ||
         dlb_kafka_producer_new(&conf, NULL, &producer, errstr, sizeof(errstr))) {

@@ -55,7 +55,7 @@ int cmd_mock_kafka_main(int argc, char **argv)
                 return rc;
         }
     }
-    if (cli_conf_build(&o, &conf, "mock-kafka"))
+    if (cli_conf_build_env(&o, &conf, "mock-kafka"))
         return 1;
     cli_signals_install();
     if (dlb_mock_start(&mock, n, &conf, errstr, sizeof(errstr))) {

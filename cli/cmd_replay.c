@@ -132,7 +132,7 @@ int cmd_replay_main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (cli_conf_build(&co, &conf, "replay"))
+    if (cli_conf_build_env(&co, &conf, "replay"))
         return 2;
     rc = 2;
     gettimeofday(&tv, NULL);

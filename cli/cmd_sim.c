@@ -246,7 +246,7 @@ int cmd_sim_main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (cli_conf_build(&co, &conf, "sim"))
+    if (cli_conf_build_env(&co, &conf, "sim"))
         return 1;
     conf_built = 1;
     rc = 1;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "codec.h"
+#include "env_registry.h"
 #include "log.h"
 #include "metrics.h"
 #include "subscribe.h"
@@ -112,6 +113,23 @@ fail:
     return 1;
 }
 
+int cli_conf_build_env(const cli_opts_t *o, dlb_conf_t *conf, const char *program)
+{
+    char errstr[256];
+
+    if (cli_conf_build(o, conf, program))
+        return 1;
+    /* The name is checked where environments are created, but a consumer
+     * takes it from its own settings: a name like "a*" or "a:b" would
+     * widen a SCAN MATCH or split a Redis key, "a.b" collide with another
+     * environment's topics. */
+    if (!dlb_env_name_check(conf->env, errstr, sizeof(errstr)))
+        return 0;
+    fprintf(stderr, "%s: configuration: env: %s; nothing started\n", program, errstr);
+    dlb_conf_destroy(conf);
+    return 1;
+}
+
 int cli_write_file(const char *path, const char *content)
 {
     char tmp[4096];
@@ -163,7 +181,7 @@ void cli_metrics_stop(void)
 
 static int service_start(const cli_opts_t *o, dlb_conf_t *conf, const char *program, int dump)
 {
-    if (cli_conf_build(o, conf, program))
+    if (cli_conf_build_env(o, conf, program))
         return 2;
     if (dump) {
         dlb_conf_dump(conf, stdout);
@@ -346,7 +364,7 @@ int cli_subscriber_main(int argc, char **argv, const char *program, void (*usage
                 return rc;
         }
     }
-    if (cli_conf_build(&o, &conf, program))
+    if (cli_conf_build_env(&o, &conf, program))
         return 2;
     cli_signals_install();
     so.stop = &cli_stop;

@@ -50,6 +50,12 @@ int cli_default_opt(cli_opts_t *o, int c, const char *arg, void (*usage)(FILE *)
  *  @returns 0, or 1 after printing the error (main exits with it). */
 int cli_conf_build(const cli_opts_t *o, dlb_conf_t *conf, const char *program);
 
+/** @brief cli_conf_build(), then refuse an invalid environment name (the env
+ *         setting, -e): for a command that names topics, consumer groups, a
+ *         PostgreSQL schema or Redis keys after it, before it names any.
+ *  @returns 0, or 1 after printing the error (conf released). */
+int cli_conf_build_env(const cli_opts_t *o, dlb_conf_t *conf, const char *program);
+
 /* Set by SIGINT/SIGTERM once cli_signals_install() ran. */
 extern volatile sig_atomic_t cli_stop;
 void cli_signals_install(void);

@@ -32,6 +32,12 @@ int dlb_replay_check_target(const dlb_conf_t *conf, const char *source_opt, cons
         rc = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "--into: %s", sub);
         goto out;
     }
+    /* The source names the topics read and the schema its history is read
+     * from; the registry's real environment passed this check when created. */
+    if (source_opt && *source_opt && (rc = dlb_env_name_check(source_opt, sub, sizeof(sub)))) {
+        rc = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "--source: %s", sub);
+        goto out;
+    }
     /* The registry decides what is virtual: without it nothing may be
      * written, since the target could be someone's real environment. */
     if ((rc = dlb_env_registry_connect(conf->pg_dsn, &pg, sub, sizeof(sub))) ||

@@ -72,7 +72,8 @@ int dlb_replay_run(const dlb_conf_t *conf, const dlb_replay_opts_t *opts, dlb_re
 
 /** @brief Settle source and target through the environment registry: source
  *         is the given one, else the registry's real environment, else
- *         conf->env. The target must be registered, virtual, and not the source.
+ *         conf->env. The target must be registered, virtual, and not the source;
+ *         target and a given source must be valid environment names.
  *  @returns 0, DLB_ERR_INVALID (refused, errstr says why) or DLB_ERR_TRANSIENT
  *           (the registry could not be read). */
 int dlb_replay_check_target(const dlb_conf_t *conf, const char *source_opt, const char *into,

@@ -32,7 +32,8 @@ typedef struct key_def {
 
 static const key_def_t keys[] = {
     {"env", K_STR, F(env), "dlbrain",
-     "Environment name: prefix of topics, consumer groups, PostgreSQL schema, Redis keys."},
+     "Environment name: prefix of topics, consumer groups, PostgreSQL schema, Redis keys. "
+     "[a-z][a-z0-9_]*, at most 48 characters: a command refuses another at start."},
     {"brokers", K_STR, F(brokers), "localhost:9092", "Kafka bootstrap servers."},
     {"group.id", K_STR, F(group_id), "",
      "Consumer group of a consumer process (default <env>.<role>: <env>.optimizer, "

@@ -29,8 +29,20 @@
  * sample is a ZSET member by its bytes: a redelivered sample re-encoded as id 7
  * would sit beside its id-2 copy and take a window slot twice. So format-1
  * entries are invalidated (a miss, rebuilt once from PostgreSQL's raw frames,
- * whose speeds are kept) rather than read. */
-#define DLB_REDIS_FORMAT "2"
+ * whose speeds are kept) rather than read.
+ *
+ * "3": the ids of the node events folded into the pods moved from the SET
+ * ":seen", which grew by one member per node event for the job's whole life,
+ * to the bounded ZSET ":folded" (apply_node()). A format-2 entry misses once
+ * and its rebuild deletes the old set; the set of a job never loaded again
+ * expires with the TTL, since nothing refreshes it any more. */
+#define DLB_REDIS_FORMAT "3"
+
+/* The key of the unbounded seen set of format 2, deleted by every store. */
+#define DLB_REDIS_LEGACY_SEEN ":seen"
+
+/* The fewest node event ids a job's ":folded" keeps (see apply_node()). */
+#define DLB_REDIS_FOLDED_MIN 2048
 
 struct dlb_redis {
     redisContext *c; /* NULL after a connection loss: reopened by the next call */
@@ -42,13 +54,14 @@ struct dlb_redis {
     int db;
     int timeout_ms;
     int window_size;
+    long folded_max; /* ids ":folded" keeps: DLB_REDIS_FOLDED_MIN or 4 batches */
 };
 
 typedef struct job_keys {
     char job[DLB_REDIS_KEY_MAX];
     char rt[DLB_REDIS_KEY_MAX];
     char pods[DLB_REDIS_KEY_MAX];
-    char seen[DLB_REDIS_KEY_MAX];
+    char folded[DLB_REDIS_KEY_MAX];
 } job_keys_t;
 
 void dlb_redis_job_key(const char *prefix, const char *uid, const char *suffix, char *buf,
@@ -78,7 +91,7 @@ static void keys_of(const dlb_redis_t *r, const char *uid, job_keys_t *k)
     dlb_redis_job_key(r->prefix, uid, "", k->job, sizeof(k->job));
     dlb_redis_job_key(r->prefix, uid, ":rt", k->rt, sizeof(k->rt));
     dlb_redis_job_key(r->prefix, uid, ":pods", k->pods, sizeof(k->pods));
-    dlb_redis_job_key(r->prefix, uid, ":seen", k->seen, sizeof(k->seen));
+    dlb_redis_job_key(r->prefix, uid, ":folded", k->folded, sizeof(k->folded));
 }
 
 /* The context is unusable after an I/O error or a timeout (a reply may still
@@ -197,6 +210,8 @@ int dlb_redis_connect(dlb_redis_t **out, const dlb_conf_t *conf, const dlb_catal
     r->db = conf->redis_db;
     r->timeout_ms = conf->redis_timeout_ms > 0 ? conf->redis_timeout_ms : 2000;
     r->window_size = conf->window_size > 0 ? conf->window_size : 60;
+    r->folded_max =
+        conf->batch_size > DLB_REDIS_FOLDED_MIN / 4 ? 4L * conf->batch_size : DLB_REDIS_FOLDED_MIN;
     if ((err = redis_open(r, errstr, errstr_size))) {
         dlb_redis_destroy(r);
         return err;
@@ -308,7 +323,7 @@ static int r_collect(dlb_redis_t *r, int n, redisReply **rep, const char *what, 
 /* Refresh the TTL of every key of the job: 4 replies. */
 static int r_expire_all(dlb_redis_t *r, int *n, const job_keys_t *k)
 {
-    const char *const keys[] = {k->job, k->rt, k->pods, k->seen};
+    const char *const keys[] = {k->job, k->rt, k->pods, k->folded};
 
     for (int i = 0; i < 4; i++)
         if (r_append(r, n, "EXPIRE %s %s", keys[i], DLB_REDIS_TTL_S))
@@ -437,7 +452,7 @@ static int wrong_type(dlb_redis_t *r, const job_keys_t *k, const char *reason, c
     dlb_warn("redis: a key of %s holds the wrong type (%s); dropping the job's cached state, "
              "it will be rebuilt from PostgreSQL",
              k->job, why);
-    if (r_append(r, &n, "DEL %s %s %s %s", k->job, k->rt, k->pods, k->seen))
+    if (r_append(r, &n, "DEL %s %s %s %s", k->job, k->rt, k->pods, k->folded))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     return r_collect(r, n, NULL, "DEL", errstr, errstr_size);
 }
@@ -559,26 +574,43 @@ out:
     return err;
 }
 
-/* Two round trips: read (seen?, pod status), then write both in one MULTI so a
- * crash never marks an event seen without its effect (or the reverse). */
+/* Two round trips: read (folded already?, pod status), then write both in one
+ * MULTI so a crash never marks an event folded without its effect (or the
+ * reverse).
+ *
+ * Why the ids are kept at all: a redelivered node event equal to its pod's
+ * newest event or newest OOM is dropped by the fold itself, and any other one
+ * folds again as a no-op (older fields only fill what is empty) except a late
+ * OOM, which would count its pod's OOMs twice. So ":folded" holds the ids of
+ * the node events folded into the pods, each scored by its fold (one more than
+ * the highest score), and keeps the newest folded_max: a redelivery replays
+ * what was processed since the offsets last committed, one batch, which holds
+ * at most 2 x consumer.batch.size messages (new ones and those held over,
+ * stream.c), and folded_max is twice that (and at least DLB_REDIS_FOLDED_MIN
+ * for duplicates a producer sends later). The fold order, not event time,
+ * decides what goes: a late event is as recent as any when it is folded, and
+ * no clock is read. */
 static int apply_node(dlb_redis_t *r, const dlb_event_t *ev, const job_keys_t *k, char *errstr,
                       size_t errstr_size)
 {
     const dlb_node_event_t *ne = &ev->u.node;
     dlb_job_state_t st = {0};
     dlb_pod_status_t pod;
-    redisReply *rep[3] = {0}, *wr[8] = {0};
-    char *json = NULL;
+    redisReply *rep[4] = {0}, *wr[10] = {0};
+    char *json = NULL, seq[24], stop[24];
+    long long top = 0;
     int n = 0, err;
 
     if (!ne->pod_name[0]) /* nothing to fold: see dlb_job_state_apply() */
         return 0;
-    if (r_append(r, &n, "SISMEMBER %s %s", k->seen, ne->event_id) ||
-        r_append(r, &n, "HGET %s %s", k->pods, ne->pod_name) || r_append(r, &n, "HLEN %s", k->pods))
+    if (r_append(r, &n, "ZSCORE %s %s", k->folded, ne->event_id) ||
+        r_append(r, &n, "HGET %s %s", k->pods, ne->pod_name) ||
+        r_append(r, &n, "HLEN %s", k->pods) ||
+        r_append(r, &n, "ZRANGE %s -1 -1 WITHSCORES", k->folded))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     if ((err = r_collect(r, n, rep, "reading a pod status", errstr, errstr_size)))
         return err;
-    if (rep[0]->type == REDIS_REPLY_INTEGER && rep[0]->integer == 1)
+    if (rep[0]->type == REDIS_REPLY_STRING)
         goto out; /* already applied */
     /* A new pod past what a job's state keeps: not folded, as in state.c. */
     if (rep[1]->type != REDIS_REPLY_STRING && rep[2]->type == REDIS_REPLY_INTEGER &&
@@ -588,6 +620,9 @@ static int apply_node(dlb_redis_t *r, const dlb_event_t *ev, const job_keys_t *k
                  ev->u.node.job_uid, DLB_JOB_PODS_MAX, ne->pod_name, ne->event_id);
         goto out;
     }
+    if (rep[3]->type == REDIS_REPLY_ARRAY && rep[3]->elements == 2 &&
+        rep[3]->element[1]->type == REDIS_REPLY_STRING)
+        top = strtoll(rep[3]->element[1]->str, NULL, 10);
     if (rep[1]->type == REDIS_REPLY_STRING) {
         if (pod_from_json(rep[1]->str, rep[1]->len, &pod) || strcmp(pod.name, ne->pod_name)) {
             err = invalidate(r, k, "a pod status is not valid JSON", errstr, errstr_size);
@@ -604,8 +639,12 @@ static int apply_node(dlb_redis_t *r, const dlb_event_t *ev, const job_keys_t *k
         err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
         goto out;
     }
+    snprintf(seq, sizeof(seq), "%lld", top + 1);
+    snprintf(stop, sizeof(stop), "%ld", -(r->folded_max + 1));
     n = 0;
-    if (r_append(r, &n, "MULTI") || r_append(r, &n, "SADD %s %s", k->seen, ne->event_id) ||
+    if (r_append(r, &n, "MULTI") ||
+        r_append(r, &n, "ZADD %s %s %s", k->folded, seq, ne->event_id) ||
+        r_append(r, &n, "ZREMRANGEBYRANK %s 0 %s", k->folded, stop) ||
         r_append(r, &n, "HSET %s %s %s", k->pods, ne->pod_name, json) || r_expire_all(r, &n, k) ||
         r_append(r, &n, "EXEC")) {
         err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
@@ -618,7 +657,7 @@ out:
     if (st.pods != &pod)
         free(st.pods);
     cJSON_free(json);
-    replies_free(rep, 3);
+    replies_free(rep, 4);
     return err;
 }
 
@@ -817,7 +856,7 @@ int dlb_redis_store_job(dlb_redis_t *r, const dlb_job_state_t *st, char *errstr,
     size_t *lens = NULL, argc = 0, cap;
     void **bufs = NULL;
     size_t bufs_cnt = 0;
-    char created[24], (*scores)[24] = NULL, **jsons = NULL;
+    char created[24], (*scores)[24] = NULL, **jsons = NULL, legacy[DLB_REDIS_KEY_MAX];
     job_keys_t k;
     int n = 0, err;
 
@@ -839,11 +878,15 @@ int dlb_redis_store_job(dlb_redis_t *r, const dlb_job_state_t *st, char *errstr,
     }
 
 #define ARG(s, l) (argv[argc] = (s), lens[argc] = (l), argc++)
-    /* The stored state replaces the old one, seen set included: after a
-     * rebuild, "seen" must mean "folded into this state", or an event the
-     * rebuilt state lacks would be skipped forever. */
+    /* The stored state replaces the old one, folded ids included: after a
+     * rebuild, "folded" must mean "folded into this state", or an event the
+     * rebuilt state lacks would be skipped forever. The rebuilt state starts
+     * with none: an event equal to a pod's newest or newest OOM is dropped by
+     * the fold itself (state.c), which is all the ids of the pods could add.
+     * Format 2's unbounded set goes too. */
+    dlb_redis_job_key(r->prefix, st->job.job_uid, DLB_REDIS_LEGACY_SEEN, legacy, sizeof(legacy));
     if ((err = r_append(r, &n, "MULTI")) ||
-        (err = r_append(r, &n, "DEL %s %s %s %s", k.job, k.rt, k.pods, k.seen)))
+        (err = r_append(r, &n, "DEL %s %s %s %s %s", k.job, k.rt, k.pods, k.folded, legacy)))
         goto nomem;
     /* The job hash, with the completeness marker. */
     argc = 0;
@@ -883,8 +926,7 @@ int dlb_redis_store_job(dlb_redis_t *r, const dlb_job_state_t *st, char *errstr,
         if ((err = r_appendv(r, &n, (int)argc, argv, lens)))
             goto nomem;
     }
-    /* Pod statuses, and their newest event ids as seen: a redelivery of an
-     * event folded into this state must not be counted again. */
+    /* Pod statuses. */
     if (st->pods_cnt > 0) {
         argc = 0;
         ARG("HSET", 4);
@@ -897,15 +939,6 @@ int dlb_redis_store_job(dlb_redis_t *r, const dlb_job_state_t *st, char *errstr,
         }
         if ((err = r_appendv(r, &n, (int)argc, argv, lens)))
             goto nomem;
-        for (size_t i = 0; i < st->pods_cnt; i++) {
-            const dlb_pod_status_t *p = &st->pods[i];
-            if (p->last_event_id[0] &&
-                (err = r_append(r, &n, "SADD %s %s", k.seen, p->last_event_id)))
-                goto nomem;
-            if (p->last_oom_event_id[0] &&
-                (err = r_append(r, &n, "SADD %s %s", k.seen, p->last_oom_event_id)))
-                goto nomem;
-        }
     }
 #undef ARG
     if ((err = r_expire_all(r, &n, &k)) || (err = r_append(r, &n, "EXEC")))

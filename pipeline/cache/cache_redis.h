@@ -2,11 +2,14 @@
  *
  * Keys (prefix = conf.env):
  *   <prefix>:job:<uid>         HASH  event -> framed merged JobEvent, created_ms,
- *                                    v -> cache format ("2"; another value is a miss)
+ *                                    v -> cache format ("3"; another value is a miss)
  *   <prefix>:job:<uid>:rt      ZSET  framed RuntimeSample scored by event time,
  *                                    trimmed to the newest window_size
  *   <prefix>:job:<uid>:pods    HASH  pod name -> JSON of dlb_pod_status_t
- *   <prefix>:job:<uid>:seen    SET   event ids already folded in (idempotency)
+ *   <prefix>:job:<uid>:folded  ZSET  ids of the node events folded into the pods,
+ *                                    scored by fold order, trimmed to the newest
+ *                                    max(2048, 4 x consumer.batch.size), so a
+ *                                    redelivery is a no-op (cache_redis.c)
  * Every key of a job expires after conf ttl (7 days) of silence.
  * The cache is never the source of truth: a miss is rebuilt from PostgreSQL. */
 #ifndef DLB_CACHE_REDIS_H
@@ -25,7 +28,7 @@ typedef struct dlb_redis dlb_redis_t;
 #define DLB_REDIS_KEY_MAX 512
 
 /** @brief The Redis key of job uid's state in environment prefix: suffix ""
- *         (the job hash), ":rt", ":pods" or ":seen". The uid is
+ *         (the job hash), ":rt", ":pods" or ":folded". The uid is
  *         percent-encoded (each byte outside A-Z a-z 0-9 . _ - as %XX), so
  *         no uid can name another job's key: a job "victim:rt" is
  *         "<env>:job:victim%3Art". */

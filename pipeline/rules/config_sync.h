@@ -2,15 +2,18 @@
  * Kubernetes ConfigMap mounted as a volume (one key per file), synced into
  * PostgreSQL as new versions.
  *
- * The files are the directory's *.yaml and *.yml entries (regular files or
- * links to them, names not starting with '.', so the kubelet's "..data"
- * machinery is skipped), loaded in name order as one rule set, all or nothing
- * (dlb_rules_load_files). When their rules differ from the newest version's
- * (canonical JSON without file and line), they are applied as a new version
- * with source "configmap:<dir>". A directory without rule files is refused
- * (a mount not populated yet looks the same). An invalid set changes nothing and is
- * reported once, with the file:line:col the loader names, until the files
- * change again. The kubelet swaps a ConfigMap's files at once (a symlink
+ * The files are the directory's *.yaml and *.yml entries (names not starting
+ * with '.', so the kubelet's "..data" machinery is skipped) that are regular
+ * files, or links to them, whose real path stays inside the directory; any
+ * other entry (a link out of it, a FIFO, socket, device or directory, a
+ * dangling link) is skipped with a warning naming it, once per change, and
+ * never opened. The files are loaded in name order as one rule set, all or
+ * nothing (dlb_rules_load_files_as(): read by their real paths without
+ * following a link swapped in since, and without blocking). When their rules differ from the newest
+ * version's (canonical JSON without file and line), they are applied as a new version with source
+ * "configmap:<dir>". A directory without rule files is refused (a mount not populated yet looks the
+ * same). An invalid set changes nothing and is reported once, with the file:line:col the loader
+ * names, until the files change again. The kubelet swaps a ConfigMap's files at once (a symlink
  * rename); a sync that sees the directory change while it reads starts over
  * on the next round. */
 #ifndef DLB_CONFIG_SYNC_H

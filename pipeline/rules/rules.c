@@ -1,15 +1,19 @@
 /* Configuration rules from YAML, read with libyaml's event parser so every
- * error has the line and column of the offending token and nesting is bounded
- * before anything recurses; rule files, and the helpers of the whole set
+ * error has the line and column of the offending token (and never its text:
+ * errors are logged, files may hold secrets) and nesting is bounded before
+ * anything recurses; rule files, and the helpers of the whole set
  * (rules_internal.h). Canonical JSON is rules_json.c, YAML out and the diff
  * rules_text.c, the canonical text of scalars rules_canon.c. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <yaml.h>
 
@@ -194,7 +198,7 @@ static int map_json(pctx_t *c, dlb_sbuf_t *b, int depth)
         if (ev.type != YAML_SCALAR_EVENT) {
             rc = fail(c, &ev.start_mark, "mapping keys must be scalars");
         } else if ((rc = dlb_rules_keyset_add(&ks, sval(&ev), ev.data.scalar.length))) {
-            rc = rc > 0 ? fail(c, &ev.start_mark, "duplicate key \"%.64s\"", sval(&ev)) : nomem(c);
+            rc = rc > 0 ? fail(c, &ev.start_mark, "duplicate key") : nomem(c);
         } else if ((!first && dlb_sbuf_put(b, ",", 1)) ||
                    dlb_rules_json_string(b, sval(&ev), ev.data.scalar.length) ||
                    dlb_sbuf_put(b, ":", 1)) {
@@ -343,7 +347,9 @@ static int section_matches(pctx_t *c, const yaml_event_t *start, const char *sec
                     !strcasecmp(dlb_meta_attr_names[i], sval(&ev)))
                     attr = dlb_meta_attr_names[i];
             if (!attr)
-                rc = fail(c, &ev.start_mark, "unknown attribute \"%.64s\" in %s", sval(&ev),
+                rc = fail(c, &ev.start_mark,
+                          "unknown attribute in %s (expected user, group, app, cluster, "
+                          "namespace, scenario, framework or name)",
                           section);
             for (size_t i = 0; !rc && i < *out_cnt; i++)
                 if (!strcmp((*out)[i].attr, attr))
@@ -392,7 +398,7 @@ static int section_configure(pctx_t *c, const yaml_event_t *start, dlb_rule_t *r
             rc = fail(c, &ev.start_mark, "Configure keys must be scalars");
         for (size_t i = 0; !rc && i < r->configure_cnt; i++)
             if (!strcmp(r->configure[i].key, sval(&ev)))
-                rc = fail(c, &ev.start_mark, "duplicate Configure key \"%.64s\"", sval(&ev));
+                rc = fail(c, &ev.start_mark, "duplicate Configure key");
         if (!rc && dlb_vec_reserve((void **)&r->configure, &cap, r->configure_cnt + 1,
                                    sizeof(*r->configure)))
             rc = nomem(c);
@@ -479,7 +485,8 @@ static int parse_rule(pctx_t *c, const yaml_event_t *start, dlb_rules_t *rs, siz
                     !strcasecmp(rule_keys[i], sval(&ev)))
                     k = i;
             if (k < 0)
-                rc = fail(c, &ev.start_mark, "unknown key \"%.64s\"", sval(&ev));
+                rc = fail(c, &ev.start_mark,
+                          "unknown key (expected id, Priority, Include, Exclude or Configure)");
             else if (seen[k]++)
                 rc = fail(c, &ev.start_mark, "duplicate key %s", rule_keys[k]);
         }
@@ -524,8 +531,7 @@ static int parse_rule(pctx_t *c, const yaml_event_t *start, dlb_rules_t *rs, siz
     }
     for (size_t i = 0; i < rs->cnt; i++)
         if (!strcmp(rs->rules[i].id, r.id)) {
-            rc = fail(c, &id_mark, "duplicate rule id \"%.64s\" (first at line %d)", r.id,
-                      rs->rules[i].line);
+            rc = fail(c, &id_mark, "duplicate rule id (first at line %d)", rs->rules[i].line);
             goto out;
         }
     if (dlb_vec_reserve((void **)&rs->rules, cap, rs->cnt + 1, sizeof(*rs->rules))) {
@@ -623,44 +629,110 @@ int dlb_rules_parse(const char *name, const char *text, size_t len, dlb_rules_t 
     return 0;
 }
 
-int dlb_rules_load_file(const char *path, dlb_rules_t *out, char *errstr, size_t errstr_size)
+/* Open path for reading without ever blocking (a FIFO or a terminal named
+ * like a rules file would hold open() or read() forever) and only as a
+ * regular file; flags DLB_RULES_LOAD_NOFOLLOW adds O_NOFOLLOW. Errors name
+ * the file as name, never its content. */
+static int open_regular(const char *path, const char *name, unsigned flags, int *fd, off_t *size,
+                        char *errstr, size_t errstr_size)
 {
-    FILE *fp;
+    struct stat st;
+    int oflags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+
+    if (flags & DLB_RULES_LOAD_NOFOLLOW)
+        oflags |= O_NOFOLLOW;
+    if ((*fd = open(path, oflags)) < 0) {
+        if (errno == ELOOP && (flags & DLB_RULES_LOAD_NOFOLLOW))
+            return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                              "%s: became a link while being read; not read", name);
+        return dlb_seterr(errstr, errstr_size, errno == ENOENT ? DLB_ERR_NOTFOUND : DLB_ERR_CONF,
+                          "%s: %s", name, strerror(errno));
+    }
+    if (fstat(*fd, &st)) {
+        int e = errno;
+
+        close(*fd);
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "%s: %s", name, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(*fd);
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "%s: not a regular file (%s); not read", name,
+                          S_ISFIFO(st.st_mode)   ? "a FIFO"
+                          : S_ISSOCK(st.st_mode) ? "a socket"
+                          : S_ISDIR(st.st_mode)  ? "a directory"
+                                                 : "a device");
+    }
+    *size = st.st_size;
+    return 0;
+}
+
+static int too_large(const char *name, char *errstr, size_t errstr_size)
+{
+    return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                      "%s: larger than the limit of %d bytes for a rules file; not read", name,
+                      DLB_RULES_MAX_BYTES);
+}
+
+/* Read path (named name) and parse it. */
+static int load_one(const char *path, const char *name, unsigned flags, dlb_rules_t *out,
+                    char *errstr, size_t errstr_size)
+{
     char *buf = NULL;
-    size_t len = 0, cap = 0, n;
-    int rc;
+    size_t len = 0, cap = 0;
+    off_t size = 0;
+    ssize_t n;
+    int fd, rc;
 
     out->rules = NULL;
     out->cnt = 0;
-    if (!(fp = fopen(path, "rb")))
-        return dlb_seterr(errstr, errstr_size, errno == ENOENT ? DLB_ERR_NOTFOUND : DLB_ERR_CONF,
-                          "%s: %s", path, strerror(errno));
+    if ((rc = open_regular(path, name, flags, &fd, &size, errstr, errstr_size)))
+        return rc;
+    /* Refused before reading a byte; the file may still grow while read,
+     * which the loop below catches. */
+    if (size > DLB_RULES_MAX_BYTES) {
+        rc = too_large(name, errstr, errstr_size);
+        goto out;
+    }
     for (;;) {
         if (len == cap) {
             /* One byte past the limit is enough to know it is too large. */
-            if (cap > DLB_RULES_MAX_BYTES)
-                break;
+            if (len > DLB_RULES_MAX_BYTES) {
+                rc = too_large(name, errstr, errstr_size);
+                goto out;
+            }
             /* At least 8 KiB to read into: room doubles from 8 KiB. */
             if (dlb_vec_reserve((void **)&buf, &cap, len + 8192, 1)) {
-                free(buf);
-                fclose(fp);
-                return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s: out of memory", path);
+                rc = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s: out of memory", name);
+                goto out;
             }
         }
-        n = fread(buf + len, 1, cap - len, fp);
-        len += n;
+        n = read(fd, buf + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "%s: read error: %s", name,
+                            strerror(errno));
+            goto out;
+        }
         if (n == 0)
             break;
+        len += (size_t)n;
     }
-    if (ferror(fp)) {
-        rc = dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "%s: read error", path);
+    if (len > DLB_RULES_MAX_BYTES) {
+        rc = too_large(name, errstr, errstr_size);
         goto out;
     }
-    rc = dlb_rules_parse(path, buf ? buf : "", len, out, errstr, errstr_size);
+    rc = dlb_rules_parse(name, buf ? buf : "", len, out, errstr, errstr_size);
 out:
     free(buf);
-    fclose(fp);
+    close(fd);
     return rc;
+}
+
+int dlb_rules_load_file(const char *path, dlb_rules_t *out, char *errstr, size_t errstr_size)
+{
+    return load_one(path, path, 0, out, errstr, errstr_size);
 }
 
 void dlb_rules_clear(dlb_rules_t *r)
@@ -677,6 +749,12 @@ void dlb_rules_clear(dlb_rules_t *r)
 int dlb_rules_load_files(const char *const *paths, size_t n, dlb_rules_t *out, char *errstr,
                          size_t errstr_size)
 {
+    return dlb_rules_load_files_as(paths, NULL, n, 0, out, errstr, errstr_size);
+}
+
+int dlb_rules_load_files_as(const char *const *paths, const char *const *names, size_t n,
+                            unsigned flags, dlb_rules_t *out, char *errstr, size_t errstr_size)
+{
     dlb_rules_t all = {0};
     size_t cap = 0, dup = 0, first = 0;
     int rc = 0;
@@ -686,11 +764,13 @@ int dlb_rules_load_files(const char *const *paths, size_t n, dlb_rules_t *out, c
     for (size_t f = 0; f < n && !rc; f++) {
         dlb_rules_t one;
 
-        if ((rc = dlb_rules_load_file(paths[f], &one, errstr, errstr_size)))
+        const char *name = names ? names[f] : paths[f];
+
+        if ((rc = load_one(paths[f], name, flags, &one, errstr, errstr_size)))
             break;
         for (size_t i = 0; i < one.cnt && !rc; i++) {
             if (dlb_vec_reserve((void **)&all.rules, &cap, all.cnt + 1, sizeof(*all.rules))) {
-                rc = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s: out of memory", paths[f]);
+                rc = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s: out of memory", name);
                 break;
             }
             all.rules[all.cnt++] = one.rules[i];
@@ -704,9 +784,8 @@ int dlb_rules_load_files(const char *const *paths, size_t n, dlb_rules_t *out, c
         dlb_seterr(errstr, errstr_size, rc, "out of memory");
     else if (rc > 0)
         rc = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
-                        "%s:%d: duplicate rule id \"%.64s\" (first at %s:%d)", all.rules[dup].file,
-                        all.rules[dup].line, all.rules[dup].id, all.rules[first].file,
-                        all.rules[first].line);
+                        "%s:%d: duplicate rule id (first at %s:%d)", all.rules[dup].file,
+                        all.rules[dup].line, all.rules[first].file, all.rules[first].line);
     if (rc) {
         dlb_rules_clear(&all);
         return rc;

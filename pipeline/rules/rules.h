@@ -70,26 +70,45 @@ typedef struct dlb_rules {
 } dlb_rules_t;
 
 /** @brief Parse YAML rules text. name is used in error messages
- *         ("<name>:<line>:<col>: <what>") and default rule ids.
+ *         ("<name>:<line>:<col>: <what>") and default rule ids. An error
+ *         says what is wrong and where, never quoting the text: a rules
+ *         file may hold a secret or garbage, and errors end up in logs.
  *  @returns 0, or DLB_ERR_INVALID (bad YAML, unknown key or attribute, wrong
  *           type, duplicate key or rule id, too deep or too large) or
  *           DLB_ERR_NOMEM. On error *out is empty ({NULL, 0}). */
 int dlb_rules_parse(const char *name, const char *text, size_t len, dlb_rules_t *out, char *errstr,
                     size_t errstr_size);
 
-/** @brief Read path and parse it with the path as name.
- *  @returns as dlb_rules_parse(), or DLB_ERR_NOTFOUND (no such file),
+/** @brief Read path and parse it with the path as name. Only a regular file
+ *         is read: anything else (a FIFO, socket, device or directory) is
+ *         refused without blocking, as is a file of more than
+ *         DLB_RULES_MAX_BYTES ("<name>: larger than the limit of 4194304
+ *         bytes for a rules file; not read").
+ *  @returns as dlb_rules_parse() (DLB_ERR_INVALID also for a file that is not
+ *           regular or too large), or DLB_ERR_NOTFOUND (no such file),
  *           DLB_ERR_CONF (unreadable). */
 int dlb_rules_load_file(const char *path, dlb_rules_t *out, char *errstr, size_t errstr_size);
 
 /** @brief Load several files into one set, in the given order (a rule of a
  *         later file comes after every rule of an earlier one), all or
  *         nothing: any file's error, or a rule id used in two files
- *         ("b.yaml:7: duplicate rule id \"x\" (first at a.yaml:2)"), leaves
- *         *out empty.
+ *         ("b.yaml:7: duplicate rule id (first at a.yaml:2)"), leaves *out
+ *         empty.
  *  @returns as dlb_rules_load_file(). */
 int dlb_rules_load_files(const char *const *paths, size_t n, dlb_rules_t *out, char *errstr,
                          size_t errstr_size);
+
+/* Flags of dlb_rules_load_files_as(). NOFOLLOW: refuse a path whose last
+ * component is a symbolic link (a caller that resolved the path itself, so a
+ * link swapped in afterwards is not followed). */
+#define DLB_RULES_LOAD_NOFOLLOW 1u
+
+/** @brief dlb_rules_load_files(), reading paths[i] under the name names[i]
+ *         (errors, rule files and default ids; names NULL: the paths), as
+ *         flags say.
+ *  @returns as dlb_rules_load_file(). */
+int dlb_rules_load_files_as(const char *const *paths, const char *const *names, size_t n,
+                            unsigned flags, dlb_rules_t *out, char *errstr, size_t errstr_size);
 
 /* Canonical JSON (dlb_rules_to_json()): an array of rules, each an object with
  * the keys id, priority, include, exclude, configure, file, line in that

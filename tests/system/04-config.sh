@@ -252,11 +252,12 @@ printf 'id: ok\n---\nInclude: {user: [a, b}\n' >syntax.yaml
 reject bad-yaml "config apply: syntax.yaml:3:22: while parsing a flow sequence: did not find expected ',' or ']'; nothing applied" \
     a.yaml syntax.yaml
 printf 'id: ok\nInclude: {user: a}\nColour: red\n' >key.yaml
-reject unknown-key 'config apply: key.yaml:3:1: unknown key "Colour"; nothing applied' a.yaml key.yaml
+reject unknown-key 'config apply: key.yaml:3:1: unknown key (expected id, Priority, Include, Exclude or Configure); nothing applied' \
+    a.yaml key.yaml
 printf -- '- id: p\n  Priority: high\n' >type.yaml
 reject wrong-type "config apply: type.yaml:2:13: Priority must be an integer; nothing applied" a.yaml type.yaml
 printf 'Include: {user: u}\n---\nid: big-batch\nConfigure: {A: 2}\n' >dup.yaml
-reject duplicate-id 'config apply: dup.yaml:3: duplicate rule id "big-batch" (first at a.yaml:2); nothing applied' \
+reject duplicate-id 'config apply: dup.yaml:3: duplicate rule id (first at a.yaml:2); nothing applied' \
     b.yaml a.yaml dup.yaml
 reject missing-file "config apply: nope.yaml: No such file or directory; nothing applied" a.yaml nope.yaml
 

@@ -44,7 +44,8 @@ grep -q "no \*.yaml or \*.yml files; nothing synced" "$SYS_DIR/empty.log" && ok 
 expect_eq "versions after the empty directory" 0 "$(versions)"
 
 "$DLBRAIN" config watch --interval-ms 200 "$cm" >/dev/null 2>"$SYS_DIR/watch.log" &
-SYS_PIDS+=($!)
+watch_pid=$!
+SYS_PIDS+=($watch_pid)
 wait_versions() {
     local deadline=$((SECONDS + 30))
     until [ "$(versions)" = "$1" ]; do
@@ -100,4 +101,49 @@ expect_eq "match against the newest" 'rules version 2: 1 of 2 rules in scope, hi
   log = "warn"  (default)' "$("$DLBRAIN" config match -q group=nlp)"
 if "$DLBRAIN" config match -q colour=blue 2>/dev/null; then fail "an unknown attribute was accepted"; fi
 ok "an unknown attribute is refused"
+# Only regular files inside the directory are read (issue 18): a link out of
+# it (absolute, or relative through ..) and a FIFO named x.yaml are skipped
+# with a warning naming them, and the watch goes on with the other files. The
+# old watcher read the linked file and blocked for ever in open() on the FIFO.
+mkdir -p "$SYS_DIR/outside"
+printf 'id: leaked-OUTSIDE-MARK\nConfigure:\n  token: OUTSIDE-MARK\n' >"$SYS_DIR/outside/secret.yaml"
+ln -s "$SYS_DIR/outside/secret.yaml" "$cm/leak.yaml"
+ln -s ../outside/secret.yaml "$cm/leak2.yaml"
+mkfifo "$cm/x.yaml"
+mkdir -p "$cm/..g5" && cp "$cm/..g3/"*.yaml "$cm/..g5/"
+printf 'id: extra\nConfigure:\n  debug: true\n' >"$cm/..g5/extra.yaml"
+gen_swap g5
+wait_versions 3
+expect_eq "version 3: the rules of the regular files inside, nothing else" "default,extra,ads-team" \
+    "$(sys_sql "SELECT string_agg(rule_id, ',' ORDER BY position) FROM $(sys_schema).config_rules WHERE version = 3")"
+for w in "leak.yaml: a link to a file outside the directory; skipped" \
+    "leak2.yaml: a link to a file outside the directory; skipped" \
+    "x.yaml: a FIFO, not a regular file; skipped"; do
+    grep -qF "$w" "$SYS_DIR/watch.log" && ok "warned: $w" || fail "no warning '$w': $(tail -n 5 "$SYS_DIR/watch.log")"
+done
+kill -0 "$watch_pid" 2>/dev/null && ok "the watch goes on" || fail "the watcher stopped"
+
+# An invalid file is named with line and column and what is wrong; its text
+# (here a marker in the offending key) never reaches the log.
+mkdir -p "$cm/..g6" && cp "$cm/..g5/"*.yaml "$cm/..g6/"
+printf 'id: extra\nINSIDE-MARK-k3y: 1\n' >"$cm/..g6/extra.yaml"
+gen_swap g6
+deadline=$((SECONDS + 30))
+until grep -qF "extra.yaml:2:1: unknown key (expected id, Priority, Include, Exclude or Configure)" "$SYS_DIR/watch.log"; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "the invalid file was not reported: $(tail -n 3 "$SYS_DIR/watch.log")"
+    sleep 0.2
+done
+expect_eq "versions after the invalid file" 3 "$(versions)"
+expect_eq "log lines quoting a file's text" 0 "$(grep -c 'MARK' "$SYS_DIR/watch.log")"
+
+# A file past the size limit refuses the round with a clear error, unread.
+mkdir -p "$SYS_DIR/big"
+printf 'id: small\n' >"$SYS_DIR/big/a.yaml"
+truncate -s 5M "$SYS_DIR/big/b.yaml"
+if "$DLBRAIN" config watch -q --once "$SYS_DIR/big" 2>"$SYS_DIR/big.log"; then
+    fail "a file past the size limit was synced"
+fi
+grep -qF "b.yaml: larger than the limit of 4194304 bytes for a rules file; not read" "$SYS_DIR/big.log" &&
+    ok "a file past the size limit refused" || fail "size limit: $(cat "$SYS_DIR/big.log")"
+expect_eq "versions after the large file" 3 "$(versions)"
 echo "05-config-watch: all checks passed"

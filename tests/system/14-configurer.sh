@@ -109,4 +109,29 @@ EOF
 expect_eq "the same match twice" 1 "$(sort -u "$SYS_DIR/m4.json" | wc -l)"
 sleep 1
 expect_eq "config_matches rows after redelivery" 7 "$(sys_count config_matches)"
+# ---- an invalid environment name: refused at start, nothing named after it -------
+# Every command that names topics, consumer groups, a schema or Redis keys
+# after the env setting refuses a name `dlbrain env create` refuses, before it
+# connects to anything (issue 18). The servers are up: the old commands ran.
+bad=blue-green
+for cmd in optimizer configurer relay gateway k8s-monitor plans configs mock-kafka \
+    "emit /dev/null" "sim -n 1 -w $SYS_TOP/data/pollux/workloads/workload-1.csv" \
+    "replay --from -1h --into green"; do
+    # shellcheck disable=SC2086 # the command and its arguments
+    st=0
+    timeout 20 "$DLBRAIN" $cmd -e "$bad" -X metrics.port=-1 >/dev/null 2>"$SYS_DIR/badenv.log" || st=$?
+    { [ "$st" = 1 ] || [ "$st" = 2 ]; } &&
+        grep -qF "configuration: env: environment name '$bad' may hold only a-z, 0-9 and _" "$SYS_DIR/badenv.log" &&
+        ok "${cmd%% *} refuses env $bad" ||
+        fail "${cmd%% *} with env $bad: exit $st, $(head -c 300 "$SYS_DIR/badenv.log")"
+done
+DLBRAIN_ENV='jobs*' timeout 20 "$DLBRAIN" optimizer -X metrics.port=-1 >/dev/null 2>"$SYS_DIR/badenv.log" &&
+    fail "an optimizer ran with DLBRAIN_ENV='jobs*'"
+grep -qF "environment name 'jobs*' may hold only" "$SYS_DIR/badenv.log" &&
+    ok "DLBRAIN_ENV='jobs*' refused" || fail "DLBRAIN_ENV='jobs*': $(cat "$SYS_DIR/badenv.log")"
+expect_eq "Redis keys named after $bad" "" "$(rc --scan --pattern "$bad*")"
+expect_eq "schemas named after $bad" 0 \
+    "$(sys_sql "SELECT count(*) FROM pg_namespace WHERE nspname IN ('$bad', 'blue_green')")"
+expect_eq "topics named after $bad" 0 \
+    "$(kcat -L -b "$DLBRAIN_BROKERS" -J 2>/dev/null | jq "[.topics[].topic | select(startswith(\"$bad.\"))] | length")"
 echo "14-configurer: all checks passed"

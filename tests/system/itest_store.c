@@ -2125,13 +2125,13 @@ static void test_redis_duplicates(void **unused)
     apply(r, &n1);
     apply(r, &n1);
     apply(r, &n2);
-    apply(r, &n1); /* redelivered after a newer event: the seen set catches it */
+    apply(r, &n1); /* redelivered after a newer event: ":folded" catches it */
     apply(r, &n3);
     apply(r, &n3);
     snprintf(key, sizeof(key), "%s:job:u1:rt", conf.env);
     assert_int_equal(redis_int(0, "ZCARD %s", key), 1);
-    snprintf(key, sizeof(key), "%s:job:u1:seen", conf.env);
-    assert_int_equal(redis_int(0, "SCARD %s", key), 3);
+    snprintf(key, sizeof(key), "%s:job:u1:folded", conf.env);
+    assert_int_equal(redis_int(0, "ZCARD %s", key), 3);
     assert_int_equal(dlb_redis_load_job(r, "u1", &st, &found, errstr, sizeof(errstr)), 0);
     assert_int_equal(found, 1);
     assert_int_equal(st.window_cnt, 1);
@@ -2143,6 +2143,73 @@ static void test_redis_duplicates(void **unused)
     assert_int_equal(st.pods[0].memory_requested, 16 * GIB);
     dlb_job_state_clear(&st);
     dlb_event_clear(&s1);
+    dlb_redis_destroy(r);
+    dlb_conf_destroy(&conf);
+}
+
+/* A job's folded node event ids stay bounded (issue 18): past
+ * max(2048, 4 x consumer.batch.size) node events the oldest ids leave
+ * ":folded", while a redelivery of every event still kept, a late OOM
+ * included, changes nothing. A store (a rebuild) deletes format 2's unbounded
+ * ":seen" set. */
+static void test_redis_folded_bounded(void **unused)
+{
+    enum { CAP = 2048, N = CAP + 300, LATE = N - 1000 };
+    dlb_job_state_t mem = {0}, got;
+    dlb_event_t ev, oom_a, oom_b;
+    dlb_conf_t conf;
+    dlb_redis_t *r;
+    char key[256], id[32], pod[16];
+    int found = -1;
+    (void)unused;
+
+    redis_conf(&conf, "bound", 60);
+    conf.batch_size = 100; /* 4 x 100 is below the floor of 2048 */
+    r = redis_open(&conf);
+    snprintf(key, sizeof(key), "%s:job:u1:seen", conf.env);
+    assert_int_equal(redis_int(0, "SADD %s left-by-format-2", key), 1);
+    seed_empty(r, "u1");
+    assert_int_equal(redis_int(0, "EXISTS %s", key), 0);
+
+    /* Two late OOMs of w-0, older than its other events: the first becomes
+     * its newest OOM, the second is caught only by ":folded". */
+    ev_node(&oom_a, "oom-a", "u1", T0 + 10, "w-0", "oom_killed");
+    ev_node(&oom_b, "oom-b", "u1", T0 + 20, "w-0", "oom_killed");
+    for (int i = 0; i < N; i++) {
+        snprintf(id, sizeof(id), "n%d", i);
+        snprintf(pod, sizeof(pod), "w-%d", i % 8);
+        ev_node(&ev, id, "u1", T0 + 1000 + i, pod, "pod_phase");
+        apply(r, &ev);
+        assert_int_equal(dlb_job_state_apply(&mem, &ev, 60), 0);
+        if (i == LATE) {
+            apply(r, &oom_a);
+            apply(r, &oom_b);
+            assert_int_equal(dlb_job_state_apply(&mem, &oom_a, 60), 0);
+            assert_int_equal(dlb_job_state_apply(&mem, &oom_b, 60), 0);
+        }
+    }
+    snprintf(key, sizeof(key), "%s:job:u1:folded", conf.env);
+    assert_int_equal(redis_int(0, "ZCARD %s", key), CAP);
+    assert_true(redis_int(0, "TTL %s", key) > 604000);
+
+    /* Redelivered: the late OOMs and everything folded after them. */
+    apply(r, &oom_b);
+    apply(r, &oom_a);
+    for (int i = LATE; i < N; i++) {
+        snprintf(id, sizeof(id), "n%d", i);
+        snprintf(pod, sizeof(pod), "w-%d", i % 8);
+        ev_node(&ev, id, "u1", T0 + 1000 + i, pod, "pod_phase");
+        apply(r, &ev);
+    }
+    assert_int_equal(redis_int(0, "ZCARD %s", key), CAP);
+    assert_int_equal(dlb_redis_load_job(r, "u1", &got, &found, errstr, sizeof(errstr)), 0);
+    assert_int_equal(found, 1);
+    assert_state_equal(&got, &mem);
+    assert_string_equal(got.pods[0].name, "w-0");
+    assert_int_equal(got.pods[0].oom_count, 2);
+    assert_string_equal(got.pods[0].last_oom_event_id, "oom-a");
+    dlb_job_state_clear(&got);
+    dlb_job_state_clear(&mem);
     dlb_redis_destroy(r);
     dlb_conf_destroy(&conf);
 }
@@ -2243,7 +2310,7 @@ static void test_redis_miss(void **unused)
     assert_int_equal(found, 0);
 
     /* An entry of cache format 1 (window members framed as runtime_sample v1)
-     * is a miss too: its job is rebuilt once from PostgreSQL in format 2. */
+     * is a miss too: its job is rebuilt once from PostgreSQL in the current format. */
     seed_empty(r, "old");
     ev_rt(&ev, "s1", "old", T0, 2);
     apply(r, &ev);
@@ -2385,6 +2452,7 @@ int main(void)
         cmocka_unit_test(test_redis_window_trims),
         cmocka_unit_test(test_redis_samples_batch),
         cmocka_unit_test(test_redis_duplicates),
+        cmocka_unit_test(test_redis_folded_bounded),
         cmocka_unit_test(test_redis_round_trip),
         cmocka_unit_test(test_redis_miss),
         cmocka_unit_test(test_redis_db_and_auth),

@@ -1,12 +1,15 @@
 /* Configuration rules YAML: the design's example, value lists, Configure
  * values as exact JSON text, documents and sequences, ids, every error with
  * its exact file:line:col, and nothing returned on error. */
+#include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -250,9 +253,14 @@ static const struct {
     const char *yaml;
     const char *err;
 } err_cases[] = {
-    {"Include:\n  User: a\nFoo: 1\n", "bad.yaml:3:1: unknown key \"Foo\""},
-    {"Include:\n  Owner: a\n", "bad.yaml:2:3: unknown attribute \"Owner\" in Include"},
-    {"Exclude: {user: a, job: b}\n", "bad.yaml:1:20: unknown attribute \"job\" in Exclude"},
+    {"Include:\n  User: a\nFoo: 1\n",
+     "bad.yaml:3:1: unknown key (expected id, Priority, Include, Exclude or Configure)"},
+    {"Include:\n  Owner: a\n",
+     "bad.yaml:2:3: unknown attribute in Include "
+     "(expected user, group, app, cluster, namespace, scenario, framework or name)"},
+    {"Exclude: {user: a, job: b}\n",
+     "bad.yaml:1:20: unknown attribute in Exclude "
+     "(expected user, group, app, cluster, namespace, scenario, framework or name)"},
     {"Include:\n  - user\n", "bad.yaml:2:3: Include must be a mapping of attribute to values"},
     {"Exclude: x\n", "bad.yaml:1:10: Exclude must be a mapping of attribute to values"},
     {"Priority: high\n", "bad.yaml:1:11: Priority must be an integer"},
@@ -262,8 +270,8 @@ static const struct {
     {"Priority: 2147483648\n", "bad.yaml:1:11: Priority out of range"},
     {"Include: {user: a}\ninclude: {user: b}\n", "bad.yaml:2:1: duplicate key Include"},
     {"Include: {user: a, User: b}\n", "bad.yaml:1:20: duplicate attribute user in Include"},
-    {"Configure: {a: 1, a: 2}\n", "bad.yaml:1:19: duplicate Configure key \"a\""},
-    {"Configure:\n  a:\n    b: 1\n    b: 2\n", "bad.yaml:4:5: duplicate key \"b\""},
+    {"Configure: {a: 1, a: 2}\n", "bad.yaml:1:19: duplicate Configure key"},
+    {"Configure:\n  a:\n    b: 1\n    b: 2\n", "bad.yaml:4:5: duplicate key"},
     {"Configure: [1, 2]\n", "bad.yaml:1:12: Configure must be a mapping of key to value"},
     {"Configure: {[a]: 1}\n", "bad.yaml:1:13: Configure keys must be scalars"},
     {"Configure: {a: {[b]: 1}}\n", "bad.yaml:1:17: mapping keys must be scalars"},
@@ -280,11 +288,11 @@ static const struct {
     {"id: [a]\n", "bad.yaml:1:5: id must be a non-empty string"},
     {"id: \"\"\n", "bad.yaml:1:5: id must be a non-empty string"},
     {"id: \"a\\0b\"\n", "bad.yaml:1:5: id contains a NUL character"},
-    {"- id: a\n- id: a\n", "bad.yaml:2:7: duplicate rule id \"a\" (first at line 1)"},
+    {"- id: a\n- id: a\n", "bad.yaml:2:7: duplicate rule id (first at line 1)"},
     {"id: bad.yaml#2\n---\nInclude: {user: a}\n",
-     "bad.yaml:3:1: duplicate rule id \"bad.yaml#2\" (first at line 1)"},
+     "bad.yaml:3:1: duplicate rule id (first at line 1)"},
     {"Include: {user: a}\n---\nInclude: {user: a}\nBogus: 1\n",
-     "bad.yaml:4:1: unknown key \"Bogus\""},
+     "bad.yaml:4:1: unknown key (expected id, Priority, Include, Exclude or Configure)"},
     {"Include: {user: [a\n",
      "bad.yaml:2:1: while parsing a flow sequence: did not find expected ',' or ']'"},
     {"Configure:\n  k: a: b\n", "bad.yaml:2:7: mapping values are not allowed in this context"},
@@ -307,6 +315,40 @@ static void test_errors(void **state)
             fail_msg("case %zu: rc %d, errstr \"%s\", want \"%s\"", i, rc, err, err_cases[i].err);
         assert_null(rs.rules);
         assert_int_equal(rs.cnt, 0);
+    }
+}
+
+/* What a rules file holds may be a secret or garbage, and errors are logged:
+ * every error names the place and the problem, never the text there. */
+#define MARK "s3cret-MARK"
+static const char *const quoting_cases[] = {
+    MARK ": 1\n",
+    "Include: {" MARK ": a}\n",
+    "Exclude:\n  " MARK ": a\n",
+    "Configure: {" MARK ": 1, " MARK ": 2}\n",
+    "Configure:\n  a: {" MARK ": 1, " MARK ": 2}\n",
+    "- id: " MARK "\n- id: " MARK "\n",
+    "Priority: " MARK "\n",
+    "id: [" MARK "]\n",
+    "Include: {user: [" MARK "\n",
+    MARK "\n",
+    "- " MARK "\n",
+    "Configure: {a: \"" MARK "\xff\"}\n",
+    "Configure: {a: &" MARK " 1, b: *" MARK "}\n",
+    "Include: {user: {" MARK ": b}}\n",
+};
+
+static void test_errors_never_quote(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(quoting_cases) / sizeof(quoting_cases[0]); i++) {
+        dlb_rules_t rs;
+        char err[512] = "";
+        int rc = dlb_rules_parse("bad.yaml", quoting_cases[i], strlen(quoting_cases[i]), &rs, err,
+                                 sizeof(err));
+
+        if (rc != DLB_ERR_INVALID || strstr(err, MARK) || strncmp(err, "bad.yaml:", 9))
+            fail_msg("case %zu: rc %d, errstr \"%s\"", i, rc, err);
     }
 }
 
@@ -384,6 +426,86 @@ static void test_load_file(void **state)
 
     assert_int_equal(dlb_rules_load_file(path, &rs, err, sizeof(err)), DLB_ERR_NOTFOUND);
     assert_null(rs.rules);
+    assert_int_equal(rmdir(dir), 0);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+
+    assert_non_null(fp);
+    fputs(text, fp);
+    assert_int_equal(fclose(fp), 0);
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    /* Only async-signal-safe calls: the test would otherwise hang in open(). */
+    static const char msg[] = "a FIFO blocked the rules loader\n";
+    if (write(2, msg, sizeof(msg) - 1) < 0)
+        _exit(2);
+    _exit(1);
+}
+
+/* Only regular files are read, none past the size limit, and nothing blocks
+ * (a FIFO named like a rules file held the old loader in open()). */
+static void test_load_file_kinds(void **state)
+{
+    char dir[] = "/tmp/dlb-rules-XXXXXX", path[256], link[256], sub[256], err[512], want[512];
+    const char *paths[1] = {link}, *names[1] = {"shown.yaml"};
+    dlb_rules_t rs;
+    int fd;
+    (void)state;
+
+    assert_non_null(mkdtemp(dir));
+    signal(SIGALRM, on_alarm);
+    alarm(10);
+    snprintf(path, sizeof(path), "%s/fifo.yaml", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    assert_int_equal(dlb_rules_load_file(path, &rs, err, sizeof(err)), DLB_ERR_INVALID);
+    snprintf(want, sizeof(want), "%s: not a regular file (a FIFO); not read", path);
+    assert_string_equal(err, want);
+    assert_null(rs.rules);
+    assert_int_equal(unlink(path), 0);
+    alarm(0);
+
+    snprintf(sub, sizeof(sub), "%s/dir.yaml", dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    assert_int_equal(dlb_rules_load_file(sub, &rs, err, sizeof(err)), DLB_ERR_INVALID);
+    snprintf(want, sizeof(want), "%s: not a regular file (a directory); not read", sub);
+    assert_string_equal(err, want);
+    assert_int_equal(rmdir(sub), 0);
+
+    /* One byte past the limit (sparse: nothing is written). */
+    snprintf(path, sizeof(path), "%s/big.yaml", dir);
+    assert_true((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600)) >= 0);
+    assert_int_equal(ftruncate(fd, DLB_RULES_MAX_BYTES + 1), 0);
+    assert_int_equal(close(fd), 0);
+    assert_int_equal(dlb_rules_load_file(path, &rs, err, sizeof(err)), DLB_ERR_INVALID);
+    snprintf(want, sizeof(want),
+             "%s: larger than the limit of 4194304 bytes for a rules file; not read", path);
+    assert_string_equal(err, want);
+    assert_null(rs.rules);
+
+    /* Named as the caller says; a link refused with NOFOLLOW, read without. */
+    write_file(path, "id: x\nPriority: high\n");
+    snprintf(link, sizeof(link), "%s/link.yaml", dir);
+    assert_int_equal(symlink(path, link), 0);
+    assert_int_equal(dlb_rules_load_files_as(paths, names, 1, 0, &rs, err, sizeof(err)),
+                     DLB_ERR_INVALID);
+    assert_string_equal(err, "shown.yaml:2:11: Priority must be an integer");
+    assert_int_equal(
+        dlb_rules_load_files_as(paths, names, 1, DLB_RULES_LOAD_NOFOLLOW, &rs, err, sizeof(err)),
+        DLB_ERR_INVALID);
+    assert_string_equal(err, "shown.yaml: became a link while being read; not read");
+    write_file(path, "id: x\n");
+    assert_int_equal(dlb_rules_load_files_as(paths, names, 1, 0, &rs, err, sizeof(err)), 0);
+    assert_int_equal(rs.cnt, 1);
+    assert_string_equal(rs.rules[0].file, "shown.yaml");
+    dlb_rules_clear(&rs);
+    assert_int_equal(unlink(link), 0);
+    assert_int_equal(unlink(path), 0);
     assert_int_equal(rmdir(dir), 0);
 }
 
@@ -730,15 +852,6 @@ static void test_from_json(void **state)
     assert_string_equal(err, "rules[0].configure.k: nested deeper than 32 levels (offset 98)");
 }
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *fp = fopen(path, "w");
-
-    assert_non_null(fp);
-    fputs(text, fp);
-    assert_int_equal(fclose(fp), 0);
-}
-
 static void test_load_files(void **state)
 {
     char dir[] = "/tmp/dlb-rules-XXXXXX", a[64], b[64], c[64], err[512], want[512];
@@ -781,14 +894,14 @@ static void test_load_files(void **state)
     /* An id of an earlier file: both places named. */
     write_file(c, "id: four\n---\nid: two\n");
     assert_int_equal(dlb_rules_load_files(paths, 3, &rs, err, sizeof(err)), DLB_ERR_INVALID);
-    snprintf(want, sizeof(want), "%s:3: duplicate rule id \"two\" (first at %s:1)", c, b);
+    snprintf(want, sizeof(want), "%s:3: duplicate rule id (first at %s:1)", c, b);
     assert_string_equal(err, want);
     assert_null(rs.rules);
 
     /* The same file twice: its default ids repeat. */
     paths[1] = a;
     assert_int_equal(dlb_rules_load_files(paths, 2, &rs, err, sizeof(err)), DLB_ERR_INVALID);
-    snprintf(want, sizeof(want), "%s:1: duplicate rule id \"one\" (first at %s:1)", a, a);
+    snprintf(want, sizeof(want), "%s:1: duplicate rule id (first at %s:1)", a, a);
     assert_string_equal(err, want);
 
     /* A missing file. */
@@ -853,8 +966,10 @@ int main(void)
         cmocka_unit_test(test_documents_and_ids),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_errors_never_quote),
         cmocka_unit_test(test_depth_and_size_limits),
         cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_load_file_kinds),
         cmocka_unit_test(test_to_json),
         cmocka_unit_test(test_round_trips),
         cmocka_unit_test(test_to_yaml),
