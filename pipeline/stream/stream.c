@@ -38,7 +38,7 @@ static int topic_rank(const ctx_t *c, const char *topic)
     return -1;
 }
 
-static part_t *part_get(ctx_t *c, int rank, int32_t partition)
+part_t *stream_part(ctx_t *c, int rank, int32_t partition)
 {
     part_t *p;
 
@@ -126,7 +126,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         for (int i = 0; i < parts->cnt; i++) {
             int rank = topic_rank(c, parts->elems[i].topic);
-            part_t *p = rank >= 0 ? part_get(c, rank, parts->elems[i].partition) : NULL;
+            part_t *p = rank >= 0 ? stream_part(c, rank, parts->elems[i].partition) : NULL;
             if (p) {
                 p->max_ts = INT64_MIN;
                 p->at_eof = 0;
@@ -150,7 +150,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     } else {
         for (int i = 0; i < parts->cnt; i++) {
             int rank = topic_rank(c, parts->elems[i].topic);
-            part_t *p = rank >= 0 ? part_get(c, rank, parts->elems[i].partition) : NULL;
+            part_t *p = rank >= 0 ? stream_part(c, rank, parts->elems[i].partition) : NULL;
             if (p)
                 p->assigned = 0;
         }
@@ -186,14 +186,14 @@ static int64_t lag(const ctx_t *c, int64_t enough)
     return sum;
 }
 
-/* Sets each partition's held: whether we hold messages of it. */
-static void mark_held(ctx_t *c)
+/* Whether we hold messages of each partition (stream_internal.h). */
+void stream_mark_held(ctx_t *c)
 {
     for (size_t i = 0; i < c->parts_cnt; i++)
         c->parts[i].held = 0;
     for (size_t i = 0; i < c->items_cnt; i++) {
         const item_t *it = &c->items[i];
-        part_t *p = it->rank >= 0 ? part_get(c, it->rank, it->msg->partition) : NULL;
+        part_t *p = it->rank >= 0 ? stream_part(c, it->rank, it->msg->partition) : NULL;
         if (p)
             p->held = 1;
     }
@@ -213,7 +213,7 @@ static void flow_control(ctx_t *c)
     rd_kafka_topic_partition_list_t *resume = rd_kafka_topic_partition_list_new(8);
     int behind = lag(c, c->conf->batch_size) >= c->conf->batch_size;
 
-    mark_held(c);
+    stream_mark_held(c);
     for (size_t i = 0; i < c->parts_cnt; i++) {
         part_t *p = &c->parts[i];
         rd_kafka_topic_partition_t *t;
@@ -304,7 +304,7 @@ static void batch_poll(ctx_t *c)
                 continue;
         }
         rank = m->rkt ? topic_rank(c, rd_kafka_topic_name(m->rkt)) : -1;
-        p = rank >= 0 ? part_get(c, rank, m->partition) : NULL;
+        p = rank >= 0 ? stream_part(c, rank, m->partition) : NULL;
         if (m->err) {
             if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
                 if (p) {
@@ -508,7 +508,7 @@ static void item_decode(ctx_t *c, item_t *it)
     }
     it->ok = 1;
     it->ts = dlb_event_time_ms(&it->ev);
-    if (it->rank >= 0 && (p = part_get(c, it->rank, it->msg->partition)) && it->ts > p->max_ts)
+    if (it->rank >= 0 && (p = stream_part(c, it->rank, it->msg->partition)) && it->ts > p->max_ts)
         p->max_ts = it->ts;
 }
 
@@ -535,7 +535,7 @@ static void ends_ask(ctx_t *c, const item_t *req)
     if (!l)
         return;
     for (int r = 0; r < c->ninputs; r++) {
-        part_t *p = r == req->rank ? NULL : part_get(c, r, req->msg->partition);
+        part_t *p = r == req->rank ? NULL : stream_part(c, r, req->msg->partition);
         if (p && p->at_eof && p->next >= 0 && !end_fresh(p, req)) {
             asked[l->cnt] = p;
             rd_kafka_topic_partition_list_add(l, c->topics[r], p->partition)->offset =
@@ -607,7 +607,7 @@ static int barrier_open(ctx_t *c, const item_t *req, int64_t now, const char **l
 
         if (r == req->rank)
             continue;
-        if (!(ask.p = part_get(c, r, req->msg->partition)))
+        if (!(ask.p = stream_part(c, r, req->msg->partition)))
             return 1;
         v.max_ts = ask.p->max_ts;
         v.next = ask.p->next;
@@ -960,7 +960,7 @@ static int batch_rewind(ctx_t *c, char *errstr, size_t size)
 
     for (int i = 0; i < l->cnt; i++) {
         int rank = topic_rank(c, l->elems[i].topic);
-        part_t *p = rank >= 0 ? part_get(c, rank, l->elems[i].partition) : NULL;
+        part_t *p = rank >= 0 ? stream_part(c, rank, l->elems[i].partition) : NULL;
         if (p) {
             p->next = l->elems[i].offset;
             p->rewound = 1;
@@ -1068,81 +1068,6 @@ static int setup(ctx_t *c, char *errstr, size_t size)
     dlb_info("%s: group %s consuming %s.{%s} from %s, answering on %s", c->role->name, c->group,
              c->conf->env, names, c->conf->brokers, c->out_topic);
     return 0;
-}
-
-/* Health that tells the truth: a partition with messages waiting that has
- * not moved for consumer.stall.s (one record refused for ever, a dependency
- * down, a barrier that never opens) makes /readyz fail, naming it and why.
- * Progress is a committed batch holding messages of it, or nothing waiting
- * (its cached high watermark is where we polled to). Looked at once a second. */
-static void watch_progress(ctx_t *c)
-{
-    int64_t now = dlb_clock_mono_ms(), limit = (int64_t)c->conf->stall_s * 1000;
-    char why[512] = "";
-    size_t n = 0;
-    int stalled = 0;
-
-    if (limit <= 0 || now - c->watched_at < 1000)
-        return;
-    c->watched_at = now;
-    mark_held(c);
-    for (size_t i = 0; i < c->parts_cnt; i++) {
-        part_t *p = &c->parts[i];
-        int64_t lo, hi, waiting;
-
-        if (!p->assigned) {
-            p->stalled = 0;
-            continue;
-        }
-        if (p->held || p->rewound)
-            waiting = 1;
-        else if (p->next < 0)
-            waiting = !p->at_eof;
-        else if (rd_kafka_get_watermark_offsets(c->consumer, c->topics[p->rank], p->partition, &lo,
-                                                &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-                 hi >= 0)
-            waiting = hi > p->next;
-        else
-            waiting = p->stalled; /* not known (a seek forgets it): as it was */
-        if (!waiting || now - p->progress_at <= limit) {
-            if (!waiting)
-                p->progress_at = now;
-            if (p->stalled)
-                dlb_info("%s [%d] moves again", c->topics[p->rank], (int)p->partition);
-            p->stalled = 0;
-            continue;
-        }
-        if (!stalled++ && n < sizeof(why))
-            n += (size_t)snprintf(why + n, sizeof(why) - n, "no progress for %lld s on",
-                                  (long long)((now - p->progress_at) / 1000));
-        if (n < sizeof(why))
-            n += (size_t)snprintf(why + n, sizeof(why) - n, " %s [%d]", c->topics[p->rank],
-                                  (int)p->partition);
-        if (!p->stalled)
-            dlb_warn("%s [%d]: messages waiting and no progress for %lld s: %s", c->topics[p->rank],
-                     (int)p->partition, (long long)((now - p->progress_at) / 1000),
-                     c->last_failure[0] ? c->last_failure : "held back by the ordering barrier");
-        p->stalled = 1;
-    }
-    if (stalled && n < sizeof(why))
-        snprintf(why + n, sizeof(why) - n, " with messages waiting: %.400s",
-                 c->last_failure[0] ? c->last_failure : "held back by the ordering barrier");
-    dlb_metric_set(c->m.stalled, stalled);
-    dlb_metrics_stalled(why);
-}
-
-/* A batch committed: every partition it held messages of moved. */
-static void batch_progressed(ctx_t *c)
-{
-    int64_t now = dlb_clock_mono_ms();
-
-    c->last_failure[0] = '\0';
-    for (size_t k = 0; k < c->order_cnt; k++) {
-        const item_t *it = &c->items[c->order[k]];
-        part_t *p = it->rank >= 0 ? part_get(c, it->rank, it->msg->partition) : NULL;
-        if (p)
-            p->progress_at = now;
-    }
 }
 
 static void teardown(ctx_t *c)
@@ -1275,7 +1200,7 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
         goto out;
     while (!*stop) {
         dlb_metrics_beat();
-        watch_progress(&c);
+        stream_watch_progress(&c);
         if (role->tick && (err = role->tick(&c, errstr, errstr_size)))
             goto out;
         stream_retention(&c);
@@ -1346,7 +1271,7 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
         }
         stats->batches++;
         c.exact = 0;
-        batch_progressed(&c);
+        stream_batch_progressed(&c);
         dlb_metric_observe_since(c.m.batch_seconds, t_batch);
         if (c.m.event_seconds) {
             int64_t now = dlb_clock_mono_ms();

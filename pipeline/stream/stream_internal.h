@@ -169,6 +169,22 @@ int stream_consumer_start(ctx_t *c,
 /** Close and release every connection. */
 void stream_disconnect(ctx_t *c);
 
+/* ---- stream.c, for the files beside it ---- */
+
+/** The entry of an input partition (made on first sight; NULL only when out
+ *  of memory). */
+part_t *stream_part(ctx_t *c, int rank, int32_t partition);
+/** Set each partition's held: whether we hold messages of it. */
+void stream_mark_held(ctx_t *c);
+
+/* ---- stream_health.c ---- */
+
+/** Once a second: report partitions with messages waiting that have not
+ *  moved for consumer.stall.s to /readyz and the stall gauge. */
+void stream_watch_progress(ctx_t *c);
+/** A batch committed: every partition it held messages of moved. */
+void stream_batch_progressed(ctx_t *c);
+
 /* ---- stream_retention.c ---- */
 
 /** Prune the history older than the retention window when it is due, for at
