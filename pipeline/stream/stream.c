@@ -915,9 +915,6 @@ static rd_kafka_topic_partition_list_t *batch_offsets(const ctx_t *c, int rewind
     return l;
 }
 
-/* Undo a failed batch: seek every partition back to its first message. */
-/* Undo a failed batch: seek each partition back to the first message held.
- * @returns 0, or an error when stopped before the seek took. */
 /* Where to go on from after a failed batch: the offsets the group has
  * committed, as the broker says, rather than the first message we held. A
  * commit whose answer was lost (retried until the producer was replaced) may
@@ -950,6 +947,9 @@ static void committed_positions(ctx_t *c, rd_kafka_topic_partition_list_t *l)
     rd_kafka_topic_partition_list_destroy(q);
 }
 
+/* Undo a failed batch: seek each partition back to where the group
+ * committed (committed_positions), nothing held kept.
+ * @returns 0, or an error when stopped before the seek took. */
 static int batch_rewind(ctx_t *c, char *errstr, size_t size)
 {
     rd_kafka_topic_partition_list_t *l = batch_offsets(c, 1);
