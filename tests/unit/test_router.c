@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "err.h"
+#include "id.h"
 #include "opt_util.h"
 #include "optimizer.h"
 #include "plan_assert.h"
@@ -601,12 +602,13 @@ static void test_plan_id(void **state)
     dlb_plan_id(&req, small, 0);
     assert_string_equal(small, "pl");
     dlb_plan_id(&req, NULL, sizeof(small));
-    /* a 127-byte id: cut to the 128-byte buffer */
+    /* a 127-byte id: shortened to the 128-byte buffer with a hash (test_id.c) */
     memset(req.event_id, 'x', sizeof(req.event_id) - 1);
     req.event_id[sizeof(req.event_id) - 1] = '\0';
     dlb_plan_id(&req, buf, sizeof(buf));
     assert_int_equal(strlen(buf), sizeof(buf) - 1);
     assert_memory_equal(buf, "plan-xxx", 8);
+    assert_int_equal(buf[sizeof(buf) - 1 - DLB_ID_HASH_LEN], '~');
 }
 
 /* ---- limits ----------------------------------------------------------------- */
