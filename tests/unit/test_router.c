@@ -772,6 +772,18 @@ static void test_reason_append(void **state)
     memset(buf, 'x', sizeof(buf));
     dlb_reason_appendf(buf, sizeof(buf), "more");
     assert_string_equal(buf, "xxxxxxxxxxxxxxx");
+    /* Issue 18, found by fuzz_struct: the cut split a character (a pod name's)
+     * into a plan reason that is not UTF-8. 'a' and eight 2-byte characters:
+     * the mark goes after the fifth, at 11 rather than 12. */
+    buf[0] = '\0';
+    dlb_reason_appendf(buf, sizeof(buf), "a%s%s", "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9",
+                       "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9");
+    assert_string_equal(buf, "a\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9...");
+    /* "ab" and four 4-byte characters: after the second, at 10. */
+    buf[0] = '\0';
+    dlb_reason_appendf(buf, sizeof(buf), "ab%s%s", "\xf0\x9f\x98\x80\xf0\x9f\x98\x80",
+                       "\xf0\x9f\x98\x80\xf0\x9f\x98\x80");
+    assert_string_equal(buf, "ab\xf0\x9f\x98\x80\xf0\x9f\x98\x80...");
 }
 
 static void test_mem_helpers(void **state)
