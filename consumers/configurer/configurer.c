@@ -19,6 +19,7 @@
 
 #include "codec.h"
 #include "err.h"
+#include "id.h"
 #include "latency.h"
 #include "log.h"
 #include "matcher.h"
@@ -395,9 +396,9 @@ static int match(dlb_stream_t *s, const dlb_job_meta_t *meta, dlb_config_match_t
 
 /* ---- answering -------------------------------------------------------------- */
 
-static void match_id(const char *trigger, char *buf, size_t size)
+void dlb_config_match_id(const char *trigger_id, char *buf, size_t size)
 {
-    snprintf(buf, size, "cfg-%.*s", (int)(size > 5 ? size - 5 : 0), trigger);
+    dlb_id_derive("cfg-", trigger_id, buf, size);
 }
 
 /* Answer the trigger (a job event with meta, or a config request) with the
@@ -413,7 +414,7 @@ static int answer(dlb_stream_t *s, const char *trigger_id, int64_t time_ms, cons
     size_t len = 0;
     int err;
 
-    match_id(trigger_id, cm->event_id, sizeof(cm->event_id));
+    dlb_config_match_id(trigger_id, cm->event_id, sizeof(cm->event_id));
     if ((err = dlb_cfg_get_match(pg, job_uid, cm->event_id, &buf, &len, errstr, size)))
         goto out;
     if (buf) {

@@ -14,6 +14,11 @@
 #include "conf.h"
 #include "stream.h"
 
+/** @brief The id of the config match answering trigger_id (a job event's or
+ *         a config request's): "cfg-" + trigger_id, shortened with a hash
+ *         when that does not fit (dlb_id_derive()). */
+void dlb_config_match_id(const char *trigger_id, char *buf, size_t size);
+
 /** @brief Run until *stop becomes non-zero.
  *  @returns 0 after a clean stop, or an error that prevents running at all. */
 int dlb_configurer_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop,

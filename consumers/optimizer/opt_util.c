@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "utf8.h"
 
 void dlb_reason_appendf(char *reason, size_t size, const char *fmt, ...)
 {
@@ -28,9 +29,11 @@ void dlb_reason_appendf(char *reason, size_t size, const char *fmt, ...)
     va_end(ap);
     if (n >= 0 && (size_t)n < size - len)
         return;
-    /* Cut: mark it, where there is room for the mark. */
+    /* Cut: mark it, where there is room for the mark, after the last whole
+     * character (a pod name's, a value's): half of one is not UTF-8, which
+     * our decoder and PostgreSQL refuse in the plan. */
     if (size >= 4)
-        memcpy(reason + size - 4, "...", 4);
+        memcpy(reason + dlb_utf8_cut(reason, strlen(reason), size - 4), "...", 4);
 }
 
 const char *dlb_reason_sep(const char *reason)

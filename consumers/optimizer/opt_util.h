@@ -16,8 +16,9 @@
 #define DLB_GIB_F(bytes) ((double)(bytes) / (double)DLB_GIB)
 
 /** @brief printf-append to a NUL-terminated reason buffer of size bytes,
- *         never overflowing: text that does not fit is cut and the buffer
- *         ends in "..." so a reader knows. A no-op once the buffer is full. */
+ *         never overflowing: text that does not fit is cut (never inside a
+ *         UTF-8 character) and the buffer ends in "..." so a reader knows. A
+ *         no-op once the buffer is full. */
 void dlb_reason_appendf(char *reason, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

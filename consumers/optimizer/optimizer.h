@@ -62,7 +62,8 @@ int dlb_opt_job_has_oom(const dlb_plan_request_t *req, const dlb_job_state_t *st
 int dlb_opt_wants_history(const char *optimizer_set, const dlb_plan_request_t *req,
                           const dlb_job_state_t *st);
 
-/** @brief Deterministic plan id of a request: "plan-" + the request's event id. */
+/** @brief Deterministic plan id of a request: "plan-" + the request's event
+ *         id, shortened with a hash when that does not fit (dlb_id_derive()). */
 void dlb_plan_id(const dlb_plan_request_t *req, char *buf, size_t size);
 
 /** @brief Clamp every group and pod resource of a plan to the limits

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "id.h"
 #include "opt_util.h"
 #include "routes.h"
 
@@ -15,20 +16,14 @@ static const dlb_opt_set_t *const dlb_opt_sets[] = {&dlb_set_dlrover, &dlb_set_d
 
 void dlb_plan_id(const dlb_plan_request_t *req, char *buf, size_t size)
 {
-    static const char prefix[] = "plan-";
-    size_t pre, id;
+    char id[sizeof(req->event_id) + 1];
 
     if (!buf || size == 0)
         return;
-    /* Copied by hand: ids fit (event ids are < DLB_ID_MAX - 5 in practice),
-     * but a too-long one is cut at the buffer, never written past it. */
-    pre = strlen(prefix) < size - 1 ? strlen(prefix) : size - 1;
-    memcpy(buf, prefix, pre);
-    id = strnlen(req->event_id, sizeof(req->event_id));
-    if (id > size - 1 - pre)
-        id = size - 1 - pre;
-    memcpy(buf + pre, req->event_id, id);
-    buf[pre + id] = '\0';
+    /* A request from elsewhere than the decoder may lack the NUL. */
+    snprintf(id, sizeof(id), "%.*s", (int)strnlen(req->event_id, sizeof(req->event_id)),
+             req->event_id);
+    dlb_id_derive("plan-", id, buf, size);
 }
 
 static const dlb_opt_set_t *find_set(const char *name)

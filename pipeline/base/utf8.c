@@ -43,3 +43,20 @@ size_t dlb_utf8_check(const char *s, size_t n)
         i += len;
     return i;
 }
+
+size_t dlb_utf8_cut(const char *s, size_t n, size_t max)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, len;
+
+    if (n <= max)
+        return n;
+    while (i < max) {
+        if (!(len = dlb_utf8_seq(u + i, n - i)))
+            len = 1;
+        if (len > max - i)
+            break;
+        i += len;
+    }
+    return i;
+}

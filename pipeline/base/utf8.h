@@ -13,4 +13,9 @@ size_t dlb_utf8_seq(const unsigned char *s, size_t n);
  *           well-formed sequence, or n when all of it is UTF-8. */
 size_t dlb_utf8_check(const char *s, size_t n);
 
+/** @returns how many of the n bytes of s to keep so that at most max are
+ *           kept and no well-formed sequence is cut in two: where to cut a
+ *           text that must stay UTF-8 (a byte of no sequence counts as one). */
+size_t dlb_utf8_cut(const char *s, size_t n, size_t max);
+
 #endif

@@ -125,9 +125,11 @@ static int scan_items(scan_t *s, avro_schema_t items, int is_map, int depth)
             if ((err = scan_long(s, &bytes)))
                 return err;
         }
+        /* The sum in unsigned: a forged count near INT64_MAX after a block
+         * of items overflows a long long. */
         if (max && (uint64_t)count > max - (size_t)index)
-            return scan_error(s, "%lld items, more than the limit of %zu",
-                              (long long)index + (long long)count, max);
+            return scan_error(s, "%llu items, more than the limit of %zu",
+                              (unsigned long long)index + (unsigned long long)count, max);
         for (int64_t i = 0; i < count; i++, index++) {
             const uint8_t *before = s->p;
             if (is_map) {

@@ -5,6 +5,8 @@
  * OUT_DIR/corpus/fuzz_codec/: a framed message of every fixture event of
  * tests/unit/codec_fixtures.h (each type with and without its optional parts)
  * and of every line of tests/system/data/pipeline.jsonl;
+ * OUT_DIR/corpus/fuzz_struct/: the same frames, which its mutator parses
+ * and changes field by field;
  * OUT_DIR/corpus/fuzz_json/: the same events as JSON lines;
  * every full fixture also as each older version of its schema writes it
  * (job_event v1, id 1; runtime_sample v1, id 2; plan v1, id 5: without the
@@ -82,6 +84,18 @@ static void write_file(const char *dir, const char *name, const void *buf, size_
         die("writing %s: %s", path, strerror(errno));
 }
 
+/* A framed message, for each target that reads frames. */
+static void write_frame(const char *out, const char *file, const void *buf, size_t len)
+{
+    static const char *const targets[] = {"fuzz_codec", "fuzz_struct"};
+    char dir[4096];
+
+    for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+        snprintf(dir, sizeof(dir), "%s/corpus/%s", out, targets[i]);
+        write_file(dir, file, buf, len);
+    }
+}
+
 /* One seed of each kind from ev, which must be valid. */
 static void write_seeds(const char *out, const char *name, const dlb_event_t *ev)
 {
@@ -98,9 +112,8 @@ static void write_seeds(const char *out, const char *name, const dlb_event_t *ev
         die("%s: %s", name, err);
     assert_events_equal(ev, &back); /* aborts with the difference */
     dlb_event_clear(&back);
-    snprintf(dir, sizeof(dir), "%s/corpus/fuzz_codec", out);
     snprintf(file, sizeof(file), "%s.bin", name);
-    write_file(dir, file, buf, len);
+    write_frame(out, file, buf, len);
     free(buf);
     if (dlb_event_to_json(cat, ev, &json, err, sizeof(err)) ||
         dlb_json_to_event(cat, json, strlen(json), 0, &back, err, sizeof(err)))
@@ -133,9 +146,8 @@ static void write_old_seeds(const char *out, const char *name, const dlb_event_t
     if (dlb_json_to_event(cat, line, strlen(line), 0, &back, err, sizeof(err)))
         die("%s: old JSON does not read back: %s", name, err);
     dlb_event_clear(&back);
-    snprintf(dir, sizeof(dir), "%s/corpus/fuzz_codec", out);
     snprintf(file, sizeof(file), "%s.bin", name);
-    write_file(dir, file, buf, len);
+    write_frame(out, file, buf, len);
     snprintf(dir, sizeof(dir), "%s/corpus/fuzz_json", out);
     snprintf(file, sizeof(file), "%s.json", name);
     write_file(dir, file, line, strlen(line));
@@ -243,6 +255,8 @@ int main(int argc, char **argv)
     snprintf(dir, sizeof(dir), "%s/corpus/fuzz_codec", argv[2]);
     mkdir_p(dir);
     snprintf(dir, sizeof(dir), "%s/corpus/fuzz_json", argv[2]);
+    mkdir_p(dir);
+    snprintf(dir, sizeof(dir), "%s/corpus/fuzz_struct", argv[2]);
     mkdir_p(dir);
     for (int i = 0; i < FX_SAMPLES; i++) {
         dlb_event_t ev;

@@ -1140,6 +1140,27 @@ static void test_request_v2_bounds(void **state)
     cJSON_Delete(j);
 }
 
+/* Issue 18, found by fuzz_struct: a list's second block declaring INT64_MAX
+ * items after a first one overflowed the sum the limit's message names
+ * (undefined behaviour; a negative count in the message). */
+static void test_block_count_overflow(void **state)
+{
+    /* plan_request v2; event_id "e", time 2, job_uid "j", stage "s", no
+     * oom_pod; oom_pods: a block of one "p", then a block of INT64_MAX. */
+    /* clang-format off */
+    static const uint8_t msg[] = {
+        0, 0, 0, 0, 12,
+        2, 'e', 4, 2, 'j', 2, 's', 0,
+        2, 2, 'p',
+        0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+    };
+    /* clang-format on */
+
+    (void)state;
+    expect_decode(msg, sizeof(msg), DLB_ERR_DECODE,
+                  "oom_pods: 9223372036854775808 items, more than the limit of 1024");
+}
+
 /* Every type through the resolver: each newest schema listed twice, old ids
  * 1..7 and new ids 11..17; an encoded message relabelled with the old id
  * decodes through the projection and default filling to the same struct. */
@@ -1226,6 +1247,7 @@ int main(void)
         cmocka_unit_test(test_job_v2_encode_errors),
         cmocka_unit_test(test_job_v2_decode_bounds),
         cmocka_unit_test(test_request_v2_bounds),
+        cmocka_unit_test(test_block_count_overflow),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "err.h"
+#include "id.h"
 #include "opt_util.h"
 #include "optimizer.h"
 #include "plan_assert.h"
@@ -601,12 +602,13 @@ static void test_plan_id(void **state)
     dlb_plan_id(&req, small, 0);
     assert_string_equal(small, "pl");
     dlb_plan_id(&req, NULL, sizeof(small));
-    /* a 127-byte id: cut to the 128-byte buffer */
+    /* a 127-byte id: shortened to the 128-byte buffer with a hash (test_id.c) */
     memset(req.event_id, 'x', sizeof(req.event_id) - 1);
     req.event_id[sizeof(req.event_id) - 1] = '\0';
     dlb_plan_id(&req, buf, sizeof(buf));
     assert_int_equal(strlen(buf), sizeof(buf) - 1);
     assert_memory_equal(buf, "plan-xxx", 8);
+    assert_int_equal(buf[sizeof(buf) - 1 - DLB_ID_HASH_LEN], '~');
 }
 
 /* ---- limits ----------------------------------------------------------------- */
@@ -770,6 +772,18 @@ static void test_reason_append(void **state)
     memset(buf, 'x', sizeof(buf));
     dlb_reason_appendf(buf, sizeof(buf), "more");
     assert_string_equal(buf, "xxxxxxxxxxxxxxx");
+    /* Issue 18, found by fuzz_struct: the cut split a character (a pod name's)
+     * into a plan reason that is not UTF-8. 'a' and eight 2-byte characters:
+     * the mark goes after the fifth, at 11 rather than 12. */
+    buf[0] = '\0';
+    dlb_reason_appendf(buf, sizeof(buf), "a%s%s", "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9",
+                       "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9");
+    assert_string_equal(buf, "a\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9...");
+    /* "ab" and four 4-byte characters: after the second, at 10. */
+    buf[0] = '\0';
+    dlb_reason_appendf(buf, sizeof(buf), "ab%s%s", "\xf0\x9f\x98\x80\xf0\x9f\x98\x80",
+                       "\xf0\x9f\x98\x80\xf0\x9f\x98\x80");
+    assert_string_equal(buf, "ab\xf0\x9f\x98\x80\xf0\x9f\x98\x80...");
 }
 
 static void test_mem_helpers(void **state)
