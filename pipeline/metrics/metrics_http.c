@@ -150,7 +150,9 @@ int dlb_metrics_serve(dlb_metrics_t *m, const char *addr, int port, int stall_s,
 
     if ((fd = listen_on(addr, port, &v6, &bound, errstr, errstr_size)) < 0)
         return fd;
-    d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | (v6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL,
+    /* AUTO picks epoll on Linux: select() refuses descriptors past FD_SETSIZE,
+     * which a consumer holding many broker and database sockets reaches. */
+    d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | (v6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL,
                          handle, m, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
                          (unsigned)METRICS_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                          (unsigned)METRICS_MAX_PER_ADDRESS, MHD_OPTION_CONNECTION_TIMEOUT,

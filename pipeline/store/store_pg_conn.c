@@ -285,6 +285,33 @@ static int pg_set_search_path(dlb_pg_t *pg, char *errstr, size_t errstr_size)
     return err;
 }
 
+/* libpq quotes the part of a DSN it could not parse, which may be (or run
+ * into) the password: "invalid percent-encoded token: "%zzsecret"". Keep the
+ * reason, an unknown option's name and one-character parts ("="); every other
+ * quoted part becomes "...". No trailing newline. */
+static void dsn_error_redact(const char *msg, char *out, size_t size)
+{
+    int keep = strncmp(msg, "invalid connection option", 25) == 0;
+    size_t n = 0;
+
+    while (*msg && n + 6 < size) {
+        const char *end = *msg == '"' ? strchr(msg + 1, '"') : NULL;
+
+        if (end && !keep && end - msg > 2) {
+            memcpy(out + n, "\"...\"", 5);
+            n += 5;
+            msg = end + 1;
+            continue;
+        }
+        do
+            out[n++] = *msg++;
+        while (end && msg <= end && n + 6 < size);
+    }
+    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' '))
+        n--;
+    out[n] = '\0';
+}
+
 int dlb_pg_open(PGconn **out, const char *dsn, char *errstr, size_t errstr_size)
 {
     /* dbname last: with expand_dbname its conninfo string may override the
@@ -300,8 +327,10 @@ int dlb_pg_open(PGconn **out, const char *dsn, char *errstr, size_t errstr_size)
     /* A malformed DSN is a configuration error, not an outage to wait out. */
     if (dsn && *dsn) {
         if (!(opts = PQconninfoParse(dsn, &perr))) {
-            err = dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "postgresql: bad pg.dsn: %s",
-                             perr ? perr : "out of memory");
+            char why[256];
+
+            dsn_error_redact(perr ? perr : "out of memory", why, sizeof(why));
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "postgresql: bad pg.dsn: %s", why);
             PQfreemem(perr);
             return err;
         }

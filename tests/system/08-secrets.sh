@@ -10,7 +10,8 @@
 #    naming the setting, never a cut secret;
 #  - `env create --set` refuses a secret before it connects anywhere, and a
 #    secret stored before that rule (written here with SQL) is masked by
-#    `env show` (text and conf) and `env history`.
+#    `env show` (text and conf) and `env history`;
+#  - a malformed pg.dsn's error does not quote the DSN.
 . "$(dirname "$0")/helpers.sh"
 
 secret=Xy-not-for-printing-42
@@ -78,6 +79,16 @@ refused "a directory as pg.dsn.file" "environment DLBRAIN_PG_DSN_FILE: pg.dsn.fi
 mkfifo "$SYS_DIR/fifo"
 refused "a FIFO as sasl.password.file" "is not a regular file" \
     timeout 10 "$DLBRAIN" settings -X sasl.password.file="$SYS_DIR/fifo"
+
+# ---- a malformed DSN: libpq quotes what it could not parse, which may be the password
+for dsn in "postgresql://u:%zz$secret@db/d" "host=db password=a $secret" "host=db password $secret"; do
+    rc=0
+    DLBRAIN_PG_DSN="$dsn" "$DLBRAIN" store prune --days 8 >"$SYS_DIR/out" 2>"$SYS_DIR/err" || rc=$?
+    [ "$rc" != 0 ] || fail "store prune with a malformed DSN succeeded"
+    grep -q "bad pg.dsn" "$SYS_DIR/err" || fail "no 'bad pg.dsn' in: $(cat "$SYS_DIR/err")"
+    ! grep -q -- "$secret" "$SYS_DIR/out" "$SYS_DIR/err" || fail "a malformed DSN's error printed the secret: $(cat "$SYS_DIR/err")"
+done
+ok "a malformed DSN is named bad without its text ($(cat "$SYS_DIR/err"))"
 
 # ---- env create, show, history ------------------------------------------------------
 refused "env create --set redis.password" "--set redis.password: a secret is not stored with an environment" \

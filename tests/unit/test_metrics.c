@@ -3,6 +3,7 @@
  * concurrent updates from threads, the global registry's look-ups, the
  * probes, and the HTTP endpoint answering on an ephemeral port. */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -12,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -334,6 +337,40 @@ static void test_http(void **state)
     dlb_metrics_destroy(m);
 }
 
+/* A consumer holds many sockets (librdkafka, PostgreSQL, Redis): the server
+ * must answer when its own descriptors are past FD_SETSIZE, where select()
+ * cannot go. */
+static void test_http_high_fd(void **state)
+{
+    dlb_metrics_t *m = new_registry();
+    struct rlimit rl;
+    char errstr[256], buf[4096];
+    int fds[FD_SETSIZE + 8], n = 0;
+
+    (void)state;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_cur < FD_SETSIZE + 64) {
+        if (rl.rlim_max < FD_SETSIZE + 64)
+            fail_msg("RLIMIT_NOFILE hard limit %lu: cannot test descriptors past FD_SETSIZE",
+                     (unsigned long)rl.rlim_max);
+        rl.rlim_cur = FD_SETSIZE + 64;
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    }
+    while (n < (int)(sizeof(fds) / sizeof(fds[0]))) {
+        fds[n] = open("/dev/null", O_RDONLY);
+        assert_true(fds[n] >= 0);
+        n++;
+    }
+    assert_true(fds[n - 1] >= FD_SETSIZE);
+    assert_int_equal(dlb_metrics_serve(m, "127.0.0.1", 0, 60, errstr, sizeof(errstr)), 0);
+    http_get(dlb_metrics_port(m), "/healthz", buf, sizeof(buf));
+    if (!strstr(buf, " 200 "))
+        fail_msg("/healthz with descriptors past FD_SETSIZE: \"%s\"", buf);
+    dlb_metrics_destroy(m);
+    while (n > 0)
+        close(fds[--n]);
+}
+
 /* /healthz fails once the loop stalls longer than the limit. */
 static void test_stall(void **state)
 {
@@ -359,7 +396,7 @@ int main(void)
         cmocka_unit_test(test_labels), cmocka_unit_test(test_refused),
         cmocka_unit_test(test_hide),   cmocka_unit_test(test_threads),
         cmocka_unit_test(test_global), cmocka_unit_test(test_http),
-        cmocka_unit_test(test_stall),
+        cmocka_unit_test(test_stall),  cmocka_unit_test(test_http_high_fd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
