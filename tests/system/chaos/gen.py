@@ -6,10 +6,17 @@ Each job: its meta (running), a create-plan request, SAMPLES runtime samples
 (succeeded). Jobs start 1 s apart, events are written in event-time order
 across jobs, as a cluster would report them. Deterministic for a seed.
 
-  gen.py --jobs 2000 --samples 45 --out events.jsonl --expect expect.txt
+  gen.py --jobs 2000 --samples 45 [--colliders 8] --out events.jsonl --expect expect.txt
 
 expect.txt holds the rows each table must end with and one expected plan id
 per line ("plan <job> <plan id> <request time>"), for the verifier.
+
+--colliders N adds N more jobs whose uids collide with a victim's Redis keys
+or their encoding if uids were not escaped (`chaos-00000:rt`,
+`chaos-00000%3Art`, `chaos-00000:pods`, `chaos-00000:seen`, then the next
+victim), running beside their victim in a scenario of their own (so they are
+nobody's similar jobs). They are valid jobs, counted like the others, and
+listed as "collider <uid> <victim uid>" lines.
 """
 import argparse
 import json
@@ -19,10 +26,16 @@ GIB = 1024 ** 3
 T0 = 1767225600000  # 2026-01-01, fixed so every run is the same
 
 
-def job_events(rng, j, samples):
-    uid = f"chaos-{j:05d}"
+COLLIDE = (":rt", "%3Art", ":pods", ":seen")
+
+
+def job_events(rng, j, samples, uid=None):
     t = T0 + j * 1000
     scen = f"sc{j % 50}"
+    if uid:  # a collider: beside its victim job j, half a second later
+        t, scen = t + 500, "sc-collide"
+    else:
+        uid = f"chaos-{j:05d}"
     ev = []
 
     def add(kind, dt, body):
@@ -63,6 +76,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=2000)
     ap.add_argument("--samples", type=int, default=45)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--colliders", type=int, default=0)
     ap.add_argument("--out", required=True)
     ap.add_argument("--expect", required=True)
     a = ap.parse_args()
@@ -70,8 +84,11 @@ def main():
     allev, plans = [], []
     rows = dict(jobs=0, job_events=0, runtime_samples=0, runtime_pods=0, node_events=0,
                 plan_requests=0, plans=0)
-    for j in range(a.jobs):
-        uid, ev = job_events(rng, j, a.samples)
+    victims = [a.jobs * (i // len(COLLIDE)) // max(1, a.colliders // len(COLLIDE) + 1)
+               for i in range(a.colliders)]
+    colliders = [(f"chaos-{v:05d}{COLLIDE[i % len(COLLIDE)]}", v) for i, v in enumerate(victims)]
+    for j, cuid in [(j, None) for j in range(a.jobs)] + [(v, c) for c, v in colliders]:
+        uid, ev = job_events(rng, j, a.samples, cuid)
         rows["jobs"] += 1
         for e in ev:
             k = e["type"]
@@ -97,6 +114,8 @@ def main():
             f.write(f"rows {k} {v}\n")
         for uid, pid, t in plans:
             f.write(f"plan {uid} {pid} {t}\n")
+        for cuid, v in colliders:
+            f.write(f"collider {cuid} chaos-{v:05d}\n")
 
 
 if __name__ == "__main__":
