@@ -113,17 +113,26 @@ static int merge_job(dlb_job_state_t *st, const dlb_job_event_t *ev)
     return 0;
 }
 
+/* Keep the newest window_size samples, fewer when their pods add up to more
+ * than DLB_WINDOW_PODS_MAX (never fewer than one). Every path that builds a
+ * state folds through here, so they keep the same samples. */
 static void trim_window(dlb_job_state_t *st, size_t window_size)
 {
-    size_t drop;
+    size_t drop = st->window_cnt > window_size ? st->window_cnt - window_size : 0, pods = 0;
 
-    if (st->window_cnt <= window_size)
+    for (size_t i = st->window_cnt; i-- > drop;) {
+        pods += st->window[i].pods_cnt;
+        if (pods > DLB_WINDOW_PODS_MAX && i + 1 < st->window_cnt) {
+            drop = i + 1;
+            break;
+        }
+    }
+    if (!drop)
         return;
-    drop = st->window_cnt - window_size;
     for (size_t i = 0; i < drop; i++)
         free(st->window[i].pods);
-    memmove(st->window, st->window + drop, window_size * sizeof(*st->window));
-    st->window_cnt = window_size;
+    memmove(st->window, st->window + drop, (st->window_cnt - drop) * sizeof(*st->window));
+    st->window_cnt -= drop;
 }
 
 static int apply_sample(dlb_job_state_t *st, const dlb_runtime_sample_t *s, int window_size)
