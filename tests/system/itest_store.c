@@ -1278,6 +1278,50 @@ static void test_pg_load_history(void **unused)
     dlb_pg_destroy(pg);
 }
 
+/* The history reads at most 131,072 pods of samples (DLB_PG_MAX_HIST_PODS):
+ * the newest jobs' newest samples that fit. */
+static void test_pg_load_history_pods_bound(void **unused)
+{
+    const int64_t until = T0 + 1000 * HOUR_MS;
+    char schema[64], id[64], uid[16];
+    dlb_history_t h;
+    dlb_event_t ev;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "histpods");
+    pg = pg_open(schema);
+    /* 3 jobs of 5 samples of 16,384 pods: 245,760 pods; 8 samples fit. */
+    for (int j = 0; j < 3; j++) {
+        snprintf(uid, sizeof(uid), "b%d", j);
+        hist_job(pg, uid, "big", until - (10 - j) * HOUR_MS, "succeeded", NULL, 0);
+        for (int i = 0; i < 5; i++) {
+            snprintf(id, sizeof(id), "%s-s%d", uid, i);
+            ev_rt(&ev, id, uid, until - (10 - j) * HOUR_MS + 60000 * (i + 1), 16384);
+            put(pg, &ev, 1);
+            dlb_event_clear(&ev);
+        }
+    }
+    assert_int_equal(
+        dlb_pg_load_history(pg, "big", NULL, until, 168, 10, 240, &h, errstr, sizeof(errstr)), 0);
+    assert_int_equal(h.jobs_cnt, 3);
+    assert_string_equal(h.jobs[0].job_uid, "b2");
+    assert_int_equal(h.jobs[0].samples_cnt, 5);
+    assert_string_equal(h.jobs[1].job_uid, "b1");
+    assert_int_equal(h.jobs[1].samples_cnt, 3); /* its newest, oldest first */
+    assert_string_equal(h.jobs[1].samples[0].event_id, "b1-s2");
+    assert_string_equal(h.jobs[1].samples[2].event_id, "b1-s4");
+    assert_int_equal(h.jobs[1].samples[2].pods_cnt, 16384);
+    assert_int_equal(h.jobs[2].samples_cnt, 0);
+    dlb_history_clear(&h);
+    /* Under the bound nothing changes: 2 samples of each. */
+    assert_int_equal(
+        dlb_pg_load_history(pg, "big", NULL, until, 168, 10, 2, &h, errstr, sizeof(errstr)), 0);
+    assert_int_equal(h.jobs[0].samples_cnt + h.jobs[1].samples_cnt + h.jobs[2].samples_cnt, 6);
+    dlb_history_clear(&h);
+    dlb_pg_destroy(pg);
+}
+
 /* Events of one job in time order; dup marks events delivered twice. */
 #define REBUILD_N 24
 static void rebuild_events(dlb_event_t *evs)
@@ -2443,6 +2487,7 @@ int main(void)
         cmocka_unit_test(test_pg_migrate_keys_per_job),
         cmocka_unit_test(test_pg_v1_raw_rows),
         cmocka_unit_test(test_pg_load_history),
+        cmocka_unit_test(test_pg_load_history_pods_bound),
         cmocka_unit_test(test_pg_load_job_state_equals_fold),
         cmocka_unit_test(test_pg_errors),
         cmocka_unit_test(test_cfg_matches),
