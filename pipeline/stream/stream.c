@@ -1382,7 +1382,9 @@ int dlb_stream_load_job(dlb_stream_t *s, const char *job_uid, int64_t until_ms, 
     while (st->window_cnt > 0 && st->window[st->window_cnt - 1].event_time_ms > until_ms) {
         st->window_cnt--;
         free(st->window[st->window_cnt].pods);
+        free(st->window[st->window_cnt].pods_by_name);
         st->window[st->window_cnt].pods = NULL;
+        st->window[st->window_cnt].pods_by_name = NULL;
     }
     return 0;
 }
