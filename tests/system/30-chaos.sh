@@ -11,9 +11,11 @@
 # schema ids, a valid event of a type the topic does not carry, truncated
 # Avro, counts past their limits, absurd values, bad UTF-8, NUL bytes, a
 # garbage dlb.after header, messages over message.max.bytes, one under it but
-# over librdkafka's own limit, a 900 KB key), and 8 more good jobs whose uids
+# over librdkafka's own limit, a 900 KB key), 8 more good jobs whose uids
 # collide with a victim's Redis keys (`chaos-00000:rt`, `chaos-00000%3Art`
-# ...). Every bad message must be in <env>.dlq exactly once with its stage and
+# ...), and 2 good "giant" jobs whose samples name the 16,384 pods a sample
+# may carry (valid, ~950 KB each: memory and plan time must stay bounded;
+# the second's create plan reads the first's history). Every bad message must be in <env>.dlq exactly once with its stage and
 # reason, none in PostgreSQL or the plans topic; the colliders and their
 # victims must each be exact. A sampler notes the group's committed offsets
 # and the partitions' ends every 0.5 s; the report (soak-report.txt, kept in
@@ -31,7 +33,7 @@ SOAK=(timeout 300 "$PY" "$SYS_TOP/tests/system/chaos/soak.py")
 # Colliders: 4 per victim, at least one victim, 8 on the full workload.
 colliders=$((CHAOS_JOBS / 1000 * 4))
 [ "$colliders" -ge 4 ] || colliders=4
-CHAOS_GEN_ARGS=(--colliders "$colliders")
+CHAOS_GEN_ARGS=(--colliders "$colliders" --giants 2)
 chaos_setup
 env=$(sys_schema)
 "${SOAK[@]}" gen --env "$env" --count $((CHAOS_EVENTS / 100)) --out "$SYS_DIR/bad.jsonl"
@@ -55,7 +57,7 @@ start=$SECONDS
 # Published over about 30 s, as a live cluster would, so the kills fall while
 # work is still arriving.
 chaos_emit_paced "$PARTS" 3
-ok "publishing $CHAOS_EVENTS events of $CHAOS_JOBS jobs ($colliders colliders) and $CHAOS_DLQ_WANT bad messages in $PARTS parts, 3 s apart"
+ok "publishing $CHAOS_EVENTS events of $CHAOS_JOBS jobs ($colliders colliders, 2 giants) and $CHAOS_DLQ_WANT bad messages in $PARTS parts, 3 s apart"
 RANDOM=42
 kills=0
 deadline=$((SECONDS + ${DLB_CHAOS_TIMEOUT:-900}))
