@@ -551,7 +551,7 @@ def cmd_drained(a):
 
 
 def stalls(names, rows):
-    """Every stall: (seconds, partition, start ms, end ms)."""
+    """Every stall: (seconds, to 0.1 as reported, partition, start ms, end ms)."""
     out = []
     for i, name in enumerate(names):
         since, held = None, None
@@ -560,10 +560,10 @@ def stalls(names, rows):
             if e > c and c == held and since is not None:
                 continue
             if since is not None:
-                out.append(((t - since) / 1000, name, since, t))
+                out.append((round((t - since) / 1000, 1), name, since, t))
             since, held = (t, c) if e > c else (None, None)
         if since is not None:
-            out.append(((rows[-1][0] - since) / 1000, name, since, rows[-1][0]))
+            out.append((round((rows[-1][0] - since) / 1000, 1), name, since, rows[-1][0]))
     return sorted(out, reverse=True)
 
 
