@@ -155,15 +155,24 @@ ok "every bad message in the DLQ exactly once, with its stage and reason"
 # 10 s too. The loop above may kill the same slot again before its restart
 # commits anything, so the longest stall of all, kills included, is
 # reported, and over 10 s only noted.
+# Under the sanitizers (3 to 10 times slower, shadow memory) a restart's
+# first commit and the peak RSS are not the optimizer's: they are reported,
+# not checked.
+sanitized=0
+grep -aq __asan_init "$DLBRAIN" && sanitized=1
 nums=$(sed -n 's/^soak: numbers: //p' "$SYS_DIR/soak-report.txt")
 num() { sed "s/.*$1=\([0-9.]*\).*/\1/" <<<"$nums"; }
 le10() { awk -v s="$1" 'BEGIN { exit !(s <= 10) }'; }
 le10 "$(num stall_calm_s)" ||
     fail "a partition stalled $(num stall_calm_s) s with no kill of its owner inside (goal: 10 s)"
 ok "longest stall with no kill of the partition's owner inside it: $(num stall_calm_s) s (goal: 10 s)"
-le10 "$(num stall_one_kill_s)" ||
-    fail "one kill -9 stalled a partition $(num stall_one_kill_s) s (goal: 10 s)"
-ok "longest stall after one kill -9 of the owner: $(num stall_one_kill_s) s (goal: 10 s)"
+if [ "$sanitized" = 1 ]; then
+    echo "  longest stall after one kill -9 of the owner $(num stall_one_kill_s) s under the sanitizers: the 10 s goal is not checked"
+else
+    le10 "$(num stall_one_kill_s)" ||
+        fail "one kill -9 stalled a partition $(num stall_one_kill_s) s (goal: 10 s)"
+    ok "longest stall after one kill -9 of the owner: $(num stall_one_kill_s) s (goal: 10 s)"
+fi
 if le10 "$(num stall_s)"; then
     ok "longest stall of any partition, kills included: $(num stall_s) s (goal: 10 s)"
 else
@@ -175,7 +184,7 @@ fi
 # Peak RSS: the goal is for the normal build; a sanitizer's shadow memory and
 # quarantine are not the optimizer's.
 peak=$(sort -k2,2n "$SYS_DIR/rss.txt" | tail -n 1 | awk '{print $2}')
-if grep -aq __asan_init "$DLBRAIN"; then
+if [ "$sanitized" = 1 ]; then
     echo "  peak RSS $((peak / 1024)) MiB under the sanitizers: the 256 MiB goal is not checked"
 else
     [ "$peak" -lt $((256 * 1024)) ] || fail "peak RSS of an optimizer $((peak / 1024)) MiB, goal < 256 MiB"
