@@ -136,11 +136,25 @@ size_t dlb_sample_count(const dlb_runtime_sample_t *s, const char *type)
 
 const dlb_pod_usage_t *dlb_sample_pod(const dlb_runtime_sample_t *s, const char *name)
 {
-    size_t i;
+    size_t i, lo = 0, hi = s->pods_cnt;
 
-    for (i = 0; i < s->pods_cnt; i++)
-        if (!strcmp(s->pods[i].name, name))
-            return &s->pods[i];
+    if (!s->pods_by_name) {
+        for (i = 0; i < s->pods_cnt; i++)
+            if (!strcmp(s->pods[i].name, name))
+                return &s->pods[i];
+        return NULL;
+    }
+    /* The first pod of that name, as the scan finds it: the index is sorted
+     * by name, then position. */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(s->pods[s->pods_by_name[mid]].name, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < s->pods_cnt && !strcmp(s->pods[s->pods_by_name[lo]].name, name))
+        return &s->pods[s->pods_by_name[lo]];
     return NULL;
 }
 

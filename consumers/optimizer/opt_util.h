@@ -49,7 +49,8 @@ int dlb_is_ps(const char *type);
 /** @returns the number of pods of type in s. */
 size_t dlb_sample_count(const dlb_runtime_sample_t *s, const char *type);
 
-/** @returns the pod named name in s, or NULL. */
+/** @returns the first pod named name in s, or NULL. A binary search when s
+ *           has pods_by_name (a job state's window), else a scan. */
 const dlb_pod_usage_t *dlb_sample_pod(const dlb_runtime_sample_t *s, const char *name);
 
 /** @returns 1 when a and b hold PS pods of the same names (order ignored). */

@@ -773,6 +773,7 @@ int dlb_redis_load_job(dlb_redis_t *r, const char *job_uid, dlb_job_state_t *out
     dlb_job_state_t st = {0};
     redisReply *rep[3] = {0};
     const char *bad = NULL;
+    double cut = 0;
     job_keys_t k;
     int n = 0, err;
 
@@ -781,22 +782,34 @@ int dlb_redis_load_job(dlb_redis_t *r, const char *job_uid, dlb_job_state_t *out
     if ((err = redis_ensure(r, errstr, errstr_size)))
         return err;
     keys_of(r, job_uid, &k);
-    if (r_append(r, &n, "HGETALL %s", k.job) || r_append(r, &n, "ZRANGE %s 0 -1", k.rt) ||
-        r_append(r, &n, "HGETALL %s", k.pods))
+    if (r_append(r, &n, "HGETALL %s", k.job) ||
+        r_append(r, &n, "ZRANGE %s 0 -1 WITHSCORES", k.rt) || r_append(r, &n, "HGETALL %s", k.pods))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     if ((err = r_collect(r, n, rep, "loading a job", errstr, errstr_size)))
         return err == DLB_ERR_INVALID ? wrong_type(r, &k, errstr, errstr, errstr_size) : err;
     if (rep[0]->type != REDIS_REPLY_ARRAY || rep[1]->type != REDIS_REPLY_ARRAY ||
-        rep[2]->type != REDIS_REPLY_ARRAY) {
+        rep[2]->type != REDIS_REPLY_ARRAY || rep[1]->elements % 2) {
         bad = "unexpected reply type";
         goto out;
     }
     if (load_job_hash(r, rep[0], &st, found, &bad) || !*found)
         goto out;
-    for (size_t i = 0; i < rep[1]->elements; i++) {
-        const redisReply *m = rep[1]->element[i];
+    /* Newest first, and only what the window can keep: once the samples'
+     * pods pass DLB_WINDOW_PODS_MAX, an older score cannot be in the window
+     * (those of the same score may, ties go by event id). The fold gives
+     * the state it would give from all of them; decoding the others cost
+     * seconds for a job of 16,384 pods a sample. */
+    for (size_t i = rep[1]->elements / 2, pods = 0; i-- > 0;) {
+        const redisReply *m = rep[1]->element[2 * i], *sc = rep[1]->element[2 * i + 1];
         dlb_event_t ev = {0};
         char sub[256];
+        double score;
+        if (sc->type != REDIS_REPLY_STRING || sscanf(sc->str, "%lf", &score) != 1) {
+            bad = "a cached runtime sample has no score";
+            goto out;
+        }
+        if (pods > DLB_WINDOW_PODS_MAX && score < cut)
+            break;
         if (m->type != REDIS_REPLY_STRING ||
             dlb_codec_decode(r->cat, m->str, m->len, &ev, sub, sizeof(sub)) ||
             ev.type != DLB_EV_RUNTIME) {
@@ -804,6 +817,8 @@ int dlb_redis_load_job(dlb_redis_t *r, const char *job_uid, dlb_job_state_t *out
             bad = "a cached runtime sample does not decode";
             goto out;
         }
+        if (pods <= DLB_WINDOW_PODS_MAX && (pods += ev.u.rt.pods_cnt) > DLB_WINDOW_PODS_MAX)
+            cut = score;
         err = dlb_job_state_apply(&st, &ev, r->window_size);
         dlb_event_clear(&ev);
         if (err) {

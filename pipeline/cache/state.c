@@ -10,8 +10,10 @@ void dlb_job_state_clear(dlb_job_state_t *st)
 {
     if (!st)
         return;
-    for (size_t i = 0; i < st->window_cnt; i++)
+    for (size_t i = 0; i < st->window_cnt; i++) {
         free(st->window[i].pods);
+        free(st->window[i].pods_by_name);
+    }
     free(st->window);
     free(st->pods);
     free(st->pod_index);
@@ -25,8 +27,10 @@ void dlb_history_clear(dlb_history_t *h)
         return;
     for (size_t i = 0; i < h->jobs_cnt; i++) {
         dlb_hist_job_t *j = &h->jobs[i];
-        for (size_t k = 0; k < j->samples_cnt; k++)
+        for (size_t k = 0; k < j->samples_cnt; k++) {
             free(j->samples[k].pods);
+            free(j->samples[k].pods_by_name);
+        }
         free(j->samples);
         free(j->oom_pods);
     }
@@ -113,17 +117,69 @@ static int merge_job(dlb_job_state_t *st, const dlb_job_event_t *ev)
     return 0;
 }
 
+/* Keep the newest window_size samples, fewer when their pods add up to more
+ * than DLB_WINDOW_PODS_MAX (never fewer than one). Every path that builds a
+ * state folds through here, so they keep the same samples. */
 static void trim_window(dlb_job_state_t *st, size_t window_size)
 {
-    size_t drop;
+    size_t drop = st->window_cnt > window_size ? st->window_cnt - window_size : 0, pods = 0;
 
-    if (st->window_cnt <= window_size)
+    for (size_t i = st->window_cnt; i-- > drop;) {
+        pods += st->window[i].pods_cnt;
+        if (pods > DLB_WINDOW_PODS_MAX && i + 1 < st->window_cnt) {
+            drop = i + 1;
+            break;
+        }
+    }
+    if (!drop)
         return;
-    drop = st->window_cnt - window_size;
-    for (size_t i = 0; i < drop; i++)
+    for (size_t i = 0; i < drop; i++) {
         free(st->window[i].pods);
-    memmove(st->window, st->window + drop, window_size * sizeof(*st->window));
-    st->window_cnt = window_size;
+        free(st->window[i].pods_by_name);
+    }
+    memmove(st->window, st->window + drop, (st->window_cnt - drop) * sizeof(*st->window));
+    st->window_cnt -= drop;
+}
+
+typedef struct pod_pos {
+    const char *name;
+    uint32_t pos;
+} pod_pos_t;
+
+static int pod_pos_cmp(const void *a, const void *b)
+{
+    const pod_pos_t *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+
+    return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* s->pods_by_name for a window sample (event.h): the optimizers look pods up
+ * by name per pod and sample, which scanning made quadratic in the pods. */
+static int index_pods(dlb_runtime_sample_t *s)
+{
+    pod_pos_t *tmp;
+
+    s->pods_by_name = NULL;
+    if (s->pods_cnt < 2)
+        return 0;
+    tmp = malloc(s->pods_cnt * sizeof(*tmp));
+    s->pods_by_name = malloc(s->pods_cnt * sizeof(*s->pods_by_name));
+    if (!tmp || !s->pods_by_name) {
+        free(tmp);
+        free(s->pods_by_name);
+        s->pods_by_name = NULL;
+        return DLB_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < s->pods_cnt; i++) {
+        tmp[i].name = s->pods[i].name;
+        tmp[i].pos = (uint32_t)i;
+    }
+    qsort(tmp, s->pods_cnt, sizeof(*tmp), pod_pos_cmp);
+    for (size_t i = 0; i < s->pods_cnt; i++)
+        s->pods_by_name[i] = tmp[i].pos;
+    free(tmp);
+    return 0;
 }
 
 static int apply_sample(dlb_job_state_t *st, const dlb_runtime_sample_t *s, int window_size)
@@ -150,14 +206,17 @@ static int apply_sample(dlb_job_state_t *st, const dlb_runtime_sample_t *s, int 
 
     copy = *s;
     copy.pods = NULL;
+    copy.pods_by_name = NULL;
     if (s->pods_cnt > 0) {
         copy.pods = malloc(s->pods_cnt * sizeof(*copy.pods));
         if (!copy.pods)
             return DLB_ERR_NOMEM;
         memcpy(copy.pods, s->pods, s->pods_cnt * sizeof(*copy.pods));
     }
-    if (!(win = dlb_vec_insert((void **)&st->window, &st->window_cnt, pos, sizeof(*win)))) {
+    if (index_pods(&copy) ||
+        !(win = dlb_vec_insert((void **)&st->window, &st->window_cnt, pos, sizeof(*win)))) {
         free(copy.pods);
+        free(copy.pods_by_name);
         return DLB_ERR_NOMEM;
     }
     *win = copy;

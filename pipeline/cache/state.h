@@ -30,13 +30,20 @@ typedef struct dlb_pod_status {
  * state (and its Redis hash) without bound. */
 #define DLB_JOB_PODS_MAX 16384
 
+/* Pods a job's runtime window holds over all its samples: the newest samples
+ * that fit are kept, at least one. A decoded pod is about 500 bytes, so a
+ * window of 60 samples of 16,384 pods (valid input) took 490 MB to plan
+ * from; now at most 32 MB. Samples of up to 1,092 pods keep all 60. */
+#define DLB_WINDOW_PODS_MAX 65536
+
 typedef struct dlb_job_state {
     /* Merged job event: every section ever reported, newest value wins.
      * job.event_id / event_time_ms are those of the newest job event. Its
      * heap parts (job_event v2) belong to the state. */
     dlb_job_event_t job;
     int64_t created_ms; /* event time of the first job event, 0 if none */
-    /* Runtime window, oldest first, at most conf.window_size samples. */
+    /* Runtime window, oldest first, at most conf.window_size samples and
+     * DLB_WINDOW_PODS_MAX pods. */
     dlb_runtime_sample_t *window;
     size_t window_cnt;
     dlb_pod_status_t *pods; /* sorted by name, at most DLB_JOB_PODS_MAX */
@@ -84,7 +91,8 @@ void dlb_history_clear(dlb_history_t *h);
 
 /** @brief Fold one event into a job state, exactly what the cache does, so the
  *         PostgreSQL rebuild and the Redis path agree. Samples are appended in
- *         event-time order and trimmed to window_size; a sample or node event
+ *         event-time order and trimmed to the newest window_size that hold at
+ *         most DLB_WINDOW_PODS_MAX pods (at least one); a sample or node event
  *         whose event_id is already present changes nothing.
  *  @returns 0 or DLB_ERR_NOMEM. */
 int dlb_job_state_apply(dlb_job_state_t *st, const dlb_event_t *ev, int window_size);

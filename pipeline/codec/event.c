@@ -363,6 +363,7 @@ void dlb_event_clear(dlb_event_t *ev)
         break;
     case DLB_EV_RUNTIME:
         free(ev->u.rt.pods);
+        free(ev->u.rt.pods_by_name);
         break;
     case DLB_EV_PLAN:
         free(ev->u.plan.groups);
@@ -440,6 +441,7 @@ int dlb_event_copy(dlb_event_t *dst, const dlb_event_t *src)
     case DLB_EV_RUNTIME:
         dst->u.rt.pods =
             dup_array(src->u.rt.pods, src->u.rt.pods_cnt, sizeof(*src->u.rt.pods), &fail);
+        dst->u.rt.pods_by_name = NULL; /* a window's index, not part of the event */
         break;
     case DLB_EV_PLAN:
         dst->u.plan.groups = dup_array(src->u.plan.groups, src->u.plan.groups_cnt,
@@ -536,6 +538,7 @@ int dlb_event_equal(const dlb_event_t *a, const dlb_event_t *b)
              memcmp(a->u.rt.pods, b->u.rt.pods, a->u.rt.pods_cnt * sizeof(*a->u.rt.pods))))
             return 0;
         x.u.rt.pods = y.u.rt.pods = NULL;
+        x.u.rt.pods_by_name = y.u.rt.pods_by_name = NULL;
         break;
     case DLB_EV_PLAN:
         if (a->u.plan.groups_cnt != b->u.plan.groups_cnt ||

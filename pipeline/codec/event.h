@@ -202,6 +202,11 @@ typedef struct dlb_runtime_sample {
     double speed; /* steps/s */
     dlb_pod_usage_t *pods;
     size_t pods_cnt;
+    /* Not on the wire: positions of pods sorted by name, then position, which
+     * a job state's window builds (dlb_job_state_apply) so that looking a pod
+     * up by name is a binary search, not a scan of up to 16,384 pods; NULL
+     * elsewhere. Freed with pods. */
+    uint32_t *pods_by_name;
 } dlb_runtime_sample_t;
 
 /* ---- node_event --------------------------------------------------------- */

@@ -13,11 +13,17 @@
 #include <libpq-fe.h>
 
 #include "err.h"
+#include "log.h"
 
 /* Bounds that only stop a runaway history from exhausting memory (the
  * newest rows win when one is hit). */
 #define DLB_PG_MAX_HIST_JOBS 10000
 #define DLB_PG_MAX_OOM_ROWS  100000
+/* Pods of all history samples together: a decoded pod is about 500 bytes,
+ * so 100 similar jobs of 240 samples of 2,000 pods would take 24 GB. The
+ * newest jobs' newest samples that fit are read (64 MB decoded at most);
+ * 100 jobs of 240 samples of 5 pods fit whole. */
+#define DLB_PG_MAX_HIST_PODS 131072
 
 /* clang-format off */
 /* Everything "as of" $3, the request time, so that answering the same
@@ -36,14 +42,23 @@ static const dlb_pg_stmt_t st_hist_jobs = {DLB_PG_ST_HIST_JOBS, "dlb_hist_jobs",
     "ORDER BY j.created_ms DESC, j.uid LIMIT $5::integer"};
 
 /* $1 is a JSON array of job uids; ord maps rows back to it (1-based). */
+/* Each job's newest $2 samples, while the pods of all of them, newest job
+ * and sample first, add up to at most $4; the third column is the pods of
+ * all $2 of every job, to say when some were left out. */
 static const dlb_pg_stmt_t st_hist_samples = {DLB_PG_ST_HIST_SAMPLES, "dlb_hist_samples",
-    "SELECT j.ord::integer, s.raw "
+    "SELECT x.ord, x.raw, x.all_pods FROM ("
+    "SELECT j.ord::integer AS ord, s.event_time_ms, s.event_id, s.raw, "
+    "sum(s.pods) OVER (ORDER BY j.ord, s.event_time_ms DESC, s.event_id DESC "
+    "ROWS UNBOUNDED PRECEDING) AS pods, "
+    "LEAST(sum(s.pods) OVER (), 2147483647)::integer AS all_pods "
     "FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS j(uid, ord) "
-    "CROSS JOIN LATERAL (SELECT r.event_time_ms, r.event_id, r.raw "
+    "CROSS JOIN LATERAL (SELECT r.event_time_ms, r.event_id, r.raw, "
+    "cardinality(r.pod_names) AS pods "
     "FROM runtime_samples r WHERE r.job_uid = j.uid "
     "AND r.event_time_ms < $3::bigint "
-    "ORDER BY r.event_time_ms DESC, r.event_id DESC LIMIT $2::integer) s "
-    "ORDER BY j.ord, s.event_time_ms, s.event_id"};
+    "ORDER BY r.event_time_ms DESC, r.event_id DESC LIMIT $2::integer) s) x "
+    "WHERE x.pods <= $4::bigint "
+    "ORDER BY x.ord, x.event_time_ms, x.event_id"};
 
 static const dlb_pg_stmt_t st_hist_oom = {DLB_PG_ST_HIST_OOM, "dlb_hist_oom",
     "SELECT DISTINCT j.ord::integer, n.pod_name "
@@ -183,20 +198,26 @@ static dlb_hist_job_t *hist_row_job(dlb_history_t *h, const PGresult *res, int i
     return ord >= 1 && ord <= h->jobs_cnt ? &h->jobs[ord - 1] : NULL;
 }
 
-static int hist_samples(dlb_pg_t *pg, const char *uids, int max_samples, int64_t until_ms,
-                        dlb_history_t *h, char *errstr, size_t errstr_size)
+static int hist_samples(dlb_pg_t *pg, const char *scenario, const char *uids, int max_samples,
+                        int64_t until_ms, dlb_history_t *h, char *errstr, size_t errstr_size)
 {
-    char lim[24], until[24];
-    const char *v[3] = {uids, lim, until};
+    char lim[24], until[24], pods[24];
+    const char *v[4] = {uids, lim, until, pods};
     PGresult *res = NULL;
+    uint32_t all;
     int err, n;
 
     snprintf(lim, sizeof(lim), "%d", max_samples);
     snprintf(until, sizeof(until), "%" PRId64, until_ms);
-    if ((err = dlb_pg_run(pg, &st_hist_samples, 3, v, NULL, DLB_PG_BINARY, &res, errstr,
+    snprintf(pods, sizeof(pods), "%d", DLB_PG_MAX_HIST_PODS);
+    if ((err = dlb_pg_run(pg, &st_hist_samples, 4, v, NULL, DLB_PG_BINARY, &res, errstr,
                           errstr_size)))
         return err;
     n = PQntuples(res);
+    if (n && (all = be32(PQgetvalue(res, 0, 2))) > DLB_PG_MAX_HIST_PODS)
+        dlb_warn("history of scenario %s: the samples of its %zu similar jobs hold %" PRIu32
+                 " pods, more than the %d read; using the newest %d samples",
+                 scenario, h->jobs_cnt, all, DLB_PG_MAX_HIST_PODS, n);
     /* Rows come grouped by job: size each job's array before filling it. */
     for (int i = 0; i < n; i++) {
         dlb_hist_job_t *j = hist_row_job(h, res, i);
@@ -293,8 +314,8 @@ int dlb_pg_load_history(dlb_pg_t *pg, const char *scenario, const char *exclude_
         err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
         goto out;
     }
-    if ((max_samples > 0 &&
-         (err = hist_samples(pg, uids, max_samples, until_ms, &h, errstr, errstr_size))) ||
+    if ((max_samples > 0 && (err = hist_samples(pg, scenario, uids, max_samples, until_ms, &h,
+                                                errstr, errstr_size))) ||
         (err = hist_oom(pg, uids, until_ms, &h, errstr, errstr_size)))
         goto out;
 done:

@@ -546,8 +546,8 @@ int dlb_kafka_dlq_send(rd_kafka_t *producer, const dlb_conf_t *conf, const rd_ka
                        size_t errstr_size)
 {
     char topic[256], part[16], off[32], omitted[32];
-    const void *value = src->payload;
-    size_t len = src->len;
+    const void *value = src->payload, *key = src->key;
+    size_t len = src->len, key_len = src->key_len;
     rd_kafka_headers_t *hdrs;
     rd_kafka_resp_err_t kerr;
 
@@ -570,10 +570,28 @@ int dlb_kafka_dlq_send(rd_kafka_t *producer, const dlb_conf_t *conf, const rd_ka
         value = NULL;
         len = 0;
     }
-    kerr =
-        rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(src->key, src->key_len),
-                          RD_KAFKA_V_VALUE((void *)value, len), RD_KAFKA_V_HEADERS(hdrs),
-                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+    for (;;) {
+        kerr = rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, key_len),
+                                 RD_KAFKA_V_VALUE((void *)value, len), RD_KAFKA_V_HEADERS(hdrs),
+                                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+        if (kerr != RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE || (!value && !key))
+            break;
+        /* The copy does not fit the producer's own message.max.bytes
+         * (librdkafka's 1,000,000 by default, below the 1 MiB a consumer
+         * takes, and the headers come on top): refused on every retry, it
+         * would stop the partition. It goes without its body, then without
+         * its key, each omission named with the size left out. */
+        snprintf(omitted, sizeof(omitted), "%zu", value ? len : key_len);
+        rd_kafka_header_add(hdrs, value ? "dlb.value.omitted.bytes" : "dlb.key.omitted.bytes", -1,
+                            omitted, -1);
+        if (value) {
+            value = NULL;
+            len = 0;
+        } else {
+            key = NULL;
+            key_len = 0;
+        }
+    }
     if (kerr) {
         rd_kafka_headers_destroy(hdrs); /* only owned by librdkafka on success */
         return dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "produce to %s: %s", topic,

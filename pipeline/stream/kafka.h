@@ -67,7 +67,11 @@ int dlb_kafka_seek_back(rd_kafka_t *consumer, const rd_kafka_topic_partition_lis
 /** @brief Send a bad message to "<env>.dlq", same key and value, with headers
  *         dlb.source.topic, dlb.source.partition, dlb.source.offset, dlb.stage
  *         (where it failed: decode, validate, process), dlb.error.class
- *         (dlb_err_name()), dlb.error.message. Asynchronous like any produce. */
+ *         (dlb_err_name()), dlb.error.message. A value over message.max.bytes,
+ *         or a copy the producer refuses as too large (librdkafka's own
+ *         message.max.bytes), goes without its value, then without its key:
+ *         dlb.value.omitted.bytes / dlb.key.omitted.bytes give their sizes.
+ *         Asynchronous like any produce. */
 int dlb_kafka_dlq_send(rd_kafka_t *producer, const dlb_conf_t *conf, const rd_kafka_message_t *src,
                        const char *stage, int err, const char *message, char *errstr,
                        size_t errstr_size);

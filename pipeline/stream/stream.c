@@ -276,6 +276,34 @@ static int poll_wait_ms(const ctx_t *c)
 
 static void item_decode(ctx_t *c, item_t *it);
 
+/* Batches start small and grow: a process that was killed in the middle of a
+ * batch (a crash, or an OOM kill the batch itself caused) lost all of its
+ * work, and on a backlog its next batch was again a full one, as slow and as
+ * big. A crash loop shorter than that batch then never committed anything:
+ * seen in the chaos test under the sanitizers, a partition with two jobs of
+ * 16,384 pods a sample and a backlog of plan requests made no progress for
+ * ten minutes. Now the first batch after a start or a failure is 1/32 of
+ * the full one, and each committed batch doubles it. */
+#define RAMP_DIV 32
+
+static void ramp_reset(ctx_t *c)
+{
+    c->ramp_msgs = (size_t)c->conf->batch_size / RAMP_DIV;
+    c->ramp_bytes = (size_t)c->conf->batch_max_bytes / RAMP_DIV;
+    if (c->ramp_msgs < 1)
+        c->ramp_msgs = 1;
+}
+
+static void ramp_up(ctx_t *c)
+{
+    c->ramp_msgs *= 2;
+    c->ramp_bytes *= 2;
+    if (c->ramp_msgs > (size_t)c->conf->batch_size)
+        c->ramp_msgs = (size_t)c->conf->batch_size;
+    if (c->ramp_bytes > (size_t)c->conf->batch_max_bytes)
+        c->ramp_bytes = (size_t)c->conf->batch_max_bytes;
+}
+
 /* Add up to batch_size new messages, waiting at most poll_wait_ms. Behind
  * (a backlog), the batch is filled: one PostgreSQL and one Kafka transaction
  * per batch is what makes a backlog go fast. Caught up, what has been
@@ -286,8 +314,8 @@ static void batch_poll(ctx_t *c)
     int64_t deadline = dlb_clock_mono_ms() + poll_wait_ms(c);
     size_t added = 0;
 
-    while (added < (size_t)c->conf->batch_size && c->items_cnt < c->items_cap &&
-           (c->held_bytes < (size_t)c->conf->batch_max_bytes || !c->items_cnt) && !*c->stop) {
+    while (added < c->ramp_msgs && c->items_cnt < c->items_cap &&
+           (c->held_bytes < c->ramp_bytes || !c->items_cnt) && !*c->stop) {
         int64_t left = deadline - dlb_clock_mono_ms();
         rd_kafka_message_t *m;
         part_t *p;
@@ -1051,6 +1079,7 @@ static int setup(ctx_t *c, char *errstr, size_t size)
     metrics_setup(c);
     dlb_metrics_dep(DLB_DEP_KAFKA, 0); /* until the group assigns us */
     c->items_cap = 2 * (size_t)c->conf->batch_size;
+    ramp_reset(c);
     if (!(c->items = calloc(c->items_cap, sizeof(*c->items))) ||
         !(c->order = calloc(c->items_cap, sizeof(*c->order))) ||
         !(c->pend_ev = calloc(c->items_cap, sizeof(*c->pend_ev))) ||
@@ -1246,6 +1275,7 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
                      dlb_err_name(err));
             dlb_err("batch of %zu message(s) failed: %s (%s); rewinding and retrying in %d ms",
                     c.order_cnt, err_buf, dlb_err_name(err), conf->retry_backoff_ms);
+            ramp_reset(&c);
             if ((err = batch_rewind(&c, err_buf, sizeof(err_buf)))) {
                 /* Stopped: nothing of the batch was committed, so the next
                  * start resumes from the committed offsets. */
@@ -1271,6 +1301,7 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
         }
         stats->batches++;
         c.exact = 0;
+        ramp_up(&c);
         stream_batch_progressed(&c);
         dlb_metric_observe_since(c.m.batch_seconds, t_batch);
         if (c.m.event_seconds) {
@@ -1382,7 +1413,9 @@ int dlb_stream_load_job(dlb_stream_t *s, const char *job_uid, int64_t until_ms, 
     while (st->window_cnt > 0 && st->window[st->window_cnt - 1].event_time_ms > until_ms) {
         st->window_cnt--;
         free(st->window[st->window_cnt].pods);
+        free(st->window[st->window_cnt].pods_by_name);
         st->window[st->window_cnt].pods = NULL;
+        st->window[st->window_cnt].pods_by_name = NULL;
     }
     return 0;
 }

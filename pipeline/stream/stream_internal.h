@@ -110,6 +110,11 @@ struct dlb_stream {
      * consumer.batch.max.mb, so a batch of records that decode large cannot
      * exhaust memory (and, after the restart, again). */
     size_t held_bytes;
+    /* Slow start: a round polls at most ramp_msgs new messages and stops at
+     * ramp_bytes; both start at 1/32 of consumer.batch.size and
+     * consumer.batch.max.mb and double with each committed batch; a failed
+     * batch starts them over (stream.c, ramp_reset). */
+    size_t ramp_msgs, ramp_bytes;
     size_t *order; /* indexes of the items released this round */
     size_t order_cnt;
     part_t *parts;

@@ -146,7 +146,10 @@ case $why in
 *) fail "/readyz does not name the partition and the failure: $why" ;;
 esac
 expect_eq "healthz while stalled" 200 "$(status /healthz)"
-curl -s "$url/metrics" | grep -q '^dlbrain_stalled_partitions [1-9]' || fail "dlbrain_stalled_partitions is 0 while stalled"
+# The page first, then grep: grep -q leaving early would make curl fail
+# on a closed pipe, and pipefail the check, however the gauge stood.
+metrics=$(curl -s "$url/metrics")
+grep -q '^dlbrain_stalled_partitions [1-9]' <<<"$metrics" || fail "dlbrain_stalled_partitions is 0 while stalled"
 sys_sql "DROP TRIGGER test_stuck ON $env.job_events" >/dev/null
 wait_status /readyz 200 30
 expect_eq "the stuck job's event stored once the trigger is gone" 1 \
@@ -187,13 +190,25 @@ with Publisher(brokers, env) as p:
                                      "pods": pods})
 PY
 ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}quarantine_size_mb=8" \
-    sys_start_optimizer optimizer2
+    sys_start_optimizer optimizer2 -X log.level=debug
 big_pid=${SYS_PIDS[-1]}
 sys_wait_count runtime_samples $((before + big)) 300 || fail "the large samples were not all stored"
 hwm=$(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$big_pid/status")
 echo "peak RSS of the optimizer over $big samples of 8,192 pods: $hwm MiB"
 [ "$hwm" -lt 256 ] || fail "peak RSS $hwm MiB, not under 256 MiB"
 ok "$big samples decoding to $((big * 4)) MiB stored with a peak RSS of $hwm MiB (default budget)"
+# A crash loop: killed in the middle of a batch, a restarted consumer's next
+# batch on a backlog was again as big as it could be (what had been fetched,
+# up to 64 MiB decoded), so a crash loop shorter than a batch never committed
+# anything. Batches now start at 1/32 of consumer.batch.size and
+# consumer.batch.max.mb (2 MiB: one of these samples) and double with each
+# commit.
+sizes=$(sed -n 's/.*batch of \([0-9]*\) message(s), .*/\1/p' "$SYS_DIR/optimizer2.log")
+first=$(head -n 1 <<<"$sizes")
+most=$(sort -n <<<"$sizes" | tail -n 1)
+[ "${first:-0}" = 1 ] && [ "${most:-0}" -ge 4 ] ||
+    fail "batches after the restart: first ${first:-none}, largest ${most:-none} (want 1, then >= 4)"
+ok "after the restart the first batch holds $first sample, later ones up to $most"
 
 # Finding 5: two processes given the same transactional.id fenced each other
 # for ever, and nothing noticed. Two more members of the group share one

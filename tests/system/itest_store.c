@@ -1278,6 +1278,50 @@ static void test_pg_load_history(void **unused)
     dlb_pg_destroy(pg);
 }
 
+/* The history reads at most 131,072 pods of samples (DLB_PG_MAX_HIST_PODS):
+ * the newest jobs' newest samples that fit. */
+static void test_pg_load_history_pods_bound(void **unused)
+{
+    const int64_t until = T0 + 1000 * HOUR_MS;
+    char schema[64], id[64], uid[16];
+    dlb_history_t h;
+    dlb_event_t ev;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "histpods");
+    pg = pg_open(schema);
+    /* 3 jobs of 5 samples of 16,384 pods: 245,760 pods; 8 samples fit. */
+    for (int j = 0; j < 3; j++) {
+        snprintf(uid, sizeof(uid), "b%d", j);
+        hist_job(pg, uid, "big", until - (10 - j) * HOUR_MS, "succeeded", NULL, 0);
+        for (int i = 0; i < 5; i++) {
+            snprintf(id, sizeof(id), "%s-s%d", uid, i);
+            ev_rt(&ev, id, uid, until - (10 - j) * HOUR_MS + 60000 * (i + 1), 16384);
+            put(pg, &ev, 1);
+            dlb_event_clear(&ev);
+        }
+    }
+    assert_int_equal(
+        dlb_pg_load_history(pg, "big", NULL, until, 168, 10, 240, &h, errstr, sizeof(errstr)), 0);
+    assert_int_equal(h.jobs_cnt, 3);
+    assert_string_equal(h.jobs[0].job_uid, "b2");
+    assert_int_equal(h.jobs[0].samples_cnt, 5);
+    assert_string_equal(h.jobs[1].job_uid, "b1");
+    assert_int_equal(h.jobs[1].samples_cnt, 3); /* its newest, oldest first */
+    assert_string_equal(h.jobs[1].samples[0].event_id, "b1-s2");
+    assert_string_equal(h.jobs[1].samples[2].event_id, "b1-s4");
+    assert_int_equal(h.jobs[1].samples[2].pods_cnt, 16384);
+    assert_int_equal(h.jobs[2].samples_cnt, 0);
+    dlb_history_clear(&h);
+    /* Under the bound nothing changes: 2 samples of each. */
+    assert_int_equal(
+        dlb_pg_load_history(pg, "big", NULL, until, 168, 10, 2, &h, errstr, sizeof(errstr)), 0);
+    assert_int_equal(h.jobs[0].samples_cnt + h.jobs[1].samples_cnt + h.jobs[2].samples_cnt, 6);
+    dlb_history_clear(&h);
+    dlb_pg_destroy(pg);
+}
+
 /* Events of one job in time order; dup marks events delivered twice. */
 #define REBUILD_N 24
 static void rebuild_events(dlb_event_t *evs)
@@ -2052,6 +2096,67 @@ static void test_redis_window_trims(void **unused)
     dlb_conf_destroy(&conf);
 }
 
+/* Big samples: the window keeps the newest whose pods fit
+ * DLB_WINDOW_PODS_MAX, and the Redis load and the PostgreSQL rebuild, which
+ * decode only those (and the samples of the time where the bound falls),
+ * give the window of folding them all. Two samples share a time: ties go by
+ * event id ("s3aa" before "s3z"), although Redis orders their members the
+ * other way (by their bytes, whose length prefix puts the shorter id first). */
+static void test_big_window_same_everywhere(void **unused)
+{
+    static const struct {
+        const char *id;
+        int t, pods;
+    } in[] = {{"s1", 1000, 16384}, {"s2", 2000, 16384}, {"s3aa", 3000, 16384}, {"s3z", 3000, 100},
+              {"s4b", 3500, 48},   {"s4", 4000, 16384}, {"s5", 5000, 16384},   {"s6", 6000, 16384}};
+    /* s6 to s4b hold 49,200 pods: s3z (100) fits, s3aa (16,384) does not.
+     * Redis, newest first, meets s3aa first: stopping there would lose s3z. */
+    static const char *const want[] = {"s3z", "s4b", "s4", "s5", "s6"};
+    dlb_job_state_t mem = {0}, st;
+    char schema[64];
+    dlb_conf_t conf;
+    dlb_redis_t *r;
+    dlb_pg_t *pg;
+    int found = -1;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "bigwin");
+    pg = pg_open(schema);
+    redis_conf(&conf, "bigwin", 60);
+    r = redis_open(&conf);
+    seed_empty(r, "u1");
+    for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+        dlb_event_t ev;
+        ev_rt(&ev, in[i].id, "u1", T0 + in[i].t, in[i].pods);
+        apply(r, &ev);
+        put(pg, &ev, 1);
+        assert_int_equal(dlb_job_state_apply(&mem, &ev, 60), 0);
+        dlb_event_clear(&ev);
+    }
+    assert_int_equal(mem.window_cnt, 5);
+    for (size_t i = 0; i < 5; i++)
+        assert_string_equal(mem.window[i].event_id, want[i]);
+    assert_int_equal(dlb_redis_load_job(r, "u1", &st, &found, errstr, sizeof(errstr)), 0);
+    assert_int_equal(found, 1);
+    assert_int_equal(st.window_cnt, 5);
+    for (size_t i = 0; i < 5; i++) {
+        assert_string_equal(st.window[i].event_id, want[i]);
+        assert_sample_equal(&st.window[i], &mem.window[i]);
+    }
+    dlb_job_state_clear(&st);
+    assert_int_equal(dlb_pg_load_job_state(pg, "u1", 60, &st, errstr, sizeof(errstr)), 0);
+    assert_int_equal(st.window_cnt, 5);
+    for (size_t i = 0; i < 5; i++) {
+        assert_string_equal(st.window[i].event_id, want[i]);
+        assert_sample_equal(&st.window[i], &mem.window[i]);
+    }
+    dlb_job_state_clear(&st);
+    dlb_job_state_clear(&mem);
+    dlb_redis_destroy(r);
+    dlb_conf_destroy(&conf);
+    dlb_pg_destroy(pg);
+}
+
 /* Samples applied as a batch leave the window one-by-one leaves: the newest
  * window_size of them, whatever their order; applying them again changes
  * nothing, also when the second time they come with the frames they arrived
@@ -2443,6 +2548,7 @@ int main(void)
         cmocka_unit_test(test_pg_migrate_keys_per_job),
         cmocka_unit_test(test_pg_v1_raw_rows),
         cmocka_unit_test(test_pg_load_history),
+        cmocka_unit_test(test_pg_load_history_pods_bound),
         cmocka_unit_test(test_pg_load_job_state_equals_fold),
         cmocka_unit_test(test_pg_errors),
         cmocka_unit_test(test_cfg_matches),
@@ -2450,6 +2556,7 @@ int main(void)
         cmocka_unit_test(test_pg_prune),
         cmocka_unit_test(test_pg_prune_one_at_a_time),
         cmocka_unit_test(test_redis_window_trims),
+        cmocka_unit_test(test_big_window_same_everywhere),
         cmocka_unit_test(test_redis_samples_batch),
         cmocka_unit_test(test_redis_duplicates),
         cmocka_unit_test(test_redis_folded_bounded),

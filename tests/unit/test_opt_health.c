@@ -12,6 +12,7 @@
 
 #include "dlbrain_fixture.h"
 #include "optimizer.h"
+#include "state.h"
 
 #define PS0 MPOD("j-ps-0", "ps", GIB, 8 * GIB)
 #define CHIEF                                                                                      \
@@ -214,42 +215,119 @@ static const health_case_t health_cases[] = {
     {"no samples", NOJOB, NULL, {{NULL}}, NULL, "Health: no runtime samples, nothing to check."},
 };
 
+/* Run case c on job (c->job, or the same window folded into a job state). */
+static void check_case(const health_case_t *c, const dlb_job_state_t *job, dlb_plan_t *plan)
+{
+    static const dlb_history_t none = {0};
+    int64_t now = job->window_cnt ? job->window[job->window_cnt - 1].event_time_ms : 0;
+    dlb_plan_request_t req = {
+        .event_id = "req-1", .event_time_ms = now, .job_uid = "j", .stage = "job_stage_running"};
+    dlb_opt_input_t in = {.req = &req, .job = job, .history = &none, .tuning = c->tuning};
+    size_t k;
+
+    memset(plan, 0, sizeof(*plan));
+    assert_int_equal(dlb_opt_health(&in, plan), 0);
+    if (!strstr(plan->reason, c->reason)) {
+        print_error("reason \"%s\" lacks \"%s\"\n", plan->reason, c->reason);
+        fail();
+    }
+    for (k = 0; k < 4 && c->want[k].pod; k++) {
+        assert_true(k < plan->actions_cnt);
+        assert_string_equal(plan->actions[k].pod, c->want[k].pod);
+        assert_string_equal(plan->actions[k].action, c->want[k].action);
+    }
+    assert_int_equal(plan->actions_cnt, k);
+    if (c->action_reason && !strstr(plan->actions[0].reason, c->action_reason)) {
+        print_error("action reason \"%s\" lacks \"%s\"\n", plan->actions[0].reason,
+                    c->action_reason);
+        fail();
+    }
+    assert_int_equal(plan->groups_cnt, 0);
+    assert_int_equal(plan->pods_cnt, 0);
+}
+
+/* The window folded through dlb_job_state_apply, as the consumer gets it:
+ * its samples have pods_by_name, so the medians take the indexed path. */
+static void fold_window(const dlb_job_state_t *job, dlb_job_state_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < job->window_cnt; i++) {
+        dlb_event_t ev = {.type = DLB_EV_RUNTIME};
+        ev.u.rt = job->window[i];
+        assert_int_equal(dlb_job_state_apply(out, &ev, 60), 0);
+        assert_true(job->window[i].pods_cnt < 2 || out->window[i].pods_by_name);
+    }
+}
+
 static void test_health_table(void **state)
 {
-    size_t i, k;
-
     (void)state;
-    for (i = 0; i < sizeof(health_cases) / sizeof(health_cases[0]); i++) {
+    for (size_t i = 0; i < sizeof(health_cases) / sizeof(health_cases[0]); i++) {
         const health_case_t *c = &health_cases[i];
-        static const dlb_history_t none = {0};
-        int64_t now = c->job.window_cnt ? c->job.window[c->job.window_cnt - 1].event_time_ms : 0;
-        dlb_plan_request_t req = {.event_id = "req-1",
-                                  .event_time_ms = now,
-                                  .job_uid = "j",
-                                  .stage = "job_stage_running"};
-        dlb_opt_input_t in = {.req = &req, .job = &c->job, .history = &none, .tuning = c->tuning};
-        dlb_plan_t plan = {0};
+        dlb_job_state_t folded;
+        dlb_plan_t scan, indexed;
 
         print_message("case %s\n", c->name);
-        assert_int_equal(dlb_opt_health(&in, &plan), 0);
-        if (!strstr(plan.reason, c->reason)) {
-            print_error("reason \"%s\" lacks \"%s\"\n", plan.reason, c->reason);
-            fail();
+        check_case(c, &c->job, &scan);
+        fold_window(&c->job, &folded);
+        check_case(c, &folded, &indexed);
+        assert_string_equal(scan.reason, indexed.reason);
+        for (size_t k = 0; k < scan.actions_cnt; k++)
+            assert_string_equal(scan.actions[k].reason, indexed.actions[k].reason);
+        fixture_plan_free(&scan);
+        fixture_plan_free(&indexed);
+        dlb_job_state_clear(&folded);
+    }
+}
+
+/* Medians through the index equal the scan's on many random windows, pod
+ * names repeated within a sample included (a producer may send them). */
+static void test_health_indexed_medians(void **state)
+{
+    static const char *const names[] = {"w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7"};
+    static const dlb_history_t none = {0};
+    dlb_plan_request_t req = {
+        .event_id = "req-1", .event_time_ms = 100, .job_uid = "j", .stage = "job_stage_running"};
+    unsigned seed = 18;
+    (void)state;
+
+    for (int round = 0; round < 300; round++) {
+        dlb_runtime_sample_t win[3];
+        dlb_pod_usage_t pods[3][12];
+        dlb_job_state_t job = {0}, folded;
+        dlb_opt_input_t in = {.req = &req, .job = &job, .history = &none};
+        dlb_plan_t scan = {0}, indexed = {0};
+        size_t n = 1 + (size_t)(rand_r(&seed) % 12);
+
+        memset(win, 0, sizeof(win));
+        memset(pods, 0, sizeof(pods));
+        for (int j = 0; j < 3; j++) {
+            snprintf(win[j].event_id, sizeof(win[j].event_id), "r%d", j);
+            win[j].event_time_ms = 10 * (j + 1);
+            win[j].global_step = 10 * (j + 1);
+            win[j].pods = pods[j];
+            win[j].pods_cnt = n;
+            for (size_t k = 0; k < n; k++) {
+                dlb_pod_usage_t *p = &pods[j][k];
+                snprintf(p->name, sizeof(p->name), "%s", names[rand_r(&seed) % 8]);
+                snprintf(p->type, sizeof(p->type), "%s", rand_r(&seed) % 5 ? "worker" : "ps");
+                p->has_speed = rand_r(&seed) % 6 != 0;
+                p->speed = (double)(rand_r(&seed) % 8) / 4.0;
+            }
         }
-        for (k = 0; k < 4 && c->want[k].pod; k++) {
-            assert_true(k < plan.actions_cnt);
-            assert_string_equal(plan.actions[k].pod, c->want[k].pod);
-            assert_string_equal(plan.actions[k].action, c->want[k].action);
-        }
-        assert_int_equal(plan.actions_cnt, k);
-        if (c->action_reason && !strstr(plan.actions[0].reason, c->action_reason)) {
-            print_error("action reason \"%s\" lacks \"%s\"\n", plan.actions[0].reason,
-                        c->action_reason);
-            fail();
-        }
-        assert_int_equal(plan.groups_cnt, 0);
-        assert_int_equal(plan.pods_cnt, 0);
-        fixture_plan_free(&plan);
+        job.window = win;
+        job.window_cnt = 3;
+        assert_int_equal(dlb_opt_health(&in, &scan), 0);
+        fold_window(&job, &folded);
+        in.job = &folded;
+        assert_int_equal(dlb_opt_health(&in, &indexed), 0);
+        assert_string_equal(scan.reason, indexed.reason);
+        assert_int_equal(scan.actions_cnt, indexed.actions_cnt);
+        for (size_t k = 0; k < scan.actions_cnt; k++)
+            assert_string_equal(scan.actions[k].reason, indexed.actions[k].reason);
+        fixture_plan_free(&scan);
+        fixture_plan_free(&indexed);
+        dlb_job_state_clear(&folded);
     }
 }
 
@@ -257,6 +335,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_health_table),
+        cmocka_unit_test(test_health_indexed_medians),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

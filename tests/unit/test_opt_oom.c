@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "dlbrain_fixture.h"
+#include "opt_oom.h"
 #include "optimizer.h"
 #include "routes.h"
 
@@ -474,10 +475,54 @@ static void test_oom_pods_without_oom_pod(void **state)
     plan_free(&b);
 }
 
+/* The history's OOM memory: each pod's usage in the newest sample naming it
+ * (the first of a name repeated in a sample), x 1.2 for a pod OOMKilled in
+ * that job, pods counted once per job; other types left out. */
+static void test_oom_history_memory(void **unused)
+{
+    dlb_pod_usage_t old[] = {MPOD("a", "worker", 9 * GIB, 0), MPOD("b", "worker", GIB, 0),
+                             MPOD("p", "ps", 20 * GIB, 0)};
+    dlb_pod_usage_t mid[] = {MPOD("b", "worker", 5 * GIB, 0), MPOD("c", "worker", 3 * GIB, 0),
+                             MPOD("c", "worker", 8 * GIB, 0)};
+    dlb_pod_usage_t new[] = {MPOD("a", "worker", 1 * GIB, 0)};
+    dlb_runtime_sample_t samples[] = {
+        {.pods = old, .pods_cnt = 3}, {.pods = mid, .pods_cnt = 3}, {.pods = new, .pods_cnt = 1}};
+    char oom[][DLB_ID_MAX] = {"zz", "b"};
+    dlb_hist_job_t jobs[] = {
+        {.samples = samples, .samples_cnt = 3, .oom_pods = oom, .oom_pods_cnt = 2},
+        {.samples = samples + 1, .samples_cnt = 1}};
+    dlb_history_t h = {.jobs = jobs, .jobs_cnt = 1}, second = {.jobs = jobs + 1, .jobs_cnt = 1};
+    int64_t max_mem;
+    size_t pods;
+    (void)unused;
+
+    /* a: 1 GiB (its newest, not 9), b: 5 GiB x 1.2 (OOMKilled), c: 3 GiB (the
+     * first of its sample, not 8) */
+    assert_int_equal(dlb_oom_history_memory(&h, "worker", &max_mem, &pods), 0);
+    assert_int_equal(pods, 3);
+    assert_int_equal(max_mem, 6 * GIB);
+    /* the same sample in a job where b was no OOM: 5 GiB */
+    assert_int_equal(dlb_oom_history_memory(&second, "worker", &max_mem, &pods), 0);
+    assert_int_equal(pods, 2);
+    assert_int_equal(max_mem, 5 * GIB);
+    /* both jobs: pods counted per job */
+    h.jobs_cnt = 2;
+    assert_int_equal(dlb_oom_history_memory(&h, "worker", &max_mem, &pods), 0);
+    assert_int_equal(pods, 5);
+    assert_int_equal(max_mem, 6 * GIB);
+    assert_int_equal(dlb_oom_history_memory(&h, "ps", &max_mem, &pods), 0);
+    assert_int_equal(pods, 1);
+    assert_int_equal(max_mem, 20 * GIB);
+    assert_int_equal(dlb_oom_history_memory(&h, "chief", &max_mem, &pods), 0);
+    assert_int_equal(pods, 0);
+    assert_int_equal(max_mem, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_oom_table),
+        cmocka_unit_test(test_oom_history_memory),
         cmocka_unit_test(test_oom_idempotent),
         cmocka_unit_test(test_oom_several_pods),
         cmocka_unit_test(test_oom_pods_without_oom_pod),

@@ -366,6 +366,54 @@ static void test_samples_min_window(void **unused)
     dlb_job_state_clear(&st);
 }
 
+/* Big samples: the window keeps the newest that hold at most
+ * DLB_WINDOW_PODS_MAX pods, whatever order they arrive in, at least one. */
+static void test_samples_window_pods_bound(void **unused)
+{
+    const size_t big = 16384, per = DLB_WINDOW_PODS_MAX / big;
+    dlb_job_state_t st = {0}, rev = {0};
+    dlb_pod_usage_t pod, *pods = calloc(big, sizeof(*pods));
+    char id[16];
+    (void)unused;
+
+    assert_non_null(pods);
+    for (int i = 0; i < 6; i++) {
+        dlb_event_t ev = rt_ev("", 100 + i, &pod);
+        snprintf(id, sizeof(id), "s%d", i);
+        snprintf(ev.u.rt.event_id, sizeof(ev.u.rt.event_id), "%s", id);
+        ev.u.rt.pods = pods;
+        ev.u.rt.pods_cnt = big;
+        assert_int_equal(dlb_job_state_apply(&st, &ev, 60), 0);
+        assert_true(st.window_cnt <= per);
+        /* the same samples newest first, as a redelivery might bring them */
+        snprintf(ev.u.rt.event_id, sizeof(ev.u.rt.event_id), "s%d", 5 - i);
+        ev.u.rt.event_time_ms = 100 + 5 - i;
+        assert_int_equal(dlb_job_state_apply(&rev, &ev, 60), 0);
+    }
+    assert_int_equal(st.window_cnt, per);
+    assert_int_equal(rev.window_cnt, per);
+    for (size_t i = 0; i < per; i++) {
+        snprintf(id, sizeof(id), "s%zu", 6 - per + i);
+        assert_string_equal(st.window[i].event_id, id);
+        assert_string_equal(rev.window[i].event_id, id);
+    }
+    /* A small sample fits beside them only when a big one goes. */
+    dlb_event_t small = rt_ev("s10", 200, &pod);
+    assert_int_equal(dlb_job_state_apply(&st, &small, 60), 0);
+    assert_int_equal(st.window_cnt, per);
+    assert_string_equal(st.window[per - 1].event_id, "s10");
+    /* Small samples are bounded by window_size alone. */
+    for (int i = 11; i < 80; i++) {
+        dlb_event_t ev = rt_ev("", 200 + i, &pod);
+        snprintf(ev.u.rt.event_id, sizeof(ev.u.rt.event_id), "s%d", i);
+        assert_int_equal(dlb_job_state_apply(&st, &ev, 60), 0);
+    }
+    assert_int_equal(st.window_cnt, 60);
+    dlb_job_state_clear(&st);
+    dlb_job_state_clear(&rev);
+    free(pods);
+}
+
 static void test_node_fold_and_oom_idempotent(void **unused)
 {
     dlb_job_state_t st = {0};
@@ -574,6 +622,7 @@ int main(void)
         cmocka_unit_test(test_samples_deep_copy),
         cmocka_unit_test(test_samples_min_window),
         cmocka_unit_test(test_node_fold_and_oom_idempotent),
+        cmocka_unit_test(test_samples_window_pods_bound),
         cmocka_unit_test(test_node_pods_capped),
         cmocka_unit_test(test_node_pods_sorted_and_lookup),
         cmocka_unit_test(test_node_rebuild_same_state),

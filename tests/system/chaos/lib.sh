@@ -4,6 +4,12 @@
 CHAOS_JOBS=${DLB_CHAOS_JOBS:-2000}
 CHAOS_SAMPLES=${DLB_CHAOS_SAMPLES:-45}
 CHAOS_DIR=$SYS_TOP/tests/system/chaos
+# More gen.py options (30-chaos: --colliders), the messages the DLQ must end
+# with (30-chaos: its hostile ones), and a command run after each part of the
+# workload is published, given the part's number (30-chaos: the hostile part).
+CHAOS_GEN_ARGS=()
+CHAOS_DLQ_WANT=0
+CHAOS_PART_HOOK=
 declare -A OPT_PID=()
 declare -A OPT_RUNS=()
 
@@ -12,7 +18,7 @@ chaos_setup() {
     sys_start_pg
     sys_start_redis
     sys_start_real_kafka 12
-    python3 "$CHAOS_DIR/gen.py" --jobs "$CHAOS_JOBS" --samples "$CHAOS_SAMPLES" \
+    python3 "$CHAOS_DIR/gen.py" --jobs "$CHAOS_JOBS" --samples "$CHAOS_SAMPLES" "${CHAOS_GEN_ARGS[@]}" \
         --out "$SYS_DIR/events.jsonl" --expect "$SYS_DIR/expect.txt"
     CHAOS_EVENTS=$(sed -n 's/^events //p' "$SYS_DIR/expect.txt")
     CHAOS_PLANS=$(grep -c '^plan ' "$SYS_DIR/expect.txt")
@@ -35,8 +41,19 @@ opt_start() {
         >/dev/null 2>"$SYS_DIR/opt-$name.$n.log" &
     OPT_PID[$name]=$!
 }
-# opt_kill NAME: kill -9, as a crash or an OOM kill would.
+# opt_hwm NAME: note the peak RSS so far (VmHWM, kB) of optimizer NAME in
+# $SYS_DIR/rss.txt ("NAME kB run"), read just before it is killed or stopped.
+opt_hwm() {
+    local kb
+    kb=$(awk '/^VmHWM:/ {print $2}' "/proc/${OPT_PID[$1]}/status" 2>/dev/null) || true
+    [ -n "$kb" ] && echo "$1 $kb ${OPT_RUNS[$1]}" >>"$SYS_DIR/rss.txt"
+    return 0
+}
+# opt_kill NAME: kill -9, as a crash or an OOM kill would; its time goes to
+# $SYS_DIR/kills.txt ("kill MS NAME").
 opt_kill() {
+    opt_hwm "$1"
+    echo "kill $(date +%s%3N) $1" >>"$SYS_DIR/kills.txt"
     kill -KILL "${OPT_PID[$1]}" 2>/dev/null || true
     wait "${OPT_PID[$1]}" 2>/dev/null || true
     unset "OPT_PID[$1]"
@@ -44,6 +61,7 @@ opt_kill() {
 # opt_stop_all: SIGTERM every optimizer; each must exit 0.
 opt_stop_all() {
     local name rc bad=0
+    for name in "${!OPT_PID[@]}"; do opt_hwm "$name"; done
     for name in "${!OPT_PID[@]}"; do kill -TERM "${OPT_PID[$name]}" 2>/dev/null || true; done
     for name in "${!OPT_PID[@]}"; do
         rc=0
@@ -67,8 +85,11 @@ chaos_emit_paced() {
     local chunks=$1 gap=$2
     split -n "l/$chunks" -d "$SYS_DIR/events.jsonl" "$SYS_DIR/chunk."
     (
+        i=0
         for f in "$SYS_DIR"/chunk.*; do
             "$DLBRAIN" emit --strict -q "$f" || exit 1
+            if [ -n "$CHAOS_PART_HOOK" ]; then $CHAOS_PART_HOOK "$i" || exit 1; fi
+            i=$((i + 1))
             sleep "$gap"
         done
     ) &
@@ -76,7 +97,7 @@ chaos_emit_paced() {
 }
 chaos_emitted() {
     kill -0 "$CHAOS_EMITTER" 2>/dev/null && return 1
-    wait "$CHAOS_EMITTER" || fail "emit of the workload failed"
+    wait "$CHAOS_EMITTER" || fail "emit of the workload (or a part hook) failed"
     CHAOS_EMITTER=$$ # waited for: later calls see a live pid-less "done"
     return 0
 }
@@ -115,26 +136,28 @@ chaos_verify() {
     for t in jobs job_events runtime_samples runtime_pods node_events plan_requests plans; do
         echo "$t $(sys_count $t)"
     done >"$SYS_DIR/rows.txt"
+    # The summary also goes to verify.txt, for 30-chaos's report.
     python3 "$CHAOS_DIR/verify.py" --expect "$SYS_DIR/expect.txt" --plans "$SYS_DIR/plans.jsonl" \
-        --rows "$SYS_DIR/rows.txt" --kills "$kills" --label "$label" ||
+        --rows "$SYS_DIR/rows.txt" --kills "$kills" --label "$label" | tee "$SYS_DIR/verify.txt" ||
         fail "$label: the outputs are not exactly once"
     ok "$label: every plan exactly once on the topic, in per-job order; PostgreSQL rows exact"
     local dlq
     dlq=$(kcat -C -b "$DLBRAIN_BROKERS" -t "$(sys_schema).dlq" -e -q -X isolation.level=read_committed -f '.\n' | wc -l)
-    expect_eq "$label: messages in the DLQ" 0 "$dlq"
+    expect_eq "$label: messages in the DLQ" "$CHAOS_DLQ_WANT" "$dlq"
     # A job state Redis serves as a hit (its hash has the completeness marker
     # "v") must be exact: a redelivered OOM counted once, a redelivered sample
     # not growing the window, nothing missed while Redis was away. A job with
     # no marker is a miss, rebuilt from PostgreSQL when needed.
-    local j uid bad=0 hits=0 r
+    local j uid bad=0 hits=0 sampled=0 r
     r=(redis-cli -h "$DLBRAIN_REDIS_HOST" -p "$DLBRAIN_REDIS_PORT")
     for j in $(seq 0 $((CHAOS_JOBS / 40)) $((CHAOS_JOBS - 1))); do
+        sampled=$((sampled + 1))
         uid=$(printf 'chaos-%05d' "$j")
         [ "$("${r[@]}" HEXISTS "dlbrain:job:$uid" v)" = 1 ] || continue
         hits=$((hits + 1))
         [ "$("${r[@]}" HGET "dlbrain:job:$uid:pods" "$uid-worker-0" | jq .oom_count)" = 1 ] || bad=$((bad + 1))
         [ "$("${r[@]}" ZCARD "dlbrain:job:$uid:rt")" = "$CHAOS_SAMPLES" ] || bad=$((bad + 1))
     done
-    echo "  $label: $hits of 40 sampled jobs are cache hits"
+    echo "  $label: $hits of $sampled sampled jobs are cache hits"
     expect_eq "$label: cached job states that are not exact" 0 "$bad"
 }
