@@ -174,7 +174,7 @@ int stream_consumer_start(ctx_t *c,
 /** Close and release every connection. */
 void stream_disconnect(ctx_t *c);
 
-/* ---- stream.c, for the files beside it ---- */
+/* ---- stream_part.c ---- */
 
 /** The entry of an input partition (made on first sight; NULL only when out
  *  of memory). */

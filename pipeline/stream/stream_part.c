@@ -1,0 +1,45 @@
+/* The table of input partitions the loop and its health watch share: where
+ * each partition stands (stream_internal.h, part_t). */
+#include "stream_internal.h"
+
+#include <stdint.h>
+
+#include "clock.h"
+#include "vec.h"
+
+part_t *stream_part(ctx_t *c, int rank, int32_t partition)
+{
+    part_t *p;
+
+    for (size_t i = 0; i < c->parts_cnt; i++)
+        if (c->parts[i].rank == rank && c->parts[i].partition == partition)
+            return &c->parts[i];
+    if (dlb_vec_reserve((void **)&c->parts, &c->parts_cap, c->parts_cnt + 1, sizeof(*c->parts)))
+        return NULL;
+    p = &c->parts[c->parts_cnt++];
+    p->rank = rank;
+    p->partition = partition;
+    p->max_ts = INT64_MIN;
+    p->at_eof = 0;
+    p->assigned = 0;
+    p->paused = 0;
+    p->next = -1;
+    p->end_asked_at = -1;
+    p->progress_at = dlb_clock_mono_ms();
+    p->stalled = 0;
+    p->rewound = 0;
+    return p;
+}
+
+/* Whether we hold messages of each partition (stream_internal.h). */
+void stream_mark_held(ctx_t *c)
+{
+    for (size_t i = 0; i < c->parts_cnt; i++)
+        c->parts[i].held = 0;
+    for (size_t i = 0; i < c->items_cnt; i++) {
+        const item_t *it = &c->items[i];
+        part_t *p = it->rank >= 0 ? stream_part(c, it->rank, it->msg->partition) : NULL;
+        if (p)
+            p->held = 1;
+    }
+}
