@@ -16,37 +16,39 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(
-        fp,
-        "usage: dlbrain sim --workload FILE [options]\n"
-        "Simulate training jobs that follow plans: each job of the workload arrives, asks\n"
-        "for plans at the stages a DLRover master does (create, ps_initial,\n"
-        "worker_initial, then ps_running and worker_running every --ask-every, and at\n"
-        "every OOM naming the pod), applies them within the limits.* settings, and\n"
-        "publishes job events, runtime samples and node events into <env>. Virtual\n"
-        "time moves in lock-step with the optimizer: each tick's requests wait for\n"
-        "their plans. A summary line goes to stderr at the end.\n\n"
-        "  -w, --workload FILE     Pollux workload-N.csv or dlbrain CSV (docs/simulator.md)\n"
-        "  -n, --jobs N            the first N jobs (a shorter file repeats)\n"
-        "  -s, --seed N            random seed (default 1)\n"
-        "      --start MS          virtual start, ms since the epoch (default %" PRId64 ",\n"
-        "                          2024-01-01T00:00:00Z)\n"
-        "      --time-scale X      arrivals and job lengths times X (default 1)\n"
-        "      --cluster-cores N   virtual cluster cores (default 1024)\n"
-        "      --cluster-memory G  virtual cluster memory, GiB (default 4096)\n"
-        "      --sample-interval S runtime sample and tick, virtual s (default 30)\n"
-        "      --ask-every S       running-stage requests, virtual s (default 600)\n"
-        "      --pending-timeout S a job pending longer fails (default 14400)\n"
-        "      --max-hours H       stop after H virtual hours (default: all done)\n"
-        "      --plans MODE        kafka (default: wait for <env>.plans) or none (apply\n"
-        "                          nothing: the baseline)\n"
-        "      --plan-timeout-ms N how long a tick waits for its plans (default 10000)\n"
-        "      --out FILE          write events as JSON lines to FILE (- = stdout)\n"
-        "                          instead of Kafka; implies --plans none\n"
-        "      --summary-json FILE write the summary as JSON\n"
-        "      --fit DIR           fit the speed model on DIR/<model>/*.csv (Pollux\n"
-        "                          layout), print constants and MAPE, and exit\n" CLI_COMMON_HELP,
-        DLB_SIM_START_MS);
+    fprintf(fp,
+            "usage: dlbrain sim --workload FILE [options]\n"
+            "Simulate training jobs that follow plans: each job of the workload arrives, asks\n"
+            "for plans at the stages a DLRover master does (create, ps_initial,\n"
+            "worker_initial, then ps_running and worker_running every --ask-every, and at\n"
+            "every OOM naming the pod), applies them within the limits.* settings, and\n"
+            "publishes job events, runtime samples and node events into <env>. Virtual\n"
+            "time moves in lock-step with the optimizer: each tick's requests wait for\n"
+            "their plans. A summary line goes to stderr at the end.\n\n"
+            "  -w, --workload FILE     Pollux workload-N.csv or dlbrain CSV (docs/simulator.md)\n"
+            "  -n, --jobs N            the first N jobs (a shorter file repeats)\n"
+            "  -s, --seed N            random seed (default 1)\n"
+            "      --start MS          virtual start, ms since the epoch (default %" PRId64 ",\n"
+            "                          2024-01-01T00:00:00Z)\n"
+            "      --time-scale X      arrivals and job lengths times X (default 1)\n"
+            "      --cluster-cores N   virtual cluster cores (default 1024)\n"
+            "      --cluster-memory G  virtual cluster memory, GiB (default 4096)\n"
+            "      --sample-interval S runtime sample and tick, virtual s (default 30)\n"
+            "      --ask-every S       running-stage requests, virtual s (default 600)\n"
+            "      --pending-timeout S a job pending longer fails (default 14400)\n"
+            "      --max-hours H       stop after H virtual hours (default: all done)\n"
+            "      --plans MODE        kafka (default: wait for <env>.plans) or none (apply\n"
+            "                          nothing: the baseline)\n"
+            "      --plan-timeout-ms N how long a tick waits for its plans (default 10000)\n"
+            "      --out FILE          write events as JSON lines to FILE (- = stdout)\n"
+            "                          instead of Kafka; implies --plans none\n"
+            "      --summary-json FILE write the summary as JSON\n"
+            "      --fit DIR           fit the speed model of every profile on\n"
+            "                          DIR/<model>/{placements,scalability}.csv (Pollux\n"
+            "                          layout), print the constants, the MAPE on all points and\n"
+            "                          held out (fitted on one file, scored on the other) as\n"
+            "                          a Markdown table, and exit\n" CLI_COMMON_HELP,
+            DLB_SIM_START_MS);
 }
 
 static int parse_num(const char *s, double lo, double hi, double *out)
@@ -62,40 +64,59 @@ static int parse_num(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
-/* --fit: the constants sim_model.c carries, recomputed from the data. */
+/* Append DIR/model/file's points to *pts. */
+static int load_points(const char *dir, const char *model, const char *file, dlb_sim_point_t **pts,
+                       size_t *n)
+{
+    char path[4096], errstr[512];
+
+    snprintf(path, sizeof(path), "%s/%s/%s", dir, model, file);
+    if (dlb_sim_points_load(path, pts, n, errstr, sizeof(errstr))) {
+        fprintf(stderr, "sim: --fit: %s\n", errstr);
+        return -1;
+    }
+    return 0;
+}
+
+/* --fit: the constants sim_model.c carries, recomputed from the data, with
+ * the fit's MAPE, the built-in constants' and the held-out MAPEs, as the
+ * Markdown table docs/simulator.md shows. */
 static int fit_dir(const char *dir)
 {
     size_t n;
     const dlb_sim_profile_t *profs = dlb_sim_profiles(&n);
 
-    printf("%-8s %6s %10s %12s %10s %10s %10s %10s %6s %7s\n", "model", "points", "a", "b", "ar",
-           "br", "an", "bn", "g", "MAPE%");
+    printf("| model | points (placements + scalability) | a (s) | b (s/sample) | ar | br | an | bn "
+           "| g | fit MAPE | built-in MAPE | placements -> scalability | scalability -> "
+           "placements |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < n; i++) {
-        static const char *const files[] = {"placements.csv", "scalability.csv"};
-        dlb_sim_point_t *pts = NULL;
-        size_t cnt = 0;
-        dlb_sim_fit_t f;
-        char path[4096], errstr[512];
-        int err = 0;
+        dlb_sim_point_t *place = NULL, *scale = NULL;
+        size_t np = 0, ns = 0;
+        dlb_sim_fit_report_t r;
+        const dlb_sim_fit_t *f = &r.fit;
+        int rc = 1;
 
-        if (strcmp(profs[i].name, profs[i].fitted_on))
-            continue; /* a profile borrowing another's fit */
-        for (size_t k = 0; k < 2 && !err; k++) {
-            snprintf(path, sizeof(path), "%s/%s/%s", dir, profs[i].name, files[k]);
-            err = dlb_sim_points_load(path, &pts, &cnt, errstr, sizeof(errstr));
+        if (load_points(dir, profs[i].name, "placements.csv", &place, &np) ||
+            load_points(dir, profs[i].name, "scalability.csv", &scale, &ns))
+            goto next;
+        if (dlb_sim_fit_report(place, np, scale, ns, &r)) {
+            fprintf(stderr, "sim: --fit: %s: too few points or out of memory\n", profs[i].name);
+            goto next;
         }
-        if (err || dlb_sim_fit_points(pts, cnt, &f)) {
-            fprintf(stderr, "sim: --fit: %s\n", err ? errstr : "too few points");
-            free(pts);
+        printf("| %s | %zu + %zu | %.6g | %.6g | %.6g | %.6g | %.6g | %.6g | %.6g | %.2f%% | "
+               "%.2f%% | %.1f%% | %.1f%% |\n",
+               profs[i].name, np, ns, f->a, f->b, f->ar, f->br, f->an, f->bn, f->g, r.mape,
+               (dlb_sim_mape(&profs[i].fit, place, np) * (double)np +
+                dlb_sim_mape(&profs[i].fit, scale, ns) * (double)ns) /
+                   (double)(np + ns),
+               r.mape_p_to_s, r.mape_s_to_p);
+        fflush(stdout);
+        rc = 0;
+    next:
+        free(place);
+        free(scale);
+        if (rc)
             return 1;
-        }
-        printf("%-8s %6zu %10.6g %12.6g %10.6g %10.6g %10.6g %10.6g %6.4g %7.2f\n", profs[i].name,
-               cnt, f.a, f.b, f.ar, f.br, f.an, f.bn, f.g, dlb_sim_mape(&f, pts, cnt));
-        printf("%-8s %6s %10.6g %12.6g %10.6g %10.6g %10.6g %10.6g %6.4g %7.2f  (built in)\n", "",
-               "", profs[i].fit.a, profs[i].fit.b, profs[i].fit.ar, profs[i].fit.br,
-               profs[i].fit.an, profs[i].fit.bn, profs[i].fit.g,
-               dlb_sim_mape(&profs[i].fit, pts, cnt));
-        free(pts);
     }
     return 0;
 }

@@ -1,7 +1,7 @@
 /* The job simulator's speed and memory model.
  *
- * Step time follows Pollux (Qiao et al., OSDI'21), fitted on the measurements
- * in ../shared/data/pollux:
+ * Step time follows Pollux (Qiao et al., OSDI'21), fitted per model on the
+ * measurements in data/pollux/<model> (data/README.md):
  *   T_step = (T_compute^g + T_network^g)^(1/g)
  *   T_compute = a + b * local_bsz
  *   T_network = 0 for one replica, ar + br * replicas on one node,
@@ -63,12 +63,29 @@ double dlb_sim_mape(const dlb_sim_fit_t *f, const dlb_sim_point_t *pts, size_t n
  *  @returns 0, or DLB_ERR_INVALID with fewer than 8 points. */
 int dlb_sim_fit_points(const dlb_sim_point_t *pts, size_t n, dlb_sim_fit_t *out);
 
+/* How well the model fits one model's measurements, and how well it predicts
+ * the half it was not fitted on. */
+typedef struct dlb_sim_fit_report {
+    dlb_sim_fit_t fit;       /* on placements and scalability together */
+    double mape;             /* of fit on every point, % */
+    double mape_p_to_s;      /* fitted on placements, scored on scalability, % */
+    double mape_s_to_p;      /* fitted on scalability, scored on placements, % */
+    size_t n_place, n_scale; /* points of each file */
+} dlb_sim_fit_report_t;
+
+/** @brief Three fits of one model: on all points, on placements only (scored
+ *         on scalability) and on scalability only (scored on placements).
+ *  @param place points of placements.csv (1..4 nodes, up to 16 replicas)
+ *  @param scale points of scalability.csv (6..16 nodes, up to 64 replicas)
+ *  @returns 0, or DLB_ERR_INVALID when either set has fewer than 8 points,
+ *           DLB_ERR_NOMEM. */
+int dlb_sim_fit_report(const dlb_sim_point_t *place, size_t n_place, const dlb_sim_point_t *scale,
+                       size_t n_scale, dlb_sim_fit_report_t *out);
+
 /* ---- model profiles ----------------------------------------------------- */
 typedef struct dlb_sim_profile {
-    const char *name;      /* model name as workloads spell it */
-    const char *fitted_on; /* the Pollux model whose fit it uses */
-    dlb_sim_fit_t fit;
-    double compute_scale;      /* T_compute multiplier against the fitted model */
+    const char *name;          /* model name as workloads spell it */
+    dlb_sim_fit_t fit;         /* fitted on data/pollux/<name> */
     int64_t dataset_size;      /* samples of one epoch, unless the workload says */
     int epochs;                /* unless the workload says */
     double worker_cpu;         /* cores a worker keeps busy at full speed */
@@ -83,9 +100,22 @@ typedef struct dlb_sim_profile {
     int64_t variable_count, op_count, recv_op_count, flops, embedding_dimension;
 } dlb_sim_profile_t;
 
-/** @returns the profile of a model name; an unknown name gets the cifar10
- *           profile (the middle of the three fitted models) and *known = 0. */
+/* Every profile's speed is fitted on its own measurements. A model without
+ * measurements runs only when the workload names the profile it borrows:
+ * "MODEL@PROFILE" (gpt-7@bert is a gpt-7 job at BERT's speed, memory and PS
+ * load). */
+#define DLB_SIM_PROFILE_SEP '@'
+
+/** @returns the profile of a model name, case-insensitive: NAME, or the
+ *           PROFILE of NAME@PROFILE. Anything else gets the cifar10 profile and
+ *           *known = 0; dlb_sim_profile_check refuses such names first. */
 const dlb_sim_profile_t *dlb_sim_profile_find(const char *model, int *known);
+
+/** @brief Whether a workload's model name may run: a measured model, or
+ *         NAME@PROFILE with PROFILE measured.
+ *  @returns 0, or DLB_ERR_INVALID with errstr saying why and how to name a
+ *           profile. */
+int dlb_sim_profile_check(const char *model, char *errstr, size_t errstr_size);
 
 /** @returns the NULL-terminated list of profiles. */
 const dlb_sim_profile_t *dlb_sim_profiles(size_t *n);

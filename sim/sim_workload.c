@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "sim_model.h"
 #include "vec.h"
 
 static int push(dlb_sim_workload_t *wl, size_t *cap, const dlb_sim_spec_t *s)
@@ -84,6 +85,7 @@ int dlb_sim_workload_load(const char *path, size_t max_jobs, dlb_sim_workload_t 
     }
     while (fgets(line, sizeof(line), fp)) {
         dlb_sim_spec_t s;
+        char why[512];
 
         lineno++;
         if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
@@ -91,6 +93,11 @@ int dlb_sim_workload_load(const char *path, size_t max_jobs, dlb_sim_workload_t 
         if (parse_row(line, pollux, &s)) {
             err = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "%s:%d: not a valid row", path,
                              lineno);
+            break;
+        }
+        /* No measurements, no made-up speed: the workload names a profile. */
+        if (dlb_sim_profile_check(s.model, why, sizeof(why))) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "%s:%d: %s", path, lineno, why);
             break;
         }
         if ((err = push(wl, &cap, &s))) {

@@ -5,7 +5,9 @@
  *    (time in seconds from the start; the dataset and epochs come from the
  *    model profile, sim_model.h);
  *  - dlbrain's: arrival_s,name,model,dataset_size,epochs,batch_size,workers
- *    (dataset_size and epochs may be 0 or empty: the profile's). */
+ *    (dataset_size and epochs may be 0 or empty: the profile's).
+ * A model is a measured profile's name or MODEL@PROFILE (sim_model.h); any
+ * other name is refused. */
 #ifndef DLB_SIM_WORKLOAD_H
 #define DLB_SIM_WORKLOAD_H
 
@@ -31,7 +33,8 @@ typedef struct dlb_sim_workload {
  *         jobs; when the file has fewer, it is repeated after itself (each
  *         round shifted by the file's span plus its mean gap between
  *         arrivals, names suffixed "-rN") so any count can be run.
- *  @returns 0, DLB_ERR_NOTFOUND, DLB_ERR_INVALID (errstr names path:line),
+ *  @returns 0, DLB_ERR_NOTFOUND, DLB_ERR_INVALID (errstr names path:line;
+ *           also a model with no measurements and no profile named),
  *           DLB_ERR_NOMEM. */
 int dlb_sim_workload_load(const char *path, size_t max_jobs, dlb_sim_workload_t *wl, char *errstr,
                           size_t errstr_size);

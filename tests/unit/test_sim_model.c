@@ -1,8 +1,9 @@
-/* The simulator's speed model: the built-in Pollux fits reproduce the
- * measurements within the MAPE docs/simulator.md states, the fit routine finds them
- * again, and the PS-job mapping behaves: more workers more throughput with
- * falling efficiency, starved / hot PS and stragglers slow the step. Also the
- * workload readers. */
+/* The simulator's speed model: the built-in Pollux fits of every model the
+ * workloads use reproduce the measurements within the MAPE docs/simulator.md
+ * states, the fit routine finds them again and predicts held-out data, a
+ * model without measurements is refused unless it names a profile, and the PS-job mapping behaves:
+ * more workers more throughput with falling efficiency, starved / hot PS and stragglers slow the
+ * step. Also the workload readers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,12 +19,15 @@
 #include "sim_model.h"
 #include "sim_workload.h"
 
-/* The MAPE docs/simulator.md reports per model (measured 6.80, 9.30, 6.42), with
- * a little room. */
+/* The MAPE on all points docs/simulator.md reports per model (measured
+ * 6.80, 9.30, 6.42, 7.15, 7.01, 8.97 by `dlbrain sim --fit data/pollux`),
+ * with a little room. The stand-ins these fits replaced (imagenet = cifar10
+ * x 4, deepspeech2 = bert x 0.5, yolov3 = cifar10 x 6) scored 43%, 38%, 85%. */
 static const struct {
     const char *model;
     double mape_max;
-} bounds[] = {{"cifar10", 7.5}, {"ncf", 10.0}, {"bert", 7.0}};
+} bounds[] = {{"cifar10", 7.5},  {"ncf", 10.0},        {"bert", 7.0},
+              {"imagenet", 7.7}, {"deepspeech2", 7.5}, {"yolov3", 9.5}};
 
 static char data_dir[2048];
 
@@ -35,19 +39,21 @@ static int have_data(void)
     return access(data_dir, R_OK) == 0;
 }
 
-static void load(const char *model, dlb_sim_point_t **pts, size_t *n)
+static void load_file(const char *model, const char *file, dlb_sim_point_t **pts, size_t *n)
 {
-    static const char *const files[] = {"placements.csv", "scalability.csv"};
     char path[4096], errstr[256];
 
+    snprintf(path, sizeof(path), "%s/%s/%s", data_dir, model, file);
+    if (dlb_sim_points_load(path, pts, n, errstr, sizeof(errstr)))
+        fail_msg("%s", errstr);
+}
+
+static void load(const char *model, dlb_sim_point_t **pts, size_t *n)
+{
     *pts = NULL;
     *n = 0;
-    for (int i = 0; i < 2; i++) {
-        snprintf(path, sizeof(path), "%s/%s/%s", data_dir, model, files[i]);
-        int err = dlb_sim_points_load(path, pts, n, errstr, sizeof(errstr));
-        if (err)
-            fail_msg("%s", errstr);
-    }
+    load_file(model, "placements.csv", pts, n);
+    load_file(model, "scalability.csv", pts, n);
 }
 
 static void test_builtin_mape(void **state)
@@ -88,6 +94,39 @@ static void test_fit_reproduces(void **state)
     assert_true(f.g >= 1.0);
     assert_int_equal(dlb_sim_fit_points(pts, 3, &f), -6); /* too few points */
     free(pts);
+}
+
+/* Held out, both ways, on YOLOv3 (the model whose placements predict its
+ * scalability worst, measured 17.9%; scalability -> placements 11.7%, all
+ * points 8.97%): a fit on one file stays useful on the other. */
+static void test_fit_held_out(void **state)
+{
+    dlb_sim_point_t *place = NULL, *scale = NULL;
+    size_t np = 0, ns = 0;
+    dlb_sim_fit_report_t r;
+
+    (void)state;
+    assert_true(have_data());
+    load_file("yolov3", "placements.csv", &place, &np);
+    load_file("yolov3", "scalability.csv", &scale, &ns);
+    assert_int_equal(dlb_sim_fit_report(place, np, scale, ns, &r), 0);
+    print_message("yolov3: %zu + %zu points, MAPE %.2f%%, placements -> scalability %.2f%%, "
+                  "scalability -> placements %.2f%%\n",
+                  r.n_place, r.n_scale, r.mape, r.mape_p_to_s, r.mape_s_to_p);
+    assert_int_equal(r.n_place, np);
+    assert_true(r.mape < 9.5);
+    assert_true(r.mape_p_to_s < 19.0);
+    assert_true(r.mape_s_to_p < 12.5);
+    /* Scalability has no single-node point: the one-node network terms are
+     * not fitted but set to Pollux's lower bound. */
+    {
+        dlb_sim_fit_t f;
+        assert_int_equal(dlb_sim_fit_points(scale, ns, &f), 0);
+        assert_true(f.ar == 1e-8 && f.br == 1e-8);
+    }
+    assert_int_equal(dlb_sim_fit_report(place, np, scale, 3, &r), -6);
+    free(place);
+    free(scale);
 }
 
 static void test_points_bad(void **state)
@@ -183,6 +222,70 @@ static void test_profiles(void **state)
         assert_true(all[i].fit.a > 0 && all[i].fit.g >= 1 && all[i].dataset_size > 0);
 }
 
+/* A model without measurements is refused unless it names its profile. */
+static void test_profile_named(void **state)
+{
+    char errstr[512];
+    int known;
+
+    (void)state;
+    assert_int_equal(dlb_sim_profile_check("imagenet", errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_sim_profile_check("YOLOv3", errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_sim_profile_check("gpt-7@bert", errstr, sizeof(errstr)), 0);
+    assert_string_equal(dlb_sim_profile_find("gpt-7@BERT", &known)->name, "bert");
+    assert_true(known);
+    assert_int_not_equal(dlb_sim_profile_check("gpt-7", errstr, sizeof(errstr)), 0);
+    assert_non_null(strstr(errstr, "no speed measurements"));
+    assert_non_null(strstr(errstr, "gpt-7@bert"));
+    assert_int_not_equal(dlb_sim_profile_check("gpt-7@gpt-3", errstr, sizeof(errstr)), 0);
+    assert_non_null(strstr(errstr, "'gpt-3' is not a profile"));
+    dlb_sim_profile_find("gpt-7@gpt-3", &known);
+    assert_false(known);
+    assert_int_not_equal(dlb_sim_profile_check("@bert", errstr, sizeof(errstr)), 0);
+    assert_int_not_equal(dlb_sim_profile_check("bert@", errstr, sizeof(errstr)), 0);
+}
+
+/* Every model the Pollux workloads use has its own measurements and fit. */
+static void test_workload_models_measured(void **state)
+{
+    char path[4096], errstr[512];
+    size_t nprof;
+    const dlb_sim_profile_t *all = dlb_sim_profiles(&nprof);
+    int used[16] = {0}, models = 0;
+
+    (void)state;
+    assert_true(have_data());
+    assert_true(nprof <= 16);
+    for (int w = 1; w <= 4; w++) {
+        dlb_sim_workload_t wl;
+
+        snprintf(path, sizeof(path), "%s/workloads/workload-%d.csv", data_dir, w);
+        if (dlb_sim_workload_load(path, 0, &wl, errstr, sizeof(errstr)))
+            fail_msg("%s", errstr);
+        for (size_t i = 0; i < wl.n; i++) {
+            int known;
+            const dlb_sim_profile_t *p = dlb_sim_profile_find(wl.jobs[i].model, &known);
+
+            assert_true(known);
+            assert_string_equal(p->name, wl.jobs[i].model);
+            used[p - all] = 1;
+        }
+        dlb_sim_workload_free(&wl);
+    }
+    for (size_t i = 0; i < nprof; i++) {
+        dlb_sim_point_t *pts;
+        size_t n;
+
+        if (!used[i])
+            continue;
+        models++;
+        load(all[i].name, &pts, &n);
+        assert_true(n > 500);
+        free(pts);
+    }
+    assert_int_equal(models, 6);
+}
+
 static void test_workloads(void **state)
 {
     char path[4096], tmp[] = "/tmp/dlb-sim-wl-XXXXXX", errstr[256];
@@ -232,6 +335,20 @@ static void test_workloads(void **state)
     assert_int_not_equal(dlb_sim_workload_load(tmp, 0, &wl, errstr, sizeof(errstr)), 0);
     assert_non_null(strstr(errstr, ":2:"));
     fp = fopen(tmp, "w");
+    fputs("arrival_s,name,model,dataset_size,epochs,batch_size,workers\n1,a,ncf,,,2,3\n"
+          "2,b,gpt-7,,,64,2\n",
+          fp);
+    fclose(fp);
+    assert_int_not_equal(dlb_sim_workload_load(tmp, 0, &wl, errstr, sizeof(errstr)), 0);
+    assert_non_null(strstr(errstr, ":3: model 'gpt-7' has no speed measurements"));
+    fp = fopen(tmp, "w");
+    fputs("arrival_s,name,model,dataset_size,epochs,batch_size,workers\n2,b,gpt-7@bert,,,64,2\n",
+          fp);
+    fclose(fp);
+    assert_int_equal(dlb_sim_workload_load(tmp, 0, &wl, errstr, sizeof(errstr)), 0);
+    assert_string_equal(wl.jobs[0].model, "gpt-7@bert");
+    dlb_sim_workload_free(&wl);
+    fp = fopen(tmp, "w");
     fputs("what,ever\n", fp);
     fclose(fp);
     assert_int_not_equal(dlb_sim_workload_load(tmp, 0, &wl, errstr, sizeof(errstr)), 0);
@@ -243,10 +360,13 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_builtin_mape),
         cmocka_unit_test(test_fit_reproduces),
+        cmocka_unit_test(test_fit_held_out),
         cmocka_unit_test(test_points_bad),
         cmocka_unit_test(test_more_workers),
         cmocka_unit_test(test_ps_starved_hot_straggler),
         cmocka_unit_test(test_profiles),
+        cmocka_unit_test(test_profile_named),
+        cmocka_unit_test(test_workload_models_measured),
         cmocka_unit_test(test_workloads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
