@@ -25,6 +25,8 @@ typedef struct key_def {
     size_t size; /* for K_STR */
     const char *def;
     const char *doc;
+    /* K_INT only: the accepted range when hi > 0, else [0, INT_MAX] */
+    long long lo, hi;
 } key_def_t;
 
 #define F(m) offsetof(dlb_conf_t, m), sizeof(((dlb_conf_t *)0)->m)
@@ -94,6 +96,16 @@ static const key_def_t keys[] = {
      "A partition with messages waiting that makes no progress for this long (one record "
      "refused for ever, a dependency down) makes /readyz answer 503, naming the partition and "
      "the last failure; 0 = never. Longer than the ordering barrier's wait and a slow batch."},
+    {"producer.txn.call.timeout.ms", K_INT, N(txn_call_timeout_ms), "30000",
+     "Longest one call of a consumer's Kafka transaction (init, sending the offsets, commit, "
+     "abort) may wait for the broker before it counts as failed. 100 to 3600000.",
+     100, 3600000},
+    {"producer.txn.call.tries", K_INT, N(txn_call_tries), "10",
+     "Calls of a transaction step that fails with a retriable error (500 ms apart) before the "
+     "batch is aborted; when the abort fails too, the producer is replaced and the consumer "
+     "goes on from the offsets the group committed, as the broker says (the commit may have "
+     "taken). 1 to 1000.",
+     1, 1000},
     {"event.time.skew.s", K_INT, N(skew_s), "86400",
      "An event whose event_time_ms is further ahead of its record's broker timestamp than this "
      "goes to the DLQ (validate): a far-future time would hold the ordering barrier and every "
@@ -188,7 +200,8 @@ static const key_def_t keys[] = {
      "on a shared host. It serves no secrets and accepts only GET."},
     {"metrics.stall.s", K_INT, N(metrics_stall_s), "120",
      "/healthz answers 503 when the main loop has not come round for this long (0 = never): "
-     "longer than any single blocking call (a Kafka transaction commit waits up to 30 s), so "
+     "longer than any single blocking call (a Kafka transaction call waits up to "
+     "producer.txn.call.timeout.ms), so "
      "only a stuck process fails it, not a dependency outage."},
     {"log.level", K_LEVEL, N(log_level), "info", "error, warn, info or debug."},
     {"log.format", K_FORMAT, N(log_json), "text", "text or json."},
@@ -519,7 +532,8 @@ static int set_known(dlb_conf_t *conf, const key_def_t *k, const char *value, ch
         memcpy(base, value, strlen(value) + 1);
         return 0;
     case K_INT:
-        if ((err = parse_long(k->key, value, 0, INT_MAX, &ll, errstr, size)))
+        if ((err = parse_long(k->key, value, k->hi ? k->lo : 0, k->hi ? k->hi : INT_MAX, &ll,
+                              errstr, size)))
             return err;
         *(int *)base = (int)ll;
         return 0;

@@ -113,6 +113,10 @@ typedef struct dlb_conf {
                            */
     int64_t batch_max_bytes;   /* consumer.batch.max.mb (as bytes): memory the messages a
                                   consumer holds may take before it stops polling, default 64 MiB */
+    int txn_call_timeout_ms;   /* producer.txn.call.timeout.ms: longest one Kafka transaction
+                                  call waits, default 30000 */
+    int txn_call_tries;        /* producer.txn.call.tries: calls of a step failing retriably
+                                  before the batch is aborted, default 10 */
     int stall_s;               /* consumer.stall.s: no progress on a partition with messages waiting
                                   this long makes /readyz fail, default 60 (0 = never) */
     int skew_s;                /* event.time.skew.s: an event time further ahead of its record's

@@ -779,7 +779,8 @@ static txn_verdict_t txn_error(rd_kafka_error_t *e, const char *what, char *errs
 }
 
 /* Calls op until it succeeds or fails for good; retriable errors are retried
- * for a while (a broker restarting), then treated as abortable. */
+ * producer.txn.call.tries times (a broker restarting), then treated as
+ * abortable. */
 #define TXN_CALL(c, what, call, verdict, errstr, size)                                             \
     do {                                                                                           \
         rd_kafka_error_t *e_;                                                                      \
@@ -787,7 +788,7 @@ static txn_verdict_t txn_error(rd_kafka_error_t *e, const char *what, char *errs
         (verdict) = -1;                                                                            \
         while ((e_ = (call))) {                                                                    \
             (verdict) = txn_error(e_, what, errstr, size);                                         \
-            if ((verdict) != TXN_RETRY || ++tries_ >= 10 || *(c)->stop)                            \
+            if ((verdict) != TXN_RETRY || ++tries_ >= (c)->conf->txn_call_tries || *(c)->stop)     \
                 break;                                                                             \
             dlb_warn("%s; retrying", errstr);                                                      \
             dlb_metrics_nap_ms(c->stop, 500);                                                      \
@@ -832,12 +833,13 @@ static int batch_publish(ctx_t *c, int *fatal, char *errstr, size_t size)
     offsets = batch_offsets(c, 0);
     cgmd = rd_kafka_consumer_group_metadata(c->consumer);
     TXN_CALL(c, "sending offsets",
-             rd_kafka_send_offsets_to_transaction(c->producer, offsets, cgmd, FLUSH_TIMEOUT_MS),
+             rd_kafka_send_offsets_to_transaction(c->producer, offsets, cgmd,
+                                                  c->conf->txn_call_timeout_ms),
              verdict, errstr, size);
     if (verdict >= 0)
         goto fail;
-    TXN_CALL(c, "commit", rd_kafka_commit_transaction(c->producer, FLUSH_TIMEOUT_MS), verdict,
-             errstr, size);
+    TXN_CALL(c, "commit", rd_kafka_commit_transaction(c->producer, c->conf->txn_call_timeout_ms),
+             verdict, errstr, size);
     if (verdict >= 0)
         goto fail;
     for (size_t k = 0; k < c->order_cnt; k++) {
@@ -859,7 +861,7 @@ fail:
     if (verdict == TXN_FATAL) {
         *fatal = 1;
     } else {
-        rd_kafka_error_t *e = rd_kafka_abort_transaction(c->producer, FLUSH_TIMEOUT_MS);
+        rd_kafka_error_t *e = rd_kafka_abort_transaction(c->producer, c->conf->txn_call_timeout_ms);
         if (e) {
             /* Cannot even abort: start over with a new producer, whose
              * init_transactions aborts what this one left open. */

@@ -84,7 +84,7 @@ int stream_producer_start(ctx_t *c, char *errstr, size_t size)
     if ((err = dlb_kafka_txn_producer_new(c->conf, c->group, &c->producer, errstr, size)))
         return err;
     while (!*c->stop) {
-        rd_kafka_error_t *e = rd_kafka_init_transactions(c->producer, FLUSH_TIMEOUT_MS);
+        rd_kafka_error_t *e = rd_kafka_init_transactions(c->producer, c->conf->txn_call_timeout_ms);
         if (!e)
             return 0;
         if (rd_kafka_error_is_fatal(e)) {

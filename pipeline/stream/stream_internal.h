@@ -13,9 +13,6 @@
 #include "store_pg.h"
 #include "stream.h"
 
-/* How long a Kafka transaction call may take before it counts as failed. */
-#define FLUSH_TIMEOUT_MS 30000
-
 typedef struct item {
     rd_kafka_message_t *msg;
     dlb_event_t ev;

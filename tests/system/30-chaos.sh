@@ -23,7 +23,7 @@
 # each optimizer slot. Goals: no stall over 10 s, peak RSS under 256 MiB.
 . "$(dirname "$0")/helpers.sh"
 . "$(dirname "$0")/chaos/lib.sh"
-trap 'rc=$?; chaos_cleanup; (exit $rc); sys_cleanup' EXIT
+trap chaos_exit EXIT
 MIN_KILLS=${DLB_CHAOS_KILLS:-20}
 PARTS=10
 PY=${DLB_VENV:-$SYS_TOP/.cache/venv}/bin/python

@@ -5,7 +5,7 @@
 # verifier must find nothing lost or doubled.
 . "$(dirname "$0")/helpers.sh"
 . "$(dirname "$0")/chaos/lib.sh"
-trap 'rc=$?; chaos_cleanup; (exit $rc); sys_cleanup' EXIT
+trap chaos_exit EXIT
 
 chaos_setup
 opt_start 1

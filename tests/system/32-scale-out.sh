@@ -4,7 +4,7 @@
 # change a rebalance); every job stays served, exactly once, in per-job order.
 . "$(dirname "$0")/helpers.sh"
 . "$(dirname "$0")/chaos/lib.sh"
-trap 'rc=$?; chaos_cleanup; (exit $rc); sys_cleanup' EXIT
+trap chaos_exit EXIT
 export OPT_STATIC=0
 
 chaos_setup

@@ -163,13 +163,17 @@ sys_dlq_read() {
 }
 
 # ---- a real Apache Kafka broker (scripts/kafka) ---------------------------------
-# sys_start_real_kafka PARTITIONS: a single-node KRaft broker in $SYS_DIR/kafka
-# with the pipeline's topics of env ${DLBRAIN_ENV:-dlbrain}, PARTITIONS each
-# (default 12); exports DLBRAIN_BROKERS. sys_cleanup stops it.
+# sys_start_real_kafka PARTITIONS [PROXY_PORT]: a single-node KRaft broker in
+# $SYS_DIR/kafka with the pipeline's topics of env ${DLBRAIN_ENV:-dlbrain},
+# PARTITIONS each (default 12); exports DLBRAIN_BROKERS. With PROXY_PORT, a
+# second listener advertised as 127.0.0.1:PROXY_PORT for a proxy there, which
+# forwards to $DLB_KAFKA_PROXIED_TARGET (exported too; scripts/kafka --proxied).
+# sys_cleanup stops it.
 sys_start_real_kafka() {
-    local parts=${1:-12}
-    "$SYS_TOP/scripts/kafka" start --dir "$SYS_DIR/kafka" --partitions "$parts" >/dev/null ||
-        fail "the Kafka broker did not start"
+    local parts=${1:-12} proxied=()
+    [ -z "${2:-}" ] || proxied=(--proxied "$2")
+    "$SYS_TOP/scripts/kafka" start --dir "$SYS_DIR/kafka" --partitions "$parts" "${proxied[@]}" \
+        >/dev/null || fail "the Kafka broker did not start"
     "$SYS_TOP/scripts/kafka" topics --dir "$SYS_DIR/kafka" --env "$(sys_schema)" \
         --partitions "$parts" || fail "could not create the topics on the Kafka broker"
     # shellcheck disable=SC1091

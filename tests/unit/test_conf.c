@@ -189,6 +189,37 @@ static void test_retention(void **state)
     dlb_conf_destroy(&c);
 }
 
+/* producer.txn.call.*: 30 s and 10 tries by default; values out of their
+ * range are refused naming it, and leave the setting as it was. */
+static void test_txn_call(void **state)
+{
+    dlb_conf_t c;
+    char err[256];
+    (void)state;
+
+    dlb_conf_init(&c);
+    assert_int_equal(c.txn_call_timeout_ms, 30000);
+    assert_int_equal(c.txn_call_tries, 10);
+    assert_int_equal(dlb_conf_set_kv(&c, "producer.txn.call.timeout.ms=100", err, sizeof(err)), 0);
+    assert_int_equal(dlb_conf_set_kv(&c, "producer.txn.call.tries=1", err, sizeof(err)), 0);
+    assert_int_equal(c.txn_call_timeout_ms, 100);
+    assert_int_equal(c.txn_call_tries, 1);
+    assert_int_equal(dlb_conf_set_kv(&c, "producer.txn.call.timeout.ms=99", err, sizeof(err)),
+                     DLB_ERR_CONF);
+    assert_non_null(strstr(err, "producer.txn.call.timeout.ms: \"99\" is not an integer in [100, "
+                                "3600000]"));
+    assert_int_equal(dlb_conf_set_kv(&c, "producer.txn.call.timeout.ms=3600001", err, sizeof(err)),
+                     DLB_ERR_CONF);
+    assert_int_equal(dlb_conf_set_kv(&c, "producer.txn.call.tries=0", err, sizeof(err)),
+                     DLB_ERR_CONF);
+    assert_non_null(strstr(err, "producer.txn.call.tries: \"0\" is not an integer in [1, 1000]"));
+    assert_int_equal(dlb_conf_set_kv(&c, "producer.txn.call.tries=1001", err, sizeof(err)),
+                     DLB_ERR_CONF);
+    assert_int_equal(c.txn_call_timeout_ms, 100);
+    assert_int_equal(c.txn_call_tries, 1);
+    dlb_conf_destroy(&c);
+}
+
 static void test_secrets(void **state)
 {
     dlb_conf_t c;
@@ -473,10 +504,11 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),   cmocka_unit_test(test_precedence),
-        cmocka_unit_test(test_errors),     cmocka_unit_test(test_retention),
-        cmocka_unit_test(test_secrets),    cmocka_unit_test(test_secret_argv),
-        cmocka_unit_test(test_secret_dsn), cmocka_unit_test(test_secret_files),
+        cmocka_unit_test(test_defaults),     cmocka_unit_test(test_precedence),
+        cmocka_unit_test(test_errors),       cmocka_unit_test(test_retention),
+        cmocka_unit_test(test_txn_call),     cmocka_unit_test(test_secrets),
+        cmocka_unit_test(test_secret_argv),  cmocka_unit_test(test_secret_dsn),
+        cmocka_unit_test(test_secret_files),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

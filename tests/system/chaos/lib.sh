@@ -76,6 +76,18 @@ chaos_cleanup() {
     local name
     for name in "${!OPT_PID[@]}"; do kill -KILL "${OPT_PID[$name]}" 2>/dev/null || true; done
 }
+# chaos_exit: the EXIT trap of the tests that source this file (trap chaos_exit
+# EXIT): chaos_cleanup, then sys_cleanup with the script's status. set +e:
+# under errexit the '(exit $rc)' that hands the status on ended the trap after
+# a failure, so sys_cleanup never ran: no logs shown, every server left
+# running, and ctest waiting for their output until its timeout.
+chaos_exit() {
+    local rc=$?
+    chaos_cleanup
+    set +e
+    (exit "$rc")
+    sys_cleanup
+}
 
 # chaos_emit_paced CHUNKS GAP_S: publish the workload in CHUNKS parts GAP_S
 # apart in the background, as a live cluster reports over time; CHAOS_EMITTER
