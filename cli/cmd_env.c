@@ -11,11 +11,14 @@
 #include <cJSON.h>
 
 #include "actions.h"
+#include "clock.h"
 #include "cmd.h"
 #include "common.h"
+#include "consumer.h"
 #include "env_ops.h"
 #include "env_registry.h"
 #include "err.h"
+#include "kafka.h"
 #include "log.h"
 
 #define ADMIN_TIMEOUT_MS 30000
@@ -26,6 +29,7 @@ static int act_show(const cli_args_t *a, const dlb_conf_t *conf);
 static int act_drop(const cli_args_t *a, const dlb_conf_t *conf);
 static int act_promote(const cli_args_t *a, const dlb_conf_t *conf);
 static int act_history(const cli_args_t *a, const dlb_conf_t *conf);
+static int act_settle(const cli_args_t *a, const dlb_conf_t *conf);
 
 static const cli_action_t actions[] = {
     {"create",
@@ -42,6 +46,9 @@ static const cli_action_t actions[] = {
      1, 1, act_promote},
     {"history", "history [NAME]", "every create, promote, demote and drop, oldest first", "", 0, 1,
      act_history},
+    {"settle", "settle NAME [--events N] [--timeout S]",
+     "wait until NAME's optimizer has read its inputs (lag 0) and stored N events", "n:t:", 1, 1,
+     act_settle},
     {NULL, NULL, NULL, NULL, 0, 0, NULL},
 };
 
@@ -53,6 +60,8 @@ static const struct option action_longopts[] = {{"real", no_argument, 0, 'r'},
                                                 {"all", no_argument, 0, 'a'},
                                                 {"format", required_argument, 0, 'f'},
                                                 {"purge", no_argument, 0, 'p'},
+                                                {"events", required_argument, 0, 'n'},
+                                                {"timeout", required_argument, 0, 't'},
                                                 CLI_COMMON_LONG,
                                                 {0, 0, 0, 0}};
 
@@ -65,6 +74,9 @@ static const cli_action_opt_help_t action_help[] = {
     {'a', "  -a, --all             list: dropped environments too\n"},
     {'f', "  -f, --format F        show: text (default) or conf\n"},
     {'p', "  -p, --purge           drop: delete its topics, schema and Redis keys\n"},
+    {'n', "  -n, --events N        settle: the events its producers sent (job events, runtime\n"
+          "                        samples, node events, plan requests; dlbrain sim's events=)\n"},
+    {'t', "  -t, --timeout S       settle: give up after S seconds (default 300)\n"},
     {0, NULL},
 };
 
@@ -75,7 +87,7 @@ static const cli_command_t command = {
     "settings its consumers run. At most one is real: the relay (dlbrain relay)\n"
     "forwards its plans and configs to the front; the others are virtual.",
     actions,
-    "rVO:s:d:af:p",
+    "rVO:s:d:af:pn:t:",
     action_longopts,
     's',
     action_help,
@@ -489,6 +501,103 @@ static int act_history(const cli_args_t *a, const dlb_conf_t *conf)
     }
     dlb_env_history_free(ch, n);
     return 0;
+}
+
+/* Whether an evaluation may start: the optimizer group (the consumer that
+ * stores the history) has committed everything on its inputs, and the schema
+ * holds as many events as were sent. Lag 0 alone is not enough (a topic the
+ * producer has not flushed to yet shows none), nor is the count alone (it
+ * says nothing while the producer is still sending). */
+static int act_settle(const cli_args_t *a, const dlb_conf_t *conf)
+{
+    const char *name = a->pos[0];
+    dlb_conf_t ec;
+    PGconn *pg = NULL;
+    rd_kafka_t *rk = NULL;
+    char errstr[1024], group[256], *end;
+    long long expect = -1;
+    double timeout_s = 300;
+    int64_t lag = -1, stored = -1, t0 = dlb_clock_mono_ms(), waited;
+    int rc = 1, err, exists = 0, tables = 0;
+
+    if (a->opt['n'] &&
+        ((expect = strtoll(a->opt['n'], &end, 10)) < 0 || *end || end == a->opt['n'])) {
+        fprintf(stderr, "env settle: --events: '%s' is not a non-negative integer\n", a->opt['n']);
+        return 2;
+    }
+    if (a->opt['t'] &&
+        (!((timeout_s = strtod(a->opt['t'], &end)) >= 0) || *end || end == a->opt['t'])) {
+        fprintf(stderr, "env settle: --timeout: '%s' is not a number of seconds\n", a->opt['t']);
+        return 2;
+    }
+    /* Not the registry: an environment made with -X env=NAME alone counts. */
+    if (dlb_env_registry_connect(conf->pg_dsn, &pg, errstr, sizeof(errstr)) ||
+        dlb_env_schema_info(pg, name, &exists, &tables, errstr, sizeof(errstr))) {
+        fprintf(stderr, "env settle: %s\n", errstr);
+        goto out;
+    }
+    if (!exists || !tables) {
+        fprintf(stderr, "env settle: %s: no PostgreSQL schema with the pipeline's tables\n", name);
+        goto out;
+    }
+    dlb_env_conf(conf, name, &ec);
+    dlb_conf_group(&ec, "optimizer", group, sizeof(group));
+    if (dlb_kafka_consumer_new(conf, group, NULL, &rk, errstr, sizeof(errstr))) {
+        fprintf(stderr, "env settle: %s\n", errstr);
+        goto out;
+    }
+    for (;;) {
+        /* Lag first: once it is 0, everything read has been stored (a batch
+         * is written to PostgreSQL before its offsets are committed). */
+        err = dlb_env_group_lag(rk, conf, name, dlb_optimizer_inputs, ADMIN_TIMEOUT_MS, &lag,
+                                errstr, sizeof(errstr));
+        if (!err)
+            err = dlb_env_events_stored(pg, name, &stored, errstr, sizeof(errstr));
+        waited = dlb_clock_mono_ms() - t0;
+        if (err && err != DLB_ERR_TRANSIENT) {
+            fprintf(stderr, "env settle: %s: %s\n", name, errstr);
+            goto out;
+        }
+        if (!err && expect >= 0 && stored > expect) {
+            fprintf(stderr,
+                    "env settle: %s: %lld events stored in PostgreSQL, more than the %lld "
+                    "expected: not a fresh environment?\n",
+                    name, (long long)stored, expect);
+            goto out;
+        }
+        if (!err && lag == 0 && (expect < 0 || stored == expect)) {
+            printf("%s: %lld events stored, consumer group %s lag 0 (%.1f s)\n", name,
+                   (long long)stored, group, (double)waited / 1000.0);
+            rc = 0;
+            goto out;
+        }
+        if (cli_stop || (double)waited >= timeout_s * 1000.0) {
+            if (err)
+                fprintf(stderr, "env settle: %s: not settled after %.0f s: %s\n", name,
+                        (double)waited / 1000.0, errstr);
+            else if (expect >= 0)
+                fprintf(stderr,
+                        "env settle: %s: not settled after %.0f s: %lld of %lld events stored "
+                        "in PostgreSQL (%lld missing), consumer group %s %lld behind on its "
+                        "inputs\n",
+                        name, (double)waited / 1000.0, (long long)stored, expect,
+                        expect - (long long)stored, group, (long long)lag);
+            else
+                fprintf(stderr,
+                        "env settle: %s: not settled after %.0f s: consumer group %s %lld "
+                        "behind on its inputs (%lld events stored)\n",
+                        name, (double)waited / 1000.0, group, (long long)lag, (long long)stored);
+            goto out;
+        }
+        dlb_dbg("env settle: %s: lag %lld, %lld stored", name, (long long)lag, (long long)stored);
+        usleep(200 * 1000);
+    }
+out:
+    if (rk)
+        rd_kafka_destroy(rk);
+    if (pg)
+        PQfinish(pg);
+    return rc;
 }
 
 int cmd_env_main(int argc, char **argv)

@@ -125,14 +125,14 @@ static int process(dlb_stream_t *s, const dlb_event_t *ev, const void *raw, size
 
 /* Input topics in tie-break order: at equal event times a job's meta, node
  * and runtime events are folded before a plan request of that instant. */
-static const char *const inputs[] = {DLB_TOPIC_JOB_EVENTS, DLB_TOPIC_K8S_EVENTS, DLB_TOPIC_METRICS,
-                                     DLB_TOPIC_PLAN_REQUESTS, NULL};
+const char *const dlb_optimizer_inputs[] = {DLB_TOPIC_JOB_EVENTS, DLB_TOPIC_K8S_EVENTS,
+                                            DLB_TOPIC_METRICS, DLB_TOPIC_PLAN_REQUESTS, NULL};
 
 int dlb_optimizer_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop,
                       dlb_stream_stats_t *stats, char *errstr, size_t errstr_size)
 {
     const dlb_stream_role_t role = {.name = "optimizer",
-                                    .inputs = inputs,
+                                    .inputs = dlb_optimizer_inputs,
                                     .output = DLB_TOPIC_PLANS,
                                     .is_request = is_request,
                                     .accepts = accepts,

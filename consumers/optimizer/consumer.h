@@ -11,6 +11,9 @@
 #include "conf.h"
 #include "stream.h"
 
+/* Its input topics (short names, NULL-terminated), in tie-break order. */
+extern const char *const dlb_optimizer_inputs[];
+
 /** @brief Run until *stop becomes non-zero.
  *  @returns 0 after a clean stop, or an error that prevents running at all
  *           (bad configuration, migrations failing); dependency outages are

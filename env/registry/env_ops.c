@@ -152,6 +152,95 @@ int dlb_env_schema_drop(PGconn *pg, const char *name, char *errstr, size_t errst
     return dlb_pg_conn_exec(pg, sql, 0, NULL, NULL, 0, NULL, what, errstr, errstr_size);
 }
 
+int dlb_env_group_lag(rd_kafka_t *rk, const dlb_conf_t *conf, const char *name,
+                      const char *const *topics, int timeout_ms, int64_t *lag, char *errstr,
+                      size_t errstr_size)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_topic_partition_list_t *parts = NULL;
+    rd_kafka_resp_err_t kerr;
+    dlb_conf_t ec;
+    int err = 0;
+
+    *lag = 0;
+    if ((kerr = rd_kafka_metadata(rk, 1, NULL, &md, timeout_ms)))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "kafka metadata from %s: %s",
+                          conf->brokers, rd_kafka_err2str(kerr));
+    dlb_env_conf(conf, name, &ec);
+    if (!(parts = rd_kafka_topic_partition_list_new(64))) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (const char *const *t = topics; *t; t++) {
+        char topic[256];
+        int found = 0;
+
+        dlb_conf_topic(&ec, *t, topic, sizeof(topic));
+        for (int i = 0; i < md->topic_cnt; i++) {
+            if (md->topics[i].err || strcmp(md->topics[i].topic, topic))
+                continue;
+            found = 1;
+            for (int p = 0; p < md->topics[i].partition_cnt; p++)
+                rd_kafka_topic_partition_list_add(parts, topic, md->topics[i].partitions[p].id);
+        }
+        if (!found) {
+            err =
+                dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "topic %s does not exist", topic);
+            goto out;
+        }
+    }
+    /* The group coordinator's committed offsets (OffsetFetch): asking does
+     * not join the group, so the consumers' assignment is left alone. */
+    if ((kerr = rd_kafka_committed(rk, parts, timeout_ms))) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "committed offsets: %s",
+                         rd_kafka_err2str(kerr));
+        goto out;
+    }
+    for (int i = 0; i < parts->cnt; i++) {
+        const rd_kafka_topic_partition_t *tp = &parts->elems[i];
+        int64_t lo, hi;
+
+        if ((kerr = rd_kafka_query_watermark_offsets(rk, tp->topic, tp->partition, &lo, &hi,
+                                                     timeout_ms))) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "end of %s [%d]: %s",
+                             tp->topic, (int)tp->partition, rd_kafka_err2str(kerr));
+            goto out;
+        }
+        *lag += hi - (tp->offset >= lo ? tp->offset : lo);
+    }
+out:
+    if (parts)
+        rd_kafka_topic_partition_list_destroy(parts);
+    rd_kafka_metadata_destroy(md);
+    return err;
+}
+
+int dlb_env_events_stored(PGconn *pg, const char *name, int64_t *n, char *errstr,
+                          size_t errstr_size)
+{
+    static const char *const tables[] = {"job_events", "runtime_samples", "node_events",
+                                         "plan_requests"};
+    char *ident, sql[1024], what[128];
+    PGresult *res;
+    size_t len = 0;
+    int err;
+
+    if ((err = dlb_pg_conn_ident(pg, name, &ident, errstr, errstr_size)))
+        return err;
+    /* An identifier cannot be a parameter; it is quoted above. */
+    len = (size_t)snprintf(sql, sizeof(sql), "SELECT 0");
+    for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]) && len < sizeof(sql); i++)
+        len += (size_t)snprintf(sql + len, sizeof(sql) - len, " + (SELECT count(*) FROM %s.%s)",
+                                ident, tables[i]);
+    PQfreemem(ident);
+    snprintf(what, sizeof(what), "counting the events of %s", name);
+    if ((err = dlb_pg_conn_exec(pg, sql, 0, NULL, NULL, 0, &res, what, errstr, errstr_size)))
+        return err;
+    *n = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return 0;
+}
+
 int dlb_env_redis_purge(const dlb_conf_t *conf, const char *name, int64_t *deleted, char *errstr,
                         size_t errstr_size)
 {

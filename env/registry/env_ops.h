@@ -57,6 +57,24 @@ int dlb_env_schema_info(PGconn *pg, const char *name, int *exists, int *tables, 
  *         dlb_env_name_check() (so it is never the registry, public or pg_*). */
 int dlb_env_schema_drop(PGconn *pg, const char *name, char *errstr, size_t errstr_size);
 
+/** @brief How much a consumer group of environment name has still to read:
+ *         over every partition of topics, the end offset minus the group's
+ *         committed offset (the partition's start when it has none).
+ *  @param rk      a consumer made with the group's id (dlb_kafka_consumer_new),
+ *                 never subscribed: it asks, it does not join
+ *  @param topics  short names (DLB_TOPIC_*), NULL-terminated; a topic that
+ *                 does not exist is an error
+ *  @param lag     set to the sum */
+int dlb_env_group_lag(rd_kafka_t *rk, const dlb_conf_t *conf, const char *name,
+                      const char *const *topics, int timeout_ms, int64_t *lag, char *errstr,
+                      size_t errstr_size);
+
+/** @brief The events stored in schema name: the rows of job_events,
+ *         runtime_samples, node_events and plan_requests (what a producer
+ *         publishes; plans and configs are the consumers' own). */
+int dlb_env_events_stored(PGconn *pg, const char *name, int64_t *n, char *errstr,
+                          size_t errstr_size);
+
 /** @brief Delete every Redis key "<name>:*" (SCAN + UNLINK).
  *  @param deleted  set to the number of keys removed */
 int dlb_env_redis_purge(const dlb_conf_t *conf, const char *name, int64_t *deleted, char *errstr,

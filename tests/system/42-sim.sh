@@ -53,4 +53,47 @@ expect_eq "oom_killed node events in PostgreSQL" "$(s ooms)" "$n"
 run simb b
 strip() { jq -c 'del(.wall_s, .speedup)' "$1"; }
 expect_eq "same seed, same summary" "$(strip "$SYS_DIR/a.json")" "$(strip "$SYS_DIR/b.json")"
+# The baseline arm of scripts/compare: no plans applied, so the simulator ends
+# in a fraction of a second, long before its optimizer has stored what it sent;
+# an evaluation right then saw a fraction of the jobs. The mock cluster keeps
+# no offsets committed in a transaction, so `dlbrain env settle` (lag 0 and
+# every event stored) can only fail here: its success is 44-compare.sh, on a
+# real broker. Here: once PostgreSQL holds every event the simulator counted,
+# the evaluator sees every job, and settle names what is missing.
+sys_start_optimizer opt-c -X env=simc -X optimizer.set=dlrover
+"$DLBRAIN" sim -e simc -w "$WL" -n 10 --seed 7 --time-scale 0.2 --plans none \
+    --summary-json "$SYS_DIR/c.json" 2>"$SYS_DIR/c.log" || fail "dlbrain sim --plans none failed"
+events=$(jq -r .events "$SYS_DIR/c.json")
+[ "$events" -gt 100 ] || fail "only $events events"
+stored() {
+    sys_sql "SELECT (SELECT count(*) FROM simc.job_events) + (SELECT count(*) FROM simc.runtime_samples)
+        + (SELECT count(*) FROM simc.node_events) + (SELECT count(*) FROM simc.plan_requests)"
+}
+deadline=$((SECONDS + 60))
+while [ "$(stored)" -lt "$events" ] && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
+expect_eq "events stored (job, runtime, node events and plan requests)" "$events" "$(stored)"
+"$DLBRAIN" eval simc --json "$SYS_DIR/c-eval.json" >/dev/null || fail "dlbrain eval simc failed"
+e() { jq -r ".envs[0].$1" "$SYS_DIR/c-eval.json"; }
+expect_eq "jobs evaluated" 10 "$(e jobs.total)"
+expect_eq "finished jobs evaluated" "$(jq -r '.succeeded + .failed' "$SYS_DIR/c.json")" "$(e jobs.finished)"
+expect_eq "runtime samples evaluated" "$(jq -r .samples "$SYS_DIR/c.json")" "$(e samples)"
+expect_eq "OOMs evaluated" "$(jq -r .ooms "$SYS_DIR/c.json")" "$(e ooms.total)"
+# A count that is never reached fails, naming the environment and both counts.
+if "$DLBRAIN" env settle simc --events $((events + 5)) --timeout 1 >"$SYS_DIR/settle.out" 2>&1; then
+    fail "env settle succeeded on a count never reached"
+fi
+grep -q "simc: not settled after [0-9]* s: $events of $((events + 5)) events stored in PostgreSQL (5 missing)" \
+    "$SYS_DIR/settle.out" || fail "env settle failed without the counts: $(cat "$SYS_DIR/settle.out")"
+ok "a count never reached fails loudly: $(cat "$SYS_DIR/settle.out")"
+if "$DLBRAIN" env settle simc --events $((events - 1)) --timeout 1 >"$SYS_DIR/settle.out" 2>&1; then
+    fail "env settle succeeded with more events stored than expected"
+fi
+grep -q "simc: $events events stored in PostgreSQL, more than the $((events - 1)) expected" \
+    "$SYS_DIR/settle.out" || fail "env settle: $(cat "$SYS_DIR/settle.out")"
+ok "more events than expected fails at once"
+if "$DLBRAIN" env settle nosuch --timeout 1 >"$SYS_DIR/settle.out" 2>&1; then
+    fail "env settle succeeded for an environment that does not exist"
+fi
+grep -q "nosuch: no PostgreSQL schema" "$SYS_DIR/settle.out" || fail "env settle nosuch: $(cat "$SYS_DIR/settle.out")"
+ok "an unknown environment is refused"
 echo "42-sim: all checks passed"

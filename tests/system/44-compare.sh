@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# scripts/compare end to end, on 5 jobs of a Pollux workload and two seeds: the
+# arms dlrover, dlbrain and none (users' own requests, no plans) each in fresh
+# environments per run, a real broker (the script's own). The none arm's
+# simulator ends in well under a second; the evaluation used to start then
+# and see part of its jobs. Checks that every run's evaluation sees every job,
+# sample and OOM each simulator sent (the script waits for `dlbrain env
+# settle`: lag 0 and every event stored), and the aggregate over the runs.
+. "$(dirname "$0")/helpers.sh"
+
+mkdir -p "$SYS_DIR/wl"
+cp "$SYS_TOP/data/pollux/workloads/workload-4.csv" "$SYS_DIR/wl/"
+DLB_BUILD_DIR=${DLB_BUILD_DIR:-$SYS_TOP/build} "$SYS_TOP/scripts/compare" --workload "$SYS_DIR/wl" \
+    --seeds 1,2 --jobs 5 --sets dlrover,dlbrain,none --out "$SYS_DIR/out" -- --time-scale 0.2 \
+    >"$SYS_DIR/compare.log" 2>&1 || fail "scripts/compare failed: $(tail -n 20 "$SYS_DIR/compare.log")"
+n=$(grep -c "events stored, consumer group cmp_.*optimizer lag 0" "$SYS_DIR/compare.log" || true)
+expect_eq "environments settled (2 runs x 3 arms)" 6 "$n"
+for run in workload-4-s1 workload-4-s2; do
+    d=$SYS_DIR/out/$run
+    for arm in dlrover dlbrain none; do
+        sim=$d/sim-$arm.json
+        [ -f "$sim" ] || fail "no $sim"
+        q() { jq -r --arg env "cmp_${arm}_workload_4_${run##*-}" ".envs[] | select(.env == \$env) | $1" "$d/eval.json"; }
+        expect_eq "$run $arm: jobs evaluated" 5 "$(q .jobs.total)"
+        expect_eq "$run $arm: finished" "$(jq -r '.succeeded + .failed' "$sim")" "$(q .jobs.finished)"
+        expect_eq "$run $arm: runtime samples" "$(jq -r .samples "$sim")" "$(q .samples)"
+        expect_eq "$run $arm: OOMs" "$(jq -r .ooms "$sim")" "$(q .ooms.total)"
+    done
+    expect_eq "$run none: plans applied" 0 "$(jq -r .plans_applied "$d/sim-none.json")"
+    [ "$(jq -r .plans_applied "$d/sim-dlbrain.json")" -gt 0 ] || fail "$run: dlbrain applied no plan"
+done
+a=$SYS_DIR/out/aggregate.json
+expect_eq "aggregate: runs" '["workload-4-s1","workload-4-s2"]' "$(jq -c .runs "$a")"
+expect_eq "aggregate: arms" '["dlrover","dlbrain","none"]' "$(jq -c '.arms | keys_unsorted' "$a")"
+expect_eq "aggregate: jobs per arm" '[5,5,5]' "$(jq -c '[.arms[].jobs]' "$a")"
+expect_eq "aggregate: ratios" '["dlbrain/dlrover","dlbrain/none"]' "$(jq -c '.ratios | keys_unsorted' "$a")"
+# A ratio's mean and worst are those of its per-run values.
+r=$(jq -c '.ratios["dlbrain/dlrover"].jct_mean_s' "$a")
+expect_eq "JCT mean ratio: runs" 2 "$(jq '.runs | length' <<<"$r")"
+expect_eq "JCT mean ratio: worst = max of the runs" "$(jq '.runs | max' <<<"$r")" "$(jq .worst <<<"$r")"
+jq -e '(.mean - (.runs | add / length)) | fabs < 1e-9' <<<"$r" >/dev/null || fail "JCT mean ratio: mean is not that of the runs: $r"
+ok "JCT mean ratio: mean of the runs"
+r=$(jq -c '.ratios["dlbrain/none"].cpu_util' "$a")
+expect_eq "CPU utilisation ratio: worst = min of the runs" "$(jq '.runs | min' <<<"$r")" "$(jq .worst <<<"$r")"
+grep -q '^JCT p95 ' "$SYS_DIR/out/aggregate.txt" || fail "no JCT p95 row in aggregate.txt"
+ok "aggregate: $(head -n 1 "$SYS_DIR/out/aggregate.txt")"
+echo "44-compare: all checks passed"
