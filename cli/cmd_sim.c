@@ -19,12 +19,13 @@ static void usage(FILE *fp)
     fprintf(fp,
             "usage: dlbrain sim --workload FILE [options]\n"
             "Simulate training jobs that follow plans: each job of the workload arrives, asks\n"
-            "for plans at the stages a DLRover master does (create, ps_initial,\n"
-            "worker_initial, then ps_running and worker_running every --ask-every, and at\n"
-            "every OOM naming the pod), applies them within the limits.* settings, and\n"
-            "publishes job events, runtime samples and node events into <env>. Virtual\n"
-            "time moves in lock-step with the optimizer: each tick's requests wait for\n"
-            "their plans. A summary line goes to stderr at the end.\n\n"
+            "for plans as DLRover 0.6.1's master does (create; worker_initial, ps_initial,\n"
+            "then ps_running at most once per --ps-change-every and the workers when it\n"
+            "has no plan; again only --ask-every after a plan; at every OOM), applies them\n"
+            "within the limits.* settings, and publishes job events, runtime samples and\n"
+            "node events into <env>. Virtual time moves in lock-step with the optimizer:\n"
+            "each tick's requests wait for their plans. A summary line goes to stderr at\n"
+            "the end.\n\n"
             "  -w, --workload FILE     Pollux workload-N.csv or dlbrain CSV (docs/simulator.md)\n"
             "  -n, --jobs N            the first N jobs (a shorter file repeats)\n"
             "  -s, --seed N            random seed (default 1)\n"
@@ -34,7 +35,10 @@ static void usage(FILE *fp)
             "      --cluster-cores N   virtual cluster cores (default 1024)\n"
             "      --cluster-memory G  virtual cluster memory, GiB (default 4096)\n"
             "      --sample-interval S runtime sample and tick, virtual s (default 30)\n"
-            "      --ask-every S       running-stage requests, virtual s (default 600)\n"
+            "      --ask-every S       no periodic ask for S virtual s after a plan\n"
+            "                          (default 300, DLRover's seconds_interval_to_optimize)\n"
+            "      --ps-change-every S PS asked again only S virtual s after a PS change\n"
+            "                          (default 3600, seconds_interval_to_change_ps)\n"
             "      --pending-timeout S a job pending longer fails (default 14400)\n"
             "      --max-hours H       stop after H virtual hours (default: all done)\n"
             "      --plans MODE        kafka (default: wait for <env>.plans) or none (apply\n"
@@ -128,6 +132,7 @@ enum {
     OPT_MEMORY,
     OPT_SAMPLE,
     OPT_ASK,
+    OPT_PS_CHANGE,
     OPT_PENDING,
     OPT_MAX_HOURS,
     OPT_PLANS,
@@ -149,6 +154,7 @@ int cmd_sim_main(int argc, char **argv)
         {"cluster-memory", required_argument, 0, OPT_MEMORY},
         {"sample-interval", required_argument, 0, OPT_SAMPLE},
         {"ask-every", required_argument, 0, OPT_ASK},
+        {"ps-change-every", required_argument, 0, OPT_PS_CHANGE},
         {"pending-timeout", required_argument, 0, OPT_PENDING},
         {"max-hours", required_argument, 0, OPT_MAX_HOURS},
         {"plans", required_argument, 0, OPT_PLANS},
@@ -212,9 +218,14 @@ int cmd_sim_main(int argc, char **argv)
             o.params.sample_ms = (int64_t)(v * 1000);
             break;
         case OPT_ASK:
-            if (parse_num(optarg, 1, 1e7, &v))
+            if (parse_num(optarg, 0, 1e7, &v))
                 bad = "--ask-every";
             o.params.ask_every_ms = (int64_t)(v * 1000);
+            break;
+        case OPT_PS_CHANGE:
+            if (parse_num(optarg, 0, 1e7, &v))
+                bad = "--ps-change-every";
+            o.params.ps_change_ms = (int64_t)(v * 1000);
             break;
         case OPT_PENDING:
             if (parse_num(optarg, 0, 1e9, &v))

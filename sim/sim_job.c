@@ -118,17 +118,24 @@ void dlb_sim_out_reset(dlb_sim_out_t *out)
     out->reqs_cnt = 0;
 }
 
+static void ask_nomem(dlb_sim_out_t *out)
+{
+    if (!out->err)
+        out->err = dlb_seterr(out->errstr, sizeof(out->errstr), DLB_ERR_NOMEM,
+                              "out of memory queueing a plan request");
+}
+
+/* Queue a plan request: stage, the OOM pod (or NULL), the worker phase in
+ * config (or NULL: an empty config, as DLRover's PS and create asks). */
 static void ask(dlb_sim_job_t *j, int64_t now, const char *stage, const char *oom_pod,
-                dlb_sim_out_t *out)
+                const char *phase, dlb_sim_out_t *out)
 {
     dlb_event_t ev = {.type = DLB_EV_PLAN_REQUEST};
     dlb_plan_request_t *r = &ev.u.req;
 
     if (dlb_vec_reserve((void **)&out->reqs, &out->reqs_cap, out->reqs_cnt + 1,
                         sizeof(*out->reqs))) {
-        if (!out->err)
-            out->err = dlb_seterr(out->errstr, sizeof(out->errstr), DLB_ERR_NOMEM,
-                                  "out of memory queueing a plan request");
+        ask_nomem(out);
         return;
     }
     next_id(j, r->event_id);
@@ -142,12 +149,20 @@ static void ask(dlb_sim_job_t *j, int64_t now, const char *stage, const char *oo
         if (!(r->oom_pods = calloc(1, sizeof(*r->oom_pods))) ||
             !(r->oom_pods[0] = strdup(oom_pod))) {
             free(r->oom_pods);
-            if (!out->err)
-                out->err = dlb_seterr(out->errstr, sizeof(out->errstr), DLB_ERR_NOMEM,
-                                      "out of memory queueing a plan request");
+            ask_nomem(out);
             return;
         }
         r->oom_pods_cnt = 1;
+    }
+    if (phase) {
+        if ((r->config = calloc(1, sizeof(*r->config))))
+            r->config_cnt = 1;
+        if (!r->config || !(r->config[0].key = strdup(DLB_CONFIG_WORKER_PHASE)) ||
+            !(r->config[0].value = strdup(phase))) {
+            dlb_event_clear(&ev); /* frees what was made */
+            ask_nomem(out);
+            return;
+        }
     }
     /* Queued: sim_run publishes a tick's requests after its other events
      * are in Kafka, so an optimizer never answers before seeing them. The
@@ -275,7 +290,10 @@ void dlb_sim_job_arrive(dlb_sim_job_t *j, int64_t now, dlb_sim_out_t *out)
 {
     j->state = DLB_SIM_PENDING;
     job_state(j, now, "created", NULL, 1, out);
-    ask(j, now, DLB_STAGE_CREATE, NULL, out);
+    /* DLRover's init_job_resource: job_stage_create before any pod exists,
+     * then the stage is worker_initial whatever the answer. */
+    ask(j, now, DLB_STAGE_CREATE, NULL, NULL, out);
+    j->stage = DLB_SIM_STAGE_WORKER_INITIAL;
     job_state(j, now, "pending", NULL, 0, out);
 }
 
@@ -309,7 +327,6 @@ void dlb_sim_job_start(dlb_sim_job_t *j, int64_t now, dlb_sim_cluster_t *c, dlb_
 {
     j->state = DLB_SIM_RUNNING;
     j->start_ms = now;
-    j->next_ask_ms = now;
     hold(j, c);
     job_state(j, now, "running", NULL, 0, out);
     for (int k = 0; k < j->ps_cnt; k++)
@@ -400,6 +417,15 @@ static void sample(dlb_sim_job_t *j, int64_t now, const dlb_sim_speed_t *sp, int
     s->event_time_ms = now;
     snprintf(s->job_uid, sizeof(s->job_uid), "%s", j->uid);
     s->global_step = (int64_t)(j->done_samples / (double)j->spec->batch_size);
+    /* The master's speed record (perf_monitor.py, collect_global_step): the
+     * first step, then each step larger than the last. */
+    if (!j->rec_any || s->global_step > j->rec_step) {
+        j->rec_any = 1;
+        j->rec_step = s->global_step;
+        j->rec_last_ms = now;
+        if (!j->rec_first_ms)
+            j->rec_first_ms = now;
+    }
     s->speed = stalled ? 0 : round2(j->speed);
     for (int k = 0; k < j->ps_cnt; k++) {
         dlb_pod_usage_t *u = &pods[n++];
@@ -448,14 +474,109 @@ static int oom_check(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p, d
             finish(j, now, DLB_SIM_FAILED, ps ? "PSOOM" : "WorkerOOM", c, out);
             return 1;
         }
-        /* The master relaunches it and asks what memory to give it (the
-         * Python master's stages: PS or worker running, naming the pod). */
+        /* The master relaunches it and asks what memory to give it, as
+         * DLRover's adjust_oom_resource (job.py): a PS at ps_initial naming
+         * the pod, which counts as a PS change; a worker at create naming
+         * the pod while the stage is still worker_initial (before the
+         * first periodic ask), later with a plain worker_initial ask in
+         * the initial phase. */
         pod->oom_mem = pod->mem_req;
         if (j->stall_until_ms < now + p->restart_ms)
             j->stall_until_ms = now + p->restart_ms;
-        ask(j, now, ps ? DLB_STAGE_PS_RUNNING : DLB_STAGE_WORKER_RUNNING, pod->name, out);
+        if (ps) {
+            ask(j, now, DLB_STAGE_PS_INITIAL, pod->name, NULL, out);
+            j->ps_changed_ms = now;
+        } else if (j->stage == DLB_SIM_STAGE_WORKER_INITIAL) {
+            ask(j, now, DLB_STAGE_CREATE, pod->name, NULL, out);
+        } else {
+            ask(j, now, DLB_STAGE_WORKER_INITIAL, NULL, "initial", out);
+        }
     }
     return 0;
+}
+
+/* A periodic ask of the master: remembered until answered, so that
+ * dlb_sim_job_answered() knows it from the OOM asks. */
+static void ask_periodic(dlb_sim_job_t *j, int64_t now, const char *stage, const char *phase,
+                         int ps_running, dlb_sim_out_t *out)
+{
+    size_t n = out->reqs_cnt;
+
+    ask(j, now, stage, NULL, phase, out);
+    if (out->reqs_cnt == n)
+        return;
+    snprintf(j->asked, sizeof(j->asked), "%s", out->reqs[n].event_id);
+    j->asked_ps_running = ps_running;
+}
+
+/* DLRover's _get_worker_resource_at_running: the sample phase once, then
+ * the stable phase. */
+static void ask_workers(dlb_sim_job_t *j, int64_t now, dlb_sim_out_t *out)
+{
+    if (!j->worker_sampled) {
+        j->worker_sampled = 1;
+        ask_periodic(j, now, DLB_STAGE_WORKER_INITIAL, "sample", 0, out);
+    } else {
+        ask_periodic(j, now, DLB_STAGE_WORKER_RUNNING, "stable", 0, out);
+    }
+}
+
+/* DLRover's autoscaler loop (job_auto_scaler.py,
+ * _periodic_optimize_running_resource), one check per tick: the master asks
+ * (job.py, get_job_resource_plan) once the worker count has been steady in
+ * its speed records for steady_ms, and more than ask_every_ms after the
+ * last periodic ask that got a plan. PS is asked at most once per
+ * ps_change_ms after a PS change (_get_ps_resource_plan). */
+static void periodic(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p, dlb_sim_out_t *out)
+{
+    int ps_open = !j->ps_changed_ms || now - j->ps_changed_ms > p->ps_change_ms;
+
+    /* perf_monitor.py, worker_adjustment_finished: records with the current
+     * worker count span steady_ms. */
+    if (!j->rec_first_ms || j->rec_last_ms - j->rec_first_ms < p->steady_ms)
+        return;
+    if (j->last_plan_ms && now - j->last_plan_ms <= p->ask_every_ms)
+        return;
+    switch (j->stage) {
+    case DLB_SIM_STAGE_CREATE:
+        break;
+    case DLB_SIM_STAGE_WORKER_INITIAL:
+        ask_periodic(j, now, DLB_STAGE_WORKER_INITIAL, "initial", 0, out);
+        j->stage = DLB_SIM_STAGE_PS_INITIAL;
+        break;
+    case DLB_SIM_STAGE_PS_INITIAL:
+        /* Whatever comes (or is skipped), the workers wait for the next check. */
+        if (ps_open)
+            ask_periodic(j, now, DLB_STAGE_PS_INITIAL, NULL, 0, out);
+        j->stage = DLB_SIM_STAGE_PS_RUNNING;
+        break;
+    case DLB_SIM_STAGE_PS_RUNNING:
+        if (ps_open)
+            ask_periodic(j, now, DLB_STAGE_PS_RUNNING, NULL, 1, out);
+        else
+            ask_workers(j, now, out);
+        break;
+    }
+}
+
+void dlb_sim_job_answered(dlb_sim_job_t *j, const dlb_plan_request_t *req, const dlb_plan_t *plan,
+                          int64_t now, dlb_sim_out_t *out)
+{
+    /* As DLRover's ResourcePlan.empty() sees the gateway's answer: actions
+     * and reasons do not count. */
+    int got = plan && plan->plan_id[0] && (plan->groups_cnt || plan->pods_cnt);
+    int ps = !strcmp(req->stage, DLB_STAGE_PS_INITIAL) || !strcmp(req->stage, DLB_STAGE_PS_RUNNING);
+
+    if (!j->asked[0] || strcmp(req->event_id, j->asked))
+        return; /* an OOM ask: it moves no clock but the PS one, at the ask */
+    j->asked[0] = 0;
+    if (got) {
+        j->last_plan_ms = now;
+        if (ps)
+            j->ps_changed_ms = now;
+    } else if (j->asked_ps_running && j->state == DLB_SIM_RUNNING) {
+        ask_workers(j, now, out); /* "asks for workers only when the PS plan is empty" */
+    }
 }
 
 void dlb_sim_job_tick(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p,
@@ -491,22 +612,7 @@ void dlb_sim_job_tick(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p,
     if (oom_check(j, now, p, c, out))
         return;
     sample(j, now, &sp, stalled, out);
-    /* Stages as DLRover's master asks them once the job runs: PS initial
-     * after a first stretch of samples, worker initial after a second, then
-     * PS and worker running periodically. */
-    if (now >= j->next_ask_ms + (j->stage < 2 ? p->initial_wait_ms : 0)) {
-        if (j->stage == 0) {
-            ask(j, now, DLB_STAGE_PS_INITIAL, NULL, out);
-        } else if (j->stage == 1) {
-            ask(j, now, DLB_STAGE_WORKER_INITIAL, NULL, out);
-        } else {
-            ask(j, now, DLB_STAGE_PS_RUNNING, NULL, out);
-            ask(j, now, DLB_STAGE_WORKER_RUNNING, NULL, out);
-        }
-        j->next_ask_ms = now + (j->stage >= 1 ? p->ask_every_ms : 0);
-        if (j->stage < 2)
-            j->stage++;
-    }
+    periodic(j, now, p, out);
 }
 
 /* ---- applying a plan ------------------------------------------------------ */
@@ -650,11 +756,21 @@ int dlb_sim_job_apply(dlb_sim_job_t *j, const dlb_plan_request_t *req, const dlb
         }
         restarted = changed = 1;
     }
-    if (oom && oom->oom_mem) {
-        if (oom->mem_req > oom->oom_mem)
+    /* An OOM is answered when a plan raises the pod's memory before its
+     * next OOM: a worker OOM after the first periodic ask is asked without
+     * naming the pod (job.py), so any plan may answer it. */
+    for (int k = 0; k < j->ps_cnt + j->wk_cnt; k++) {
+        dlb_sim_pod_t *pod = k < j->ps_cnt ? &j->ps[k] : &j->wk[k - j->ps_cnt];
+
+        if (pod->oom_mem && pod->mem_req > pod->oom_mem) {
             j->oom_answered++;
-        oom->oom_mem = 0;
+            pod->oom_mem = 0;
+        } else if (pod == oom) {
+            oom->oom_mem = 0; /* the answer naming it did not raise it */
+        }
     }
+    if (j->wk_cnt != old.wk_cnt)
+        j->rec_first_ms = 0; /* records with the new count start at the next step */
     if (!changed)
         return 0;
     j->plans_applied++;

@@ -42,6 +42,14 @@ typedef struct dlb_sim_pod {
     int64_t oom_mem; /* request at its last OOM, until a plan answers it (0 = none) */
 } dlb_sim_pod_t;
 
+/* DLRover's JobOptStage as PSJobResourceOptimizer steps through it. */
+typedef enum dlb_sim_stage {
+    DLB_SIM_STAGE_CREATE = 0,     /* nothing asked yet */
+    DLB_SIM_STAGE_WORKER_INITIAL, /* created: the next periodic ask is worker_initial */
+    DLB_SIM_STAGE_PS_INITIAL,     /* then ps_initial */
+    DLB_SIM_STAGE_PS_RUNNING,     /* then ps_running, or the workers when PS has no plan */
+} dlb_sim_stage_t;
+
 typedef enum dlb_sim_state {
     DLB_SIM_FUTURE = 0, /* not arrived */
     DLB_SIM_PENDING,
@@ -57,7 +65,8 @@ typedef struct dlb_sim_job {
     dlb_rng_t rng;
     dlb_sim_state_t state;
     int seq; /* event sequence, event ids are "<uid>-NNNNN" */
-    int64_t arrival_ms, start_ms, end_ms, stall_until_ms, ps_changed_ms;
+    int64_t arrival_ms, start_ms, end_ms, stall_until_ms;
+    int64_t ps_changed_ms; /* last PS plan or PS OOM (DLRover's _last_ps_change_time, 0: never) */
     int64_t total_samples, dataset_size;
     int epochs;
     double local_bsz, done_samples, speed; /* speed: steps/s at the last sample */
@@ -69,22 +78,37 @@ typedef struct dlb_sim_job {
     double wk_cpu, ps_cpu;            /* group resources: what a new pod gets */
     int64_t wk_mem, ps_mem;
     double straggle_at, straggle_factor; /* progress at which one worker's node slows */
-    int stage; /* next stage to ask: 0 ps_initial, 1 worker_initial, 2 running */
-    int64_t next_ask_ms;
-    double held_cores; /* what it holds of the cluster */
+    /* The master's resource optimizer, as DLRover's PSJobResourceOptimizer
+     * (docs/simulator.md, "The master"). */
+    dlb_sim_stage_t stage; /* what the next periodic ask is */
+    int worker_sampled;    /* the sample-phase worker ask was made */
+    int64_t last_plan_ms;  /* last periodic ask answered with a plan (0: none) */
+    /* The master's speed records (DLRover's PerfMonitor): a sample whose
+     * global step grew is a record; the first with the current worker count
+     * and the last. */
+    int64_t rec_step, rec_first_ms, rec_last_ms;
+    int rec_any;
+    char asked[DLB_ID_MAX]; /* event id of the periodic ask awaiting its answer */
+    int asked_ps_running;   /* it was job_stage_ps_running: an empty answer asks workers */
+    double held_cores;      /* what it holds of the cluster */
     int64_t held_mem;
     int ooms, oom_answered, plans_applied, stragglers_replaced, straggled;
     char exit_reason[32];
 } dlb_sim_job_t;
 
 typedef struct dlb_sim_params {
-    int64_t sample_ms;       /* runtime sample interval */
-    int64_t ask_every_ms;    /* running-stage requests */
-    int64_t initial_wait_ms; /* running time before ps_initial, and again before worker_initial */
-    int64_t restart_ms;      /* a pod restart stalls the synchronous job this long */
-    int max_relaunch;        /* OOMs of one pod after which the job fails */
-    dlb_limits_t limits;     /* the master's clamp */
-    double time_scale;       /* job lengths (and arrivals) times this */
+    int64_t sample_ms;    /* runtime sample interval, and the master's autoscaler tick */
+    int64_t ask_every_ms; /* after a plan, no periodic ask for longer than this
+                             (DLRover's seconds_interval_to_optimize, 300 s) */
+    int64_t ps_change_ms; /* PS asked again only longer than this after a PS change
+                             (seconds_interval_to_change_ps, 3600 s) */
+    int64_t steady_ms;    /* the worker count steady this long in the speed records
+                             before an ask
+                             (seconds_for_stable_worker_count, 60 s) */
+    int64_t restart_ms;   /* a pod restart stalls the synchronous job this long */
+    int max_relaunch;     /* OOMs of one pod after which the job fails */
+    dlb_limits_t limits;  /* the master's clamp */
+    double time_scale;    /* job lengths (and arrivals) times this */
 } dlb_sim_params_t;
 
 /** @brief Set up job i of the run from its spec: uid "<name>-<tag>" (tag from
@@ -107,6 +131,13 @@ void dlb_sim_job_start(dlb_sim_job_t *j, int64_t now, dlb_sim_cluster_t *c, dlb_
  *         sample, the requests due; completion (or failure) frees the cluster. */
 void dlb_sim_job_tick(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p,
                       dlb_sim_cluster_t *c, dlb_sim_out_t *out);
+
+/** @brief The master reads the answer to one of its requests (plan NULL or
+ *         empty: no plan), after it was applied: the autoscaler's and the
+ *         PS-change clocks, and, when job_stage_ps_running had no plan, the
+ *         worker ask DLRover's master makes next in the same round. */
+void dlb_sim_job_answered(dlb_sim_job_t *j, const dlb_plan_request_t *req, const dlb_plan_t *plan,
+                          int64_t now, dlb_sim_out_t *out);
 
 /** @brief Fail a job (pending timeout): failed event with the reason. */
 void dlb_sim_job_fail(dlb_sim_job_t *j, int64_t now, const char *reason, dlb_sim_cluster_t *c,

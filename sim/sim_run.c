@@ -23,8 +23,11 @@ void dlb_sim_opts_init(dlb_sim_opts_t *o)
     o->seed = 1;
     o->start_ms = DLB_SIM_START_MS;
     o->params.sample_ms = 30000;
-    o->params.ask_every_ms = 600000;
-    o->params.initial_wait_ms = 180000;
+    /* DLRover 0.6.1's defaults (global_context.py): seconds_interval_to_optimize,
+     * seconds_interval_to_change_ps, seconds_for_stable_worker_count. */
+    o->params.ask_every_ms = 300000;
+    o->params.ps_change_ms = 3600000;
+    o->params.steady_ms = 60000;
     o->params.restart_ms = 60000;
     o->params.max_relaunch = 3;
     o->params.time_scale = 1.0;
@@ -44,48 +47,76 @@ static dlb_sim_job_t *job_of(dlb_sim_job_t *jobs, size_t n, const char *uid)
     return NULL;
 }
 
-/* Send the tick's requests' plans through io and apply them in request order. */
-static int exchange(const dlb_sim_opts_t *o, const dlb_sim_io_t *io, dlb_sim_job_t *jobs, size_t n,
-                    int64_t now, dlb_sim_cluster_t *c, dlb_sim_out_t *out, dlb_sim_summary_t *sum,
-                    char *errstr, size_t errstr_size)
+/* One round: send the queued requests, wait for their plans, apply them in
+ * request order and let each job's master read its answers (which may
+ * queue the next round's requests into out). */
+static int exchange_round(const dlb_sim_opts_t *o, const dlb_sim_io_t *io, dlb_sim_job_t *jobs,
+                          size_t n, int64_t now, dlb_sim_cluster_t *c, dlb_sim_out_t *out,
+                          dlb_sim_summary_t *sum, char *errstr, size_t errstr_size)
 {
-    dlb_plan_t *plans;
-    int err;
+    /* This round's requests; out collects the next round's. */
+    dlb_sim_out_t batch = {.reqs = out->reqs, .reqs_cnt = out->reqs_cnt, .reqs_cap = out->reqs_cap};
+    dlb_plan_t *plans = NULL;
+    int err = 0;
 
-    if (!out->reqs_cnt)
-        return 0;
+    out->reqs = NULL;
+    out->reqs_cnt = out->reqs_cap = 0;
     /* The tick's events are delivered before its requests exist. */
     if (io->flush && (err = io->flush(io->opaque, errstr, errstr_size)))
-        return err;
-    for (size_t i = 0; i < out->reqs_cnt; i++) {
+        goto out;
+    for (size_t i = 0; i < batch.reqs_cnt; i++) {
         dlb_event_t ev = {.type = DLB_EV_PLAN_REQUEST};
-        ev.u.req = out->reqs[i];
+        ev.u.req = batch.reqs[i];
         out->events++;
         if ((err = io->publish(io->opaque, &ev, errstr, errstr_size)))
-            return err;
+            goto out;
     }
-    if (!io->exchange)
-        return 0;
-    if (!(plans = calloc(out->reqs_cnt, sizeof(*plans))))
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
-    err = io->exchange(io->opaque, out->reqs, out->reqs_cnt, plans, errstr, errstr_size);
-    for (size_t i = 0; !err && i < out->reqs_cnt; i++) {
-        dlb_sim_job_t *j = job_of(jobs, n, out->reqs[i].job_uid);
+    if (!(plans = calloc(batch.reqs_cnt, sizeof(*plans)))) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if (io->exchange)
+        err = io->exchange(io->opaque, batch.reqs, batch.reqs_cnt, plans, errstr, errstr_size);
+    for (size_t i = 0; !err && i < batch.reqs_cnt; i++) {
+        dlb_sim_job_t *j = job_of(jobs, n, batch.reqs[i].job_uid);
 
-        if (!plans[i].plan_id[0]) {
+        if (io->exchange && !plans[i].plan_id[0])
             sum->plans_missing++;
-            continue;
-        }
-        sum->plans_received++;
-        if (j && dlb_sim_job_apply(j, &out->reqs[i], &plans[i], now, &o->params, c, out))
+        else if (io->exchange)
+            sum->plans_received++;
+        if (j && plans[i].plan_id[0] &&
+            dlb_sim_job_apply(j, &batch.reqs[i], &plans[i], now, &o->params, c, out))
             sum->plans_applied++;
+        /* Without an optimizer every answer is "no plan", as DLRover's
+         * master reads a failed call. */
+        if (j)
+            dlb_sim_job_answered(j, &batch.reqs[i], &plans[i], now, out);
     }
-    for (size_t i = 0; i < out->reqs_cnt; i++) {
+out:
+    for (size_t i = 0; plans && i < batch.reqs_cnt; i++) {
         dlb_event_t ev = {.type = DLB_EV_PLAN};
         ev.u.plan = plans[i];
         dlb_event_clear(&ev);
     }
     free(plans);
+    dlb_sim_out_reset(&batch);
+    free(batch.reqs);
+    return err;
+}
+
+/* Send the tick's requests, then the requests their answers lead to (a
+ * worker ask after a PS ask without a plan), until none is left. */
+static int exchange(const dlb_sim_opts_t *o, const dlb_sim_io_t *io, dlb_sim_job_t *jobs, size_t n,
+                    int64_t now, dlb_sim_cluster_t *c, dlb_sim_out_t *out, dlb_sim_summary_t *sum,
+                    char *errstr, size_t errstr_size)
+{
+    int err = 0;
+
+    while (!err && out->reqs_cnt) {
+        err = exchange_round(o, io, jobs, n, now, c, out, sum, errstr, errstr_size);
+        if (!err && out->err)
+            err = dlb_seterr(errstr, errstr_size, out->err, "%s", out->errstr);
+    }
     return err;
 }
 

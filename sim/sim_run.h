@@ -2,9 +2,10 @@
  *
  * Each tick (one sample interval of virtual time) the simulator publishes
  * every event of the tick, flushes, then sends the plan requests due, waits for their
- * plans, applies them, and moves on; with nothing running it jumps to the
- * next arrival. Output is a function of (workload, seed, start, options,
- * plans received): with no plans, of the inputs alone. */
+ * plans, applies them, sends the requests those answers lead to (a worker
+ * ask after a PS ask without a plan) in a second round, and moves on; with nothing running it jumps
+ * to the next arrival. Output is a function of (workload, seed, start, options, plans received):
+ * with no plans, of the inputs alone. */
 #ifndef DLB_SIM_RUN_H
 #define DLB_SIM_RUN_H
 
@@ -57,9 +58,10 @@ typedef struct dlb_sim_summary {
     double core_hours, memory_gib_hours; /* requested by running pods */
 } dlb_sim_summary_t;
 
-/** @brief Default options: 30 s samples, running requests every 10 min,
- *         initial stages after 3 min each, 60 s restarts, 3 relaunches, the
- *         default limits, 1024 cores and 4 TiB of cluster, 4 h pending timeout. */
+/** @brief Default options: 30 s samples (and master checks), DLRover's
+ *         300 s between plans, 3600 s between PS changes and 60 s of steady
+ *         workers before an ask, 60 s restarts, 3 relaunches, the default
+ *         limits, 1024 cores and 4 TiB of cluster, 4 h pending timeout. */
 void dlb_sim_opts_init(dlb_sim_opts_t *o);
 
 /** @brief Run the workload to its end (or max_virtual_ms, or stop).

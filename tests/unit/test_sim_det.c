@@ -164,11 +164,125 @@ static void test_oom_plans_applied(void **state)
     free(b.buf);
 }
 
+/* ---- the master's requests (DLRover 0.6.1's order) ------------------------ */
+
+typedef struct asks {
+    char line[64][96];
+    int n;
+} asks_t;
+
+/* Every plan request of job 0 as "<s since start> <stage> <phase> <oom pod>". */
+static int record(void *opaque, const dlb_event_t *ev, char *errstr, size_t errstr_size)
+{
+    asks_t *a = opaque;
+    const dlb_plan_request_t *r = &ev->u.req;
+    const char *phase;
+
+    (void)errstr;
+    (void)errstr_size;
+    if (ev->type != DLB_EV_PLAN_REQUEST || strncmp(r->job_uid, "ps-job-", 7) || a->n >= 64)
+        return 0;
+    phase = dlb_plan_request_config(r, DLB_CONFIG_WORKER_PHASE);
+    snprintf(a->line[a->n++], sizeof(a->line[0]), "%lld %s %s %s",
+             (long long)((r->event_time_ms - DLB_SIM_START_MS) / 1000), r->stage,
+             phase ? phase : "-", r->has_oom_pod ? "oom" : "-");
+    return 0;
+}
+
+/* The Brain of this test: a plan (a PS group that changes nothing) for
+ * job_stage_ps_initial, no plan for anything else. */
+static int ps_exchange(void *opaque, const dlb_plan_request_t *reqs, size_t n, dlb_plan_t *plans,
+                       char *errstr, size_t errstr_size)
+{
+    (void)opaque;
+    (void)errstr;
+    (void)errstr_size;
+    for (size_t i = 0; i < n; i++) {
+        dlb_plan_id(&reqs[i], plans[i].plan_id, sizeof(plans[i].plan_id));
+        snprintf(plans[i].trigger_event_id, sizeof(plans[i].trigger_event_id), "%s",
+                 reqs[i].event_id);
+        if (!strcmp(reqs[i].stage, DLB_STAGE_PS_INITIAL) && !dlb_plan_add_group(&plans[i], "ps"))
+            return DLB_ERR_NOMEM;
+    }
+    return 0;
+}
+
+static void run_master(int plans, asks_t *a)
+{
+    char path[] = "/tmp/dlb-test-sim-XXXXXX", errstr[512];
+    dlb_sim_workload_t w = {0};
+    dlb_sim_opts_t o;
+    dlb_sim_summary_t sum;
+    dlb_sim_io_t io = {.publish = record, .exchange = plans ? ps_exchange : NULL, .opaque = a};
+    int fd = mkstemp(path);
+    FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+
+    assert_non_null(fp);
+    /* A cifar10 job of about 25 min, no OOM with seed 1. */
+    fputs("arrival_s,name,model,dataset_size,epochs,batch_size,workers\n"
+          "0,ps-job,cifar10,50000,40,512,4\n",
+          fp);
+    fclose(fp);
+    assert_int_equal(dlb_sim_workload_load(path, 0, &w, errstr, sizeof(errstr)), 0);
+    unlink(path);
+    memset(a, 0, sizeof(*a));
+    dlb_sim_opts_init(&o);
+    o.wl = &w;
+    if (dlb_sim_run(&o, &io, &sum, errstr, sizeof(errstr)))
+        fail_msg("%s", errstr);
+    assert_int_equal(sum.ooms, 0);
+    dlb_sim_workload_free(&w);
+}
+
+static void expect_asks(const asks_t *a, const char *const *want, int n)
+{
+    assert_true(a->n >= n);
+    for (int i = 0; i < n; i++)
+        assert_string_equal(a->line[i], want[i]);
+}
+
+static void test_master_order(void **state)
+{
+    /* With a plan for ps_initial: create at arrival; the first check once
+     * the speed records span 60 s (samples at 30, 60, 90); worker_initial
+     * (initial) first, ps_initial at the next check, then nothing for more
+     * than 300 s after that plan; PS held for 3600 s after it, so the
+     * workers are asked directly: the sample phase once, then stable, every
+     * tick while no plan comes. */
+    static const char *const with_ps_plan[] = {
+        "0 job_stage_create - -",
+        "90 job_stage_worker_initial initial -",
+        "120 job_stage_ps_initial - -",
+        "450 job_stage_worker_initial sample -",
+        "480 job_stage_worker_running stable -",
+        "510 job_stage_worker_running stable -",
+    };
+    /* Without any plan: ps_running every check, and the workers after it
+     * in the same tick. */
+    static const char *const no_plan[] = {
+        "0 job_stage_create - -",
+        "90 job_stage_worker_initial initial -",
+        "120 job_stage_ps_initial - -",
+        "150 job_stage_ps_running - -",
+        "150 job_stage_worker_initial sample -",
+        "180 job_stage_ps_running - -",
+        "180 job_stage_worker_running stable -",
+    };
+    asks_t a;
+
+    (void)state;
+    run_master(1, &a);
+    expect_asks(&a, with_ps_plan, 6);
+    run_master(0, &a);
+    expect_asks(&a, no_plan, 7);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_seed_same_bytes),
         cmocka_unit_test(test_oom_plans_applied),
+        cmocka_unit_test(test_master_order),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# dlbrain sim's master asks what DLRover 0.6.1's master asks (issue 19).
+# The simulator runs a scripted workload (tests/system/data/sim-conformance.csv:
+# a job whose PS gets plans and one whose PS never does, PS OOMs, worker OOMs
+# before and after the first periodic ask) answered by a scripted Brain
+# (tests/system/gateway/sim_conformance.py); then DLRover's own master code,
+# unchanged from PyPI, replays each job's history (its samples and OOMs) on a
+# virtual clock through dlbrain gateway, answered by the same script. Every
+# job's requests must be the same: stages, order, virtual times, worker
+# phases, OOM pods. Two seeds: 44 (a worker OOM at the first ask's tick, asked
+# at job_stage_create; later worker OOMs) and 40 (a PS OOM, which holds PS
+# asks for an hour; a later worker OOM).
+. "$(dirname "$0")/helpers.sh"
+
+PY=${DLB_VENV:-$SYS_TOP/.cache/venv}/bin/python
+CONF=$SYS_TOP/tests/system/gateway/sim_conformance.py
+WL=$SYS_TOP/tests/system/data/sim-conformance.csv
+SEEDS=${DLB_CONFORMANCE_SEEDS:-44 201}
+[ -x "$PY" ] || fail "no Python venv at $PY (scripts/setup makes it)"
+"$PY" -c 'import dlrover.python.master.resource.job, grpc, confluent_kafka' 2>/dev/null ||
+    fail "the venv lacks dlrover 0.6.1 / grpcio / confluent-kafka (scripts/setup installs them)"
+
+sys_start_kafka 1
+envs=(dl)
+for s in $SEEDS; do envs+=("sim$s"); done
+
+# The scripted Brain, for the simulator's environments and the gateway's.
+"$PY" "$CONF" respond "$SYS_DIR/log.jsonl" "${envs[@]}" >"$SYS_DIR/respond.out" 2>"$SYS_DIR/respond.log" &
+SYS_PIDS+=($!)
+for _ in $(seq 1 100); do grep -q ready "$SYS_DIR/respond.out" && break; sleep 0.1; done
+grep -q ready "$SYS_DIR/respond.out" || fail "the scripted Brain did not start: $(tail -n 3 "$SYS_DIR/respond.log")"
+
+# A fetch waits 10 ms, not librdkafka's 500, for the next plan: one round trip per request.
+"$DLBRAIN" gateway -e dl -a 127.0.0.1:0 -X metrics.port=0 -X gateway.optimize.timeout.ms=20000 \
+    -X fetch.wait.max.ms=10 >/dev/null 2>"$SYS_DIR/gateway.log" &
+SYS_PIDS+=($!)
+port=''
+for _ in $(seq 1 100); do
+    port=$(sed -n 's/.*serving brain.Brain on .* (port \([0-9]*\)).*/\1/p' "$SYS_DIR/gateway.log")
+    [ -n "$port" ] && break
+    sleep 0.1
+done
+[ -n "$port" ] || fail "the gateway did not start: $(tail -n 3 "$SYS_DIR/gateway.log")"
+
+for s in $SEEDS; do
+    "$DLBRAIN" sim -e "sim$s" -w "$WL" --seed "$s" --plan-timeout-ms 20000 -X fetch.wait.max.ms=10 \
+        --summary-json "$SYS_DIR/sim$s.json" 2>"$SYS_DIR/sim$s.log" || fail "dlbrain sim (seed $s) failed"
+    expect_eq "seed $s: plans missing" 0 "$(jq -r .plans_missing "$SYS_DIR/sim$s.json")"
+    ok "seed $s: $(grep '^sim:' "$SYS_DIR/sim$s.log" | grep -o 'plan_requests=[0-9]* .*ooms=[0-9]*')"
+    # The history is complete once the scripted Brain logged every event.
+    n=$(jq -r .events "$SYS_DIR/sim$s.json")
+    for _ in $(seq 1 300); do
+        [ "$(grep -c "\"env\": \"sim$s\"" "$SYS_DIR/log.jsonl")" -ge "$n" ] && break
+        sleep 0.1
+    done
+    expect_eq "seed $s: events in the history" "$n" "$(grep -c "\"env\": \"sim$s\"" "$SYS_DIR/log.jsonl")"
+    DLROVER_BRAIN_SERVICE_ADDR=127.0.0.1:$port timeout 500 "$PY" "$CONF" dlrover "$SYS_DIR/log.jsonl" \
+        "sim$s" "$SYS_DIR/dlrover$s.json" >"$SYS_DIR/dlrover$s.log" 2>&1 ||
+        fail "DLRover's code failed (seed $s): $(grep -v '^ ' "$SYS_DIR/dlrover$s.log" | tail -n 5)"
+    ok "seed $s: DLRover's PSJobResourceOptimizer and autoscaler loop replayed every job through the gateway"
+    "$PY" "$CONF" compare "$SYS_DIR/log.jsonl" "sim$s" "$SYS_DIR/dlrover$s.json" >"$SYS_DIR/compare$s.txt" || {
+        cat "$SYS_DIR/compare$s.txt"
+        fail "seed $s: the simulator's master asked otherwise than DLRover's"
+    }
+    cat "$SYS_DIR/compare$s.txt"
+    ok "seed $s: every job asked the same stages, in the same order, at the same times, with the same settings"
+done
+
+# What the scripts covered, over both seeds: each rule of DLRover's master.
+all=$(cat "$SYS_DIR"/compare*.txt)
+has() { grep -qE "$2" <<<"$all" || fail "no request shows $1"; ok "covered: $1"; }
+has "worker_initial in the initial phase" "job_stage_worker_initial +optimizer.worker.optimize-phase=initial +-$"
+has "worker_initial in the sample phase" "job_stage_worker_initial +optimizer.worker.optimize-phase=sample"
+has "worker_running in the stable phase" "job_stage_worker_running +optimizer.worker.optimize-phase=stable"
+has "ps_initial and ps_running" "job_stage_ps_running +- +-$"
+has "a worker OOM at job_stage_create" "job_stage_create +- +[^ ]*-worker-[0-9]+$"
+has "a PS OOM at job_stage_ps_initial" "job_stage_ps_initial +- +[^ ]*-ps-[0-9]+$"
+echo "45-sim-conformance: all checks passed"
