@@ -33,12 +33,13 @@ echo "ok - the unchanged copy of deploy/ passes"
 # broken FILE SED-EXPRESSION EXPECTED: the copy with one change is rejected,
 # with a message that holds EXPECTED.
 broken() {
-    local file=$1 expr=$2 want=$3 out
+    local file=$1 expr=$2 want=$3 out only
     rm -rf "$tmp/repo/deploy"
     cp -r "$top/deploy" "$tmp/repo/deploy"
     sed -i -e "$expr" "$tmp/repo/deploy/$file"
     cmp -s "$top/deploy/$file" "$tmp/repo/deploy/$file" && fail "self-test: '$expr' changed nothing in $file"
-    if out=$("$py" "$check" "$tmp/repo" "$DLBRAIN" 2>&1); then
+    case $file in k8s/*) only=k8s ;; compose.yaml) only=compose ;; *) only=dockerfile ;; esac
+    if out=$(DLB_DEPLOY_ONLY=$only "$py" "$check" "$tmp/repo" "$DLBRAIN" 2>&1); then
         fail "the checker accepted deploy/$file with '$expr'"
     fi
     grep -qF -- "$want" <<<"$out" || fail "deploy/$file with '$expr': expected '$want' in: $out"
