@@ -103,17 +103,8 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         for (int i = 0; i < parts->cnt; i++) {
             int rank = topic_rank(c, parts->elems[i].topic);
             part_t *p = rank >= 0 ? stream_part(c, rank, parts->elems[i].partition) : NULL;
-            if (p) {
-                p->max_ts = INT64_MIN;
-                p->at_eof = 0;
-                p->assigned = 1;
-                p->paused = 0;
-                p->next = -1;
-                p->end_asked_at = -1;
-                p->progress_at = dlb_clock_mono_ms();
-                p->stalled = 0;
-                p->rewound = 0;
-            }
+            if (p)
+                stream_part_forget(p, 1);
         }
         dlb_info("kafka: assigned %d partition(s)", parts->cnt);
         dlb_metric_add(c->m.assigns, 1);

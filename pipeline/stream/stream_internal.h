@@ -176,6 +176,9 @@ void stream_disconnect(ctx_t *c);
 /** The entry of an input partition (made on first sight; NULL only when out
  *  of memory). */
 part_t *stream_part(ctx_t *c, int rank, int32_t partition);
+/** Forget what was known of a partition (made, or assigned again: another
+ *  member may have moved it on); assigned says whether we own it now. */
+void stream_part_forget(part_t *p, int assigned);
 /** Set each partition's held: whether we hold messages of it. */
 void stream_mark_held(ctx_t *c);
 

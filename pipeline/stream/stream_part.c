@@ -19,16 +19,21 @@ part_t *stream_part(ctx_t *c, int rank, int32_t partition)
     p = &c->parts[c->parts_cnt++];
     p->rank = rank;
     p->partition = partition;
+    stream_part_forget(p, 0);
+    return p;
+}
+
+void stream_part_forget(part_t *p, int assigned)
+{
     p->max_ts = INT64_MIN;
     p->at_eof = 0;
-    p->assigned = 0;
+    p->assigned = assigned;
     p->paused = 0;
     p->next = -1;
     p->end_asked_at = -1;
     p->progress_at = dlb_clock_mono_ms();
     p->stalled = 0;
     p->rewound = 0;
-    return p;
 }
 
 /* Whether we hold messages of each partition (stream_internal.h). */

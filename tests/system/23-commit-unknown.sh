@@ -68,11 +68,7 @@ kill -USR1 "$PROXY"
 wait_log "$SYS_DIR/proxy.log" "released (SIGUSR1)" 10 "the proxy's release"
 sed -n 's/.*kafka_proxy: \(released.*\)/  proxy \1/p' "$SYS_DIR/proxy.log"
 
-deadline=$((SECONDS + 180))
-until chaos_stored; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "not done 180 s after the release ($(chaos_progress))"
-    sleep 1
-done
+chaos_wait_stored 180 "the release"
 ok "all events processed after the release"
 # sed reads it all: with pipefail, head's early exit would fail the script.
 grep -E "kafka transaction: (commit|abort)|replacing|committed up to|going back" "$log" |

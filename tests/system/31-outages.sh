@@ -34,11 +34,7 @@ sleep 3
 "$SYS_TOP/scripts/kafka" start --dir "$SYS_DIR/kafka" >/dev/null
 chaos_progress "Kafka broker back"
 
-deadline=$((SECONDS + 600))
-until chaos_stored; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "not done 600 s after the outages ($(chaos_progress))"
-    sleep 2
-done
+chaos_wait_stored 600 "the outages"
 ok "all events processed after the outages"
 logs=$(cat "$SYS_DIR"/opt-*.log)
 for what in "PostgreSQL paused the optimizers:rewinding and retrying" \

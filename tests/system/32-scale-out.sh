@@ -19,11 +19,7 @@ step "adding member 2"; opt_start 2
 step "adding member 3"; opt_start 3
 step "removing member 1"; kill -TERM "${OPT_PID[1]}"; wait "${OPT_PID[1]}" || fail "member 1 did not stop cleanly"; unset "OPT_PID[1]"
 step "removing member 2"; kill -TERM "${OPT_PID[2]}"; wait "${OPT_PID[2]}" || fail "member 2 did not stop cleanly"; unset "OPT_PID[2]"
-deadline=$((SECONDS + 600))
-until chaos_stored; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "not done 600 s after scaling ($(chaos_progress))"
-    sleep 2
-done
+chaos_wait_stored 600 "scaling"
 rebalances=$(cat "$SYS_DIR"/opt-*.log | grep -c "kafka: assigned" || true)
 [ "$rebalances" -ge 5 ] && ok "$rebalances assignments across the members" || fail "only $rebalances assignments"
 served=$(grep -l "optimizer: plan plan-" "$SYS_DIR"/opt-*.log | wc -l)

@@ -120,6 +120,15 @@ chaos_stored() {
     [ "$(sys_count plans 2>/dev/null || echo 0)" -ge "$CHAOS_PLANS" ] &&
         [ "$(sys_count runtime_samples 2>/dev/null || echo 0)" -ge "$CHAOS_SAMPLES_ROWS" ]
 }
+# chaos_wait_stored SECONDS AFTER: until every plan and sample is stored, or
+# fail naming what was missing SECONDS s AFTER (e.g. "the outages").
+chaos_wait_stored() {
+    local deadline=$((SECONDS + $1))
+    until chaos_stored; do
+        [ "$SECONDS" -lt "$deadline" ] || fail "not done $1 s after $2 ($(chaos_progress))"
+        sleep 1
+    done
+}
 chaos_progress() {
     echo "  t=${SECONDS}s plans=$(sys_count plans 2>/dev/null || echo 0)/$CHAOS_PLANS samples=$(sys_count runtime_samples 2>/dev/null || echo 0)/$CHAOS_SAMPLES_ROWS $*"
 }
