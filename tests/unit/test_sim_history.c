@@ -24,9 +24,9 @@
 
 #define assert_near(a, b, rel)                                                                     \
     do {                                                                                           \
-        double a_ = (a), b_ = (b);                                                                 \
-        if (!(fabs(a_ - b_) <= (rel)*fabs(b_)))                                                    \
-            fail_msg("%s = %.6g, expected %.6g within %.3g%%", #a, a_, b_, (rel)*100);             \
+        double a_ = (a), b_ = (b), r_ = (rel);                                                     \
+        if (!(fabs(a_ - b_) <= r_ * fabs(b_)))                                                     \
+            fail_msg("%s = %.6g, expected %.6g within %.3g%%", #a, a_, b_, r_ * 100);              \
     } while (0)
 
 static void test_curve_medians_and_interpolation(void **state)
