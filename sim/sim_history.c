@@ -57,9 +57,9 @@ static void job_name(const char *uid, char *name, size_t size)
 static int job_build(const dlb_sim_hist_job_t *j, const dlb_sim_hist_sample_t *s, size_t n,
                      dlb_sim_spec_t *spec, hist_owned_t *o, size_t *points)
 {
-    int *w = malloc((n ? n : 1) * sizeof(*w));
-    double *r = malloc((n ? n : 1) * sizeof(*r)), *cpu = malloc((n ? n : 1) * sizeof(*cpu));
-    double *ps = malloc((n ? n : 1) * sizeof(*ps));
+    int *w = calloc(n ? n : 1, sizeof(*w));
+    double *r = calloc(n ? n : 1, sizeof(*r)), *cpu = calloc(n ? n : 1, sizeof(*cpu));
+    double *ps = calloc(n ? n : 1, sizeof(*ps));
     int64_t batch = j->batch_size > 0 ? j->batch_size : 1, steps = 0, wk_lo = 0, wk_hi = 0,
             ps_hi = 0;
     size_t m = 0, mc = 0, mp = 0, first = n;
@@ -138,54 +138,83 @@ out:
     return rc;
 }
 
+int dlb_sim_history_begin(dlb_sim_history_builder_t *b, size_t cap, size_t max_jobs, char *errstr,
+                          size_t errstr_size)
+{
+    memset(b, 0, sizeof(*b));
+    b->cap = max_jobs && max_jobs < cap ? max_jobs : cap;
+    if (!(b->wl.jobs = calloc(b->cap ? b->cap : 1, sizeof(*b->wl.jobs))) ||
+        !(b->wl.owned = calloc(b->cap ? b->cap : 1, sizeof(hist_owned_t)))) {
+        dlb_sim_workload_free(&b->wl);
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory for %zu jobs", b->cap);
+    }
+    return 0;
+}
+
+int dlb_sim_history_add(dlb_sim_history_builder_t *b, const dlb_sim_hist_job_t *j,
+                        const dlb_sim_hist_sample_t *s, size_t n)
+{
+    hist_owned_t *owned = b->wl.owned;
+    dlb_sim_spec_t *spec;
+    int rc;
+
+    if (b->wl.n >= b->cap)
+        return 0;
+    spec = &b->wl.jobs[b->wl.n];
+    if ((rc = job_build(j, s, n, spec, &owned[b->wl.n], &b->stats.points)) < 0)
+        return DLB_ERR_NOMEM;
+    if (!rc) {
+        b->stats.skipped++;
+        return 0;
+    }
+    if (!b->wl.n)
+        b->t0 = j->created_ms;
+    spec->arrival_ms = j->created_ms - b->t0;
+    b->wl.n++;
+    return 0;
+}
+
+int dlb_sim_history_end(dlb_sim_history_builder_t *b, dlb_sim_workload_t *wl,
+                        dlb_sim_history_stats_t *stats, char *errstr, size_t errstr_size)
+{
+    b->stats.jobs = b->wl.n;
+    *stats = b->stats;
+    if (!b->wl.n) {
+        dlb_sim_workload_free(&b->wl);
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "no job in the range has a runtime sample with a speed (%zu jobs)",
+                          b->stats.skipped);
+    }
+    *wl = b->wl;
+    memset(&b->wl, 0, sizeof(b->wl));
+    return 0;
+}
+
 int dlb_sim_history_workload(const dlb_sim_history_t *h, size_t max_jobs, dlb_sim_workload_t *wl,
                              dlb_sim_history_stats_t *stats, char *errstr, size_t errstr_size)
 {
-    hist_owned_t *owned;
-    size_t k = 0, n = h->jobs_cnt;
-    int64_t t0 = 0;
+    dlb_sim_history_builder_t b;
+    int err;
 
     memset(wl, 0, sizeof(*wl));
     memset(stats, 0, sizeof(*stats));
-    if (!(wl->jobs = calloc(n ? n : 1, sizeof(*wl->jobs))) ||
-        !(owned = calloc(n ? n : 1, sizeof(*owned)))) {
-        free(wl->jobs);
-        wl->jobs = NULL;
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory for %zu jobs", n);
-    }
-    wl->owned = owned;
-    for (size_t i = 0, s = 0; i < n && (!max_jobs || wl->n < max_jobs); i++) {
-        size_t e = s;
-        int rc;
+    if ((err = dlb_sim_history_begin(&b, h->jobs_cnt, max_jobs, errstr, errstr_size)))
+        return err;
+    for (size_t i = 0, s = 0; i < h->jobs_cnt && b.wl.n < b.cap; i++) {
+        size_t e;
 
         /* Samples come by job, in the jobs' order. */
         while (s < h->samples_cnt && h->samples[s].job < i)
             s++;
         for (e = s; e < h->samples_cnt && h->samples[e].job == i;)
             e++;
-        rc = job_build(&h->jobs[i], h->samples + s, e - s, &wl->jobs[wl->n], &owned[k],
-                       &stats->points);
+        if ((err = dlb_sim_history_add(&b, &h->jobs[i], h->samples + s, e - s))) {
+            dlb_sim_workload_free(&b.wl);
+            return dlb_seterr(errstr, errstr_size, err, "out of memory");
+        }
         s = e;
-        if (rc < 0) {
-            dlb_sim_workload_free(wl);
-            return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
-        }
-        if (!rc) {
-            stats->skipped++;
-            continue;
-        }
-        if (!wl->n)
-            t0 = h->jobs[i].created_ms;
-        wl->jobs[wl->n++].arrival_ms = h->jobs[i].created_ms - t0;
-        k++;
     }
-    stats->jobs = wl->n;
-    if (!wl->n) {
-        dlb_sim_workload_free(wl);
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
-                          "no job in the range has a runtime sample with a speed (%zu jobs)", n);
-    }
-    return 0;
+    return dlb_sim_history_end(&b, wl, stats, errstr, errstr_size);
 }
 
 void dlb_sim_history_free(dlb_sim_history_t *h)

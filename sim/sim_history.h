@@ -4,10 +4,10 @@
  * judged on the real environment's own jobs (docs/simulator.md, "Jobs from
  * history").
  *
- * dlb_sim_history_load() reads the environment's PostgreSQL schema
- * (pipeline/store/sql: jobs, runtime_samples with their pods) into plain
- * rows; dlb_sim_history_workload() turns rows into a workload, a pure
- * function tested without a server. */
+ * dlb_sim_history_read() reads the environment's PostgreSQL schema
+ * (pipeline/store/sql: jobs, runtime_samples with their pods) as plain rows,
+ * one job at a time, into the builder below; dlb_sim_history_workload() does
+ * the same from rows in memory, a pure function tested without a server. */
 #ifndef DLB_SIM_HISTORY_H
 #define DLB_SIM_HISTORY_H
 
@@ -46,22 +46,12 @@ typedef struct dlb_sim_history {
     size_t samples_cnt;
 } dlb_sim_history_t;
 
-/* What dlb_sim_history_workload() made of the rows. */
+/* What a workload from history was made of. */
 typedef struct dlb_sim_history_stats {
     size_t jobs;    /* in the workload */
     size_t skipped; /* jobs with no sample of a positive speed: no speed to run at */
     size_t points;  /* (job, worker count) speed points over all jobs */
 } dlb_sim_history_stats_t;
-
-/** @brief Read the jobs of schema whose first job event is in [from_ms,
- *         to_ms), and every runtime sample of theirs, in one read-only
- *         snapshot (parameterised statements only).
- *  @param dsn  libpq conninfo (empty: libpq's PG* environment)
- *  @returns 0; DLB_ERR_NOTFOUND (no such schema, or not a migrated
- *           environment); DLB_ERR_TRANSIENT (server unreachable); other
- *           errors of the store; errstr says which. */
-int dlb_sim_history_load(const char *dsn, const char *schema, int64_t from_ms, int64_t to_ms,
-                         dlb_sim_history_t *h, char *errstr, size_t errstr_size);
 
 void dlb_sim_history_free(dlb_sim_history_t *h);
 
@@ -79,9 +69,41 @@ void dlb_sim_history_free(dlb_sim_history_t *h);
 int dlb_sim_history_workload(const dlb_sim_history_t *h, size_t max_jobs, dlb_sim_workload_t *wl,
                              dlb_sim_history_stats_t *stats, char *errstr, size_t errstr_size);
 
-/** @brief dlb_sim_history_load(), then dlb_sim_history_workload(): the
- *         workload of schema's jobs that arrived in [from_ms, to_ms).
- *  @returns what either returns. */
+/* Building a workload one job at a time, as the rows stream in. */
+typedef struct dlb_sim_history_builder {
+    dlb_sim_workload_t wl;
+    size_t cap; /* jobs it takes: the history's, or fewer by max_jobs */
+    int64_t t0; /* arrival of the first job taken */
+    dlb_sim_history_stats_t stats;
+} dlb_sim_history_builder_t;
+
+/** @brief An empty workload with room for cap jobs (max_jobs > 0: at most
+ *         that many). @returns 0 or DLB_ERR_NOMEM. */
+int dlb_sim_history_begin(dlb_sim_history_builder_t *b, size_t cap, size_t max_jobs, char *errstr,
+                          size_t errstr_size);
+
+/** @brief The next job in arrival order with its samples s[0..n) (their job
+ *         field is not read): a spec when it has a speed, else counted as
+ *         skipped; nothing once the workload is full (b->wl.n == b->cap).
+ *  @returns 0 or DLB_ERR_NOMEM. */
+int dlb_sim_history_add(dlb_sim_history_builder_t *b, const dlb_sim_hist_job_t *j,
+                        const dlb_sim_hist_sample_t *s, size_t n);
+
+/** @brief Hand the workload over to *wl (the builder keeps nothing).
+ *  @returns 0, or DLB_ERR_INVALID when no job had a speed (b is freed). */
+int dlb_sim_history_end(dlb_sim_history_builder_t *b, dlb_sim_workload_t *wl,
+                        dlb_sim_history_stats_t *stats, char *errstr, size_t errstr_size);
+
+/** @brief Read the jobs of schema whose first job event is in [from_ms,
+ *         to_ms) and every runtime sample of theirs, in one read-only
+ *         snapshot (parameterised statements; the samples through a cursor,
+ *         one job's at a time in memory), into the workload
+ *         dlb_sim_history_workload() would make of them.
+ *  @param dsn  libpq conninfo (empty: libpq's PG* environment)
+ *  @returns 0; DLB_ERR_NOTFOUND (no such schema, or not a migrated
+ *           environment); DLB_ERR_INVALID (no job with a speed);
+ *           DLB_ERR_TRANSIENT (server unreachable); other errors of the
+ *           store; errstr says which. */
 int dlb_sim_history_read(const char *dsn, const char *schema, int64_t from_ms, int64_t to_ms,
                          size_t max_jobs, dlb_sim_workload_t *wl, dlb_sim_history_stats_t *stats,
                          char *errstr, size_t errstr_size);

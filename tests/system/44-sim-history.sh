@@ -72,6 +72,14 @@ compare() {
 speeds hist false | sed 's/|[0-9]*$//' >"$SYS_DIR/rec.speeds"
 sed "s/^/history: /" "$SYS_DIR/rec.speeds"
 
+# Two jobs that never ran (no runtime sample): one among the others, one
+# after them. They are left out and counted.
+sys_sql "INSERT INTO hist.jobs (uid, app, created_ms, updated_ms, last_event_id)
+         SELECT 'zz-mid', 'never', min(created_ms) + 1, min(created_ms) + 1, 'x' FROM hist.jobs
+         UNION ALL
+         SELECT 'zz-end', 'never', max(created_ms) + 1, max(created_ms) + 1, 'x' FROM hist.jobs"
+RAN="EXISTS (SELECT 1 FROM hist.runtime_samples s WHERE s.job_uid = uid AND s.speed > 0)"
+
 # Errors before anything runs.
 rc=0
 "$DLBRAIN" sim --workload-from-env nosuch --out /dev/null 2>"$SYS_DIR/err.log" || rc=$?
@@ -84,14 +92,15 @@ expect_eq "--from without --workload-from-env: exit status" 2 "$rc"
 START=1704067200000
 "$DLBRAIN" sim --workload-from-env hist --seed 9 --out "$SYS_DIR/h.jsonl" \
     --summary-json "$SYS_DIR/h.json" 2>"$SYS_DIR/h.log" || fail "simulation from history failed"
-grep -q 'workload from hist: 5 jobs' "$SYS_DIR/h.log" || fail "no workload line: $(cat "$SYS_DIR/h.log")"
+grep -q 'workload from hist: 5 jobs, [0-9]* speed points, 2 jobs without a speed left out' \
+    "$SYS_DIR/h.log" || fail "no workload line: $(cat "$SYS_DIR/h.log")"
 expect_eq "jobs from history" 5 "$(jq -r .jobs "$SYS_DIR/h.json")"
 expect_eq "succeeded from history" 5 "$(jq -r .succeeded "$SYS_DIR/h.json")"
 
 # Same jobs, same order, same offsets from the first arrival (uids gain the
 # run's tag).
 want=$(sys_sql "SELECT uid || '|' || (created_ms - min(created_ms) OVER ())
-                FROM hist.jobs ORDER BY created_ms, uid")
+                FROM hist.jobs WHERE $RAN ORDER BY created_ms, uid")
 got=$(jq -r --argjson t0 "$START" 'select(.type == "job_event" and .meta != null)
       | "\(.job_uid | sub("-[0-9a-f]{4}$"; ""))|\(.event_time_ms - $t0)"' "$SYS_DIR/h.jsonl")
 expect_eq "jobs and arrival offsets" "$want" "$got"
@@ -121,9 +130,9 @@ multi=$(compare "$SYS_DIR/trial.speeds") ||
 ok "trial run at the recorded speeds, $multi (job, workers > 1) compared"
 
 # --from: the jobs that arrived from then on.
-second=$(sys_sql "SELECT created_ms FROM hist.jobs ORDER BY created_ms, uid OFFSET 1 LIMIT 1")
+second=$(sys_sql "SELECT created_ms FROM hist.jobs WHERE $RAN ORDER BY created_ms, uid OFFSET 1 LIMIT 1")
 "$DLBRAIN" sim --workload-from-env hist --from "$second" --out "$SYS_DIR/f.jsonl" \
     --summary-json "$SYS_DIR/f.json" 2>"$SYS_DIR/f.log" || fail "--from run failed"
-n=$(sys_sql "SELECT count(*) FROM hist.jobs WHERE created_ms >= $second")
+n=$(sys_sql "SELECT count(*) FROM hist.jobs WHERE created_ms >= $second AND $RAN")
 expect_eq "jobs from --from" "$n" "$(jq -r .jobs "$SYS_DIR/f.json")"
 echo "44-sim-history: all checks passed"
