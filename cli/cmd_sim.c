@@ -6,10 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "cmd.h"
 #include "common.h"
 #include "err.h"
+#include "env_registry.h"
 #include "log.h"
+#include "replay.h"
+#include "sim_history.h"
 #include "sim_model.h"
 #include "sim_run.h"
 #include "sim_workload.h"
@@ -18,6 +22,7 @@ static void usage(FILE *fp)
 {
     fprintf(fp,
             "usage: dlbrain sim --workload FILE [options]\n"
+            "       dlbrain sim --workload-from-env ENV [--from T] [--to T] [options]\n"
             "Simulate training jobs that follow plans: each job of the workload arrives, asks\n"
             "for plans as DLRover 0.6.1's master does (create; worker_initial, ps_initial,\n"
             "then ps_running at most once per --ps-change-every and the workers when it\n"
@@ -27,6 +32,11 @@ static void usage(FILE *fp)
             "each tick's requests wait for their plans. A summary line goes to stderr at\n"
             "the end.\n\n"
             "  -w, --workload FILE     Pollux workload-N.csv or dlbrain CSV (docs/simulator.md)\n"
+            "      --workload-from-env ENV\n"
+            "                          the jobs recorded in ENV's PostgreSQL history, each at\n"
+            "                          its observed speed per worker count (docs/simulator.md)\n"
+            "      --from T, --to T    with --workload-from-env: jobs that arrived in [T, T)\n"
+            "                          (RFC 3339, ms since the epoch, -1h, ...; default all)\n"
             "  -n, --jobs N            the first N jobs (a shorter file repeats)\n"
             "  -s, --seed N            random seed (default 1)\n"
             "      --start MS          virtual start, ms since the epoch (default %" PRId64 ",\n"
@@ -140,6 +150,9 @@ enum {
     OPT_OUT,
     OPT_SUMMARY,
     OPT_FIT,
+    OPT_FROM_ENV,
+    OPT_FROM,
+    OPT_TO,
 };
 
 int cmd_sim_main(int argc, char **argv)
@@ -162,6 +175,9 @@ int cmd_sim_main(int argc, char **argv)
         {"out", required_argument, 0, OPT_OUT},
         {"summary-json", required_argument, 0, OPT_SUMMARY},
         {"fit", required_argument, 0, OPT_FIT},
+        {"workload-from-env", required_argument, 0, OPT_FROM_ENV},
+        {"from", required_argument, 0, OPT_FROM},
+        {"to", required_argument, 0, OPT_TO},
         CLI_COMMON_LONG,
         {0, 0, 0, 0}};
     cli_opts_t co = {0};
@@ -172,6 +188,8 @@ int cmd_sim_main(int argc, char **argv)
     dlb_sim_io_t io;
     dlb_sim_kafka_t *k = NULL;
     const char *workload = NULL, *out_path = NULL, *summary_path = NULL, *fit = NULL;
+    const char *from_env = NULL;
+    int64_t from_ms = 0, to_ms = INT64_MAX;
     char errstr[512];
     double v = 0, jobs = 0, plan_timeout = 10000;
     int c, rc, plans = 1, conf_built = 0, json_io = 0;
@@ -258,6 +276,18 @@ int cmd_sim_main(int argc, char **argv)
         case OPT_FIT:
             fit = optarg;
             break;
+        case OPT_FROM_ENV:
+            from_env = optarg;
+            break;
+        case OPT_FROM:
+            if (dlb_replay_parse_time(optarg, dlb_clock_wall_ms(), &from_ms, errstr,
+                                      sizeof(errstr)))
+                bad = "--from";
+            break;
+        case OPT_TO:
+            if (dlb_replay_parse_time(optarg, dlb_clock_wall_ms(), &to_ms, errstr, sizeof(errstr)))
+                bad = "--to";
+            break;
         default:
             if ((rc = cli_default_opt(&co, c, optarg, usage)) >= 0)
                 return rc;
@@ -273,9 +303,14 @@ int cmd_sim_main(int argc, char **argv)
     }
     if (fit)
         return fit_dir(fit);
-    if (!workload) {
-        fprintf(stderr, "sim: --workload FILE is required\n");
+    if (!workload == !from_env || ((from_ms || to_ms != INT64_MAX) && !from_env)) {
+        fprintf(stderr, "sim: one of --workload FILE and --workload-from-env ENV is required"
+                        " (--from and --to go with the latter)\n");
         usage(stderr);
+        return 2;
+    }
+    if (from_env && dlb_env_name_check(from_env, errstr, sizeof(errstr))) {
+        fprintf(stderr, "sim: --workload-from-env: %s\n", errstr);
         return 2;
     }
     if (cli_conf_build_env(&co, &conf, "sim"))
@@ -283,7 +318,17 @@ int cmd_sim_main(int argc, char **argv)
     conf_built = 1;
     rc = 1;
     o.params.limits = conf.limits;
-    if (dlb_sim_workload_load(workload, (size_t)jobs, &wl, errstr, sizeof(errstr))) {
+    if (from_env) {
+        dlb_sim_history_stats_t st;
+
+        if (dlb_sim_history_read(conf.pg_dsn, from_env, from_ms, to_ms, (size_t)jobs, &wl, &st,
+                                 errstr, sizeof(errstr))) {
+            dlb_err("--workload-from-env %s: %s", from_env, errstr);
+            goto out;
+        }
+        dlb_info("workload from %s: %zu jobs, %zu speed points, %zu jobs without a speed left out",
+                 from_env, st.jobs, st.points, st.skipped);
+    } else if (dlb_sim_workload_load(workload, (size_t)jobs, &wl, errstr, sizeof(errstr))) {
         dlb_err("%s", errstr);
         goto out;
     }

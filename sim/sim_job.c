@@ -233,7 +233,7 @@ int dlb_sim_job_init(dlb_sim_job_t *j, const dlb_sim_spec_t *spec, uint64_t seed
     double share[1] = {1}, cpu[1] = {1000};
 
     memset(j, 0, sizeof(*j));
-    prof = dlb_sim_profile_find(spec->model, &known);
+    prof = spec->prof ? spec->prof : dlb_sim_profile_find(spec->model, &known);
     j->spec = spec;
     j->prof = prof;
     snprintf(j->uid, sizeof(j->uid), "%.64s-%04x", spec->name,
@@ -279,6 +279,18 @@ int dlb_sim_job_init(dlb_sim_job_t *j, const dlb_sim_spec_t *spec, uint64_t seed
         j->wk_mem = round_gib(wk_end * dlb_rng_range(&j->rng, 0.9, 2.0));
         j->ps_mem = round_gib(ps_end * dlb_rng_range(&j->rng, 0.9, 2.0));
     }
+    /* A job from history starts as its pods did there (the draws above
+     * still happen, so its random stream is the same either way). */
+    if (spec->ps > 0)
+        j->ps_cnt = spec->ps < DLB_SIM_MAX_PS ? spec->ps : DLB_SIM_MAX_PS;
+    if (spec->wk_cpu > 0)
+        j->wk_cpu = spec->wk_cpu;
+    if (spec->ps_cpu > 0)
+        j->ps_cpu = spec->ps_cpu;
+    if (spec->wk_mem > 0)
+        j->wk_mem = spec->wk_mem;
+    if (spec->ps_mem > 0)
+        j->ps_mem = spec->ps_mem;
     for (int k = 0; k < j->ps_cnt; k++)
         pod_init(j, &j->ps[k], 1);
     for (int k = 0; k < j->wk_cnt; k++)

@@ -410,22 +410,31 @@ void dlb_sim_speed(const dlb_sim_speed_in_t *in, dlb_sim_speed_t *out)
 {
     const dlb_sim_profile_t *p = in->prof;
     const dlb_sim_fit_t *f = &p->fit;
-    double tc, tn, t0, g = f->g, load = 0, demand;
+    double tc, tn, t0, g = f->g, load = 0, demand, starve, slow;
 
     int w = in->workers > 0 ? in->workers : 1;
 
     memset(out, 0, sizeof(*out));
     /* A worker with fewer cores than it keeps busy computes need/request
      * times slower; the synchronous step waits for the slowest worker. */
-    tc = f->a + f->b * in->local_bsz;
-    out->t_compute = tc * (in->worker_cpu_req > 0 && in->worker_cpu_req < p->worker_cpu
-                               ? p->worker_cpu / in->worker_cpu_req
-                               : 1.0);
-    tc = out->t_compute * (in->slowest > 1 ? in->slowest : 1.0);
-    /* PS jobs always sync across nodes: the across-node network term, even
-     * for one worker (it still pushes to and pulls from the PS). */
-    tn = f->an + f->bn * w;
-    t0 = pow(pow(tc, g) + pow(tn, g), 1.0 / g);
+    starve = in->worker_cpu_req > 0 && in->worker_cpu_req < p->worker_cpu
+                 ? p->worker_cpu / in->worker_cpu_req
+                 : 1.0;
+    slow = in->slowest > 1 ? in->slowest : 1.0;
+    if (p->observed && p->observed->n) {
+        /* From history: the step the job showed at this worker count, its
+         * compute and network together, stretched as a whole. */
+        out->t_compute = w * in->local_bsz / dlb_sim_curve_rate(p->observed, w) * starve;
+        t0 = out->t_compute * slow;
+    } else {
+        tc = f->a + f->b * in->local_bsz;
+        out->t_compute = tc * starve;
+        tc = out->t_compute * slow;
+        /* PS jobs always sync across nodes: the across-node network term, even
+         * for one worker (it still pushes to and pulls from the PS). */
+        tn = f->an + f->bn * w;
+        t0 = pow(pow(tc, g) + pow(tn, g), 1.0 / g);
+    }
     /* PS demand at the unconstrained speed, split by each PS's share of the
      * variables. A PS serves share x (base + k x samples/s) cores at most its
      * CPU: the busiest one caps the synchronous rate (the sync term waits for

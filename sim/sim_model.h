@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sim_curve.h"
+
 /* ---- a seeded PRNG the same on every platform --------------------------- */
 typedef struct dlb_rng {
     uint64_t s;
@@ -98,6 +100,9 @@ typedef struct dlb_sim_profile {
     int64_t ps_mem_growth;     /* bytes the variables grow by over the job (new embedding ids) */
     /* What the job tells the optimizers about its model (job_event.model). */
     int64_t variable_count, op_count, recv_op_count, flops, embedding_dimension;
+    /* A job from history (sim_history.h): its observed samples/s per worker
+     * count replaces the fit's T_step; NULL for the measured profiles. */
+    const dlb_sim_curve_t *observed;
 } dlb_sim_profile_t;
 
 /* Every profile's speed is fitted on its own measurements. A model without
@@ -145,7 +150,11 @@ typedef struct dlb_sim_speed {
 /** @brief The speed of a PS job: Pollux's step time with the across-node
  *         network term, a worker starved of CPU computing need/request
  *         slower, the slowest worker setting the compute time, and the
- *         network term multiplied by the load of the busiest PS when above 1. */
+ *         network term multiplied by the load of the busiest PS when above 1.
+ *         A profile with an observed curve takes its step time from the
+ *         curve instead (workers x local_bsz / rate(workers)); CPU starvation
+ *         and the slowest worker then stretch the whole step (history has no
+ *         split into compute and network), and the PS cap applies as above. */
 void dlb_sim_speed(const dlb_sim_speed_in_t *in, dlb_sim_speed_t *out);
 
 #endif

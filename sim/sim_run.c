@@ -207,8 +207,10 @@ int dlb_sim_run(const dlb_sim_opts_t *o, const dlb_sim_io_t *io, dlb_sim_summary
     if (!(jobs = calloc(n ? n : 1, sizeof(*jobs))))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory for %zu jobs", n);
     for (size_t i = 0; i < n && !err; i++) {
-        /* A model with no measurements runs only under a named profile. */
-        if ((err = dlb_sim_profile_check(wl->jobs[i].model, errstr, errstr_size)))
+        /* A model with no measurements runs only under a named profile (a
+         * job from history brings its own). */
+        if (!wl->jobs[i].prof &&
+            (err = dlb_sim_profile_check(wl->jobs[i].model, errstr, errstr_size)))
             break;
         err = dlb_sim_job_init(&jobs[i], &wl->jobs[i], o->seed, i, o->start_ms, &o->params, errstr,
                                errstr_size);

@@ -148,5 +148,6 @@ int dlb_sim_workload_load(const char *path, size_t max_jobs, dlb_sim_workload_t 
 void dlb_sim_workload_free(dlb_sim_workload_t *wl)
 {
     free(wl->jobs);
+    free(wl->owned);
     memset(wl, 0, sizeof(*wl));
 }

@@ -7,7 +7,8 @@
  *  - dlbrain's: arrival_s,name,model,dataset_size,epochs,batch_size,workers
  *    (dataset_size and epochs may be 0 or empty: the profile's).
  * A model is a measured profile's name or MODEL@PROFILE (sim_model.h); any
- * other name is refused. */
+ * other name is refused. A third source, an environment's recorded history
+ * (sim_history.h), gives each job a profile of its own instead. */
 #ifndef DLB_SIM_WORKLOAD_H
 #define DLB_SIM_WORKLOAD_H
 
@@ -22,11 +23,18 @@ typedef struct dlb_sim_spec {
     int epochs;           /* 0 = the profile's */
     int64_t batch_size;   /* global batch */
     int workers;
+    /* From history only (0 / NULL otherwise): the job's own profile, and
+     * what its pods first requested, instead of the user's random guess. */
+    const struct dlb_sim_profile *prof;
+    int ps;
+    double wk_cpu, ps_cpu;  /* cores per pod */
+    int64_t wk_mem, ps_mem; /* bytes per pod */
 } dlb_sim_spec_t;
 
 typedef struct dlb_sim_workload {
     dlb_sim_spec_t *jobs; /* in arrival order */
     size_t n;
+    void *owned; /* what the specs point to (history profiles), freed with them */
 } dlb_sim_workload_t;
 
 /** @brief Read a workload file. With max_jobs > 0, keep the first max_jobs
