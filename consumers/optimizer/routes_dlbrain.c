@@ -2,8 +2,11 @@
  * are sound, and what DLRover-RM only describes where they are not.
  *
  * Running stages compose several optimizers into one plan, in this order:
- *   worker stages:  health, memory trend, worker model
- *   running stages: health, memory trend, hot PS, else PS utilisation
+ *   worker stages:  node failures, health, memory trend, worker model
+ *   running stages: node failures, health, memory trend, hot PS, else PS
+ *                   utilisation
+ * A pod gets one action: a pod replaced for its node's failure is not also
+ * relaunched for a hang or replaced as a straggler.
  * A hang (health relaunches the workers) ends the chain: a stopped job's
  * samples say nothing about memory or speed, and the relaunch comes first.
  * Stragglers do not: replacing one pod and sizing the group are independent.
@@ -94,8 +97,27 @@ static void merge_pods(dlb_plan_t *plan)
     }
 }
 
+static int cmp_action(const void *a, const void *b)
+{
+    return strcmp(((const dlb_pod_action_t *)a)->pod, ((const dlb_pod_action_t *)b)->pod);
+}
+
+/* The first nodes actions (node failures, in pod name order) win: later
+ * actions for the same pods go. */
+static void merge_actions(dlb_plan_t *plan, size_t nodes)
+{
+    size_t i, n = nodes;
+
+    if (!nodes)
+        return;
+    for (i = nodes; i < plan->actions_cnt; i++)
+        if (!bsearch(&plan->actions[i], plan->actions, nodes, sizeof(plan->actions[0]), cmp_action))
+            plan->actions[n++] = plan->actions[i];
+    plan->actions_cnt = n;
+}
+
 /* The router releases groups and pods when a route fails; actions too. */
-static int finish(dlb_plan_t *plan, const chain_t *ch, int err)
+static int finish(dlb_plan_t *plan, const chain_t *ch, size_t nodes, int err)
 {
     if (err) {
         free(plan->actions);
@@ -103,35 +125,54 @@ static int finish(dlb_plan_t *plan, const chain_t *ch, int err)
         plan->actions_cnt = 0;
         return err;
     }
+    merge_actions(plan, nodes);
     merge_pods(plan);
     if (ch->fired[0])
         snprintf(plan->optimizer, sizeof(plan->optimizer), "%s", ch->fired);
     return 0;
 }
 
+/* Node failures, then health. @returns 0 or an error; *nodes is the node
+ * failures' actions, *stop 1 when the chain ends there (a hang). */
+static int first_parts(const dlb_opt_input_t *in, dlb_plan_t *plan, chain_t *ch, size_t *nodes,
+                       int *stop)
+{
+    int did, err;
+
+    if ((err = run(in, plan, ch, "dlbrain.node_failure", dlb_opt_node_failures, &did)))
+        return err;
+    *nodes = plan->actions_cnt;
+    if ((err = run(in, plan, ch, "dlbrain.health", dlb_opt_health, &did)))
+        return err;
+    *stop = hung(plan);
+    return 0;
+}
+
 static int opt_worker(const dlb_opt_input_t *in, dlb_plan_t *plan)
 {
     chain_t ch = {""};
-    int did, err;
+    size_t nodes = 0;
+    int did, stop = 0, err;
 
-    if ((err = run(in, plan, &ch, "dlbrain.health", dlb_opt_health, &did)) || hung(plan))
-        return finish(plan, &ch, err);
+    if ((err = first_parts(in, plan, &ch, &nodes, &stop)) || stop)
+        return finish(plan, &ch, nodes, err);
     if (!(err = run(in, plan, &ch, "dlbrain.memory_trend", dlb_opt_memory_trend, &did)))
         err = run(in, plan, &ch, "dlbrain.worker_model", dlb_opt_worker_model, &did);
-    return finish(plan, &ch, err);
+    return finish(plan, &ch, nodes, err);
 }
 
 static int opt_running(const dlb_opt_input_t *in, dlb_plan_t *plan)
 {
     chain_t ch = {""};
-    int did = 0, err;
+    size_t nodes = 0;
+    int did = 0, stop = 0, err;
 
-    if ((err = run(in, plan, &ch, "dlbrain.health", dlb_opt_health, &did)) || hung(plan))
-        return finish(plan, &ch, err);
+    if ((err = first_parts(in, plan, &ch, &nodes, &stop)) || stop)
+        return finish(plan, &ch, nodes, err);
     if (!(err = run(in, plan, &ch, "dlbrain.memory_trend", dlb_opt_memory_trend, &did)) &&
         !(err = run(in, plan, &ch, "dlrover.hot_ps", dlb_opt_hot_ps, &did)) && !did)
         err = run(in, plan, &ch, "dlrover.ps_util", dlb_opt_ps_util, &did);
-    return finish(plan, &ch, err);
+    return finish(plan, &ch, nodes, err);
 }
 
 static const dlb_route_t routes[] = {
