@@ -74,6 +74,17 @@ static void fmt_time(int64_t ms, char *buf, size_t size)
              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms - (int64_t)s * 1000));
 }
 
+/* 1 when this plan answered pod already (an OOM: one oom_plans row per
+ * plan and pod). */
+static int answered_here(const dlb_opt_input_t *in, const dlb_plan_t *plan, const char *pod)
+{
+    for (size_t i = 0; in->answered && i < in->answered->cnt; i++)
+        if (!strcmp(in->answered->items[i].plan_id, plan->plan_id) &&
+            !strcmp(in->answered->items[i].pod_name, pod))
+            return 1;
+    return 0;
+}
+
 static int record_answer(const dlb_opt_input_t *in, const dlb_plan_t *plan, const char *pod,
                          const char *event)
 {
@@ -139,7 +150,7 @@ int dlb_opt_node_failures(const dlb_opt_input_t *in, dlb_plan_t *plan)
         dlb_pod_action_t *a;
         char when[96];
 
-        if (!f)
+        if (!f || answered_here(in, plan, q->name))
             continue;
         if (dlb_oom_find_answer(in, q->name, f->fail_event_id)) {
             answered++;

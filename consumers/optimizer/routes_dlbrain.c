@@ -5,8 +5,12 @@
  *   worker stages:  node failures, health, memory trend, worker model
  *   running stages: node failures, health, memory trend, hot PS, else PS
  *                   utilisation
+ * OOM requests: the OOM answer, then node failures.
  * A pod gets one action: a pod replaced for its node's failure is not also
- * relaunched for a hang or replaced as a straggler.
+ * relaunched for a hang or replaced as a straggler. Node failures are not
+ * answered at job_stage_ps_running: DLRover's Python master asks it with
+ * _worker_running at the same instant, and an answer recorded by one plan is
+ * only seen by later ones, so both would replace the same pods.
  * A hang (health relaunches the workers) ends the chain: a stopped job's
  * samples say nothing about memory or speed, and the relaunch comes first.
  * Stragglers do not: replacing one pod and sizing the group are independent.
@@ -132,6 +136,14 @@ static int finish(dlb_plan_t *plan, const chain_t *ch, size_t nodes, int err)
     return 0;
 }
 
+/* The stages that answer node failures: not create (no pods yet), not the
+ * PS stages (_ps_running comes with _worker_running at the same instant). */
+static int answers_nodes(const char *stage)
+{
+    return !strcmp(stage, DLB_STAGE_RUNNING) || !strcmp(stage, DLB_STAGE_WORKER_INITIAL) ||
+           !strcmp(stage, DLB_STAGE_WORKER_RUNNING);
+}
+
 /* Node failures, then health. @returns 0 or an error; *nodes is the node
  * failures' actions, *stop 1 when the chain ends there (a hang). */
 static int first_parts(const dlb_opt_input_t *in, dlb_plan_t *plan, chain_t *ch, size_t *nodes,
@@ -139,7 +151,8 @@ static int first_parts(const dlb_opt_input_t *in, dlb_plan_t *plan, chain_t *ch,
 {
     int did, err;
 
-    if ((err = run(in, plan, ch, "dlbrain.node_failure", dlb_opt_node_failures, &did)))
+    if (answers_nodes(in->req->stage) &&
+        (err = run(in, plan, ch, "dlbrain.node_failure", dlb_opt_node_failures, &did)))
         return err;
     *nodes = plan->actions_cnt;
     if ((err = run(in, plan, ch, "dlbrain.health", dlb_opt_health, &did)))
@@ -175,6 +188,21 @@ static int opt_running(const dlb_opt_input_t *in, dlb_plan_t *plan)
     return finish(plan, &ch, nodes, err);
 }
 
+/* An OOM request (or a job with an unanswered OOM) answers its node
+ * failures too: the OOM route takes every request while an OOM is open, and
+ * a failed pod should not wait for it. A pod this plan answers for its OOM
+ * waits for the next plan (dlb_opt_node_failures() skips it). */
+static int opt_oom(const dlb_opt_input_t *in, dlb_plan_t *plan)
+{
+    chain_t ch = {""};
+    int did, err;
+
+    if (!(err = run(in, plan, &ch, "dlbrain.oom", dlb_opt_oom_vpa, &did)) &&
+        answers_nodes(in->req->stage))
+        err = run(in, plan, &ch, "dlbrain.node_failure", dlb_opt_node_failures, &did);
+    return finish(plan, &ch, 0, err);
+}
+
 static const dlb_route_t routes[] = {
     {DLB_STAGE_CREATE, "dlrover.create", dlb_opt_create},
     {DLB_STAGE_PS_INITIAL, "dlrover.ps_initial", dlb_opt_ps_initial},
@@ -185,5 +213,5 @@ static const dlb_route_t routes[] = {
     {NULL, NULL, NULL},
 };
 
-const dlb_opt_set_t dlb_set_dlbrain = {"dlbrain", dlb_needs_oom_dlbrain, "dlbrain.oom",
-                                       dlb_opt_oom_vpa, routes};
+const dlb_opt_set_t dlb_set_dlbrain = {"dlbrain", dlb_needs_oom_dlbrain, "dlbrain.oom", opt_oom,
+                                       routes};

@@ -1,7 +1,8 @@
 /* The dlbrain node failures (dlb_opt_node_failures, "dlbrain.node_failure"):
  * evicted / preempted / no-heartbeat pods and every pod on a NotReady or
  * hardware-error node are replaced, once per (pod, failure event), as of
- * the request's time; the dlrover set does not read node failures. The job
+ * the request's time, at job_stage_running and the worker stages (not
+ * _ps_running); the dlrover set does not read node failures. The job
  * states are folded from node events (dlb_job_state_apply), as the cache
  * folds them. */
 #include <setjmp.h>
@@ -54,6 +55,8 @@ static void fold(dlb_job_state_t *st, const nev_t *evs, size_t n)
             e->has_phase = 1;
             snprintf(e->phase, sizeof(e->phase), "%s", evs[i].phase);
         }
+        e->has_memory_requested = 1;
+        e->memory_requested = 8 * GIB;
         assert_int_equal(dlb_job_state_apply(st, &ev, 60), 0);
     }
 }
@@ -216,7 +219,9 @@ static void run_case(const nodes_case_t *c, const char *stage)
     snprintf(req.stage, sizeof(req.stage), "%s", stage);
     fold(&st, c->events, sizeof(c->events) / sizeof(c->events[0]));
     assert_int_equal(dlb_router_plan(&in, &plan, err, sizeof(err)), 0);
-    while (n < 5 && c->want[n])
+    /* ps_running comes with worker_running at the same instant: only the
+     * worker stages and job_stage_running answer node failures. */
+    while (strcmp(stage, DLB_STAGE_PS_RUNNING) && n < 5 && c->want[n])
         n++;
     if (plan.actions_cnt != n)
         fail_msg("%s (%s): %zu actions, want %zu; reason: %s", c->name, stage, plan.actions_cnt, n,
@@ -225,7 +230,7 @@ static void run_case(const nodes_case_t *c, const char *stage)
         assert_string_equal(plan.actions[i].pod, c->want[i]);
         assert_string_equal(plan.actions[i].action, DLB_ACTION_REPLACE);
     }
-    if (c->action_reason && !strstr(plan.actions[0].reason, c->action_reason))
+    if (n && c->action_reason && !strstr(plan.actions[0].reason, c->action_reason))
         fail_msg("%s: action reason \"%s\" lacks \"%s\"", c->name, plan.actions[0].reason,
                  c->action_reason);
     if (n) {
@@ -335,12 +340,57 @@ static void test_nodes_and_hang(void **state)
     dlb_job_state_clear(&st);
 }
 
+/* An OOM request answers node failures too (the OOM route takes every
+ * request while an OOM is open); a pod the plan answers for its OOM waits
+ * for the next plan (one oom_plans row per plan and pod). */
+static void test_nodes_with_oom(void **state)
+{
+    static const nev_t evs[] = {RUNNING,
+                                {"oom-w0", 90, "oom_killed", "j-worker-0", "n1", "Failed"},
+                                {"ev-w0", 100, "evicted", "j-worker-0", "n1", NULL},
+                                {"ev-w2", 100, "evicted", "j-worker-2", "n2", NULL}};
+    dlb_job_state_t st = {0};
+    dlb_plan_request_t req = {.event_id = "req-1",
+                              .job_uid = "j",
+                              .stage = DLB_STAGE_WORKER_RUNNING,
+                              .has_oom_pod = 1,
+                              .oom_pod = "j-worker-0"};
+    dlb_history_t hist = {0};
+    dlb_oom_answers_t answered = {0};
+    dlb_opt_input_t in = {.req = &req,
+                          .job = &st,
+                          .history = &hist,
+                          .optimizer_set = "dlbrain",
+                          .answered = &answered};
+    dlb_plan_t plan;
+    char err[256];
+
+    (void)state;
+    req.event_time_ms = T0 + 200000;
+    fold(&st, evs, sizeof(evs) / sizeof(evs[0]));
+    assert_int_equal(dlb_router_plan(&in, &plan, err, sizeof(err)), 0);
+    assert_string_equal(plan.optimizer, "dlbrain.oom+dlbrain.node_failure");
+    assert_true(plan.groups_cnt + plan.pods_cnt > 0);
+    assert_int_equal(plan.actions_cnt, 1);
+    assert_string_equal(plan.actions[0].pod, "j-worker-2");
+    /* the OOM row and the replace row, one per pod */
+    assert_int_equal(answered.cnt, 2);
+    assert_string_equal(answered.items[0].pod_name, "j-worker-0");
+    assert_string_equal(answered.items[0].oom_event_id, "oom-w0");
+    assert_string_equal(answered.items[1].pod_name, "j-worker-2");
+    assert_string_equal(answered.items[1].oom_event_id, "ev-w2");
+    free(answered.items);
+    fixture_plan_free(&plan);
+    dlb_job_state_clear(&st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nodes_table),
         cmocka_unit_test(test_nodes_order),
         cmocka_unit_test(test_nodes_and_hang),
+        cmocka_unit_test(test_nodes_with_oom),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
