@@ -13,7 +13,8 @@
  * Everything is "as of" the request: a failure or a recovery after its time
  * is not seen. Each (pod, failure event) is answered once: the answer is
  * recorded with the OOM answers (oom_plans, memory 0) and a later plan does
- * not repeat it. */
+ * not repeat it. A plan that answers the pod's OOM too records both (a row
+ * per plan, pod and event): the pod is replaced with the plan's memory. */
 #include "optimizer.h"
 
 #include <stdio.h>
@@ -72,17 +73,6 @@ static void fmt_time(int64_t ms, char *buf, size_t size)
     }
     snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms - (int64_t)s * 1000));
-}
-
-/* 1 when this plan answered pod already (an OOM: one oom_plans row per
- * plan and pod). */
-static int answered_here(const dlb_opt_input_t *in, const dlb_plan_t *plan, const char *pod)
-{
-    for (size_t i = 0; in->answered && i < in->answered->cnt; i++)
-        if (!strcmp(in->answered->items[i].plan_id, plan->plan_id) &&
-            !strcmp(in->answered->items[i].pod_name, pod))
-            return 1;
-    return 0;
 }
 
 static int record_answer(const dlb_opt_input_t *in, const dlb_plan_t *plan, const char *pod,
@@ -150,7 +140,7 @@ int dlb_opt_node_failures(const dlb_opt_input_t *in, dlb_plan_t *plan)
         dlb_pod_action_t *a;
         char when[96];
 
-        if (!f || answered_here(in, plan, q->name))
+        if (!f)
             continue;
         if (dlb_oom_find_answer(in, q->name, f->fail_event_id)) {
             answered++;

@@ -191,7 +191,9 @@ static int opt_running(const dlb_opt_input_t *in, dlb_plan_t *plan)
 /* An OOM request (or a job with an unanswered OOM) answers its node
  * failures too: the OOM route takes every request while an OOM is open, and
  * a failed pod should not wait for it. A pod this plan answers for its OOM
- * waits for the next plan (dlb_opt_node_failures() skips it). */
+ * is replaced as well, with the plan's memory: its node failure may be the
+ * very event that made it the newest OOM pod, and the next request may come
+ * long after its pod would have been relaunched anyway. */
 static int opt_oom(const dlb_opt_input_t *in, dlb_plan_t *plan)
 {
     chain_t ch = {""};

@@ -3,7 +3,8 @@
 # (--node-failures) and asks for a plan at each failure; the dlbrain
 # optimizer, through Kafka, Redis and PostgreSQL, answers with replace
 # actions naming the node event, records each answer once (oom_plans,
-# memory 0), and no failed pod waits for the master's late relaunch. The
+# memory 0), and no failed pod waits: not for the master's late relaunch,
+# nor for a later request (a pod whose OOM the same plan answers too). The
 # same seed in a fresh environment gives the same summary.
 . "$(dirname "$0")/helpers.sh"
 
@@ -29,6 +30,9 @@ expect_eq "plans missing" 0 "$(s plans_missing)"
 [ "$(s node_failures)" -gt 0 ] || fail "no node failed"
 [ "$(s node_replaced)" -gt 0 ] || fail "no failed pod was replaced"
 expect_eq "failed pods relaunched late" 0 "$(s node_relaunched)"
+# Each failed pod is replaced at the instant of its failure: no pod-second
+# waits on a dead node (a replace put off to a later request would).
+expect_eq "pod-seconds waiting for a replace" 0 "$(s node_down_s)"
 ok "$(s node_failures) node failures, $(s node_replaced) replaced by plans"
 
 SCHEMA=nodea

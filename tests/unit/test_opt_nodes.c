@@ -341,8 +341,9 @@ static void test_nodes_and_hang(void **state)
 }
 
 /* An OOM request answers node failures too (the OOM route takes every
- * request while an OOM is open); a pod the plan answers for its OOM waits
- * for the next plan (one oom_plans row per plan and pod). */
+ * request while an OOM is open); a pod the plan answers for its OOM is
+ * replaced as well, with the plan's memory: two answer rows for it, one per
+ * event. */
 static void test_nodes_with_oom(void **state)
 {
     static const nev_t evs[] = {RUNNING,
@@ -371,14 +372,39 @@ static void test_nodes_with_oom(void **state)
     assert_int_equal(dlb_router_plan(&in, &plan, err, sizeof(err)), 0);
     assert_string_equal(plan.optimizer, "dlbrain.oom+dlbrain.node_failure");
     assert_true(plan.groups_cnt + plan.pods_cnt > 0);
-    assert_int_equal(plan.actions_cnt, 1);
-    assert_string_equal(plan.actions[0].pod, "j-worker-2");
-    /* the OOM row and the replace row, one per pod */
-    assert_int_equal(answered.cnt, 2);
+    assert_int_equal(plan.actions_cnt, 2);
+    assert_string_equal(plan.actions[0].pod, "j-worker-0");
+    assert_string_equal(plan.actions[0].action, DLB_ACTION_REPLACE);
+    assert_string_equal(plan.actions[1].pod, "j-worker-2");
+    /* the OOM row, then a replace row per pod: worker-0 has both */
+    assert_int_equal(answered.cnt, 3);
     assert_string_equal(answered.items[0].pod_name, "j-worker-0");
     assert_string_equal(answered.items[0].oom_event_id, "oom-w0");
-    assert_string_equal(answered.items[1].pod_name, "j-worker-2");
-    assert_string_equal(answered.items[1].oom_event_id, "ev-w2");
+    assert_true(answered.items[0].memory > 0);
+    assert_string_equal(answered.items[1].pod_name, "j-worker-0");
+    assert_string_equal(answered.items[1].oom_event_id, "ev-w0");
+    assert_int_equal(answered.items[1].memory, 0);
+    assert_string_equal(answered.items[2].pod_name, "j-worker-2");
+    assert_string_equal(answered.items[2].oom_event_id, "ev-w2");
+    /* a later plan that sees both answers neither sizes nor replaces again */
+    {
+        dlb_plan_request_t later = req;
+        dlb_opt_input_t in2 = in;
+        dlb_plan_t plan2;
+
+        snprintf(later.event_id, sizeof(later.event_id), "req-2");
+        later.has_oom_pod = 0;
+        later.oom_pod[0] = 0;
+        later.event_time_ms = T0 + 230000;
+        in2.req = &later;
+        in2.oom_plans = answered.items;
+        in2.oom_plans_cnt = answered.cnt;
+        in2.answered = NULL;
+        assert_int_equal(dlb_router_plan(&in2, &plan2, err, sizeof(err)), 0);
+        assert_int_equal(plan2.actions_cnt, 0);
+        assert_null(strstr(plan2.optimizer, "dlbrain.oom"));
+        fixture_plan_free(&plan2);
+    }
     free(answered.items);
     fixture_plan_free(&plan);
     dlb_job_state_clear(&st);
