@@ -42,6 +42,9 @@ static void usage(FILE *fp)
             "      --start MS          virtual start, ms since the epoch (default %" PRId64 ",\n"
             "                          2024-01-01T00:00:00Z)\n"
             "      --time-scale X      arrivals and job lengths times X (default 1)\n"
+            "      --node-failures R   node failures per running pod-hour (default 0): the\n"
+            "                          pod stops until a plan replaces it or, 300 s later,\n"
+            "                          the master relaunches it\n"
             "      --cluster-cores N   virtual cluster cores (default 1024)\n"
             "      --cluster-memory G  virtual cluster memory, GiB (default 4096)\n"
             "      --sample-interval S runtime sample and tick, virtual s (default 30)\n"
@@ -138,6 +141,7 @@ static int fit_dir(const char *dir)
 enum {
     OPT_START = 256,
     OPT_TIME_SCALE,
+    OPT_NODE_FAILURES,
     OPT_CORES,
     OPT_MEMORY,
     OPT_SAMPLE,
@@ -163,6 +167,7 @@ int cmd_sim_main(int argc, char **argv)
         {"seed", required_argument, 0, 's'},
         {"start", required_argument, 0, OPT_START},
         {"time-scale", required_argument, 0, OPT_TIME_SCALE},
+        {"node-failures", required_argument, 0, OPT_NODE_FAILURES},
         {"cluster-cores", required_argument, 0, OPT_CORES},
         {"cluster-memory", required_argument, 0, OPT_MEMORY},
         {"sample-interval", required_argument, 0, OPT_SAMPLE},
@@ -220,6 +225,10 @@ int cmd_sim_main(int argc, char **argv)
         case OPT_TIME_SCALE:
             if (parse_num(optarg, 1e-6, 1e6, &o.params.time_scale))
                 bad = "--time-scale";
+            break;
+        case OPT_NODE_FAILURES:
+            if (parse_num(optarg, 0, 3600, &o.params.node_fail_per_hour))
+                bad = "--node-failures";
             break;
         case OPT_CORES:
             if (parse_num(optarg, 1, 1e9, &o.cluster_cores))

@@ -14,6 +14,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "sim_nodes.h"
 #include "vec.h"
 
 #define PS_RUNTIME_MEM     (512 * DLB_MIB)
@@ -295,6 +296,7 @@ int dlb_sim_job_init(dlb_sim_job_t *j, const dlb_sim_spec_t *spec, uint64_t seed
         pod_init(j, &j->ps[k], 1);
     for (int k = 0; k < j->wk_cnt; k++)
         pod_init(j, &j->wk[k], 0);
+    dlb_sim_nodes_init(j, seed, i);
     return 0;
 }
 
@@ -600,6 +602,8 @@ void dlb_sim_job_tick(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p,
 
     if (j->state != DLB_SIM_RUNNING)
         return;
+    if (dlb_sim_nodes_tick(j, now, p, out) && j->stall_until_ms < now)
+        j->stall_until_ms = now; /* a pod is down: the synchronous job waits */
     if (from < j->start_ms)
         from = j->start_ms;
     if (from < j->stall_until_ms)
@@ -760,6 +764,10 @@ int dlb_sim_job_apply(dlb_sim_job_t *j, const dlb_plan_request_t *req, const dlb
 
         if (!pod)
             continue;
+        /* A pod replaced at this instant already is gone: a no-op. */
+        if (!strcmp(plan->actions[i].action, DLB_ACTION_REPLACE) &&
+            dlb_sim_nodes_replace(j, pod, now, out) < 0)
+            continue;
         /* A replaced pod starts on another node: a straggler's slow node
          * is left behind. A relaunch restarts it where it is. */
         if (!strcmp(plan->actions[i].action, DLB_ACTION_REPLACE) && pod->slow > 1) {
@@ -810,4 +818,19 @@ int dlb_sim_job_apply(dlb_sim_job_t *j, const dlb_plan_request_t *req, const dlb
         hold(j, c);
     }
     return 1;
+}
+
+void dlb_sim_job_event_id(dlb_sim_job_t *j, char *buf)
+{
+    next_id(j, buf);
+}
+
+void dlb_sim_job_publish(dlb_sim_out_t *out, const dlb_event_t *ev)
+{
+    publish(out, ev);
+}
+
+void dlb_sim_job_ask(dlb_sim_job_t *j, int64_t now, const char *stage, dlb_sim_out_t *out)
+{
+    ask(j, now, stage, NULL, NULL, out);
 }

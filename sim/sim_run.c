@@ -13,6 +13,7 @@
 #include "kafka.h"
 #include "latency.h"
 #include "log.h"
+#include "sim_nodes.h"
 #include "vec.h"
 
 void dlb_sim_opts_init(dlb_sim_opts_t *o)
@@ -31,6 +32,7 @@ void dlb_sim_opts_init(dlb_sim_opts_t *o)
     o->params.restart_ms = 60000;
     o->params.max_relaunch = 3;
     o->params.time_scale = 1.0;
+    o->params.node_wait_ms = DLB_SIM_NODE_WAIT_MS;
     dlb_conf_init(&conf); /* the limits.* defaults */
     o->params.limits = conf.limits;
     dlb_conf_destroy(&conf);
@@ -165,6 +167,10 @@ static void summarise(const dlb_sim_opts_t *o, const dlb_sim_job_t *jobs, size_t
             s->hot_ps_jobs++;
         s->straggler_jobs += j->straggled;
         s->stragglers_replaced += j->stragglers_replaced;
+        s->node_failures += j->node_failures;
+        s->node_replaced += j->node_replaced;
+        s->node_relaunched += j->node_relaunched;
+        s->node_down_s += (double)j->node_down_ms / 1000.0;
         s->oom_answered += j->oom_answered;
         if (j->end_ms && j->start_ms) {
             s->jct_mean_s += (double)(j->end_ms - j->arrival_ms) / 1000.0;
@@ -276,12 +282,17 @@ void dlb_sim_summary_print(const dlb_sim_summary_t *s, FILE *fp)
             "speedup=%.0f events=%ld samples=%ld plan_requests=%ld plans_received=%ld "
             "plans_applied=%ld plans_missing=%ld ooms=%ld oom_answered=%ld hot_ps_jobs=%ld "
             "straggler_jobs=%ld stragglers_replaced=%ld jct_mean_s=%.0f pending_mean_s=%.0f "
-            "core_hours=%.1f memory_gib_hours=%.1f\n",
+            "core_hours=%.1f memory_gib_hours=%.1f",
             s->jobs, s->succeeded, s->failed, s->unfinished, (double)s->virtual_ms / 1000.0,
             s->wall_s, s->speedup, s->events, s->samples, s->plan_requests, s->plans_received,
             s->plans_applied, s->plans_missing, s->ooms, s->oom_answered, s->hot_ps_jobs,
             s->straggler_jobs, s->stragglers_replaced, s->jct_mean_s, s->pending_mean_s,
             s->core_hours, s->memory_gib_hours);
+    /* Only a run with node failures (--node-failures) has these. */
+    if (s->node_failures)
+        fprintf(fp, " node_failures=%ld node_replaced=%ld node_relaunched=%ld node_down_s=%.0f",
+                s->node_failures, s->node_replaced, s->node_relaunched, s->node_down_s);
+    fputc('\n', fp);
 }
 
 int dlb_sim_summary_json(const dlb_sim_summary_t *s, FILE *fp)
@@ -293,12 +304,15 @@ int dlb_sim_summary_json(const dlb_sim_summary_t *s, FILE *fp)
         "\"plan_requests\":%ld,\"plans_received\":%ld,\"plans_applied\":%ld,"
         "\"plans_missing\":%ld,\"ooms\":%ld,\"oom_answered\":%ld,\"hot_ps_jobs\":%ld,"
         "\"straggler_jobs\":%ld,\"stragglers_replaced\":%ld,\"jct_mean_s\":%.1f,"
-        "\"pending_mean_s\":%.1f,\"core_hours\":%.2f,\"memory_gib_hours\":%.2f}\n",
+        "\"pending_mean_s\":%.1f,\"core_hours\":%.2f,\"memory_gib_hours\":%.2f,"
+        "\"node_failures\":%ld,\"node_replaced\":%ld,\"node_relaunched\":%ld,"
+        "\"node_down_s\":%.0f}\n",
         s->jobs, s->succeeded, s->failed, s->unfinished, (double)s->virtual_ms / 1000.0, s->wall_s,
         s->speedup, s->events, s->samples, s->node_events, s->plan_requests, s->plans_received,
         s->plans_applied, s->plans_missing, s->ooms, s->oom_answered, s->hot_ps_jobs,
         s->straggler_jobs, s->stragglers_replaced, s->jct_mean_s, s->pending_mean_s, s->core_hours,
-        s->memory_gib_hours);
+        s->memory_gib_hours, s->node_failures, s->node_replaced, s->node_relaunched,
+        s->node_down_s);
     return r < 0 ? -1 : 0;
 }
 

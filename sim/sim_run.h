@@ -54,6 +54,10 @@ typedef struct dlb_sim_summary {
     long plan_requests, plans_received, plans_applied, plans_missing;
     long ooms, oom_answered; /* OOMs, and OOMs whose plan raised the pod's memory */
     long hot_ps_jobs, straggler_jobs, stragglers_replaced;
+    /* Pods whose node failed; of them, those a plan replaced and those the
+     * master relaunched after the wait (the others ended with their job). */
+    long node_failures, node_replaced, node_relaunched;
+    double node_down_s;                  /* pod-seconds from a failure to the pod's new start */
     double jct_mean_s, pending_mean_s;   /* over finished jobs */
     double core_hours, memory_gib_hours; /* requested by running pods */
 } dlb_sim_summary_t;

@@ -50,10 +50,10 @@ static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, char *er
                                    conf->history_hours, conf->history_max_jobs,
                                    4 * conf->window_size, &hist, errstr, size)))
         goto out;
-    /* The OOMs earlier plans answered, as of the request (a redo sees the
-     * same rows: later answers have later event times). Only a job with an
-     * OOM can have any. */
-    if (dlb_opt_job_has_oom(req, &st) &&
+    /* The OOMs and node failures earlier plans answered, as of the request
+     * (a redo sees the same rows: later answers have later event times).
+     * Only a job with an OOM or a node failure can have any. */
+    if (dlb_opt_wants_answers(conf->optimizer_set, req, &st) &&
         (err = dlb_pg_load_oom_plans(pg, req->job_uid, req->event_time_ms, &oom_plans,
                                      &oom_plans_cnt, errstr, size)))
         goto out;

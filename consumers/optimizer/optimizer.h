@@ -54,6 +54,12 @@ int dlb_router_plan(const dlb_opt_input_t *in, dlb_plan_t *plan, char *errstr, s
  *           of the job state was OOMKilled. Only such a job has answered OOMs. */
 int dlb_opt_job_has_oom(const dlb_plan_request_t *req, const dlb_job_state_t *st);
 
+/** @returns 1 when the request needs the job's earlier answers (table
+ *           oom_plans): the job has an OOM, or with the dlbrain set a pod has
+ *           a node failure (its replace is recorded there, memory 0). */
+int dlb_opt_wants_answers(const char *optimizer_set, const dlb_plan_request_t *req,
+                          const dlb_job_state_t *st);
+
 /** @returns 1 when the request needs similar jobs' history (a PostgreSQL query
  *           the consumer makes only then): a create request, any request of a
  *           job with an OOM, and with the dlbrain set the worker stages, whose
@@ -102,6 +108,9 @@ int dlb_opt_worker_resource(const dlb_opt_input_t *in, dlb_plan_t *plan);
 int dlb_opt_oom_vpa(const dlb_opt_input_t *in, dlb_plan_t *plan);
 /** Memory raised before the OOM when a pod's usage trend will pass its request. */
 int dlb_opt_memory_trend(const dlb_opt_input_t *in, dlb_plan_t *plan);
+/** Node failures: replace the pods evicted, preempted, without a heartbeat or
+ *  on a failed node, each (pod, failure event) once. */
+int dlb_opt_node_failures(const dlb_opt_input_t *in, dlb_plan_t *plan);
 /** Hang (relaunch) and straggler (replace) actions. */
 int dlb_opt_health(const dlb_opt_input_t *in, dlb_plan_t *plan);
 /** Worker count from a per-job NNLS throughput model; DLRover's rule when it cannot fit. */

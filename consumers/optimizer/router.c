@@ -128,3 +128,16 @@ int dlb_opt_wants_history(const char *optimizer_set, const dlb_plan_request_t *r
            (!strcmp(req->stage, DLB_STAGE_WORKER_INITIAL) ||
             !strcmp(req->stage, DLB_STAGE_WORKER_RUNNING));
 }
+
+int dlb_opt_wants_answers(const char *optimizer_set, const dlb_plan_request_t *req,
+                          const dlb_job_state_t *st)
+{
+    if (dlb_opt_job_has_oom(req, st))
+        return 1;
+    if (!optimizer_set || strcmp(optimizer_set, "dlbrain"))
+        return 0;
+    for (size_t i = 0; i < st->pods_cnt; i++)
+        if (st->pods[i].fail_event_id[0])
+            return 1;
+    return 0;
+}

@@ -2,8 +2,15 @@
  * are sound, and what DLRover-RM only describes where they are not.
  *
  * Running stages compose several optimizers into one plan, in this order:
- *   worker stages:  health, memory trend, worker model
- *   running stages: health, memory trend, hot PS, else PS utilisation
+ *   worker stages:  node failures, health, memory trend, worker model
+ *   running stages: node failures, health, memory trend, hot PS, else PS
+ *                   utilisation
+ * OOM requests: the OOM answer, then node failures.
+ * A pod gets one action: a pod replaced for its node's failure is not also
+ * relaunched for a hang or replaced as a straggler. Node failures are not
+ * answered at job_stage_ps_running: DLRover's Python master asks it with
+ * _worker_running at the same instant, and an answer recorded by one plan is
+ * only seen by later ones, so both would replace the same pods.
  * A hang (health relaunches the workers) ends the chain: a stopped job's
  * samples say nothing about memory or speed, and the relaunch comes first.
  * Stragglers do not: replacing one pod and sizing the group are independent.
@@ -94,8 +101,27 @@ static void merge_pods(dlb_plan_t *plan)
     }
 }
 
+static int cmp_action(const void *a, const void *b)
+{
+    return strcmp(((const dlb_pod_action_t *)a)->pod, ((const dlb_pod_action_t *)b)->pod);
+}
+
+/* The first nodes actions (node failures, in pod name order) win: later
+ * actions for the same pods go. */
+static void merge_actions(dlb_plan_t *plan, size_t nodes)
+{
+    size_t i, n = nodes;
+
+    if (!nodes)
+        return;
+    for (i = nodes; i < plan->actions_cnt; i++)
+        if (!bsearch(&plan->actions[i], plan->actions, nodes, sizeof(plan->actions[0]), cmp_action))
+            plan->actions[n++] = plan->actions[i];
+    plan->actions_cnt = n;
+}
+
 /* The router releases groups and pods when a route fails; actions too. */
-static int finish(dlb_plan_t *plan, const chain_t *ch, int err)
+static int finish(dlb_plan_t *plan, const chain_t *ch, size_t nodes, int err)
 {
     if (err) {
         free(plan->actions);
@@ -103,35 +129,80 @@ static int finish(dlb_plan_t *plan, const chain_t *ch, int err)
         plan->actions_cnt = 0;
         return err;
     }
+    merge_actions(plan, nodes);
     merge_pods(plan);
     if (ch->fired[0])
         snprintf(plan->optimizer, sizeof(plan->optimizer), "%s", ch->fired);
     return 0;
 }
 
+/* The stages that answer node failures: not create (no pods yet), not the
+ * PS stages (_ps_running comes with _worker_running at the same instant). */
+static int answers_nodes(const char *stage)
+{
+    return !strcmp(stage, DLB_STAGE_RUNNING) || !strcmp(stage, DLB_STAGE_WORKER_INITIAL) ||
+           !strcmp(stage, DLB_STAGE_WORKER_RUNNING);
+}
+
+/* Node failures, then health. @returns 0 or an error; *nodes is the node
+ * failures' actions, *stop 1 when the chain ends there (a hang). */
+static int first_parts(const dlb_opt_input_t *in, dlb_plan_t *plan, chain_t *ch, size_t *nodes,
+                       int *stop)
+{
+    int did, err;
+
+    if (answers_nodes(in->req->stage) &&
+        (err = run(in, plan, ch, "dlbrain.node_failure", dlb_opt_node_failures, &did)))
+        return err;
+    *nodes = plan->actions_cnt;
+    if ((err = run(in, plan, ch, "dlbrain.health", dlb_opt_health, &did)))
+        return err;
+    *stop = hung(plan);
+    return 0;
+}
+
 static int opt_worker(const dlb_opt_input_t *in, dlb_plan_t *plan)
 {
     chain_t ch = {""};
-    int did, err;
+    size_t nodes = 0;
+    int did, stop = 0, err;
 
-    if ((err = run(in, plan, &ch, "dlbrain.health", dlb_opt_health, &did)) || hung(plan))
-        return finish(plan, &ch, err);
+    if ((err = first_parts(in, plan, &ch, &nodes, &stop)) || stop)
+        return finish(plan, &ch, nodes, err);
     if (!(err = run(in, plan, &ch, "dlbrain.memory_trend", dlb_opt_memory_trend, &did)))
         err = run(in, plan, &ch, "dlbrain.worker_model", dlb_opt_worker_model, &did);
-    return finish(plan, &ch, err);
+    return finish(plan, &ch, nodes, err);
 }
 
 static int opt_running(const dlb_opt_input_t *in, dlb_plan_t *plan)
 {
     chain_t ch = {""};
-    int did = 0, err;
+    size_t nodes = 0;
+    int did = 0, stop = 0, err;
 
-    if ((err = run(in, plan, &ch, "dlbrain.health", dlb_opt_health, &did)) || hung(plan))
-        return finish(plan, &ch, err);
+    if ((err = first_parts(in, plan, &ch, &nodes, &stop)) || stop)
+        return finish(plan, &ch, nodes, err);
     if (!(err = run(in, plan, &ch, "dlbrain.memory_trend", dlb_opt_memory_trend, &did)) &&
         !(err = run(in, plan, &ch, "dlrover.hot_ps", dlb_opt_hot_ps, &did)) && !did)
         err = run(in, plan, &ch, "dlrover.ps_util", dlb_opt_ps_util, &did);
-    return finish(plan, &ch, err);
+    return finish(plan, &ch, nodes, err);
+}
+
+/* An OOM request (or a job with an unanswered OOM) answers its node
+ * failures too: the OOM route takes every request while an OOM is open, and
+ * a failed pod should not wait for it. A pod this plan answers for its OOM
+ * is replaced as well, with the plan's memory: its node failure may be the
+ * very event that made it the newest OOM pod, and the next request may come
+ * long after its pod would have been relaunched anyway. */
+static int opt_oom(const dlb_opt_input_t *in, dlb_plan_t *plan)
+{
+    chain_t ch = {""};
+    int did, err;
+
+    if (!(err = run(in, plan, &ch, "dlbrain.oom", dlb_opt_oom_vpa, &did)) &&
+        answers_nodes(in->req->stage))
+        err = run(in, plan, &ch, "dlbrain.node_failure", dlb_opt_node_failures, &did);
+    return finish(plan, &ch, 0, err);
 }
 
 static const dlb_route_t routes[] = {
@@ -144,5 +215,5 @@ static const dlb_route_t routes[] = {
     {NULL, NULL, NULL},
 };
 
-const dlb_opt_set_t dlb_set_dlbrain = {"dlbrain", dlb_needs_oom_dlbrain, "dlbrain.oom",
-                                       dlb_opt_oom_vpa, routes};
+const dlb_opt_set_t dlb_set_dlbrain = {"dlbrain", dlb_needs_oom_dlbrain, "dlbrain.oom", opt_oom,
+                                       routes};

@@ -372,6 +372,16 @@ static char *pod_to_json(const dlb_pod_status_t *p)
             cJSON_Delete(f[i].item);
         }
     }
+    /* Node failures, only for a pod that had one: most pods never do. */
+    if (ok && p->fail_event_id[0])
+        ok = cJSON_AddStringToObject(o, "fail_kind", p->fail_kind) &&
+             cJSON_AddStringToObject(o, "fail_event_id", p->fail_event_id) &&
+             cJSON_AddStringToObject(o, "fail_node", p->fail_node) &&
+             cJSON_AddItemToObject(o, "fail_time_ms", json_i64(p->fail_time_ms));
+    if (ok && p->back_event_id[0])
+        ok = cJSON_AddStringToObject(o, "back_kind", p->back_kind) &&
+             cJSON_AddStringToObject(o, "back_event_id", p->back_event_id) &&
+             cJSON_AddItemToObject(o, "back_time_ms", json_i64(p->back_time_ms));
     if (ok)
         out = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
@@ -414,6 +424,13 @@ static int pod_from_json(const char *s, size_t len, dlb_pod_status_t *p)
     json_str(o, "last_oom_event_id", p->last_oom_event_id, sizeof(p->last_oom_event_id));
     p->memory_requested = json_num(o, "memory_requested");
     json_str(o, "last_event_id", p->last_event_id, sizeof(p->last_event_id));
+    json_str(o, "fail_kind", p->fail_kind, sizeof(p->fail_kind));
+    json_str(o, "fail_event_id", p->fail_event_id, sizeof(p->fail_event_id));
+    json_str(o, "fail_node", p->fail_node, sizeof(p->fail_node));
+    p->fail_time_ms = json_num(o, "fail_time_ms");
+    json_str(o, "back_kind", p->back_kind, sizeof(p->back_kind));
+    json_str(o, "back_event_id", p->back_event_id, sizeof(p->back_event_id));
+    p->back_time_ms = json_num(o, "back_time_ms");
     cJSON_Delete(o);
     return p->name[0] ? 0 : DLB_ERR_DECODE;
 }

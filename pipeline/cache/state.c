@@ -360,6 +360,48 @@ static dlb_pod_status_t *pod_for(dlb_job_state_t *st, const char *name, int *err
     return p;
 }
 
+int dlb_node_failure_kind(const char *kind)
+{
+    if (!strcmp(kind, "node_not_ready") || !strcmp(kind, "hardware_error"))
+        return 2;
+    return !strcmp(kind, "evicted") || !strcmp(kind, "preempted") || !strcmp(kind, "no_heartbeat");
+}
+
+int dlb_node_back_kind(const char *kind, const char *phase)
+{
+    if (!strcmp(kind, "deleted"))
+        return 1;
+    if (!strcmp(kind, "pod_phase"))
+        return !strcmp(phase, "Running") || !strcmp(phase, "Succeeded");
+    return !strcmp(kind, "node_phase") && !strcmp(phase, "Ready");
+}
+
+/* The newest failure and the newest back-or-gone event of a pod: maxima by
+ * (time, id), the same whatever order events come in, a redelivery included. */
+static void fold_failure(dlb_pod_status_t *p, const dlb_node_event_t *ev)
+{
+    const char *phase = ev->has_phase ? ev->phase : "";
+
+    if (dlb_node_failure_kind(ev->kind) &&
+        (!p->fail_event_id[0] ||
+         event_cmp(ev->event_time_ms, ev->event_id, p->fail_time_ms, p->fail_event_id) > 0)) {
+        copy_str(p->fail_kind, sizeof(p->fail_kind), ev->kind);
+        copy_str(p->fail_event_id, sizeof(p->fail_event_id), ev->event_id);
+        copy_str(p->fail_node, sizeof(p->fail_node),
+                 ev->node_name[0] ? ev->node_name : p->node_name);
+        p->fail_time_ms = ev->event_time_ms;
+    }
+    if (dlb_node_back_kind(ev->kind, phase) &&
+        (!p->back_event_id[0] ||
+         event_cmp(ev->event_time_ms, ev->event_id, p->back_time_ms, p->back_event_id) > 0)) {
+        /* The word that says which: Running, Succeeded, Ready or deleted. */
+        copy_str(p->back_kind, sizeof(p->back_kind),
+                 strcmp(ev->kind, "deleted") ? phase : "deleted");
+        copy_str(p->back_event_id, sizeof(p->back_event_id), ev->event_id);
+        p->back_time_ms = ev->event_time_ms;
+    }
+}
+
 static int apply_node(dlb_job_state_t *st, const dlb_node_event_t *ev)
 {
     dlb_pod_status_t *p;
@@ -391,6 +433,7 @@ static int apply_node(dlb_job_state_t *st, const dlb_node_event_t *ev)
     if (newer || !p->node_name[0])
         if (ev->node_name[0])
             copy_str(p->node_name, sizeof(p->node_name), ev->node_name);
+    fold_failure(p, ev);
     if (!newer)
         return 0;
     copy_str(p->last_kind, sizeof(p->last_kind), ev->kind);

@@ -23,6 +23,20 @@ typedef struct dlb_pod_status {
     char last_oom_event_id[DLB_ID_MAX]; /* "" if never OOM */
     int64_t memory_requested;           /* bytes at the newest event that said, 0 if unknown */
     char last_event_id[DLB_ID_MAX]; /* id of the newest node event, so a redelivery is a no-op */
+    /* The newest node failure of the pod (dlb_node_failure_kind(): evicted,
+     * preempted, node_not_ready, hardware_error, no_heartbeat), "" if none,
+     * and the node it named (the pod's node when it named none). Folded as a
+     * maximum by (time, id), so order and redelivery do not matter. */
+    char fail_kind[32];
+    char fail_event_id[DLB_ID_MAX];
+    char fail_node[DLB_ID_MAX];
+    int64_t fail_time_ms;
+    /* The newest event saying the pod is back or gone (dlb_node_back_kind():
+     * phase Running or Succeeded, node Ready, deleted), "" if none;
+     * back_kind says which: "Running", "Succeeded", "Ready" or "deleted". */
+    char back_kind[32];
+    char back_event_id[DLB_ID_MAX];
+    int64_t back_time_ms;
 } dlb_pod_status_t;
 
 /* Pods one job's state keeps: beyond any real job's pods over its life,
@@ -106,6 +120,16 @@ int dlb_job_state_apply(dlb_job_state_t *st, const dlb_event_t *ev, int window_s
  *  @returns 0 or DLB_ERR_NOMEM (the state is unchanged). */
 int dlb_job_state_begin_rebuild(dlb_job_state_t *st);
 void dlb_job_state_end_rebuild(dlb_job_state_t *st);
+
+/** @returns 1 when a node event of this kind says the pod's node or the pod
+ *           failed (evicted, preempted, node_not_ready, hardware_error,
+ *           no_heartbeat), 2 when it says the whole node failed
+ *           (node_not_ready, hardware_error), 0 otherwise. */
+int dlb_node_failure_kind(const char *kind);
+
+/** @returns 1 when a node event says its pod is back or gone: pod_phase
+ *           Running or Succeeded, node_phase Ready, deleted. */
+int dlb_node_back_kind(const char *kind, const char *phase);
 
 /** @returns the pod status by name, or NULL. */
 const dlb_pod_status_t *dlb_job_state_pod(const dlb_job_state_t *st, const char *name);

@@ -103,7 +103,8 @@ static const dlb_pg_stmt_t st_plan = {DLB_PG_ST_PLAN, "dlb_plan",
     "NULLIF($3, ''), $4, $5, $6, $7::bigint, $8::jsonb, $9::jsonb, $10::bytea, "
     "$11::jsonb) ON CONFLICT DO NOTHING"};
 
-/* Idempotent by (plan_id, pod_name): a redone batch writes the same row. */
+/* Idempotent by (plan_id, pod_name, oom_event_id, job_uid): a redone batch
+ * writes the same rows. */
 static const dlb_pg_stmt_t st_oom_plan = {DLB_PG_ST_OOM_PLAN, "dlb_oom_plan",
     "INSERT INTO oom_plans (job_uid, pod_name, oom_event_id, plan_id, memory, "
     "event_time_ms) VALUES ($1, $2, $3, $4, $5::bigint, $6::bigint) "

@@ -76,8 +76,8 @@ static const dlb_pg_stmt_t st_get_plan = {DLB_PG_ST_GET_PLAN, "dlb_get_plan",
 static const dlb_pg_stmt_t st_oom_plans = {DLB_PG_ST_OOM_PLANS, "dlb_oom_plans",
     "SELECT pod_name, oom_event_id, plan_id, memory, event_time_ms FROM ("
     "SELECT * FROM oom_plans WHERE job_uid = $1 AND event_time_ms < $2::bigint "
-    "ORDER BY event_time_ms DESC, plan_id DESC, pod_name DESC "
-    "LIMIT $3::integer) o ORDER BY event_time_ms, plan_id, pod_name"};
+    "ORDER BY event_time_ms DESC, plan_id DESC, pod_name DESC, oom_event_id DESC "
+    "LIMIT $3::integer) o ORDER BY event_time_ms, plan_id, pod_name, oom_event_id"};
 /* clang-format on */
 
 int dlb_pg_load_oom_plans(dlb_pg_t *pg, const char *job_uid, int64_t before_ms,

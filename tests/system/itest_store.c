@@ -900,12 +900,18 @@ static void test_pg_oom_plans(void **unused)
     assert_int_equal(dlb_pg_commit(pg, errstr, sizeof(errstr)), 0);
     for (size_t i = 0; i < n; i++)
         put_oom_plan(pg, "u1", &ops[i]); /* a redone batch */
-    /* Same (plan, pod) again with other values: the first row stays. */
-    other = oom_plan("u1-worker-1", "n9", "plan-q3", 1, T0);
+    /* Same (plan, pod, event) again with other values: the first row stays. */
+    other = oom_plan("u1-worker-1", "n1", "plan-q3", 1, T0);
     put_oom_plan(pg, "u1", &other);
     other = oom_plan("u2-worker-0", "m1", "plan-r1", 5 * GIB, T0 + 500);
     put_oom_plan(pg, "u2", &other);
     assert_int_equal(count_of(pg, "oom_plans"), (int64_t)n + 1);
+    /* Another event of the same plan and pod is another answer: a node
+     * failure the plan answers beside the pod's OOM (memory 0, a replace). */
+    other = oom_plan("u1-worker-2", "f4", "plan-q4", 0, T0 + 4000);
+    put_oom_plan(pg, "u1", &other);
+    put_oom_plan(pg, "u1", &other);
+    assert_int_equal(count_of(pg, "oom_plans"), (int64_t)n + 2);
 
     /* Before T0 + 3000: the plans of T0 + 1000 and T0 + 2000 (ties by plan id,
      * then pod name); not the one at exactly T0 + 3000, not u2's. */
@@ -926,12 +932,17 @@ static void test_pg_oom_plans(void **unused)
     free(got);
     assert_int_equal(dlb_pg_load_oom_plans(pg, "u1", T0 + 4001, &got, &cnt, errstr, sizeof(errstr)),
                      0);
-    assert_int_equal(cnt, n);
+    assert_int_equal(cnt, n + 1);
     assert_string_equal(got[3].plan_id, "plan-q3");
-    assert_string_equal(got[3].oom_event_id, "n1"); /* the first put of (plan-q3, worker-1) */
+    assert_string_equal(got[3].oom_event_id, "n1"); /* the first put of (plan-q3, worker-1, n1) */
     assert_int_equal(got[3].memory, 20 * GIB);
+    /* plan-q4's two answers for worker-2, by event id */
     assert_string_equal(got[4].plan_id, "plan-q4");
-    assert_int_equal(got[4].event_time_ms, T0 + 4000);
+    assert_string_equal(got[4].oom_event_id, "f4");
+    assert_int_equal(got[4].memory, 0);
+    assert_string_equal(got[5].plan_id, "plan-q4");
+    assert_string_equal(got[5].oom_event_id, "n4");
+    assert_int_equal(got[5].event_time_ms, T0 + 4000);
     free(got);
     assert_int_equal(dlb_pg_load_oom_plans(pg, "u1", T0 + 1000, &got, &cnt, errstr, sizeof(errstr)),
                      0);
@@ -951,7 +962,7 @@ static void test_pg_oom_plans(void **unused)
     assert_int_equal(dlb_pg_put_oom_plan(pg, "u2", &other, errstr, sizeof(errstr)),
                      DLB_ERR_INVALID);
     assert_int_equal(dlb_pg_put_oom_plan(pg, "", &ops[0], errstr, sizeof(errstr)), DLB_ERR_INVALID);
-    assert_int_equal(count_of(pg, "oom_plans"), (int64_t)n + 1);
+    assert_int_equal(count_of(pg, "oom_plans"), (int64_t)n + 2);
     dlb_pg_destroy(pg);
 }
 
