@@ -66,6 +66,19 @@ static const dlb_pod_status_t *newest_oom_pod(const dlb_opt_input_t *in, int ski
     return best;
 }
 
+/* OOMs of the job no plan has answered yet. */
+static size_t unanswered_ooms(const dlb_opt_input_t *in)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < in->job->pods_cnt; i++) {
+        const dlb_pod_status_t *p = &in->job->pods[i];
+
+        n += p->oom_count > 0 && !dlb_oom_find_answer(in, p->name, p->last_oom_event_id);
+    }
+    return n;
+}
+
 const dlb_pod_usage_t *dlb_oom_window_pod(const dlb_job_state_t *st, const char *name)
 {
     const dlb_pod_usage_t *p;
@@ -436,7 +449,35 @@ static int oom_targets(const dlb_opt_input_t *in, int skip_answered, dlb_oom_tar
         t[*n].st_pod = dlb_job_state_pod(in->job, names[i]);
         *n += (size_t)oom_resolve(in, &t[*n], plan);
     }
-    if (!cnt) {
+    if (!cnt && skip_answered && unanswered_ooms(in) > 1) {
+        /* A request naming no pod (DLRover's master after its first check)
+         * answers every open OOM: answering only the newest left the others
+         * open when a tick brought several, each of its plans picking the
+         * same pod (an answer is seen by later batches only). */
+        size_t open = unanswered_ooms(in);
+        dlb_oom_target_t *all = calloc(open, sizeof(*all));
+
+        if (!all) {
+            free(names);
+            free(t);
+            return DLB_ERR_NOMEM;
+        }
+        free(t);
+        t = all;
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           "%sThe request names no OOM pod; the job has %zu unanswered OOMs, each "
+                           "answered:",
+                           dlb_reason_sep(plan->reason), open);
+        for (size_t i = 0; i < in->job->pods_cnt; i++) {
+            const dlb_pod_status_t *p = &in->job->pods[i];
+
+            if (p->oom_count <= 0 || dlb_oom_find_answer(in, p->name, p->last_oom_event_id))
+                continue;
+            t[*n].name = p->name;
+            t[*n].st_pod = p;
+            *n += (size_t)oom_resolve(in, &t[*n], plan);
+        }
+    } else if (!cnt) {
         if ((t->st_pod = newest_oom_pod(in, skip_answered))) {
             t->name = t->st_pod->name;
             *n = (size_t)oom_resolve(in, t, plan);

@@ -536,6 +536,52 @@ static void test_vpa_several_pods(void **state)
     fixture_plan_free(&plan);
 }
 
+/* A request naming no OOM pod (DLRover's master asks worker_initial so once
+ * it has checked the job) answers every unanswered OOM of the job, each with
+ * its own VPA, and records an answer for each; one already answered is left
+ * out. Before, each such request answered the newest alone, and several of
+ * one tick all picked the same pod. */
+static void test_vpa_podless_answers_all(void **state)
+{
+    dlb_job_state_t job = {STATUSES(STATUS("j-worker-0", "worker", 300, 1, "ne-3", 10 * GIB),
+                                    STATUS("j-worker-1", "worker", 200, 1, "ne-2", 10 * GIB),
+                                    STATUS("j-worker-2", "worker", 100, 1, "ne-1", 10 * GIB),
+                                    STATUS("j-worker-3", "worker", 50, 1, "ne-0", 10 * GIB))};
+    static const dlb_history_t none = {0};
+    dlb_oom_plan_t earlier[] = {ANSWER("j-worker-3", "ne-0", "plan-a", 12884901888)};
+    dlb_plan_request_t req = {.event_id = "req-9",
+                              .event_time_ms = 9000,
+                              .job_uid = "j",
+                              .stage = "job_stage_worker_initial"};
+    dlb_oom_answers_t answered = {0};
+    dlb_opt_input_t in = {.req = &req,
+                          .job = &job,
+                          .history = &none,
+                          .oom_plans = earlier,
+                          .oom_plans_cnt = 1,
+                          .answered = &answered};
+    dlb_plan_t plan = {.plan_id = "plan-req-9", .event_time_ms = 9000};
+
+    (void)state;
+    assert_int_equal(dlb_opt_oom_vpa(&in, &plan), 0);
+    if (!strstr(plan.reason, "the job has 3 unanswered OOMs, each answered:"))
+        fail_msg("reason: %s", plan.reason);
+    assert_int_equal(answered.cnt, 3);
+    assert_int_equal(plan.pods_cnt, 3);
+    for (size_t i = 0; i < 3; i++) {
+        char pod[32], ev[8];
+
+        snprintf(pod, sizeof(pod), "j-worker-%zu", i);
+        snprintf(ev, sizeof(ev), "ne-%zu", 3 - i);
+        assert_string_equal(answered.items[i].pod_name, pod);
+        assert_string_equal(answered.items[i].oom_event_id, ev);
+        assert_string_equal(plan.pods[i].name, pod);
+        assert_int_equal(plan.pods[i].resource.memory, 12884901888); /* ceil(10G * 1.2) */
+    }
+    free(answered.items);
+    fixture_plan_free(&plan);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -543,6 +589,7 @@ int main(void)
         cmocka_unit_test(test_vpa_no_answered_out),
         cmocka_unit_test(test_dlrover_oom_answered),
         cmocka_unit_test(test_vpa_several_pods),
+        cmocka_unit_test(test_vpa_podless_answers_all),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
