@@ -40,7 +40,7 @@ typedef struct dlb_sim_pod {
     double slow;     /* compute slowdown of a straggler's node, 1 = none */
     int ooms;        /* OOMKills of this pod */
     int64_t oom_mem; /* request at its last OOM, until a plan answers it (0 = none) */
-    /* Node failures (sim_nodes.c): when its node failed, until it runs again
+    /* Node failures (sim_job.c, node failures): when its node failed, until it runs again
      * (0 = up), and when a plan last replaced it after one (0 = never). */
     int64_t down_ms;
     int64_t replaced_ms;
@@ -98,12 +98,17 @@ typedef struct dlb_sim_job {
     int64_t held_mem;
     int ooms, oom_answered, plans_applied, stragglers_replaced, straggled;
     char exit_reason[32];
-    /* Node failures (sim_nodes.c): their own random stream, counters, and
+    /* Node failures (sim_job.c, node failures): their own random stream, counters, and
      * the pod-ms spent down, summed when each pod runs again. */
     dlb_rng_t node_rng;
     int node_failures, node_replaced, node_relaunched;
     int64_t node_down_ms;
 } dlb_sim_job_t;
+
+/* Kubernetes taints a NotReady node and evicts its pods after the
+ * tolerationSeconds of node.kubernetes.io/not-ready (300 s by default);
+ * DLRover's master relaunches a pod only once it has failed or is gone. */
+#define DLB_SIM_NODE_WAIT_MS 300000
 
 typedef struct dlb_sim_params {
     int64_t sample_ms;    /* runtime sample interval, and the master's autoscaler tick */
@@ -119,7 +124,7 @@ typedef struct dlb_sim_params {
     dlb_limits_t limits;  /* the master's clamp */
     double time_scale;    /* job lengths (and arrivals) times this */
     /* Node failures per running pod-hour (0 = none), and how much later a
-     * failed pod no plan replaces is relaunched (sim_nodes.c). */
+     * failed pod no plan replaces is relaunched (sim_job.c, node failures). */
     double node_fail_per_hour;
     int64_t node_wait_ms;
 } dlb_sim_params_t;
@@ -163,11 +168,5 @@ void dlb_sim_job_fail(dlb_sim_job_t *j, int64_t now, const char *reason, dlb_sim
 int dlb_sim_job_apply(dlb_sim_job_t *j, const dlb_plan_request_t *req, const dlb_plan_t *plan,
                       int64_t now, const dlb_sim_params_t *p, dlb_sim_cluster_t *c,
                       dlb_sim_out_t *out);
-
-/* For sim_nodes.c: the job's next event id, publishing an event, and
- * queueing a plan request, as the job's own events are. */
-void dlb_sim_job_event_id(dlb_sim_job_t *j, char *buf);
-void dlb_sim_job_publish(dlb_sim_out_t *out, const dlb_event_t *ev);
-void dlb_sim_job_ask(dlb_sim_job_t *j, int64_t now, const char *stage, dlb_sim_out_t *out);
 
 #endif

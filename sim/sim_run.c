@@ -13,7 +13,6 @@
 #include "kafka.h"
 #include "latency.h"
 #include "log.h"
-#include "sim_nodes.h"
 #include "vec.h"
 
 void dlb_sim_opts_init(dlb_sim_opts_t *o)

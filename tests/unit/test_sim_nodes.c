@@ -1,4 +1,4 @@
-/* Simulated node failures (sim/sim_nodes.c) against the dlbrain node-failure
+/* Simulated node failures (sim/sim_job.c, "node failures") against the dlbrain node-failure
  * optimizer run in-process: the same seed gives the same bytes; without
  * replace actions every failed pod waits for the master's relaunch (300 s),
  * with dlb_opt_node_failures answering the master's request each failed pod
@@ -19,7 +19,6 @@
 #include "err.h"
 #include "opt_plan.h"
 #include "optimizer.h"
-#include "sim_nodes.h"
 #include "sim_run.h"
 #include "state.h"
 
