@@ -82,8 +82,11 @@ static void job_state(dlb_sim_job_t *j, int64_t now, const char *state, const ch
     publish(out, &ev);
 }
 
-static void node_event(dlb_sim_job_t *j, int64_t now, const dlb_sim_pod_t *pod, const char *kind,
-                       const char *phase, const char *reason, dlb_sim_out_t *out)
+/* A node event of pod; its node name drawn from rng (the job's own stream,
+ * or its node-failure stream for those events). */
+static void node_event_rng(dlb_sim_job_t *j, dlb_rng_t *rng, int64_t now, const dlb_sim_pod_t *pod,
+                           const char *kind, const char *phase, const char *reason,
+                           dlb_sim_out_t *out)
 {
     dlb_event_t ev = {.type = DLB_EV_NODE};
     dlb_node_event_t *e = &ev.u.node;
@@ -95,8 +98,7 @@ static void node_event(dlb_sim_job_t *j, int64_t now, const dlb_sim_pod_t *pod, 
     snprintf(e->pod_name, sizeof(e->pod_name), "%s", pod->name);
     snprintf(e->pod_type, sizeof(e->pod_type), "%s", pod->ps ? "ps" : "worker");
     e->pod_index = pod->index;
-    snprintf(e->node_name, sizeof(e->node_name), "sim-node-%03d",
-             (int)(dlb_rng_next(&j->rng) % 500));
+    snprintf(e->node_name, sizeof(e->node_name), "sim-node-%03d", (int)(dlb_rng_next(rng) % 500));
     e->has_phase = 1;
     snprintf(e->phase, sizeof(e->phase), "%s", phase);
     snprintf(e->reason, sizeof(e->reason), "%s", reason);
@@ -106,6 +108,12 @@ static void node_event(dlb_sim_job_t *j, int64_t now, const dlb_sim_pod_t *pod, 
     e->cpu_requested = pod->cpu_req;
     out->node_events++;
     publish(out, &ev);
+}
+
+static void node_event(dlb_sim_job_t *j, int64_t now, const dlb_sim_pod_t *pod, const char *kind,
+                       const char *phase, const char *reason, dlb_sim_out_t *out)
+{
+    node_event_rng(j, &j->rng, now, pod, kind, phase, reason, out);
 }
 
 void dlb_sim_out_reset(dlb_sim_out_t *out)
@@ -245,39 +253,13 @@ static void nodes_init(dlb_sim_job_t *j, uint64_t seed, size_t i)
     dlb_rng_next(&j->node_rng);
 }
 
-static void node_event_of(dlb_sim_job_t *j, int64_t now, const dlb_sim_pod_t *pod, const char *kind,
-                          const char *phase, const char *reason, dlb_sim_out_t *out)
-{
-    dlb_event_t ev = {.type = DLB_EV_NODE};
-    dlb_node_event_t *e = &ev.u.node;
-
-    next_id(j, e->event_id);
-    e->event_time_ms = now;
-    snprintf(e->job_uid, sizeof(e->job_uid), "%s", j->uid);
-    snprintf(e->kind, sizeof(e->kind), "%s", kind);
-    snprintf(e->pod_name, sizeof(e->pod_name), "%s", pod->name);
-    snprintf(e->pod_type, sizeof(e->pod_type), "%s", pod->ps ? "ps" : "worker");
-    e->pod_index = pod->index;
-    snprintf(e->node_name, sizeof(e->node_name), "sim-node-%03d",
-             (int)(dlb_rng_next(&j->node_rng) % 500));
-    e->has_phase = 1;
-    snprintf(e->phase, sizeof(e->phase), "%s", phase);
-    snprintf(e->reason, sizeof(e->reason), "%s", reason);
-    e->has_memory_requested = 1;
-    e->memory_requested = pod->mem_req;
-    e->has_cpu_requested = 1;
-    e->cpu_requested = pod->cpu_req;
-    out->node_events++;
-    publish(out, &ev);
-}
-
 /* The pod runs again at now (replaced or relaunched). */
 static void node_back(dlb_sim_job_t *j, dlb_sim_pod_t *pod, int64_t now, const char *reason,
                       dlb_sim_out_t *out)
 {
     j->node_down_ms += now - pod->down_ms;
     pod->down_ms = 0;
-    node_event_of(j, now, pod, "pod_phase", "Running", reason, out);
+    node_event_rng(j, &j->node_rng, now, pod, "pod_phase", "Running", reason, out);
 }
 
 /* One pod: relaunched when its wait is over; else, when up, maybe its node
@@ -299,7 +281,7 @@ static int node_pod_tick(dlb_sim_job_t *j, dlb_sim_pod_t *pod, int64_t now,
     pod->down_ms = now;
     j->node_failures++;
     *failed = 1;
-    node_event_of(j, now, pod, "node_not_ready", "NotReady", "NodeNotReady", out);
+    node_event_rng(j, &j->node_rng, now, pod, "node_not_ready", "NotReady", "NodeNotReady", out);
     return 0;
 }
 
