@@ -17,10 +17,6 @@
 
 /* clang-format off */
 /* $1 the schema: a typo must not read as an environment without jobs. */
-static const char sql_tables[] =
-    "SELECT t FROM unnest('{jobs,runtime_samples}'::text[]) AS t "
-    "WHERE to_regclass(quote_ident($1) || '.' || quote_ident(t)) IS NULL ORDER BY t";
-
 /* Jobs whose first job event is in [$1, $2), by arrival then uid (bytewise:
  * the "C" collation), the order the samples query walks them in. */
 static const char sql_jobs[] =
@@ -66,28 +62,6 @@ static int64_t cell_i64(const PGresult *res, int row, int col)
 static double cell_num(const PGresult *res, int row, int col)
 {
     return strtod(PQgetvalue(res, row, col), NULL);
-}
-
-static int check_tables(PGconn *conn, const char *schema, char *errstr, size_t errstr_size)
-{
-    const char *values[1] = {schema};
-    PGresult *res;
-    int err, n;
-
-    if ((err = dlb_pg_conn_exec(conn, sql_tables, 1, values, NULL, 0, &res, "checking the tables",
-                                errstr, errstr_size)))
-        return err;
-    n = PQntuples(res);
-    if (n == 2)
-        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND,
-                         "schema \"%s\" has none of the pipeline's tables: no such environment",
-                         schema);
-    else if (n > 0)
-        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND,
-                         "schema \"%s\" has no table %s: not a migrated environment", schema,
-                         PQgetvalue(res, 0, 0));
-    PQclear(res);
-    return err;
 }
 
 static int load_jobs(PGconn *conn, const char *const *range, dlb_sim_history_t *h, char *errstr,
@@ -220,7 +194,8 @@ int dlb_sim_history_read(const char *dsn, const char *schema, int64_t from_ms, i
     if ((err = dlb_pg_connect(&pg, dsn, schema, errstr, errstr_size)))
         return err;
     conn = dlb_pg_detach(pg);
-    if ((err = check_tables(conn, schema, errstr, errstr_size)))
+    if ((err = dlb_pg_conn_check_tables(conn, schema, "{jobs,runtime_samples}", 2, errstr,
+                                        errstr_size)))
         goto out;
     /* One snapshot: the pipeline may be writing meanwhile. */
     if ((err = dlb_pg_conn_exec(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL,

@@ -34,34 +34,6 @@ static int nomem(char *errstr, size_t errstr_size)
     return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
 }
 
-/* The schema must hold the pipeline's tables: a typo in ENV must not read
- * as an environment with no jobs. */
-static int check_tables(PGconn *conn, const char *schema, char *errstr, size_t errstr_size)
-{
-    const char *values[2] = {schema, EVAL_TABLES};
-    PGresult *res;
-    int err, n;
-
-    if ((err = dlb_pg_conn_exec(
-             conn,
-             "SELECT t FROM unnest($2::text[]) AS t "
-             "WHERE to_regclass(quote_ident($1) || '.' || quote_ident(t)) IS NULL "
-             "ORDER BY t",
-             2, values, NULL, 0, &res, "checking the tables", errstr, errstr_size)))
-        return err;
-    n = PQntuples(res);
-    if (n == EVAL_TABLES_CNT)
-        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND,
-                         "schema \"%s\" has none of the pipeline's tables: no such environment",
-                         schema);
-    else if (n > 0)
-        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND,
-                         "schema \"%s\" has no table %s: not a migrated environment", schema,
-                         PQgetvalue(res, 0, 0));
-    PQclear(res);
-    return err;
-}
-
 /* Fill row i of rows (an array of the loader's element) from result row i. */
 typedef void (*fill_fn)(const PGresult *res, int i, void *rows);
 
@@ -222,7 +194,8 @@ int dlb_eval_load(PGconn *conn, const char *schema, dlb_eval_input_t *in, char *
     int err;
 
     memset(in, 0, sizeof(*in));
-    if ((err = check_tables(conn, schema, errstr, errstr_size)))
+    if ((err = dlb_pg_conn_check_tables(conn, schema, EVAL_TABLES, EVAL_TABLES_CNT, errstr,
+                                        errstr_size)))
         return err;
     if ((err = dlb_pg_conn_ident(conn, schema, &id, errstr, errstr_size)))
         return err;

@@ -130,6 +130,33 @@ int dlb_pg_conn_exec(PGconn *conn, const char *sql, int nparams, const char *con
     return err;
 }
 
+int dlb_pg_conn_check_tables(PGconn *conn, const char *schema, const char *tables, int ntables,
+                             char *errstr, size_t errstr_size)
+{
+    const char *values[2] = {schema, tables};
+    PGresult *res;
+    int err, n;
+
+    if ((err = dlb_pg_conn_exec(
+             conn,
+             "SELECT t FROM unnest($2::text[]) AS t "
+             "WHERE to_regclass(quote_ident($1) || '.' || quote_ident(t)) IS NULL "
+             "ORDER BY t",
+             2, values, NULL, 0, &res, "checking the tables", errstr, errstr_size)))
+        return err;
+    n = PQntuples(res);
+    if (n == ntables)
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND,
+                         "schema \"%s\" has none of the pipeline's tables: no such environment",
+                         schema);
+    else if (n > 0)
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND,
+                         "schema \"%s\" has no table %s: not a migrated environment", schema,
+                         PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return err;
+}
+
 int dlb_pg_conn_script(PGconn *conn, const char *sql, const char *what, char *errstr,
                        size_t errstr_size)
 {

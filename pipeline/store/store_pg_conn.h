@@ -49,6 +49,16 @@ int dlb_pg_conn_exec(PGconn *conn, const char *sql, int nparams, const char *con
                      const int *lens, int flags, PGresult **out, const char *what, char *errstr,
                      size_t errstr_size);
 
+/** @brief Whether schema holds the tables a reader needs, so a typo in an
+ *         environment name does not read as an environment with no jobs.
+ *  @param tables  a PostgreSQL text array literal, e.g. "{jobs,runtime_samples}"
+ *  @param ntables how many names it holds
+ *  @returns 0; DLB_ERR_NOTFOUND naming the schema ("no such environment"
+ *           when none is there, else the first missing table); an error of
+ *           dlb_pg_conn_exec(). */
+int dlb_pg_conn_check_tables(PGconn *conn, const char *schema, const char *tables, int ntables,
+                             char *errstr, size_t errstr_size);
+
 /** @brief BEGIN, then wait for pg_advisory_xact_lock(lock_class, hashtext(key)):
  *         the transactions of every process taking the same pair run one at
  *         a time. Rolled back when it fails. */
