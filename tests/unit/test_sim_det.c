@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "encoded_buf.h"
+
 #include "catalog.h"
 #include "codec.h"
 #include "conf.h"
@@ -31,8 +33,6 @@ typedef struct stream {
 static int publish(void *opaque, const dlb_event_t *ev, char *errstr, size_t errstr_size)
 {
     stream_t *s = opaque;
-    void *buf = NULL;
-    size_t len = 0;
     char why[256];
     int err;
 
@@ -40,21 +40,8 @@ static int publish(void *opaque, const dlb_event_t *ev, char *errstr, size_t err
         print_message("invalid event %s: %s\n", dlb_event_id(ev), why);
         s->invalid++;
     }
-    if ((err = dlb_codec_encode(s->cat, ev, &buf, &len, errstr, errstr_size)))
+    if ((err = encoded_append(s->cat, ev, &s->buf, &s->len, &s->cap, errstr, errstr_size)))
         return err;
-    if (s->len + len > s->cap) {
-        size_t cap = (s->len + len) * 2;
-        unsigned char *n = realloc(s->buf, cap);
-        if (!n) {
-            free(buf);
-            return DLB_ERR_NOMEM;
-        }
-        s->buf = n;
-        s->cap = cap;
-    }
-    memcpy(s->buf + s->len, buf, len);
-    s->len += len;
-    free(buf);
     return 0;
 }
 

@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "encoded_buf.h"
+
 #include "catalog.h"
 #include "codec.h"
 #include "err.h"
@@ -60,25 +62,10 @@ static size_t job_index(world_t *w, const char *uid)
 static int publish(void *opaque, const dlb_event_t *ev, char *errstr, size_t errstr_size)
 {
     world_t *w = opaque;
-    void *buf = NULL;
-    size_t len = 0;
     int err;
 
-    if ((err = dlb_codec_encode(w->cat, ev, &buf, &len, errstr, errstr_size)))
+    if ((err = encoded_append(w->cat, ev, &w->buf, &w->len, &w->cap, errstr, errstr_size)))
         return err;
-    if (w->len + len > w->cap) {
-        size_t cap = (w->len + len) * 2;
-        unsigned char *n = realloc(w->buf, cap);
-        if (!n) {
-            free(buf);
-            return DLB_ERR_NOMEM;
-        }
-        w->buf = n;
-        w->cap = cap;
-    }
-    memcpy(w->buf + w->len, buf, len);
-    w->len += len;
-    free(buf);
     if (ev->type == DLB_EV_NODE)
         return dlb_job_state_apply(&w->st[job_index(w, ev->u.node.job_uid)], ev, 60);
     return 0;
