@@ -245,24 +245,6 @@ static int history_floor(const dlb_opt_input_t *in, int64_t *memory, dlb_plan_t 
     return 0;
 }
 
-static int fall_back(const dlb_opt_input_t *in, dlb_plan_t *plan, const char *why, size_t usable,
-                     size_t counts)
-{
-    dlb_group_resource_t *g;
-    int err;
-
-    dlb_reason_appendf(plan->reason, sizeof(plan->reason),
-                       "%sWorker model: %s (%zu usable samples, %zu worker counts; needs >= %d "
-                       "and >= %d), DLRover's worker resource rule instead.",
-                       dlb_reason_sep(plan->reason), why, usable, counts, MODEL_MIN_SAMPLES,
-                       MODEL_MIN_COUNTS);
-    if ((err = dlb_opt_worker_resource(in, plan)))
-        return err;
-    if ((g = dlb_plan_group(plan, "worker")))
-        return history_floor(in, &g->resource.memory, plan);
-    return 0;
-}
-
 /* The workers' requests in the newest sample that has workers (0 when
  * unknown): what a plan's group resources are compared against. */
 static void current_worker(const dlb_job_state_t *st, double *cpu, int64_t *memory)
@@ -284,21 +266,6 @@ static void current_worker(const dlb_job_state_t *st, double *cpu, int64_t *memo
         }
 }
 
-/* Remaining seconds by the window's speed, -1 when unknown. */
-static double remaining(const dlb_job_state_t *st)
-{
-    const dlb_runtime_sample_t **recs;
-    double r;
-
-    if (!st->window_cnt || !(recs = malloc(st->window_cnt * sizeof(*recs))))
-        return -1;
-    for (size_t i = 0; i < st->window_cnt; i++)
-        recs[i] = &st->window[i];
-    r = dlb_remaining_seconds(&st->job, recs, st->window_cnt);
-    free(recs);
-    return r;
-}
-
 /* Kubernetes resizes a pod by restarting it, and a synchronous job waits for
  * its slowest worker: any change to the worker group stops the whole job for
  * about dlbrain.restart.seconds. So: no resize at all in the job's last 10
@@ -310,16 +277,54 @@ static double remaining(const dlb_job_state_t *st)
  * are what keeps a pod from its OOM. In the simulator, 12 runs of 200 jobs,
  * these cut the dlbrain set's mean JCT from 0.67x to 0.62x DLRover's and
  * core-hours from 0.85x to 0.83x (docs/optimizers.md). */
+/* Too few samples for a line (dlb_mem_trend_fit): the slope from the
+ * oldest to the newest sample of the pod's newest run at its request, so a
+ * pod whose memory climbs in its first minutes is not cut. @returns 1 with
+ * f->predicted at ahead_s after the newest sample, or 0 (< 2 samples). */
+static int two_point_trend(const dlb_job_state_t *st, const char *name, int64_t requested,
+                           double ahead_s, dlb_mem_trend_t *f)
+{
+    const dlb_pod_usage_t *first = NULL, *last = NULL;
+    int64_t t_first = 0, t_last = 0;
+
+    for (size_t i = st->window_cnt; i-- > 0;) {
+        const dlb_pod_usage_t *p = dlb_sample_pod(&st->window[i], name);
+
+        if (!p || p->memory_requested != requested)
+            break;
+        if (!last) {
+            last = p;
+            t_last = st->window[i].event_time_ms;
+        }
+        first = p;
+        t_first = st->window[i].event_time_ms;
+    }
+    if (!last || t_last <= t_first)
+        return 0;
+    memset(f, 0, sizeof(*f));
+    f->slope =
+        (double)(last->memory_used - first->memory_used) / ((double)(t_last - t_first) / 1e3);
+    f->last_used = (double)last->memory_used;
+    f->predicted = f->last_used + (f->slope > 0 ? f->slope * ahead_s : 0);
+    return 1;
+}
+
 static int worth_restart(const dlb_opt_input_t *in, const model_t *m, double k, int w_cur, int *w,
                          dlb_resource_t *res, dlb_plan_t *plan)
 {
     const dlb_tuning_t *tun = dlb_opt_tuning(in);
+    const dlb_job_state_t *st = in->job;
     const double restart = tun->restart_seconds > 0 ? tun->restart_seconds : 0;
     const double min_change = tun->resize_min_change;
-    double cur_cpu, left = remaining(in->job), saved;
-    int64_t cur_mem;
+    double cur_cpu, left, ahead, saved;
+    int64_t cur_mem, need = 0;
 
-    current_worker(in->job, &cur_cpu, &cur_mem);
+    if (!st->window_cnt)
+        return 0;
+    ahead = dlb_mem_trend_ahead(in, &left);
+    if (ahead > tun->cut_horizon_seconds)
+        ahead = tun->cut_horizon_seconds;
+    current_worker(st, &cur_cpu, &cur_mem);
     if (left >= 0 && left < 10 * restart && (*w != w_cur || res->cpu > 0 || res->memory > 0)) {
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                            " Remaining %.0fs < 10 restarts of %.0fs: workers, cpu and memory "
@@ -331,7 +336,7 @@ static int worth_restart(const dlb_opt_input_t *in, const model_t *m, double k, 
             res->memory = 0;
         return 0;
     }
-    if (*w > w_cur && left > 0) {
+    if (m && *w > w_cur && left > 0) {
         saved = left * (1.0 - model_speed(m->coef[0], k, w_cur) / model_speed(m->coef[0], k, *w));
         if (saved < restart) {
             dlb_reason_appendf(plan->reason, sizeof(plan->reason),
@@ -348,13 +353,86 @@ static int worth_restart(const dlb_opt_input_t *in, const model_t *m, double k, 
                            100 * min_change);
         res->cpu = 0;
     }
-    if (cur_mem > 0 && res->memory > 0 && res->memory < cur_mem &&
-        (double)res->memory > (1.0 - min_change) * (double)cur_mem) {
+    if (!(cur_mem > 0 && res->memory > 0 && res->memory < cur_mem))
+        return 0;
+    if ((double)res->memory > (1.0 - min_change) * (double)cur_mem) {
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                            " Worker memory %.2fGiB -> %.2fGiB is a cut under %.0f%%: kept.",
                            DLB_GIB_F(cur_mem), DLB_GIB_F(res->memory), 100 * min_change);
         res->memory = 0;
+        return 0;
     }
+    /* DLRover's rule cuts to the usage so far + 20%, minutes into a job
+     * whose memory may still be rising: a whole worker group then OOMs at
+     * once. A cut goes no lower than every worker's trend predicts for
+     * dlbrain.memory.cut.horizon.seconds ahead (a line through >= 4
+     * samples, else the slope between the first and the newest sample at
+     * the request); with one sample it waits. */
+    for (size_t i = 0; i < st->window[st->window_cnt - 1].pods_cnt; i++) {
+        const dlb_pod_usage_t *p = &st->window[st->window_cnt - 1].pods[i];
+        dlb_mem_trend_t f;
+
+        if (!is_worker(p))
+            continue;
+        if (!dlb_mem_trend_fit(st, p->name, p->memory_requested, ahead, &f) &&
+            !two_point_trend(st, p->name, p->memory_requested, ahead, &f)) {
+            need = -1;
+            break;
+        }
+        if (f.predicted > (double)need)
+            need = (int64_t)f.predicted;
+    }
+    if (need < 0) {
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           " Worker memory %.2fGiB -> %.2fGiB kept: no memory trend to cut by "
+                           "yet.",
+                           DLB_GIB_F(cur_mem), DLB_GIB_F(res->memory));
+        res->memory = 0;
+    } else if (need > res->memory) {
+        int64_t to = need;
+
+        if ((double)to > (1.0 - min_change) * (double)cur_mem) {
+            dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                               " Worker memory %.2fGiB -> %.2fGiB kept: the trend needs %.2fGiB "
+                               "within the horizon.",
+                               DLB_GIB_F(cur_mem), DLB_GIB_F(res->memory), DLB_GIB_F(need));
+            res->memory = 0;
+        } else {
+            dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                               " Worker memory cut to %.2fGiB, not %.2fGiB: the trend needs that "
+                               "within the horizon.",
+                               DLB_GIB_F(to), DLB_GIB_F(res->memory));
+            res->memory = to;
+        }
+    }
+    return 0;
+}
+
+/* DLRover's worker resource rule, when the model cannot answer, with the
+ * dlbrain set's memory floor and its restart and cut checks. */
+static int fall_back(const dlb_opt_input_t *in, dlb_plan_t *plan, const char *why, size_t usable,
+                     size_t counts)
+{
+    dlb_group_resource_t *g;
+    int err, w_cur = 0, w;
+
+    dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                       "%sWorker model: %s (%zu usable samples, %zu worker counts; needs >= %d "
+                       "and >= %d), DLRover's worker resource rule instead.",
+                       dlb_reason_sep(plan->reason), why, usable, counts, MODEL_MIN_SAMPLES,
+                       MODEL_MIN_COUNTS);
+    if ((err = dlb_opt_worker_resource(in, plan)))
+        return err;
+    if (!(g = dlb_plan_group(plan, "worker")))
+        return 0;
+    if ((err = history_floor(in, &g->resource.memory, plan)))
+        return err;
+    if (in->job->window_cnt)
+        w_cur = (int)dlb_sample_count(&in->job->window[in->job->window_cnt - 1], "worker");
+    w = g->count > 0 ? g->count : w_cur;
+    if ((err = worth_restart(in, NULL, 0, w_cur, &w, &g->resource, plan)))
+        return err;
+    g->count = w != w_cur ? w : 0;
     return 0;
 }
 

@@ -122,6 +122,7 @@ const dlb_tuning_t *dlb_opt_tuning(const dlb_opt_input_t *in)
         .restart_seconds = 60,
         .resize_min_change = 0.2,
         .history_headroom = 0.1,
+        .cut_horizon_seconds = 900,
     };
 
     return in && in->tuning ? in->tuning : &defaults;

@@ -148,6 +148,9 @@ static const key_def_t keys[] = {
     {"dlbrain.memory.history.headroom", K_DBL, N(tuning.history_headroom), "0.1",
      "dlbrain set: worker memory is at least the peak of similar completed jobs' workers times "
      "1 + this, at most 8 GiB above it."},
+    {"dlbrain.memory.cut.horizon.seconds", K_INT, N(tuning.cut_horizon_seconds), "900",
+     "dlbrain set: a worker memory cut goes no lower than what each worker's usage trend "
+     "predicts this far ahead (a cut before the trend is known waits)."},
     {"limits.cpu.min", K_DBL, N(limits.cpu_min), "4", "Lowest CPU (cores) a plan may ask."},
     {"limits.cpu.max", K_DBL, N(limits.cpu_max), "32", "Highest CPU (cores) a plan may ask."},
     {"limits.memory.min.mib", K_MIB, N(limits.memory_min), "6144", "Lowest memory (MiB)."},

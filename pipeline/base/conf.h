@@ -50,6 +50,8 @@ typedef struct dlb_tuning {
                                    than this fraction is not worth a restart, default 0.2 */
     double history_headroom;    /* dlbrain.memory.history.headroom: worker memory is at least the
                                    similar jobs' peak times 1 + this (at most +8 GiB), default 0.1 */
+    int cut_horizon_seconds;    /* dlbrain.memory.cut.horizon.seconds: a worker memory cut goes
+                                   no lower than the usage trend this far ahead, default 900 */
 } dlb_tuning_t;
 
 /* The Kubernetes monitor (k8s.*): where the API is, what it watches, how pods

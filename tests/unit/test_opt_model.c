@@ -378,6 +378,8 @@ static void test_model_history_floor(void **state)
 }
 
 /* Resizes against what a restart costs (worth_restart in opt_model.c). */
+static int64_t rise_per_sample; /* added to each worker's memory_used per sample */
+
 static void plan_with(const mspec_t *spec, const dlb_tuning_t *tun, int64_t max_steps,
                       double wk_cpu, int64_t wk_mem, dlb_plan_t *plan)
 {
@@ -394,6 +396,7 @@ static void plan_with(const mspec_t *spec, const dlb_tuning_t *tun, int64_t max_
             if (!strcmp(job.window[i].pods[k].type, "worker")) {
                 job.window[i].pods[k].cpu_requested = wk_cpu;
                 job.window[i].pods[k].memory_requested = wk_mem;
+                job.window[i].pods[k].memory_used += (int64_t)i * rise_per_sample;
             }
     in.job = &job;
     memset(plan, 0, sizeof(*plan));
@@ -481,6 +484,31 @@ static void test_model_small_cuts_kept(void **state)
     fixture_plan_free(&plan);
 }
 
+/* From 16 GiB, DLRover's rule cuts to the newest usage + 20%. Usage flat
+ * at 4 GiB: the cut to 4.8 GiB goes. Usage rising 0.5 GiB per 15 s sample
+ * (4, 4.5, 5, 5.5 GiB): the rule says 6.6 GiB, the line says 5.5 GiB + 900 s
+ * x 34.1 MiB/s = 35.5 GiB within dlbrain.memory.cut.horizon.seconds: no cut. */
+static void test_model_memory_cut_follows_trend(void **state)
+{
+    const mspec_t spec[MAX_SPECS] = {NO_B(6)};
+    const dlb_group_resource_t *g;
+    dlb_plan_t plan;
+
+    (void)state;
+    rise_per_sample = 0;
+    plan_with(spec, NULL, 0, 3, 16 * GIB, &plan);
+    assert_non_null(g = dlb_plan_group(&plan, "worker"));
+    assert_int_equal(g->resource.memory, 5153960756);
+    fixture_plan_free(&plan);
+    rise_per_sample = GIB / 2;
+    plan_with(spec, NULL, 0, 3, 16 * GIB, &plan);
+    g = dlb_plan_group(&plan, "worker");
+    assert_true(!g || g->resource.memory == 0);
+    assert_non_null(strstr(plan.reason, "kept: the trend needs"));
+    fixture_plan_free(&plan);
+    rise_per_sample = 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -489,6 +517,7 @@ int main(void)
         cmocka_unit_test(test_model_restart_near_end),
         cmocka_unit_test(test_model_restart_small_gain),
         cmocka_unit_test(test_model_small_cuts_kept),
+        cmocka_unit_test(test_model_memory_cut_follows_trend),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
