@@ -17,6 +17,8 @@ static const dlb_cmd_t cmds[] = {
     {"simulate", cmd_simulate_main, "print a simulated training cluster's events (demo)"},
     {"sim", cmd_sim_main, "simulate training jobs that follow plans (virtual trainer)"},
     {"schemas", cmd_schemas_main, "list the Avro schema catalog or print a schema"},
+    {"registry", cmd_registry_main,
+     "serve the schema catalog as a read-only Confluent Schema Registry"},
     {"settings", cmd_settings_main, "print the effective settings or the settings reference"},
     {"config", cmd_config_main, "apply, list, show, diff and roll back configuration rules"},
     {"env", cmd_env_main, "create, list, show, drop and promote environments"},

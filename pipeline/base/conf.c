@@ -189,6 +189,18 @@ static const key_def_t keys[] = {
      "assignment; then it is read no more."},
     {"gateway.max.calls", K_INT, N(gateway.max_calls), "1024",
      "gateway: calls served at once; more wait in gRPC's queue."},
+    {"registry.address", K_STR, F(registry.address), "0.0.0.0:8081",
+     "registry: host:port where the read-only Confluent Schema Registry API over dlbrain's "
+     "schema catalog is served (8081 is the Confluent registry's port); port 0 = any free "
+     "port (logged)."},
+    {"registry.envs", K_STR, F(registry.envs), "",
+     "registry: environments whose topics get subjects (<env>.<topic>-value), "
+     "comma-separated; empty = the env setting and every live environment of the environment "
+     "registry in PostgreSQL (pg.dsn), re-read every registry.refresh.ms."},
+    {"registry.refresh.ms", K_INT, N(registry.refresh_ms), "5000",
+     "registry: how often the environment registry is re-read when registry.envs is empty; a "
+     "new environment's subjects appear within this time. 100 to 3600000.",
+     100, 3600000},
     {"metrics.port", K_PORT, N(metrics_port), "9464",
      "Port of a long-running process's /metrics (Prometheus), /healthz and /readyz; 0 = any "
      "free port (logged at start), -1 = no endpoint. A port in use stops the process (set 0 or "
