@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "common.h"
 
 static const dlb_cmd_t cmds[] = {
     {"mock-kafka", cmd_mock_kafka_main, "run an embedded mock Kafka cluster (tests, demo)"},
@@ -51,8 +52,11 @@ int main(int argc, char **argv)
         return 0;
     }
     for (const dlb_cmd_t *c = cmds; c->name; c++)
-        if (!strcmp(argv[1], c->name))
-            return c->main(argc - 1, argv + 1);
+        if (!strcmp(argv[1], c->name)) {
+            int rc = c->main(argc - 1, argv + 1);
+            cli_release();
+            return rc;
+        }
     fprintf(stderr, "dlbrain: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

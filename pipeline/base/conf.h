@@ -82,6 +82,14 @@ typedef struct dlb_registry_conf {
     int refresh_ms;    /* registry.refresh.ms: how often the environment registry is re-read */
 } dlb_registry_conf_t;
 
+/* An external Confluent-compatible schema registry (schema.registry.*). */
+typedef struct dlb_sr_conf {
+    char url[512];          /* schema.registry.url: "" = the catalog's ids */
+    char user_info[512];    /* schema.registry.basic.auth.user.info: "user:password" (secret) */
+    char ca_location[1024]; /* schema.registry.ssl.ca.location: CA bundle, "" = the system's */
+    int timeout_ms;         /* schema.registry.timeout.ms: one request's longest wait */
+} dlb_sr_conf_t;
+
 /* Retention of the PostgreSQL history (store.retention.*, store_prune.c). */
 typedef struct dlb_retention_conf {
     int days;       /* store.retention.days: history kept, by event time; 0 = forever (default) */
@@ -143,6 +151,7 @@ typedef struct dlb_conf {
     dlb_k8s_conf_t k8s;        /* k8s.* */
     dlb_gateway_conf_t gateway;   /* gateway.* */
     dlb_registry_conf_t registry; /* registry.* */
+    dlb_sr_conf_t sr;             /* schema.registry.* */
     int metrics_port;         /* metrics.port: /metrics, /healthz, /readyz; default 9464, 0 = any
                                  free port (logged), -1 = off */
     char metrics_address[64]; /* metrics.address: listening address, default 0.0.0.0 */

@@ -6,7 +6,8 @@
 # or dead-letters; its AvroDeserializer + SchemaRegistryClient then decode
 # <env>.plans, <env>.metrics and <env>.dlq, and get the same records as
 # dlbrain's own decoder and as `dlbrain plans` (tests/system/registry/sr_check.py).
-# An environment created while the registry runs gets its subjects.
+# An environment created while the registry runs gets its subjects. A process
+# with schema.registry.url binds to it at start-up; one it refuses does not start.
 . "$(dirname "$0")/helpers.sh"
 
 PY=${DLB_VENV:-$SYS_TOP/.cache/venv}/bin/python
@@ -67,4 +68,20 @@ expect_eq "dead-lettered keys" "sr-bad sr-magic sr-unknown-id" "$(jq -r .key "$S
 
 "$PY" "$CHECK" compare "$url" "$DLBRAIN_BROKERS" dlbrain "$DLBRAIN" "$SYS_DIR/plans.json" ||
     fail "confluent-kafka's deserializer and dlbrain's decoder disagree"
+
+# schema.registry.url: a process binds dlbrain's schemas at start-up (found by
+# lookup here: this registry holds them, under the catalog's ids).
+"$DLBRAIN" plans --count 6 --timeout-ms 60000 --format json -X schema.registry.url="$url" \
+    >"$SYS_DIR/plans-sr.json" 2>"$SYS_DIR/plans-sr.log" || fail "a master bound to the registry got no plans"
+grep -q "found or registered under dlbrain.<topic>-value" "$SYS_DIR/plans-sr.log" ||
+    fail "the bound master did not log its binding: $(tail -n 3 "$SYS_DIR/plans-sr.log")"
+expect_eq "plans of a master bound to the registry" "$(jq -c . "$SYS_DIR/plans.json" | sort | md5sum)" \
+    "$(jq -c . "$SYS_DIR/plans-sr.json" | sort | md5sum)"
+# A registry that will not take a subject stops a process at start-up, naming it.
+if "$DLBRAIN" emit -e nope -X schema.registry.url="$url" </dev/null 2>"$SYS_DIR/emit-sr.log"; then
+    fail "emit started though the registry refused its subjects"
+fi
+grep -q "subject nope.job-events-value, version 1 (job_event.avsc): .*read-only.*; nothing started" \
+    "$SYS_DIR/emit-sr.log" || fail "the start-up error: $(cat "$SYS_DIR/emit-sr.log")"
+ok "a subject the registry refuses is a start-up error naming subject and version"
 echo "48-schema-registry: all checks passed"
