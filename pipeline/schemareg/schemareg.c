@@ -246,7 +246,8 @@ static int get_subjects(const dlb_schemareg_t *r, reply_t *rp)
             }
             k++;
         }
-    qsort(names, n, sizeof(*names), cmp_str);
+    if (n) /* qsort wants a non-NULL base even for none */
+        qsort(names, n, sizeof(*names), cmp_str);
     for (size_t i = 0; i < n; i++)
         if (!cJSON_AddItemToArray(arr, cJSON_CreateString(names[i])))
             goto nomem;
