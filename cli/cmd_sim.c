@@ -54,12 +54,15 @@ static void usage(FILE *fp)
             "                          (default 3600, seconds_interval_to_change_ps)\n"
             "      --pending-timeout S a job pending longer fails (default 14400)\n"
             "      --max-hours H       stop after H virtual hours (default: all done)\n"
-            "      --plans MODE        kafka (default: wait for <env>.plans) or none (apply\n"
-            "                          nothing: the baseline)\n"
+            "      --plans MODE        kafka (default: wait for <env>.plans), none (apply\n"
+            "                          nothing: the baseline) or local (optimizer.set run\n"
+            "                          in this process, history in memory: a quick\n"
+            "                          what-if, no broker, no PostgreSQL)\n"
             "      --plan-timeout-ms N how long a tick waits for its plans (default 10000)\n"
             "      --out FILE          write events as JSON lines to FILE (- = stdout)\n"
             "                          instead of Kafka; implies --plans none\n"
             "      --summary-json FILE write the summary as JSON\n"
+            "      --jobs-csv FILE     write one CSV line per job (times, final resources)\n"
             "      --fit DIR           fit the speed model of every profile on\n"
             "                          DIR/<model>/{placements,scalability}.csv (Pollux\n"
             "                          layout), print the constants, the MAPE on all points and\n"
@@ -153,6 +156,7 @@ enum {
     OPT_PLAN_TIMEOUT,
     OPT_OUT,
     OPT_SUMMARY,
+    OPT_JOBS_CSV,
     OPT_FIT,
     OPT_FROM_ENV,
     OPT_FROM,
@@ -176,6 +180,7 @@ int cmd_sim_main(int argc, char **argv)
         {"pending-timeout", required_argument, 0, OPT_PENDING},
         {"max-hours", required_argument, 0, OPT_MAX_HOURS},
         {"plans", required_argument, 0, OPT_PLANS},
+        {"jobs-csv", required_argument, 0, OPT_JOBS_CSV},
         {"plan-timeout-ms", required_argument, 0, OPT_PLAN_TIMEOUT},
         {"out", required_argument, 0, OPT_OUT},
         {"summary-json", required_argument, 0, OPT_SUMMARY},
@@ -192,8 +197,9 @@ int cmd_sim_main(int argc, char **argv)
     dlb_sim_summary_t sum;
     dlb_sim_io_t io;
     dlb_sim_kafka_t *k = NULL;
+    dlb_sim_local_t *local = NULL;
     const char *workload = NULL, *out_path = NULL, *summary_path = NULL, *fit = NULL;
-    const char *from_env = NULL;
+    const char *from_env = NULL, *jobs_path = NULL;
     int64_t from_ms = 0, to_ms = INT64_MAX;
     char errstr[512];
     double v = 0, jobs = 0, plan_timeout = 10000;
@@ -269,8 +275,10 @@ int cmd_sim_main(int argc, char **argv)
                 plans = 1;
             else if (!strcmp(optarg, "none"))
                 plans = 0;
+            else if (!strcmp(optarg, "local"))
+                plans = 2;
             else
-                bad = "--plans (kafka or none)";
+                bad = "--plans (kafka, none or local)";
             break;
         case OPT_PLAN_TIMEOUT:
             if (parse_num(optarg, 0, 3.6e6, &plan_timeout))
@@ -281,6 +289,9 @@ int cmd_sim_main(int argc, char **argv)
             break;
         case OPT_SUMMARY:
             summary_path = optarg;
+            break;
+        case OPT_JOBS_CSV:
+            jobs_path = optarg;
             break;
         case OPT_FIT:
             fit = optarg;
@@ -342,6 +353,10 @@ int cmd_sim_main(int argc, char **argv)
         goto out;
     }
     o.wl = &wl;
+    if (jobs_path && !(o.jobs_csv = fopen(jobs_path, "w"))) {
+        dlb_err("%s: %s", jobs_path, strerror(errno));
+        goto out;
+    }
     cli_signals_install();
     o.stop = &cli_stop;
     if (out_path) {
@@ -355,6 +370,11 @@ int cmd_sim_main(int argc, char **argv)
             goto out;
         }
         json_io = 1;
+    } else if (plans == 2) {
+        if (dlb_sim_local_new(&conf, &local, &io, errstr, sizeof(errstr))) {
+            dlb_err("%s", errstr);
+            goto out;
+        }
     } else if (dlb_sim_kafka_new(&conf, plans, (long)plan_timeout, &k, &io, errstr,
                                  sizeof(errstr))) {
         dlb_err("%s", errstr);
@@ -381,6 +401,11 @@ out:
     else if (out_fp == stdout && fflush(stdout))
         rc = 1;
     dlb_sim_kafka_destroy(k);
+    dlb_sim_local_destroy(local);
+    if (o.jobs_csv && fclose(o.jobs_csv)) {
+        dlb_err("%s: cannot write", jobs_path);
+        rc = 1;
+    }
     dlb_sim_workload_free(&wl);
     if (conf_built)
         dlb_conf_destroy(&conf);

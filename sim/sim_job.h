@@ -96,6 +96,7 @@ typedef struct dlb_sim_job {
     int asked_ps_running;   /* it was job_stage_ps_running: an empty answer asks workers */
     double held_cores;      /* what it holds of the cluster */
     int64_t held_mem;
+    double core_hours, memory_gib_hours; /* held while running, summed per tick */
     int ooms, oom_answered, plans_applied, stragglers_replaced, straggled;
     char exit_reason[32];
     /* Node failures (sim_job.c, node failures): their own random stream, counters, and

@@ -147,6 +147,31 @@ static void schedule(const dlb_sim_opts_t *o, dlb_sim_job_t *jobs, size_t n, int
     }
 }
 
+/* Per job, for reading one run job by job: what it was, when it ran, what it
+ * ended with. Times in virtual seconds from the start. */
+static void jobs_csv(const dlb_sim_opts_t *o, const dlb_sim_job_t *jobs, size_t n)
+{
+    FILE *fp = o->jobs_csv;
+
+    fprintf(fp, "job,name,model,state,exit_reason,arrival_s,start_s,end_s,jct_s,pending_s,"
+                "workers,ps,worker_cpu,worker_memory_gib,ooms,plans_applied,core_hours,"
+                "memory_gib_hours\n");
+    for (size_t i = 0; i < n; i++) {
+        const dlb_sim_job_t *j = &jobs[i];
+        static const char *const states[] = {"future", "pending", "running", "succeeded", "failed"};
+
+        fprintf(fp, "%s,%s,%s,%s,%s,%.0f,%.0f,%.0f,%.0f,%.0f,%d,%d,%.1f,%.1f,%d,%d,%.2f,%.2f\n",
+                j->uid, j->spec->name, j->spec->model, states[j->state], j->exit_reason,
+                (double)(j->arrival_ms - o->start_ms) / 1000.0,
+                j->start_ms ? (double)(j->start_ms - o->start_ms) / 1000.0 : -1.0,
+                j->end_ms ? (double)(j->end_ms - o->start_ms) / 1000.0 : -1.0,
+                j->end_ms && j->start_ms ? (double)(j->end_ms - j->arrival_ms) / 1000.0 : -1.0,
+                j->start_ms ? (double)(j->start_ms - j->arrival_ms) / 1000.0 : -1.0, j->wk_cnt,
+                j->ps_cnt, j->wk_cpu, (double)j->wk_mem / (double)DLB_GIB, j->ooms,
+                j->plans_applied, j->core_hours, j->memory_gib_hours);
+    }
+}
+
 static void summarise(const dlb_sim_opts_t *o, const dlb_sim_job_t *jobs, size_t n,
                       const dlb_sim_out_t *out, int64_t wall_ns, int64_t now, dlb_sim_summary_t *s)
 {
@@ -251,6 +276,9 @@ int dlb_sim_run(const dlb_sim_opts_t *o, const dlb_sim_io_t *io, dlb_sim_summary
             if (jobs[i].state == DLB_SIM_RUNNING) {
                 cores_h += jobs[i].held_cores;
                 mem_h += jobs[i].held_mem;
+                jobs[i].core_hours += jobs[i].held_cores * (double)dt / 3.6e6;
+                jobs[i].memory_gib_hours +=
+                    (double)jobs[i].held_mem / (double)DLB_GIB * (double)dt / 3.6e6;
             }
         }
         sum->core_hours += cores_h * (double)dt / 3.6e6;
@@ -268,6 +296,8 @@ int dlb_sim_run(const dlb_sim_opts_t *o, const dlb_sim_io_t *io, dlb_sim_summary
             break;
     }
     summarise(o, jobs, n, &out, dlb_lat_clock_ns() - t0, t, sum);
+    if (o->jobs_csv)
+        jobs_csv(o, jobs, n);
     dlb_sim_out_reset(&out);
     free(out.reqs);
     free(jobs);

@@ -44,6 +44,7 @@ typedef struct dlb_sim_opts {
     int64_t pending_timeout_ms; /* a job pending longer fails (PendingTimeout) */
     int64_t max_virtual_ms;     /* stop after this much virtual time (0: until done) */
     volatile sig_atomic_t *stop;
+    FILE *jobs_csv; /* non-NULL: one CSV line per job at the end (dlb_sim_jobs_csv()) */
 } dlb_sim_opts_t;
 
 typedef struct dlb_sim_summary {
@@ -87,6 +88,17 @@ typedef struct dlb_sim_kafka dlb_sim_kafka_t;
 int dlb_sim_kafka_new(const dlb_conf_t *conf, int plans, long plan_timeout_ms,
                       dlb_sim_kafka_t **out, dlb_sim_io_t *io, char *errstr, size_t errstr_size);
 void dlb_sim_kafka_destroy(dlb_sim_kafka_t *k);
+
+/* ---- In-process optimizer (sim_local.c) ------------------------------------ */
+typedef struct dlb_sim_local dlb_sim_local_t;
+
+/** @brief io that answers each request with conf's optimizer set in this
+ *         process: job states folded from the events published, similar jobs'
+ *         history and answered OOMs kept in memory (no broker, no PostgreSQL).
+ *         conf must outlive the io. */
+int dlb_sim_local_new(const dlb_conf_t *conf, dlb_sim_local_t **out, dlb_sim_io_t *io, char *errstr,
+                      size_t errstr_size);
+void dlb_sim_local_destroy(dlb_sim_local_t *l);
 
 /** @brief io writing each event as a JSON line to fp (no optimizer). */
 int dlb_sim_json_io(FILE *fp, dlb_sim_io_t *io, char *errstr, size_t errstr_size);

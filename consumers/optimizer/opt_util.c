@@ -119,6 +119,9 @@ const dlb_tuning_t *dlb_opt_tuning(const dlb_opt_input_t *in)
         .memory_trigger = 0.9,
         .scale_min_gain = 0.5,
         .scale_step_max = 8,
+        .restart_seconds = 60,
+        .resize_min_change = 0.2,
+        .history_headroom = 0.1,
     };
 
     return in && in->tuning ? in->tuning : &defaults;

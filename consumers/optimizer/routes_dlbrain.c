@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include "opt_oom.h"
+#include "opt_plan.h"
+#include "opt_util.h"
 #include "routes.h"
 
 /* A pod answered for an OOM event already (in->oom_plans) does not route
@@ -205,8 +207,31 @@ static int opt_oom(const dlb_opt_input_t *in, dlb_plan_t *plan)
     return finish(plan, &ch, 0, err);
 }
 
+/* DLRover's create (worker and PS resources from similar jobs), keeping the
+ * worker count the user asked for. DLRover's worker create asks 1 worker
+ * whenever completed jobs of the scenario exist, and the master then needs
+ * an ask per 300 s to grow back, several for a job that asked 32: in the
+ * simulator the jobs so cut spent hours at a few workers (one imagenet job
+ * 35 h at 1 worker against 14 min at its 32). The count is the user's
+ * knowledge of the job; the worker model changes it once the job's own
+ * speeds say so. */
+static int opt_create(const dlb_opt_input_t *in, dlb_plan_t *plan)
+{
+    dlb_group_resource_t *g;
+    int err;
+
+    if ((err = dlb_opt_create(in, plan)))
+        return err;
+    if ((g = dlb_plan_group(plan, "worker")) && g->count > 0) {
+        g->count = 0;
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           " dlbrain: the worker count stays the user's (0 = keep).");
+    }
+    return 0;
+}
+
 static const dlb_route_t routes[] = {
-    {DLB_STAGE_CREATE, "dlrover.create", dlb_opt_create},
+    {DLB_STAGE_CREATE, "dlrover.create", opt_create},
     {DLB_STAGE_PS_INITIAL, "dlrover.ps_initial", dlb_opt_ps_initial},
     {DLB_STAGE_WORKER_INITIAL, "dlbrain.worker", opt_worker},
     {DLB_STAGE_WORKER_RUNNING, "dlbrain.worker", opt_worker},

@@ -138,6 +138,16 @@ static const key_def_t keys[] = {
      "worker, else scaling stops."},
     {"dlbrain.scale.step.max", K_INT, N(tuning.scale_step_max), "8",
      "dlbrain set: most workers one plan adds or removes."},
+    {"dlbrain.restart.seconds", K_INT, N(tuning.restart_seconds), "60",
+     "dlbrain set: what a resize costs a synchronous job (every worker restarts): more workers "
+     "only when they save more than this of the remaining time, and no resize at all in the "
+     "last 10 times this."},
+    {"dlbrain.resize.min.change", K_DBL, N(tuning.resize_min_change), "0.2",
+     "dlbrain set: a worker CPU or memory cut smaller than this fraction of the request is not "
+     "worth a restart (raises always are)."},
+    {"dlbrain.memory.history.headroom", K_DBL, N(tuning.history_headroom), "0.1",
+     "dlbrain set: worker memory is at least the peak of similar completed jobs' workers times "
+     "1 + this, at most 8 GiB above it."},
     {"limits.cpu.min", K_DBL, N(limits.cpu_min), "4", "Lowest CPU (cores) a plan may ask."},
     {"limits.cpu.max", K_DBL, N(limits.cpu_max), "32", "Highest CPU (cores) a plan may ask."},
     {"limits.memory.min.mib", K_MIB, N(limits.memory_min), "6144", "Lowest memory (MiB)."},

@@ -44,6 +44,12 @@ typedef struct dlb_tuning {
                                    fraction of the current speed per worker, default 0.5 */
     int scale_step_max;         /* dlbrain.scale.step.max: most workers added or removed by one
                                    plan, default 8 */
+    int restart_seconds;        /* dlbrain.restart.seconds: what a resize costs a synchronous job
+                                   (every worker restarts), default 60 */
+    double resize_min_change;   /* dlbrain.resize.min.change: a worker CPU or memory cut smaller
+                                   than this fraction is not worth a restart, default 0.2 */
+    double history_headroom;    /* dlbrain.memory.history.headroom: worker memory is at least the
+                                   similar jobs' peak times 1 + this (at most +8 GiB), default 0.1 */
 } dlb_tuning_t;
 
 /* The Kubernetes monitor (k8s.*): where the API is, what it watches, how pods

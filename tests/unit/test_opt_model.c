@@ -350,7 +350,7 @@ static void test_model_table(void **state)
 
 /* The first case's samples (workers at 4G used: DLRover's rule gives 4G + 20% = 4.8G)
  * with completed history workers that needed 24G (HIST_WITH_OOM: h2's OOMKilled 20G x 1.2):
- * the group gets 24G + min(24G / 5 = 5153960755 (integer), 8G) = 30923764531 bytes,
+ * the group gets 24G + min(24G x 0.1 = 2576980377 (integer), 8G) = 28346784153 bytes,
  * as the count is still the model's. */
 static void test_model_history_floor(void **state)
 {
@@ -368,13 +368,117 @@ static void test_model_history_floor(void **state)
     in.job = &job;
     assert_int_equal(dlb_opt_worker_model(&in, &plan), 0);
     assert_non_null(g = dlb_plan_group(&plan, "worker"));
-    assert_int_equal(g->resource.memory, 30923764531);
+    assert_int_equal(g->resource.memory, 28346784153);
     assert_int_equal(g->count, c->count);
     assert_non_null(strstr(plan.reason, "Worker memory 4.80GiB raised to the history peak "
-                                        "24.00GiB + min(20%, 8GiB) = 28.80GiB (3 worker pods "
+                                        "24.00GiB + min(10%, 8GiB) = 26.40GiB (3 worker pods "
                                         "of 2 jobs)."));
     fixture_plan_free(&plan);
     unbuild(&job);
+}
+
+/* Resizes against what a restart costs (worth_restart in opt_model.c). */
+static void plan_with(const mspec_t *spec, const dlb_tuning_t *tun, int64_t max_steps,
+                      double wk_cpu, int64_t wk_mem, dlb_plan_t *plan)
+{
+    dlb_plan_request_t req = {.event_id = "req-1", .job_uid = "j", .stage = "job_stage_running"};
+    dlb_history_t hist = {0};
+    dlb_opt_input_t in = {.req = &req, .history = &hist, .tuning = tun};
+    dlb_job_state_t job;
+
+    build(spec, &job);
+    job.job.has_hyper_params = max_steps > 0;
+    job.job.hyper_params.max_steps = max_steps;
+    for (size_t i = 0; i < job.window_cnt; i++)
+        for (size_t k = 0; k < job.window[i].pods_cnt; k++)
+            if (!strcmp(job.window[i].pods[k].type, "worker")) {
+                job.window[i].pods[k].cpu_requested = wk_cpu;
+                job.window[i].pods[k].memory_requested = wk_mem;
+            }
+    in.job = &job;
+    memset(plan, 0, sizeof(*plan));
+    assert_int_equal(dlb_opt_worker_model(&in, plan), 0);
+    unbuild(&job);
+}
+
+/* EXACT grows 4 -> 11 with time to spare. Its newest 5 speeds average
+ * (0 + 1/0.85 + 1 + 1/1.6 + 1/1.35) / 5 = 0.70844 steps/s at step 600: with
+ * 300 steps left (423 s < 10 x 60 s) nothing changes, memory cut or not. */
+static void test_model_restart_near_end(void **state)
+{
+    const mspec_t spec[MAX_SPECS] = {EXACT};
+    const dlb_group_resource_t *g;
+    dlb_plan_t plan;
+
+    (void)state;
+    plan_with(spec, NULL, 900, 0, 0, &plan);
+    assert_null(dlb_plan_group(&plan, "worker"));
+    assert_non_null(strstr(plan.reason, "Remaining 423s < 10 restarts of 60s: workers, cpu and "
+                                        "memory kept"));
+    fixture_plan_free(&plan);
+    /* the same job with 100,000 steps left grows */
+    plan_with(spec, NULL, 100600, 0, 0, &plan);
+    assert_non_null(g = dlb_plan_group(&plan, "worker"));
+    assert_int_equal(g->count, 11);
+    assert_null(strstr(plan.reason, "restart"));
+    fixture_plan_free(&plan);
+}
+
+/* 1/speed = 4/w + 0.6 at 6 workers, scale_min_gain 0.05 and one step: the
+ * 7th worker adds 4 / 8.2 = 0.488 of the speed per worker, so the model
+ * wants 7; it saves 1 - (6/7.6) / (7/8.2) = 7.52% of the remaining time.
+ * Speeds 1/4.6, 1/1.6, 1/1.1, 1/1.2667 average 0.63523 at step 300: 445
+ * steps left are 700.5 s (701), 52.7 s saved < 60 s of restart: kept. 2,000 steps
+ * left (3148 s, 237 s saved) pay for it. */
+static void test_model_restart_small_gain(void **state)
+{
+    static const dlb_tuning_t tun = {.scale_min_gain = 0.05,
+                                     .scale_step_max = 1,
+                                     .restart_seconds = 60,
+                                     .resize_min_change = 0.2};
+    const mspec_t spec[MAX_SPECS] = {NO_B(6)};
+    const dlb_group_resource_t *g;
+    dlb_plan_t plan;
+
+    (void)state;
+    plan_with(spec, &tun, 745, 0, 0, &plan);
+    g = dlb_plan_group(&plan, "worker");
+    assert_true(!g || g->count == 0);
+    assert_non_null(strstr(plan.reason, "7 workers would save 53s of the remaining 701s, less "
+                                        "than a restart (60s): kept at 6."));
+    fixture_plan_free(&plan);
+    plan_with(spec, &tun, 2300, 0, 0, &plan);
+    assert_non_null(g = dlb_plan_group(&plan, "worker"));
+    assert_int_equal(g->count, 7);
+    fixture_plan_free(&plan);
+}
+
+/* DLRover's rule gives the workers ceil(2 + 1) = 3 cores and 4 GiB x 1.2 =
+ * 4.8 GiB. From 3.5 cores and 5.5 GiB those are cuts of 14% and 13%, under
+ * 0.2: kept. From 5 cores and 8 GiB (40%) they go through; a raise (from 2
+ * cores and 4 GiB) always does. At the optimum (count kept) of NO_B(6). */
+static void test_model_small_cuts_kept(void **state)
+{
+    const mspec_t spec[MAX_SPECS] = {NO_B(6)};
+    const dlb_group_resource_t *g;
+    dlb_plan_t plan;
+
+    (void)state;
+    plan_with(spec, NULL, 0, 3.5, (int64_t)(5.5 * GIB), &plan);
+    assert_null(dlb_plan_group(&plan, "worker"));
+    assert_non_null(strstr(plan.reason, "Worker cpu 3.5 -> 3 is a cut under 20%: kept."));
+    assert_non_null(strstr(plan.reason, "Worker memory 5.50GiB -> 4.80GiB is a cut under 20%: "
+                                        "kept."));
+    fixture_plan_free(&plan);
+    plan_with(spec, NULL, 0, 5, 8 * GIB, &plan);
+    assert_non_null(g = dlb_plan_group(&plan, "worker"));
+    assert_true(g->resource.cpu == 3);
+    assert_int_equal(g->resource.memory, 5153960756); /* 4 GiB + 4 GiB / 5, rounded up */
+    fixture_plan_free(&plan);
+    plan_with(spec, NULL, 0, 2, 4 * GIB, &plan);
+    assert_non_null(g = dlb_plan_group(&plan, "worker"));
+    assert_true(g->resource.cpu == 3);
+    fixture_plan_free(&plan);
 }
 
 int main(void)
@@ -382,6 +486,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_table),
         cmocka_unit_test(test_model_history_floor),
+        cmocka_unit_test(test_model_restart_near_end),
+        cmocka_unit_test(test_model_restart_small_gain),
+        cmocka_unit_test(test_model_small_cuts_kept),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

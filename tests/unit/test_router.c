@@ -176,6 +176,7 @@ static const route_case_t route_cases[] = {
      {{"worker", 1, 12, 16 * GIB}, {"ps", 4, 12, 16 * GIB}},
      0,
      "Worker create: cold start"},
+    /* the dlbrain set: the same resources, the user's worker count (0 = keep) */
     {"create, set dlbrain uses the DLRover formulas",
      "dlbrain",
      DLB_STAGE_CREATE,
@@ -184,9 +185,9 @@ static const route_case_t route_cases[] = {
      &empty_history,
      0,
      "dlrover.create",
-     {{"worker", 1, 12, 16 * GIB}, {"ps", 4, 12, 16 * GIB}},
+     {{"worker", 0, 12, 16 * GIB}, {"ps", 4, 12, 16 * GIB}},
      0,
-     "PS create: cold start"},
+     "the worker count stays the user's"},
     /* history (worked out above): worker 1 x 13 x 30G, PS 2 x 8.5 x 12G */
     {"create, from history",
      "dlrover",
