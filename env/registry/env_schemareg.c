@@ -33,7 +33,7 @@ static int names_add(names_t *n, const char *name, size_t len, char *errstr, siz
     memcpy(one, name, len);
     one[len] = '\0';
     if (dlb_env_name_check(one, sub, sizeof(sub)))
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "environment name: %s", sub);
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "registry.envs: %s", sub);
     for (size_t i = 0; i < n->cnt; i++)
         if (!strcmp(n->v[i], one))
             return 0;
