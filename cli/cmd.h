@@ -30,5 +30,6 @@ int cmd_env_main(int argc, char **argv);
 int cmd_store_main(int argc, char **argv);
 int cmd_relay_main(int argc, char **argv);
 int cmd_gateway_main(int argc, char **argv);
+int cmd_registry_main(int argc, char **argv);
 
 #endif

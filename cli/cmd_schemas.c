@@ -1,11 +1,86 @@
-/* dlbrain schemas: list the schema catalog, or print one schema. */
+/* dlbrain schemas: list the schema catalog, print one schema, or decode
+ * framed messages given in hex. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cJSON.h>
+
 #include "catalog.h"
 #include "cmd.h"
+#include "codec.h"
+#include "err.h"
 #include "log.h"
+
+static int hex_nibble(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c |= 0x20;
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Hex digits of line (its newline dropped) into buf, in place. @returns the
+ * byte count, or -1 when it is not an even count of hex digits. */
+static long hex_decode(char *line)
+{
+    size_t n = strcspn(line, "\r\n");
+    unsigned char *out = (unsigned char *)line;
+
+    if (n % 2)
+        return -1;
+    for (size_t i = 0; i < n; i += 2) {
+        int hi = hex_nibble(line[i]), lo = hex_nibble(line[i + 1]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        out[i / 2] = (unsigned char)(hi << 4 | lo);
+    }
+    return (long)(n / 2);
+}
+
+/* {"error": "<class>: <message>"} */
+static void print_error(int err, const char *msg)
+{
+    cJSON *o = cJSON_CreateObject();
+    char line[600], *s;
+
+    snprintf(line, sizeof(line), "%s: %s", dlb_err_name(err), msg);
+    s = o && cJSON_AddStringToObject(o, "error", line) ? cJSON_PrintUnformatted(o) : NULL;
+    printf("%s\n", s ? s : "{\"error\":\"out of memory\"}");
+    free(s);
+    cJSON_Delete(o);
+}
+
+/* One line of hex per message on stdin -> one line of JSON per message on
+ * stdout: the event as the consumers decode it, or why it does not decode. */
+static int decode_lines(const dlb_catalog_t *cat)
+{
+    char *line = NULL, errstr[512], *json;
+    size_t cap = 0;
+    long len;
+
+    while (getline(&line, &cap, stdin) >= 0) {
+        dlb_event_t ev;
+        int err;
+
+        memset(&ev, 0, sizeof(ev));
+        json = NULL;
+        if ((len = hex_decode(line)) < 0) {
+            print_error(DLB_ERR_DECODE, "the line is not hex digits");
+            continue;
+        }
+        if (!(err = dlb_codec_decode(cat, line, (size_t)len, &ev, errstr, sizeof(errstr))))
+            err = dlb_event_to_json(cat, &ev, &json, errstr, sizeof(errstr));
+        if (err)
+            print_error(err, errstr);
+        else
+            printf("%s\n", json);
+        free(json);
+        dlb_event_clear(&ev);
+    }
+    free(line);
+    return fflush(stdout) ? 1 : 0;
+}
 
 int cmd_schemas_main(int argc, char **argv)
 {
@@ -14,16 +89,21 @@ int cmd_schemas_main(int argc, char **argv)
     int rc = 0;
 
     if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        printf("usage: dlbrain schemas [ID]\n"
+        printf("usage: dlbrain schemas [ID | --decode]\n"
                "List the schema catalog (Confluent id, type, file, newest of its type), or print\n"
-               "the Avro schema with id ID, e.g. to register it in a schema registry.\n");
+               "the Avro schema with id ID, e.g. to register it in a schema registry.\n"
+               "--decode: read framed messages (Confluent header + Avro), one per line in hex,\n"
+               "on stdin, and print each as the consumers decode it, one JSON line each (the\n"
+               "shape emit reads), or {\"error\": \"<class>: <why>\"}.\n");
         return 0;
     }
     if (dlb_catalog_new(&cat, errstr, sizeof(errstr))) {
         fprintf(stderr, "schemas: %s\n", errstr);
         return 1;
     }
-    if (argc > 1) {
+    if (argc > 1 && !strcmp(argv[1], "--decode")) {
+        rc = decode_lines(cat);
+    } else if (argc > 1) {
         const dlb_schema_entry_t *e = dlb_catalog_by_id(cat, (int32_t)atoi(argv[1]));
         if (e) {
             fputs(e->json, stdout);

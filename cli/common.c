@@ -10,6 +10,7 @@
 #include "env_registry.h"
 #include "log.h"
 #include "metrics.h"
+#include "schemareg_client.h"
 #include "subscribe.h"
 
 volatile sig_atomic_t cli_stop;
@@ -113,9 +114,13 @@ fail:
     return 1;
 }
 
+/* The external schema registry's client, when schema.registry.url is set:
+ * catalogs resolve unknown ids through it until cli_release(). */
+static dlb_srclient_t *sr_client;
+
 int cli_conf_build_env(const cli_opts_t *o, dlb_conf_t *conf, const char *program)
 {
-    char errstr[256];
+    char errstr[256], sr_err[1024];
 
     if (cli_conf_build(o, conf, program))
         return 1;
@@ -123,11 +128,25 @@ int cli_conf_build_env(const cli_opts_t *o, dlb_conf_t *conf, const char *progra
      * takes it from its own settings: a name like "a*" or "a:b" would
      * widen a SCAN MATCH or split a Redis key, "a.b" collide with another
      * environment's topics. */
-    if (!dlb_env_name_check(conf->env, errstr, sizeof(errstr)))
-        return 0;
-    fprintf(stderr, "%s: configuration: env: %s; nothing started\n", program, errstr);
-    dlb_conf_destroy(conf);
-    return 1;
+    if (dlb_env_name_check(conf->env, errstr, sizeof(errstr))) {
+        fprintf(stderr, "%s: configuration: env: %s; nothing started\n", program, errstr);
+        dlb_conf_destroy(conf);
+        return 1;
+    }
+    /* Before any catalog is made: they take the registry's ids. */
+    if (dlb_srclient_setup(conf, &sr_client, sr_err, sizeof(sr_err))) {
+        fprintf(stderr, "%s: %s; nothing started\n", program, sr_err);
+        dlb_conf_destroy(conf);
+        return 1;
+    }
+    return 0;
+}
+
+void cli_release(void)
+{
+    dlb_catalog_wire_reset();
+    dlb_srclient_destroy(sr_client);
+    sr_client = NULL;
 }
 
 int cli_write_file(const char *path, const char *content)

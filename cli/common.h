@@ -52,9 +52,14 @@ int cli_conf_build(const cli_opts_t *o, dlb_conf_t *conf, const char *program);
 
 /** @brief cli_conf_build(), then refuse an invalid environment name (the env
  *         setting, -e): for a command that names topics, consumer groups, a
- *         PostgreSQL schema or Redis keys after it, before it names any.
+ *         PostgreSQL schema or Redis keys after it, before it names any; with
+ *         schema.registry.url, bind the registry's ids (dlb_srclient_setup).
  *  @returns 0, or 1 after printing the error (conf released). */
 int cli_conf_build_env(const cli_opts_t *o, dlb_conf_t *conf, const char *program);
+
+/** @brief Release what the command's set-up left for the whole process (the
+ *         schema registry's client); main() calls it when the command ends. */
+void cli_release(void);
 
 /* Set by SIGINT/SIGTERM once cli_signals_install() ran. */
 extern volatile sig_atomic_t cli_stop;

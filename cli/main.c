@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "common.h"
 
 static const dlb_cmd_t cmds[] = {
     {"mock-kafka", cmd_mock_kafka_main, "run an embedded mock Kafka cluster (tests, demo)"},
@@ -17,6 +18,8 @@ static const dlb_cmd_t cmds[] = {
     {"simulate", cmd_simulate_main, "print a simulated training cluster's events (demo)"},
     {"sim", cmd_sim_main, "simulate training jobs that follow plans (virtual trainer)"},
     {"schemas", cmd_schemas_main, "list the Avro schema catalog or print a schema"},
+    {"registry", cmd_registry_main,
+     "serve the schema catalog as a read-only Confluent Schema Registry"},
     {"settings", cmd_settings_main, "print the effective settings or the settings reference"},
     {"config", cmd_config_main, "apply, list, show, diff and roll back configuration rules"},
     {"env", cmd_env_main, "create, list, show, drop and promote environments"},
@@ -49,8 +52,11 @@ int main(int argc, char **argv)
         return 0;
     }
     for (const dlb_cmd_t *c = cmds; c->name; c++)
-        if (!strcmp(argv[1], c->name))
-            return c->main(argc - 1, argv + 1);
+        if (!strcmp(argv[1], c->name)) {
+            int rc = c->main(argc - 1, argv + 1);
+            cli_release();
+            return rc;
+        }
     fprintf(stderr, "dlbrain: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

@@ -599,3 +599,22 @@ void dlb_env_history_free(dlb_env_change_t *changes, size_t cnt)
         free(changes[i].detail);
     free(changes);
 }
+
+int dlb_env_registry_open(const char *dsn, PGconn **pg, char *errstr, size_t errstr_size)
+{
+    int err;
+
+    if (*pg && PQstatus(*pg) != CONNECTION_OK) {
+        PQfinish(*pg);
+        *pg = NULL;
+    }
+    if (*pg)
+        return 0;
+    if ((err = dlb_env_registry_connect(dsn, pg, errstr, errstr_size)))
+        return err;
+    if ((err = dlb_env_registry_migrate(*pg, errstr, errstr_size))) {
+        PQfinish(*pg);
+        *pg = NULL;
+    }
+    return err;
+}

@@ -49,6 +49,12 @@ typedef struct dlb_env_change {
  *  @returns 0, DLB_ERR_CONF (malformed dsn) or DLB_ERR_TRANSIENT (unreachable). */
 int dlb_env_registry_connect(const char *dsn, PGconn **out, char *errstr, size_t errstr_size);
 
+/** @brief Keep *pg a usable connection to the registry: a broken one is
+ *         closed, a missing one connected (dlb_env_registry_connect) and
+ *         migrated (dlb_env_registry_migrate); a live one is left as it is.
+ *  @returns 0, or the error of connecting or migrating (*pg NULL then). */
+int dlb_env_registry_open(const char *dsn, PGconn **pg, char *errstr, size_t errstr_size);
+
 /** @brief Create schema dlbrain_registry and its tables when missing
  *         (idempotent; serialised across processes by an advisory lock). */
 int dlb_env_registry_migrate(PGconn *pg, char *errstr, size_t errstr_size);

@@ -157,25 +157,11 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 
 /* ---- the registry ------------------------------------------------------------ */
 
-/* Connect and migrate; a server that is down is waited out at start and
- * tolerated later (the last routing stays in force). */
+/* A server that is down is waited out at start and tolerated later (the
+ * last routing stays in force). */
 static int registry_open(relay_t *r, char *errstr, size_t size)
 {
-    int err;
-
-    if (r->pg && PQstatus(r->pg) != CONNECTION_OK) {
-        PQfinish(r->pg);
-        r->pg = NULL;
-    }
-    if (r->pg)
-        return 0;
-    if ((err = dlb_env_registry_connect(r->conf->pg_dsn, &r->pg, errstr, size)))
-        return err;
-    if ((err = dlb_env_registry_migrate(r->pg, errstr, size))) {
-        PQfinish(r->pg);
-        r->pg = NULL;
-    }
-    return err;
+    return dlb_env_registry_open(r->conf->pg_dsn, &r->pg, errstr, size);
 }
 
 /* Relaying the front to itself would copy every record back in, forever. */

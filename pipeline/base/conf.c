@@ -202,6 +202,32 @@ static const key_def_t keys[] = {
      "assignment; then it is read no more."},
     {"gateway.max.calls", K_INT, N(gateway.max_calls), "1024",
      "gateway: calls served at once; more wait in gRPC's queue."},
+    {"registry.address", K_STR, F(registry.address), "0.0.0.0:8081",
+     "registry: host:port where the read-only Confluent Schema Registry API over dlbrain's "
+     "schema catalog is served (8081 is the Confluent registry's port); port 0 = any free "
+     "port (logged)."},
+    {"registry.envs", K_STR, F(registry.envs), "",
+     "registry: environments whose topics get subjects (<env>.<topic>-value), "
+     "comma-separated; empty = the env setting and every live environment of the environment "
+     "registry in PostgreSQL (pg.dsn), re-read every registry.refresh.ms."},
+    {"registry.refresh.ms", K_INT, N(registry.refresh_ms), "5000",
+     "registry: how often the environment registry is re-read when registry.envs is empty; a "
+     "new environment's subjects appear within this time. 100 to 3600000.",
+     100, 3600000},
+    {"schema.registry.url", K_STR, F(sr.url), "",
+     "An external Confluent-compatible schema registry (http:// or https://, with a path "
+     "prefix if it has one, e.g. Apicurio's .../apis/ccompat/v7). When set, the commands that "
+     "read or write topics register dlbrain's schemas at start-up under <env>.<topic>-value "
+     "(a registry holding an incompatible schema there stops them with its reason), write with "
+     "the ids it assigns and resolve ids they do not know through it (cached). Empty = the "
+     "catalog's ids (schemas/catalog.tsv)."},
+    {"schema.registry.basic.auth.user.info", K_STR, F(sr.user_info), "",
+     "user:password for the schema registry's HTTP basic authentication; empty = none. A "
+     "secret: from DLBRAIN_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO, its .file or a -c file."},
+    {"schema.registry.ssl.ca.location", K_STR, F(sr.ca_location), "",
+     "CA certificates (PEM file) that verify an https schema registry; empty = the system's."},
+    {"schema.registry.timeout.ms", K_INT, N(sr.timeout_ms), "10000",
+     "Longest one request to the schema registry may take. 100 to 600000.", 100, 600000},
     {"metrics.port", K_PORT, N(metrics_port), "9464",
      "Port of a long-running process's /metrics (Prometheus), /healthz and /readyz; 0 = any "
      "free port (logged at start), -1 = no endpoint. A port in use stops the process (set 0 or "
@@ -252,6 +278,7 @@ typedef struct secret_def {
 static const secret_def_t secrets[] = {
     {"pg.dsn", SECRET_DSN}, /* its password only: host, user and database are no secret */
     {"redis.password", SECRET_VALUE},
+    {"schema.registry.basic.auth.user.info", SECRET_VALUE},
     {"sasl.username", SECRET_VALUE}, /* the API key of Confluent Cloud, say */
     {"sasl.password", SECRET_VALUE},
     {"sasl.oauthbearer.config", SECRET_VALUE},

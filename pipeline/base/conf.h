@@ -81,6 +81,23 @@ typedef struct dlb_gateway_conf {
     int plans_linger_ms;       /* gateway.plans.linger.ms: an idle plans partition's reading */
 } dlb_gateway_conf_t;
 
+/* The read-only Confluent Schema Registry API over the catalog (registry.*,
+ * dlbrain registry). */
+typedef struct dlb_registry_conf {
+    char address[256]; /* registry.address: host:port served, default 0.0.0.0:8081 */
+    char envs[1024];   /* registry.envs: environments served, comma-separated; "" = env and
+                          every live environment of the environment registry */
+    int refresh_ms;    /* registry.refresh.ms: how often the environment registry is re-read */
+} dlb_registry_conf_t;
+
+/* An external Confluent-compatible schema registry (schema.registry.*). */
+typedef struct dlb_sr_conf {
+    char url[512];          /* schema.registry.url: "" = the catalog's ids */
+    char user_info[512];    /* schema.registry.basic.auth.user.info: "user:password" (secret) */
+    char ca_location[1024]; /* schema.registry.ssl.ca.location: CA bundle, "" = the system's */
+    int timeout_ms;         /* schema.registry.timeout.ms: one request's longest wait */
+} dlb_sr_conf_t;
+
 /* Retention of the PostgreSQL history (store.retention.*, store_prune.c). */
 typedef struct dlb_retention_conf {
     int days;       /* store.retention.days: history kept, by event time; 0 = forever (default) */
@@ -140,15 +157,17 @@ typedef struct dlb_conf {
     dlb_limits_t limits;       /* limits.cpu.min, limits.cpu.max, limits.memory.min.mib,
                                   limits.memory.max.mib, limits.workers.max, limits.ps.max */
     dlb_k8s_conf_t k8s;        /* k8s.* */
-    dlb_gateway_conf_t gateway; /* gateway.* */
-    int metrics_port;           /* metrics.port: /metrics, /healthz, /readyz; default 9464, 0 = any
-                                   free port (logged), -1 = off */
-    char metrics_address[64];   /* metrics.address: listening address, default 0.0.0.0 */
-    int metrics_stall_s;        /* metrics.stall.s: /healthz fails after the main loop has not
-                                   come round for this long, default 120 */
-    int log_level;              /* log.level: error|warn|info|debug, default info */
-    int log_json;               /* log.format: text|json, default text */
-    dlb_kv_t *kafka;            /* pass-through librdkafka properties, in order of setting */
+    dlb_gateway_conf_t gateway;   /* gateway.* */
+    dlb_registry_conf_t registry; /* registry.* */
+    dlb_sr_conf_t sr;             /* schema.registry.* */
+    int metrics_port;         /* metrics.port: /metrics, /healthz, /readyz; default 9464, 0 = any
+                                 free port (logged), -1 = off */
+    char metrics_address[64]; /* metrics.address: listening address, default 0.0.0.0 */
+    int metrics_stall_s;      /* metrics.stall.s: /healthz fails after the main loop has not
+                                 come round for this long, default 120 */
+    int log_level;            /* log.level: error|warn|info|debug, default info */
+    int log_json;             /* log.format: text|json, default text */
+    dlb_kv_t *kafka;          /* pass-through librdkafka properties, in order of setting */
     size_t kafka_cnt;
 
     dlb_retention_conf_t retention; /* store.retention.* */

@@ -1,6 +1,7 @@
 #include "catalog.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,11 +179,6 @@ avro_value_iface_t *dlb_catalog_projection(const dlb_catalog_t *cat, const dlb_s
     return priv_of(cat, e)->proj_iface;
 }
 
-const char *dlb_catalog_known_ids(const dlb_catalog_t *cat)
-{
-    return cat->known;
-}
-
 /* ---- projection of the newest schema onto an older writer -------------- */
 
 typedef struct proj_ctx {
@@ -315,6 +311,151 @@ out:
     return err;
 }
 
+/* ---- wire ids ---------------------------------------------------------- */
+
+/* One process-wide table, as the ids are the registry's, not a catalog's. */
+static struct {
+    pthread_mutex_t lock;
+    int32_t (*assigned)[2]; /* {catalog id, wire id} */
+    size_t assigned_cnt;
+    int32_t (*seen)[2]; /* {wire id, catalog id, or 0: not one of dlbrain's} */
+    size_t seen_cnt;
+    dlb_catalog_resolve_fn resolve;
+    void *opaque;
+} wire = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, NULL, 0, NULL, NULL};
+
+static int32_t wire_of(int32_t id)
+{
+    int32_t w = id;
+
+    pthread_mutex_lock(&wire.lock);
+    for (size_t i = 0; i < wire.assigned_cnt; i++)
+        if (wire.assigned[i][0] == id)
+            w = wire.assigned[i][1];
+    pthread_mutex_unlock(&wire.lock);
+    return w;
+}
+
+void dlb_catalog_wire_reset(void)
+{
+    pthread_mutex_lock(&wire.lock);
+    free(wire.assigned);
+    free(wire.seen);
+    wire.assigned = wire.seen = NULL;
+    wire.assigned_cnt = wire.seen_cnt = 0;
+    wire.resolve = NULL;
+    wire.opaque = NULL;
+    pthread_mutex_unlock(&wire.lock);
+}
+
+int dlb_catalog_wire_install(const int32_t (*ids)[2], size_t n, dlb_catalog_resolve_fn resolve,
+                             void *opaque, char *errstr, size_t errstr_size)
+{
+    int32_t(*copy)[2] = n ? malloc(n * sizeof(*copy)) : NULL;
+
+    if (n && !copy)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    if (n)
+        memcpy(copy, ids, n * sizeof(*copy));
+    dlb_catalog_wire_reset();
+    pthread_mutex_lock(&wire.lock);
+    wire.assigned = copy;
+    wire.assigned_cnt = n;
+    wire.resolve = resolve;
+    wire.opaque = opaque;
+    pthread_mutex_unlock(&wire.lock);
+    return 0;
+}
+
+/* What was learnt of wire_id before: 1 and *cid (0 = not dlbrain's), or 0. */
+static int wire_seen(int32_t wire_id, int32_t *cid)
+{
+    int found = 0;
+
+    pthread_mutex_lock(&wire.lock);
+    for (size_t i = 0; i < wire.seen_cnt && !found; i++)
+        if (wire.seen[i][0] == wire_id) {
+            *cid = wire.seen[i][1];
+            found = 1;
+        }
+    pthread_mutex_unlock(&wire.lock);
+    return found;
+}
+
+static void wire_remember(int32_t wire_id, int32_t cid)
+{
+    int32_t(*slot)[2];
+    int32_t known;
+
+    if (wire_seen(wire_id, &known))
+        return;
+    pthread_mutex_lock(&wire.lock);
+    /* Out of memory only costs asking the registry again. */
+    if ((slot = dlb_vec_push((void **)&wire.seen, &wire.seen_cnt, sizeof(*slot)))) {
+        (*slot)[0] = wire_id;
+        (*slot)[1] = cid;
+    }
+    pthread_mutex_unlock(&wire.lock);
+}
+
+/* The catalog id whose schema equals the registry's text, or 0. */
+static int32_t wire_match(const dlb_catalog_t *cat, const char *json)
+{
+    avro_schema_t s;
+    int32_t cid = 0;
+
+    if (avro_schema_from_json_length(json, strlen(json), &s))
+        return 0;
+    for (size_t i = 0; i < cat->cnt && !cid; i++)
+        if (avro_schema_equal(s, cat->entries[i].schema))
+            cid = cat->entries[i].id;
+    avro_schema_decref(s);
+    return cid;
+}
+
+int dlb_catalog_by_wire_id(const dlb_catalog_t *cat, int32_t wire_id,
+                           const dlb_schema_entry_t **out, char *errstr, size_t errstr_size)
+{
+    dlb_catalog_resolve_fn resolve;
+    void *opaque;
+    char sub[512], *json = NULL;
+    int32_t cid;
+    int err;
+
+    *out = NULL;
+    for (size_t i = 0; i < cat->cnt; i++)
+        if (cat->entries[i].wire_id == wire_id) {
+            *out = &cat->entries[i];
+            return 0;
+        }
+    pthread_mutex_lock(&wire.lock);
+    resolve = wire.resolve;
+    opaque = wire.opaque;
+    pthread_mutex_unlock(&wire.lock);
+    if (!resolve)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_SCHEMA_ID,
+                          "schema id %d is not in the catalog (known: %s)", (int)wire_id,
+                          cat->known);
+    if (!wire_seen(wire_id, &cid)) {
+        if ((err = resolve(opaque, wire_id, &json, sub, sizeof(sub)))) {
+            if (err != DLB_ERR_NOTFOUND)
+                return dlb_seterr(errstr, errstr_size, DLB_ERR_SCHEMA_ID,
+                                  "schema id %d: the schema registry did not answer: %s",
+                                  (int)wire_id, sub);
+            cid = 0;
+        } else {
+            cid = wire_match(cat, json);
+            free(json);
+        }
+        wire_remember(wire_id, cid);
+    }
+    if (cid && (*out = dlb_catalog_by_id(cat, cid)))
+        return 0;
+    return dlb_seterr(errstr, errstr_size, DLB_ERR_SCHEMA_ID,
+                      "schema id %d is not one of dlbrain's schemas in the schema registry",
+                      (int)wire_id);
+}
+
 /* ---- loading ----------------------------------------------------------- */
 
 void dlb_catalog_destroy(dlb_catalog_t *cat)
@@ -407,6 +548,7 @@ static int add_entry(dlb_catalog_t *cat, const source_t *src, int line, char **f
     if ((err = source_read(src, e->file, &e->json, &len, sub, sizeof(sub))))
         return dlb_seterr(errstr, errstr_size, err == DLB_ERR_NOMEM ? err : DLB_ERR_CONF,
                           CATALOG_FILE ":%d: schema file missing: %s", line, sub);
+    e->wire_id = wire_of((int32_t)id);
     if (avro_schema_from_json_length(e->json, len, &e->schema))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, CATALOG_FILE ":%d: %s: %s", line,
                           e->file, avro_strerror());

@@ -13,7 +13,8 @@
 #include "event.h"
 
 typedef struct dlb_schema_entry {
-    int32_t id;
+    int32_t id;      /* the catalog's (schemas/catalog.tsv) */
+    int32_t wire_id; /* what a frame of it says: id, or an external registry's id */
     dlb_event_type_t type;
     char file[128];
     char *json;                /* schema text */
@@ -43,5 +44,33 @@ const dlb_schema_entry_t *dlb_catalog_latest(const dlb_catalog_t *cat, dlb_event
 /** @returns number of entries; entries are indexable 0..n-1 for listing. */
 size_t dlb_catalog_count(const dlb_catalog_t *cat);
 const dlb_schema_entry_t *dlb_catalog_at(const dlb_catalog_t *cat, size_t i);
+
+/* ---- wire ids: an external schema registry ------------------------------
+ * A frame's bytes 1-4 are the catalog's id, unless the process bound an
+ * external registry (schema.registry.url, schemareg_bind.h): then they are
+ * the ids it assigned, installed here once before any catalog is made, and
+ * an id it does not know is asked of the registry through resolve. */
+
+/** @brief Fetch the schema text the registry holds under wire_id.
+ *  @returns 0 (*schema_json malloc'ed), DLB_ERR_NOTFOUND (no such id), or
+ *           another error (unreachable: not remembered, asked again later). */
+typedef int (*dlb_catalog_resolve_fn)(void *opaque, int32_t wire_id, char **schema_json,
+                                      char *errstr, size_t errstr_size);
+
+/** @brief Install the wire ids of this process: ids[i] = {catalog id, wire
+ *         id}, and resolve for others (NULL: unknown ids are refused). Catalogs
+ *         made afterwards write and read them. Replaces what was installed. */
+int dlb_catalog_wire_install(const int32_t (*ids)[2], size_t n, dlb_catalog_resolve_fn resolve,
+                             void *opaque, char *errstr, size_t errstr_size);
+
+/** @brief Back to the catalog's ids, forgetting what was resolved. */
+void dlb_catalog_wire_reset(void);
+
+/** @brief The entry a frame with wire_id was written with: an installed id,
+ *         one resolved before, or one the resolver fetches now whose schema
+ *         equals a catalog schema (remembered either way, as ids never change).
+ *  @returns 0, or DLB_ERR_SCHEMA_ID (errstr says why). */
+int dlb_catalog_by_wire_id(const dlb_catalog_t *cat, int32_t wire_id,
+                           const dlb_schema_entry_t **out, char *errstr, size_t errstr_size);
 
 #endif

@@ -353,10 +353,10 @@ int dlb_codec_encode(const dlb_catalog_t *cat, const dlb_event_t *ev, void **out
         goto out;
     }
     buf[0] = DLB_FRAME_MAGIC;
-    buf[1] = (uint8_t)((uint32_t)e->id >> 24);
-    buf[2] = (uint8_t)((uint32_t)e->id >> 16);
-    buf[3] = (uint8_t)((uint32_t)e->id >> 8);
-    buf[4] = (uint8_t)e->id;
+    buf[1] = (uint8_t)((uint32_t)e->wire_id >> 24);
+    buf[2] = (uint8_t)((uint32_t)e->wire_id >> 16);
+    buf[3] = (uint8_t)((uint32_t)e->wire_id >> 8);
+    buf[4] = (uint8_t)e->wire_id;
     if (!(w = avro_writer_memory((const char *)buf + DLB_FRAME_HEADER, (int64_t)sz))) {
         err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
         goto out;
@@ -390,10 +390,8 @@ int dlb_codec_decode(const dlb_catalog_t *cat, const void *buf, size_t len, dlb_
     memset(ev, 0, sizeof(*ev));
     if ((err = dlb_codec_peek(buf, len, &id, errstr, errstr_size)))
         return err;
-    if (!(e = dlb_catalog_by_id(cat, id)))
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_SCHEMA_ID,
-                          "schema id %d is not in the catalog (known: %s)", (int)id,
-                          dlb_catalog_known_ids(cat));
+    if ((err = dlb_catalog_by_wire_id(cat, id, &e, errstr, errstr_size)))
+        return err;
     if ((err = scan_message(e->schema, e->type, (const uint8_t *)body, len - DLB_FRAME_HEADER,
                             errstr, errstr_size)))
         return err;

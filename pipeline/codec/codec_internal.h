@@ -30,9 +30,6 @@ avro_value_iface_t *dlb_catalog_projection(const dlb_catalog_t *cat, const dlb_s
 const cJSON *dlb_catalog_field_default(const dlb_catalog_t *cat, const dlb_schema_entry_t *e,
                                        const char *record_name, const char *field);
 
-/** @returns a short description of the ids in the catalog, e.g. "1..6". */
-const char *dlb_catalog_known_ids(const dlb_catalog_t *cat);
-
 /** @returns schema with links followed to their target. */
 avro_schema_t dlb_avro_deref(avro_schema_t schema);
 

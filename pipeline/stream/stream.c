@@ -387,7 +387,7 @@ static int topic_carries(ctx_t *c, const item_t *it, char *errstr, size_t size)
         return 0;
     if ((err = dlb_codec_peek(it->msg->payload, it->msg->len, &id, errstr, size)))
         return err;
-    if (!(e = dlb_catalog_by_id(c->cat, id)))
+    if (dlb_catalog_by_wire_id(c->cat, id, &e, errstr, size))
         return 0; /* the decoder names the unknown id */
     want = c->role->inputs[it->rank];
     if (!strcmp(dlb_event_type_topic(e->type), want))

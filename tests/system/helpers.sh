@@ -190,18 +190,23 @@ sys_stop_real_kafka() {
     "$SYS_TOP/scripts/kafka" stop --dir "$SYS_DIR/kafka" >/dev/null 2>&1 || true
 }
 
+# sys_log_port LOGNAME SED_EXPR: wait (10 s) until $SYS_DIR/LOGNAME.log has a
+# line SED_EXPR (a sed s command printing the port with p) matches; sets port.
+sys_log_port() {
+    port=''
+    for _ in $(seq 1 100); do
+        port=$(sed -n "$2" "$SYS_DIR/$1.log" | head -n 1)
+        [ -n "$port" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
 # sys_metrics_url LOGNAME: the metrics URL a process logged at start
 # (-X metrics.port=0 -X metrics.address=127.0.0.1), waited for; sets url
 # and port.
 sys_metrics_url() {
-    port=''
-    for _ in $(seq 1 100); do
-        port=$(sed -n 's|.*metrics: serving http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' \
-            "$SYS_DIR/$1.log" | head -n 1)
-        [ -n "$port" ] && break
-        sleep 0.1
-    done
-    [ -n "$port" ] || fail "$1 did not log its metrics port"
+    sys_log_port "$1" 's|.*metrics: serving http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' ||
+        fail "$1 did not log its metrics port"
     url=http://127.0.0.1:$port
 }
 # status PATH: the HTTP status code of $url PATH
