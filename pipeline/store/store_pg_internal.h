@@ -26,6 +26,7 @@ struct dlb_pg {
     const char *pending_what;
     int pending_flags; /* of dlb_pg_send(), for dlb_pg_wait() */
     double pending_t0;
+    char wait_state[6]; /* SQLSTATE of dlb_pg_wait()'s last error, "" if none */
     dlb_catalog_t *cat; /* loaded on first decode/encode */
 };
 
@@ -90,6 +91,25 @@ int dlb_pg_send(dlb_pg_t *pg, const char *sql, int nparams, const char *const *v
 /** @brief Wait for the statement dlb_pg_send() sent (0 when none is pending).
  *  @returns what dlb_pg_exec() would have. */
 int dlb_pg_wait(dlb_pg_t *pg, char *errstr, size_t errstr_size);
+
+/** @brief dlb_pg_send() of a COPY ... FROM STDIN: send sql (statements
+ *         before the COPY, such as a SAVEPOINT, must return no rows), then
+ *         the len bytes of data and the end of the copy, and return while the
+ *         server stores them; dlb_pg_wait() collects the outcome.
+ *  @returns 0, or what dlb_pg_exec() returns when it cannot be sent (the
+ *           connection is then free again). */
+int dlb_pg_send_copy(dlb_pg_t *pg, const char *sql, const char *data, size_t len, int flags,
+                     const char *what, char *errstr, size_t errstr_size);
+
+/** @returns the SQLSTATE of the error the last dlb_pg_wait() returned ("" when
+ *           it returned 0 or the server sent none). */
+const char *dlb_pg_wait_state(const dlb_pg_t *pg);
+
+/** @brief Which pods of s repeat the name of an earlier one (their first
+ *         copy is kept, as runtime_pods' primary key kept it before migration
+ *         005). *out: a malloc'ed flag per pod, or NULL when none repeats.
+ *  @returns 0 or DLB_ERR_NOMEM. */
+int dlb_pg_pods_repeated(const dlb_runtime_sample_t *s, unsigned char **out);
 
 /** @brief A malloc'ed copy of the first cell of a result's first row (a
  *         binary bytea); *raw = NULL and *raw_len = 0 when it has no row.

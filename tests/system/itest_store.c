@@ -588,6 +588,153 @@ static void test_pg_runtime_batch(void **unused)
     dlb_pg_destroy(pgn);
 }
 
+/* COPY stores what the batch statement stores. A COPY meeting a stored
+ * sample (a redelivery the positions did not announce) rolls back to its
+ * savepoint and stores the batch with the statement instead: the rows stay
+ * exact and the transaction's earlier writes stay. */
+static void test_pg_runtime_copy(void **unused)
+{
+    char stmt[64], copy[64], want[4096];
+    dlb_event_t ev[6], job;
+    const dlb_event_t *evs[6];
+    const void *raws[6] = {0};
+    size_t lens[6] = {0};
+    void *bufs[6] = {0};
+    dlb_pg_t *pgs, *pgc;
+    (void)unused;
+
+    schema_for(stmt, sizeof(stmt), "rtstmt");
+    schema_for(copy, sizeof(copy), "rtcopy");
+    pgs = pg_open(stmt);
+    pgc = pg_open(copy);
+    ev_rt(&ev[0], "s1", "u1", T0 + 1000, 3);
+    ev_rt(&ev[1], "s2", "u2", T0 + 2000, 4);
+    ev_rt(&ev[2], "s3", "u1", T0 + 3000, 0);
+    ev_rt(&ev[3], "s4", "u2", T0 + 4000, 3);
+    snprintf(ev[3].u.rt.pods[2].name, DLB_ID_MAX, "%s", ev[3].u.rt.pods[1].name);
+    ev[3].u.rt.pods[2].cpu_used = 7.0;
+    ev_rt(&ev[4], "s5", "u1", T0 + 5000, 2);
+    ev_rt(&ev[5], "s2", "u2", T0 + 2000, 4); /* s2 again */
+    for (int i = 0; i < 6; i++) {
+        evs[i] = &ev[i];
+        if (i % 2 == 0) {
+            if (dlb_codec_encode(cat, &ev[i], &bufs[i], &lens[i], errstr, sizeof(errstr)))
+                fail_msg("encode: %s", errstr);
+            raws[i] = bufs[i];
+        }
+    }
+    assert_int_equal(dlb_pg_put_runtime_batch(pgs, evs, raws, lens, 5, errstr, sizeof(errstr)), 0);
+    snprintf(want, sizeof(want), "%s", runtime_rows(stmt));
+
+    /* Outside a transaction: refused, nothing sent. */
+    assert_int_equal(dlb_pg_send_runtime_copy(pgc, evs, raws, lens, 4, errstr, sizeof(errstr)),
+                     DLB_ERR_GENERIC);
+    assert_int_equal(dlb_pg_begin(pgc, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_send_runtime_copy(pgc, evs, raws, lens, 4, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_wait_runtime_copy(pgc, evs, raws, lens, 4, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_commit(pgc, errstr, sizeof(errstr)), 0);
+    assert_int_equal(count_of(pgc, "runtime_samples"), 4);
+    assert_int_equal(count_of(pgc, "runtime_pods"), 3 + 4 + 0 + 2);
+
+    /* s5 new, s2 stored, after another write of the same transaction. */
+    ev_job(&job, "j1", "u1", T0);
+    assert_int_equal(dlb_pg_begin(pgc, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_put_event(pgc, &job, NULL, 0, errstr, sizeof(errstr)), 0);
+    assert_int_equal(
+        dlb_pg_send_runtime_copy(pgc, evs + 4, raws + 4, lens + 4, 2, errstr, sizeof(errstr)), 0);
+    assert_int_equal(
+        dlb_pg_wait_runtime_copy(pgc, evs + 4, raws + 4, lens + 4, 2, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_commit(pgc, errstr, sizeof(errstr)), 0);
+    assert_int_equal(count_of(pgc, "job_events"), 1);
+    assert_string_equal(runtime_rows(copy), want);
+
+    /* The whole batch again, as a redelivery: no change. */
+    assert_int_equal(dlb_pg_begin(pgc, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_send_runtime_copy(pgc, evs, raws, lens, 6, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_wait_runtime_copy(pgc, evs, raws, lens, 6, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_commit(pgc, errstr, sizeof(errstr)), 0);
+    assert_string_equal(runtime_rows(copy), want);
+
+    /* Only runtime samples; the transaction is still usable after the refusal. */
+    assert_int_equal(dlb_pg_begin(pgc, errstr, sizeof(errstr)), 0);
+    {
+        const dlb_event_t *bad[1] = {&job};
+        assert_int_equal(dlb_pg_send_runtime_copy(pgc, bad, NULL, NULL, 1, errstr, sizeof(errstr)),
+                         DLB_ERR_INVALID);
+    }
+    assert_int_equal(dlb_pg_commit(pgc, errstr, sizeof(errstr)), 0);
+    dlb_event_clear(&job);
+    for (int i = 0; i < 6; i++) {
+        free(bufs[i]);
+        dlb_event_clear(&ev[i]);
+    }
+    dlb_pg_destroy(pgs);
+    dlb_pg_destroy(pgc);
+}
+
+/* Positions per group, each only ever moving forward. */
+typedef struct pos_seen {
+    char text[256];
+} pos_seen_t;
+
+static void pos_collect(void *arg, const dlb_pg_position_t *pos)
+{
+    pos_seen_t *s = arg;
+    size_t n = strlen(s->text);
+
+    snprintf(s->text + n, sizeof(s->text) - n, "%s:%d:%lld ", pos->topic, (int)pos->partition,
+             (long long)pos->next_offset);
+}
+
+static const char *positions_of(dlb_pg_t *pg, const char *group)
+{
+    static pos_seen_t s;
+
+    s.text[0] = '\0';
+    if (dlb_pg_load_positions(pg, group, pos_collect, &s, errstr, sizeof(errstr)))
+        fail_msg("load positions: %s", errstr);
+    return s.text;
+}
+
+static void test_pg_positions(void **unused)
+{
+    char schema[64];
+    dlb_pg_t *pg;
+    const dlb_pg_position_t first[] = {{"t.metrics", 1, 5}, {"t.metrics", 0, 10}, {"t.jobs", 0, 3}};
+    const dlb_pg_position_t later[] = {{"t.metrics", 0, 7}, {"t.metrics", 1, 12}};
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "positions");
+    pg = pg_open(schema);
+    assert_string_equal(positions_of(pg, "g1"), "");
+    assert_int_equal(dlb_pg_save_positions(pg, "g1", first, 3, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_save_positions(pg, "g1", NULL, 0, errstr, sizeof(errstr)), 0);
+    assert_string_equal(
+        sql_str(schema, "SELECT string_agg(topic || ':' || kafka_partition || ':' || next_offset, "
+                        "' ' ORDER BY topic, kafka_partition) FROM consumer_positions"),
+        "t.jobs:0:3 t.metrics:0:10 t.metrics:1:5");
+    /* Partition 0 does not move back to 7; partition 1 moves on to 12. */
+    assert_int_equal(dlb_pg_begin(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_save_positions(pg, "g1", later, 2, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_commit(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(sql_i64(schema,
+                             "SELECT next_offset FROM consumer_positions WHERE kafka_partition = 0 "
+                             "AND topic = 't.metrics'"),
+                     10);
+    assert_int_equal(
+        sql_i64(schema, "SELECT next_offset FROM consumer_positions WHERE kafka_partition = 1"),
+        12);
+    assert_int_equal(strlen(positions_of(pg, "g1")) > 0, 1);
+    /* A rolled-back save leaves nothing; another group has its own. */
+    assert_int_equal(dlb_pg_begin(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_save_positions(pg, "g2", later, 2, errstr, sizeof(errstr)), 0);
+    dlb_pg_rollback(pg);
+    assert_string_equal(positions_of(pg, "g2"), "");
+    assert_int_equal(dlb_pg_save_positions(pg, "g2", later, 1, errstr, sizeof(errstr)), 0);
+    assert_string_equal(positions_of(pg, "g2"), "t.metrics:0:7 ");
+    dlb_pg_destroy(pg);
+}
+
 static void test_pg_job_upsert_merges(void **unused)
 {
     char schema[64];
@@ -2551,6 +2698,8 @@ int main(void)
         cmocka_unit_test(test_pg_migrate_concurrent),
         cmocka_unit_test(test_pg_put_each_type_twice),
         cmocka_unit_test(test_pg_runtime_batch),
+        cmocka_unit_test(test_pg_runtime_copy),
+        cmocka_unit_test(test_pg_positions),
         cmocka_unit_test(test_pg_job_upsert_merges),
         cmocka_unit_test(test_pg_plans_idempotent),
         cmocka_unit_test(test_pg_oom_plans),
