@@ -37,7 +37,8 @@ void dlb_pg_rollback(dlb_pg_t *pg);
 /** @brief Persist one accepted input event (job, runtime, node, plan request):
  *         normalised columns plus the raw framed bytes. Idempotent: a second
  *         insert of the same event_id for the same job changes nothing (event
- *         ids are unique per job: another job's event of that id is stored). A job event also
+ *         ids are unique per job: another job's event of that id is stored; a
+ *         runtime sample is the same by job, id and event time). A job event also
  * upserts the jobs row (merging sections like dlb_job_state_apply()).
  *  @returns 0, DLB_ERR_TRANSIENT (connection lost), DLB_ERR_GENERIC. */
 int dlb_pg_put_event(dlb_pg_t *pg, const dlb_event_t *ev, const void *raw, size_t raw_len,

@@ -31,10 +31,10 @@ enum { P_ORD, P_NAME, P_TYPE, P_INDEX, P_CPU, P_CPU_REQ, P_MEM, P_MEM_REQ, P_SPE
  * arrays keep the sample's order without an ORDER BY in each array_agg (which
  * would sort every group once per column: eight sorts a sample). */
 static const char sql_batch[] =
-    "WITH s AS (SELECT DISTINCT ON (job_uid, event_id) * "
+    "WITH s AS (SELECT DISTINCT ON (job_uid, event_time_ms, event_id) * "
     "FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::float8[], $6::bytea[]) "
     "WITH ORDINALITY AS s(event_id, job_uid, event_time_ms, global_step, speed, raw, ord) "
-    "ORDER BY job_uid, event_id, ord), "
+    "ORDER BY job_uid, event_time_ms, event_id, ord), "
     "p AS (SELECT ord, array_agg(name) AS names, array_agg(type) AS types, "
     "array_agg(index) AS indexes, array_agg(cpu_used) AS cpu_used, "
     "array_agg(cpu_requested) AS cpu_requested, array_agg(memory_used) AS memory_used, "
@@ -51,7 +51,7 @@ static const char sql_batch[] =
     "COALESCE(p.cpu_used, '{}'), COALESCE(p.cpu_requested, '{}'), COALESCE(p.memory_used, '{}'), "
     "COALESCE(p.memory_requested, '{}'), COALESCE(p.speeds, '{}') "
     "FROM s LEFT JOIN p ON p.ord = s.ord "
-    "ON CONFLICT (job_uid, event_id) DO NOTHING";
+    "ON CONFLICT (job_uid, event_time_ms, event_id) DO NOTHING";
 
 /* A pod named like an earlier one of the same sample: the statement of one
  * sample keeps the first, and so does this one, by dropping the repeat
