@@ -735,6 +735,65 @@ static void test_pg_positions(void **unused)
     dlb_pg_destroy(pg);
 }
 
+/* The analysts' views (migration 011) on a job worked out by hand: created
+ * at T0, running a minute later, succeeded at 10 min; two plans, an OOM the
+ * second answered, one no plan answered; and a job that has not finished. */
+static void test_pg_analyst_views(void **unused)
+{
+    char schema[64];
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "views");
+    pg = pg_open(schema);
+    assert_string_equal(
+        sql_str(
+            schema,
+            "WITH j AS (INSERT INTO jobs (uid, name, scenario, state, exit_reason, created_ms, "
+            "updated_ms, last_event_id) VALUES ('a', 'ctr', 's1', 'succeeded', 'Completed', 0, "
+            "600000, 'e3'), ('b', 'nlp', 's1', 'running', NULL, 0, 1000, 'e2') RETURNING 1), "
+            "e AS (INSERT INTO job_events (event_id, job_uid, event_time_ms, state, raw) VALUES "
+            "('e1', 'a', 0, 'created', ''), ('e2', 'a', 60000, 'running', ''), "
+            "('e3', 'a', 600000, 'succeeded', ''), ('e1', 'b', 0, 'pending', ''), "
+            "('e2', 'b', 1000, 'running', '') RETURNING 1), "
+            "r AS (INSERT INTO runtime_samples (event_id, job_uid, event_time_ms, "
+            "global_step, speed, raw) VALUES ('r1', 'a', 100000, 1, 2.0, ''), "
+            "('r2', 'a', 200000, 2, 4.0, ''), ('r3', 'a', 400000, 3, 6.0, '') RETURNING 1), "
+            "p AS (INSERT INTO plans (plan_id, job_uid, trigger_event_id, stage, optimizer, "
+            "reason, event_time_ms, groups, pods, raw, actions) VALUES ('plan-q1', 'a', 'q1', "
+            "'job_stage_running', 'o', 'r1', 150000, '[]', '[]', '', '[]'), ('plan-q2', 'a', "
+            "'q2', 'job_stage_running', 'oom', 'r2', 300000, '[]', '[]', '', "
+            "'[{\"pod\": \"a-worker-0\", \"action\": \"replace\", \"reason\": \"x\"}]') "
+            "RETURNING 1), "
+            "n AS (INSERT INTO node_events (event_id, job_uid, event_time_ms, kind, pod_name, "
+            "pod_type, pod_index, node_name, reason, message, memory_requested, raw) VALUES "
+            "('k1', 'a', 250000, 'oom_killed', 'a-worker-0', 'worker', 0, 'n1', '', '', 8, ''), "
+            "('k2', 'a', 350000, 'oom_killed', 'a-worker-1', 'worker', 1, 'n1', '', '', 8, ''), "
+            "('k3', 'a', 360000, 'node_failed', 'a-worker-1', 'worker', 1, 'n1', '', '', 8, '') "
+            "RETURNING 1), "
+            "o AS (INSERT INTO oom_plans VALUES ('a', 'a-worker-0', 'k1', 'plan-q2', 12, "
+            "300000) RETURNING 1) "
+            "SELECT (SELECT count(*) FROM j) + (SELECT count(*) FROM e) + (SELECT count(*) "
+            "FROM r) + (SELECT count(*) FROM p) + (SELECT count(*) FROM n) + (SELECT count(*) "
+            "FROM o)"),
+        "16");
+    assert_string_equal(sql_str(schema,
+                                "SELECT string_agg(concat_ws('|', job_uid, scenario, final_state, "
+                                "jct_ms, pending_ms), ' ' ORDER BY job_uid) FROM job_outcomes"),
+                        "a|s1|succeeded|600000|60000 b|s1|1000");
+    assert_string_equal(
+        sql_str(schema, "SELECT string_agg(concat_ws('|', oom_event_id, pod_name, memory_before, "
+                        "coalesce(plan_id, '-'), memory_after, answered_after_ms, optimizer), ' ' "
+                        "ORDER BY oom_ms) FROM oom_history"),
+        "k1|a-worker-0|8|plan-q2|12|50000|oom k2|a-worker-1|8|-");
+    assert_string_equal(
+        sql_str(schema, "SELECT string_agg(concat_ws('|', plan_id, actions, "
+                        "coalesce(next_plan_ms::text, '-'), ooms_after, speed_before, speed_after, "
+                        "final_state, jct_ms), ' ' ORDER BY plan_ms) FROM plan_outcomes"),
+        "plan-q1|0|300000|1|2|4|succeeded|600000 plan-q2|1|-|1|4|6|succeeded|600000");
+    dlb_pg_destroy(pg);
+}
+
 static void test_pg_job_upsert_merges(void **unused)
 {
     char schema[64];
@@ -2700,6 +2759,7 @@ int main(void)
         cmocka_unit_test(test_pg_runtime_batch),
         cmocka_unit_test(test_pg_runtime_copy),
         cmocka_unit_test(test_pg_positions),
+        cmocka_unit_test(test_pg_analyst_views),
         cmocka_unit_test(test_pg_job_upsert_merges),
         cmocka_unit_test(test_pg_plans_idempotent),
         cmocka_unit_test(test_pg_oom_plans),
