@@ -73,7 +73,7 @@ static int pod_pos_cmp(const void *a, const void *b)
     return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
 }
 
-int dlb_pg_pods_repeated(const dlb_runtime_sample_t *s, unsigned char **out)
+static int pods_repeated(const dlb_runtime_sample_t *s, unsigned char **out)
 {
     pod_pos_t *tmp;
     size_t i;
@@ -99,6 +99,56 @@ int dlb_pg_pods_repeated(const dlb_runtime_sample_t *s, unsigned char **out)
     return 0;
 }
 
+int dlb_pg_pods_put(const dlb_runtime_sample_t *rt, dlb_pg_arr_t *pods, dlb_pg_arr_t *ord,
+                    int64_t ord_value)
+{
+    unsigned char *repeated = NULL;
+
+    if (pods_repeated(rt, &repeated))
+        return DLB_ERR_NOMEM;
+    for (size_t k = 0; k < rt->pods_cnt; k++) {
+        const dlb_pod_usage_t *pod = &rt->pods[k];
+
+        if (repeated && repeated[k])
+            continue;
+        if (ord)
+            dlb_pg_arr_i64(ord, ord_value);
+        dlb_pg_arr_text(&pods[DLB_PG_POD_NAME], pod->name);
+        dlb_pg_arr_text(&pods[DLB_PG_POD_TYPE], pod->type);
+        dlb_pg_arr_i32(&pods[DLB_PG_POD_INDEX], pod->index);
+        dlb_pg_arr_f64(&pods[DLB_PG_POD_CPU], pod->cpu_used);
+        dlb_pg_arr_f64(&pods[DLB_PG_POD_CPU_REQ], pod->cpu_requested);
+        dlb_pg_arr_i64(&pods[DLB_PG_POD_MEM], pod->memory_used);
+        dlb_pg_arr_i64(&pods[DLB_PG_POD_MEM_REQ], pod->memory_requested);
+        if (pod->has_speed)
+            dlb_pg_arr_f64(&pods[DLB_PG_POD_SPEED], pod->speed);
+        else
+            dlb_pg_arr_null(&pods[DLB_PG_POD_SPEED]);
+    }
+    free(repeated);
+    return 0;
+}
+
+int dlb_pg_sample_raw(dlb_pg_t *pg, const dlb_event_t *ev, const void **raw, size_t *raw_len,
+                      void **owned, char *errstr, size_t errstr_size)
+{
+    int err;
+
+    *owned = NULL;
+    if (ev->type != DLB_EV_RUNTIME)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "postgresql: a %s in a batch of runtime samples",
+                          dlb_event_type_name(ev->type));
+    if ((err = dlb_pg_raw_bytes(pg, ev, raw, raw_len, owned, errstr, errstr_size)))
+        return err;
+    if (*raw_len > (size_t)INT32_MAX) {
+        free(*owned);
+        *owned = NULL;
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "postgresql: event too large");
+    }
+    return 0;
+}
+
 static int runtime_batch_send(dlb_pg_t *pg, const dlb_event_t *const *evs, const void *const *raws,
                               const size_t *raw_lens, size_t n, char *errstr, size_t errstr_size)
 {
@@ -110,7 +160,6 @@ static int runtime_batch_send(dlb_pg_t *pg, const dlb_event_t *const *evs, const
     dlb_pg_arr_t s[S__CNT], p[P__CNT];
     const char *values[S__CNT + P__CNT];
     int lens[S__CNT + P__CNT];
-    unsigned char *repeated = NULL;
     int err = 0;
 
     if (!n)
@@ -127,19 +176,8 @@ static int runtime_batch_send(dlb_pg_t *pg, const dlb_event_t *const *evs, const
         size_t raw_len = raw_lens ? raw_lens[i] : 0;
         void *owned = NULL;
 
-        if (evs[i]->type != DLB_EV_RUNTIME) {
-            err = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
-                             "postgresql: a %s in a batch of runtime samples",
-                             dlb_event_type_name(evs[i]->type));
+        if ((err = dlb_pg_sample_raw(pg, evs[i], &raw, &raw_len, &owned, errstr, errstr_size)))
             goto out;
-        }
-        if ((err = dlb_pg_raw_bytes(pg, evs[i], &raw, &raw_len, &owned, errstr, errstr_size)))
-            goto out;
-        if (raw_len > (size_t)INT32_MAX) {
-            free(owned);
-            err = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "postgresql: event too large");
-            goto out;
-        }
         dlb_pg_arr_text(&s[S_ID], rt->event_id);
         dlb_pg_arr_text(&s[S_JOB], rt->job_uid);
         dlb_pg_arr_i64(&s[S_TIME], rt->event_time_ms);
@@ -147,29 +185,11 @@ static int runtime_batch_send(dlb_pg_t *pg, const dlb_event_t *const *evs, const
         dlb_pg_arr_f64(&s[S_SPEED], rt->speed);
         dlb_pg_arr_put(&s[S_RAW], raw, (uint32_t)raw_len);
         free(owned);
-        if (dlb_pg_pods_repeated(rt, &repeated)) {
+        /* WITH ORDINALITY counts from 1 */
+        if (dlb_pg_pods_put(rt, &p[P_NAME], &p[P_ORD], (int64_t)i + 1)) {
             err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
             goto out;
         }
-        for (size_t k = 0; k < rt->pods_cnt; k++) {
-            const dlb_pod_usage_t *pod = &rt->pods[k];
-            if (repeated && repeated[k])
-                continue;
-            dlb_pg_arr_i64(&p[P_ORD], (int64_t)i + 1); /* WITH ORDINALITY counts from 1 */
-            dlb_pg_arr_text(&p[P_NAME], pod->name);
-            dlb_pg_arr_text(&p[P_TYPE], pod->type);
-            dlb_pg_arr_i32(&p[P_INDEX], pod->index);
-            dlb_pg_arr_f64(&p[P_CPU], pod->cpu_used);
-            dlb_pg_arr_f64(&p[P_CPU_REQ], pod->cpu_requested);
-            dlb_pg_arr_i64(&p[P_MEM], pod->memory_used);
-            dlb_pg_arr_i64(&p[P_MEM_REQ], pod->memory_requested);
-            if (pod->has_speed)
-                dlb_pg_arr_f64(&p[P_SPEED], pod->speed);
-            else
-                dlb_pg_arr_null(&p[P_SPEED]);
-        }
-        free(repeated);
-        repeated = NULL;
     }
     for (int c = 0; c < S__CNT + P__CNT; c++) {
         dlb_pg_arr_t *a = c < S__CNT ? &s[c] : &p[c - S__CNT];
@@ -189,7 +209,6 @@ static int runtime_batch_send(dlb_pg_t *pg, const dlb_event_t *const *evs, const
     err = dlb_pg_send(pg, sql_batch, S__CNT + P__CNT, values, lens, DLB_PG_INPUT,
                       "runtime samples (batch)", errstr, errstr_size);
 out:
-    free(repeated);
     for (int c = 0; c < S__CNT; c++)
         free(s[c].b.p);
     for (int c = 0; c < P__CNT; c++)

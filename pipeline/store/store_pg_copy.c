@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "err.h"
-#include "store_pg_bin.h"
 
 /* The savepoint is released once the COPY succeeded: a transaction keeps
  * each one open until it ends, and past 64 a backend's snapshot of the
@@ -31,66 +30,33 @@ static const char sql_copy[] =
     "pod_memory_requested, pod_speeds) FROM STDIN (FORMAT binary)";
 #define COPY_FIELDS 14
 
-/* The pod_* columns, in sql_copy's order. */
-enum { P_NAME, P_TYPE, P_INDEX, P_CPU, P_CPU_REQ, P_MEM, P_MEM_REQ, P_SPEED, P__CNT };
-
-static const uint32_t pod_oid[P__CNT] = {DLB_PG_OID_TEXT,   DLB_PG_OID_TEXT,   DLB_PG_OID_INT4,
-                                         DLB_PG_OID_FLOAT8, DLB_PG_OID_FLOAT8, DLB_PG_OID_INT8,
-                                         DLB_PG_OID_INT8,   DLB_PG_OID_FLOAT8};
+static const uint32_t pod_oid[DLB_PG_POD__CNT] = {
+    DLB_PG_OID_TEXT,   DLB_PG_OID_TEXT, DLB_PG_OID_INT4, DLB_PG_OID_FLOAT8,
+    DLB_PG_OID_FLOAT8, DLB_PG_OID_INT8, DLB_PG_OID_INT8, DLB_PG_OID_FLOAT8};
 
 /* One sample's row into b; p: the pod arrays, reused from row to row. */
 static int copy_sample(dlb_pg_t *pg, dlb_sbuf_t *b, dlb_pg_arr_t *p, const dlb_event_t *ev,
                        const void *raw, size_t raw_len, char *errstr, size_t errstr_size)
 {
     const dlb_runtime_sample_t *rt = &ev->u.rt;
-    unsigned char *repeated = NULL;
     void *owned = NULL;
     int err;
 
-    if (ev->type != DLB_EV_RUNTIME)
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
-                          "postgresql: a %s in a batch of runtime samples",
-                          dlb_event_type_name(ev->type));
-    if ((err = dlb_pg_raw_bytes(pg, ev, &raw, &raw_len, &owned, errstr, errstr_size)))
+    if ((err = dlb_pg_sample_raw(pg, ev, &raw, &raw_len, &owned, errstr, errstr_size)))
         return err;
-    if (raw_len > (size_t)INT32_MAX) {
-        free(owned);
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "postgresql: event too large");
-    }
-    if (dlb_pg_pods_repeated(rt, &repeated))
-        goto nomem;
-    for (int c = 0; c < P__CNT; c++)
+    for (int c = 0; c < DLB_PG_POD__CNT; c++)
         dlb_pg_arr_reset(&p[c]);
-    for (size_t k = 0; k < rt->pods_cnt; k++) {
-        const dlb_pod_usage_t *pod = &rt->pods[k];
-
-        if (repeated && repeated[k])
-            continue;
-        dlb_pg_arr_text(&p[P_NAME], pod->name);
-        dlb_pg_arr_text(&p[P_TYPE], pod->type);
-        dlb_pg_arr_i32(&p[P_INDEX], pod->index);
-        dlb_pg_arr_f64(&p[P_CPU], pod->cpu_used);
-        dlb_pg_arr_f64(&p[P_CPU_REQ], pod->cpu_requested);
-        dlb_pg_arr_i64(&p[P_MEM], pod->memory_used);
-        dlb_pg_arr_i64(&p[P_MEM_REQ], pod->memory_requested);
-        if (pod->has_speed)
-            dlb_pg_arr_f64(&p[P_SPEED], pod->speed);
-        else
-            dlb_pg_arr_null(&p[P_SPEED]);
-    }
-    if (dlb_pg_copy_row(b, COPY_FIELDS) || dlb_pg_copy_text(b, rt->event_id) ||
-        dlb_pg_copy_text(b, rt->job_uid) || dlb_pg_copy_i64(b, rt->event_time_ms) ||
-        dlb_pg_copy_i64(b, rt->global_step) || dlb_pg_copy_f64(b, rt->speed) ||
-        dlb_pg_copy_field(b, raw, (uint32_t)raw_len))
+    if (dlb_pg_pods_put(rt, p, NULL, 0) || dlb_pg_copy_row(b, COPY_FIELDS) ||
+        dlb_pg_copy_text(b, rt->event_id) || dlb_pg_copy_text(b, rt->job_uid) ||
+        dlb_pg_copy_i64(b, rt->event_time_ms) || dlb_pg_copy_i64(b, rt->global_step) ||
+        dlb_pg_copy_f64(b, rt->speed) || dlb_pg_copy_field(b, raw, (uint32_t)raw_len))
         goto nomem;
-    for (int c = 0; c < P__CNT; c++)
+    for (int c = 0; c < DLB_PG_POD__CNT; c++)
         if (dlb_pg_arr_finish(&p[c]) || dlb_pg_copy_field(b, p[c].b.p, (uint32_t)p[c].b.len))
             goto nomem;
-    free(repeated);
     free(owned);
     return 0;
 nomem:
-    free(repeated);
     free(owned);
     return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
 }
@@ -98,7 +64,7 @@ nomem:
 int dlb_pg_send_runtime_copy(dlb_pg_t *pg, const dlb_event_t *const *evs, const void *const *raws,
                              const size_t *raw_lens, size_t n, char *errstr, size_t errstr_size)
 {
-    dlb_pg_arr_t p[P__CNT];
+    dlb_pg_arr_t p[DLB_PG_POD__CNT];
     dlb_sbuf_t b = {0};
     int err = 0;
 
@@ -107,7 +73,7 @@ int dlb_pg_send_runtime_copy(dlb_pg_t *pg, const dlb_event_t *const *evs, const 
     if (!dlb_pg_in_tx(pg))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC,
                           "postgresql: COPY of runtime samples outside a transaction");
-    for (int c = 0; c < P__CNT; c++)
+    for (int c = 0; c < DLB_PG_POD__CNT; c++)
         dlb_pg_arr_init(&p[c], pod_oid[c]);
     if ((err = dlb_pg_ensure(pg, errstr, errstr_size)))
         goto out;
@@ -127,7 +93,7 @@ int dlb_pg_send_runtime_copy(dlb_pg_t *pg, const dlb_event_t *const *evs, const 
                            errstr_size);
 out:
     free(b.p);
-    for (int c = 0; c < P__CNT; c++)
+    for (int c = 0; c < DLB_PG_POD__CNT; c++)
         free(p[c].b.p);
     return err;
 }

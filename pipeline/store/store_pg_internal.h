@@ -15,6 +15,7 @@
 #include "catalog.h"
 #include "event.h"
 #include "store_pg.h"
+#include "store_pg_bin.h"
 #include "store_pg_conn.h"
 
 struct dlb_pg {
@@ -105,11 +106,33 @@ int dlb_pg_send_copy(dlb_pg_t *pg, const char *sql, const char *data, size_t len
  *           it returned 0 or the server sent none). */
 const char *dlb_pg_wait_state(const dlb_pg_t *pg);
 
-/** @brief Which pods of s repeat the name of an earlier one (their first
- *         copy is kept, as runtime_pods' primary key kept it before migration
- *         005). *out: a malloc'ed flag per pod, or NULL when none repeats.
- *  @returns 0 or DLB_ERR_NOMEM. */
-int dlb_pg_pods_repeated(const dlb_runtime_sample_t *s, unsigned char **out);
+/* A sample's pod_* arrays (migration 005), in the tables' column order. */
+enum {
+    DLB_PG_POD_NAME,
+    DLB_PG_POD_TYPE,
+    DLB_PG_POD_INDEX,
+    DLB_PG_POD_CPU,
+    DLB_PG_POD_CPU_REQ,
+    DLB_PG_POD_MEM,
+    DLB_PG_POD_MEM_REQ,
+    DLB_PG_POD_SPEED,
+    DLB_PG_POD__CNT
+};
+
+/** @brief Append rt's pods to pods[DLB_PG_POD__CNT] (the batch statement's
+ *         flattened arrays, or one row's), and ord_value to ord for each when
+ *         ord is not NULL. A pod repeating the name of an earlier one is
+ *         left out (the first copy is kept, as runtime_pods' primary key kept
+ *         it before migration 005).
+ *  @returns 0 or DLB_ERR_NOMEM (the arrays' own errors are in their err). */
+int dlb_pg_pods_put(const dlb_runtime_sample_t *rt, dlb_pg_arr_t *pods, dlb_pg_arr_t *ord,
+                    int64_t ord_value);
+
+/** @brief The frame to store for runtime sample ev (dlb_pg_raw_bytes()),
+ *         refusing another event type (DLB_ERR_INVALID) and a frame too large
+ *         for one field. *owned: what the caller frees. */
+int dlb_pg_sample_raw(dlb_pg_t *pg, const dlb_event_t *ev, const void **raw, size_t *raw_len,
+                      void **owned, char *errstr, size_t errstr_size);
 
 /** @brief A malloc'ed copy of the first cell of a result's first row (a
  *         binary bytea); *raw = NULL and *raw_len = 0 when it has no row.

@@ -526,6 +526,28 @@ static char *runtime_rows(const char *schema)
     return out;
 }
 
+/* The samples both batch tests start from: s1 to s4 of jobs u1 and u2, s4
+ * with a pod named twice (the first copy is kept); the even ones with their
+ * frames (bufs, freed by the caller), the others encoded by the store. */
+static void rt_batch_events(dlb_event_t *ev, const dlb_event_t **evs, const void **raws,
+                            size_t *lens, void **bufs, size_t n)
+{
+    ev_rt(&ev[0], "s1", "u1", T0 + 1000, 3);
+    ev_rt(&ev[1], "s2", "u2", T0 + 2000, 4);
+    ev_rt(&ev[2], "s3", "u1", T0 + 3000, 0);
+    ev_rt(&ev[3], "s4", "u2", T0 + 4000, 3);
+    snprintf(ev[3].u.rt.pods[2].name, DLB_ID_MAX, "%s", ev[3].u.rt.pods[1].name);
+    ev[3].u.rt.pods[2].cpu_used = 7.0;
+    for (size_t i = 0; i < n; i++) {
+        evs[i] = &ev[i];
+        if (i % 2 == 0) {
+            if (dlb_codec_encode(cat, &ev[i], &bufs[i], &lens[i], errstr, sizeof(errstr)))
+                fail_msg("encode: %s", errstr);
+            raws[i] = bufs[i];
+        }
+    }
+}
+
 /* The batch writer stores what the statement of one sample stores, once:
  * a sample repeated in the batch or stored before, and a pod repeated in a
  * sample (the first copy wins), change nothing. */
@@ -544,23 +566,10 @@ static void test_pg_runtime_batch(void **unused)
     schema_for(many, sizeof(many), "rtmany");
     pg1 = pg_open(one);
     pgn = pg_open(many);
-    ev_rt(&ev[0], "s1", "u1", T0 + 1000, 3);
-    ev_rt(&ev[1], "s2", "u2", T0 + 2000, 4);
-    ev_rt(&ev[2], "s3", "u1", T0 + 3000, 0);
-    ev_rt(&ev[3], "s4", "u2", T0 + 4000, 3);
-    /* A pod named twice: the first copy is kept. */
-    snprintf(ev[3].u.rt.pods[2].name, DLB_ID_MAX, "%s", ev[3].u.rt.pods[1].name);
-    ev[3].u.rt.pods[2].cpu_used = 7.0;
     ev_rt(&ev[4], "s1", "u1", T0 + 1000, 3); /* s1 again, in the same batch */
-    for (int i = 0; i < 5; i++) {
-        evs[i] = &ev[i];
-        if (i % 2 == 0) { /* the others are encoded by the store */
-            if (dlb_codec_encode(cat, &ev[i], &bufs[i], &lens[i], errstr, sizeof(errstr)))
-                fail_msg("encode: %s", errstr);
-            raws[i] = bufs[i];
-        }
+    rt_batch_events(ev, evs, raws, lens, bufs, 5);
+    for (int i = 0; i < 5; i++)
         put(pg1, &ev[i], i % 2 == 0);
-    }
     snprintf(want, sizeof(want), "%s", runtime_rows(one));
     for (int round = 0; round < 2; round++) {
         assert_int_equal(dlb_pg_put_runtime_batch(pgn, evs, raws, lens, 5, errstr, sizeof(errstr)),
@@ -607,22 +616,9 @@ static void test_pg_runtime_copy(void **unused)
     schema_for(copy, sizeof(copy), "rtcopy");
     pgs = pg_open(stmt);
     pgc = pg_open(copy);
-    ev_rt(&ev[0], "s1", "u1", T0 + 1000, 3);
-    ev_rt(&ev[1], "s2", "u2", T0 + 2000, 4);
-    ev_rt(&ev[2], "s3", "u1", T0 + 3000, 0);
-    ev_rt(&ev[3], "s4", "u2", T0 + 4000, 3);
-    snprintf(ev[3].u.rt.pods[2].name, DLB_ID_MAX, "%s", ev[3].u.rt.pods[1].name);
-    ev[3].u.rt.pods[2].cpu_used = 7.0;
     ev_rt(&ev[4], "s5", "u1", T0 + 5000, 2);
     ev_rt(&ev[5], "s2", "u2", T0 + 2000, 4); /* s2 again */
-    for (int i = 0; i < 6; i++) {
-        evs[i] = &ev[i];
-        if (i % 2 == 0) {
-            if (dlb_codec_encode(cat, &ev[i], &bufs[i], &lens[i], errstr, sizeof(errstr)))
-                fail_msg("encode: %s", errstr);
-            raws[i] = bufs[i];
-        }
-    }
+    rt_batch_events(ev, evs, raws, lens, bufs, 6);
     assert_int_equal(dlb_pg_put_runtime_batch(pgs, evs, raws, lens, 5, errstr, sizeof(errstr)), 0);
     snprintf(want, sizeof(want), "%s", runtime_rows(stmt));
 
