@@ -678,7 +678,7 @@ int dlb_stream_emit(dlb_stream_t *c, const char *key, void *buf, size_t len)
  * as after a crash between the two. */
 static int pending_flush(ctx_t *c, char *errstr, size_t size)
 {
-    size_t n = 0, stored, fresh;
+    size_t n = 0, stored = 0, fresh;
     char sub[512];
     int err;
 
