@@ -386,8 +386,33 @@ static int raw_read(run_t *r, char *errstr, size_t size)
     return 0;
 }
 
+/* The batch's consumed positions, saved as the stream saves them: a row per
+ * partition, the offset after its newest message. */
+static int stages_positions(dlb_pg_t *pg, rd_kafka_message_t **msgs, size_t n, char *errstr,
+                            size_t size)
+{
+    dlb_pg_position_t pos[64];
+    size_t cnt = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+
+        while (j < cnt && pos[j].partition != msgs[i]->partition)
+            j++;
+        if (j == cnt && cnt == sizeof(pos) / sizeof(pos[0]))
+            return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "bench: over 64 partitions");
+        if (j == cnt)
+            pos[cnt++] = (dlb_pg_position_t){rd_kafka_topic_name(msgs[i]->rkt), msgs[i]->partition,
+                                             msgs[i]->offset + 1};
+        else if (msgs[i]->offset + 1 > pos[j].next_offset)
+            pos[j].next_offset = msgs[i]->offset + 1;
+    }
+    return dlb_pg_save_positions(pg, "bench-stages", pos, cnt, errstr, size);
+}
+
 /* One batch of the stages pass: decode (and validate, as the stream does),
- * then the batch statement in its own transaction, then Redis, each timed. */
+ * then the stream's COPY and positions in their own transaction, then
+ * Redis, each timed. */
 static int stages_batch(run_t *r, dlb_pg_t *pg, dlb_redis_t *rd, rd_kafka_message_t **msgs,
                         size_t n, dlb_event_t *evs, const dlb_event_t **evp, const void **raws,
                         size_t *lens, char *errstr, size_t size)
@@ -412,7 +437,9 @@ static int stages_batch(run_t *r, dlb_pg_t *pg, dlb_redis_t *rd, rd_kafka_messag
     r->st_decode_s += since_s(t);
     t = dlb_lat_clock_ns();
     if ((err = dlb_pg_begin(pg, errstr, size)) ||
-        (err = dlb_pg_put_runtime_batch(pg, evp, raws, lens, k, errstr, size)) ||
+        (err = dlb_pg_send_runtime_copy(pg, evp, raws, lens, k, errstr, size)) ||
+        (err = dlb_pg_wait_runtime_copy(pg, evp, raws, lens, k, errstr, size)) ||
+        (err = stages_positions(pg, msgs, n, errstr, size)) ||
         (err = dlb_pg_commit(pg, errstr, size)))
         goto out;
     r->st_pg_s += since_s(t);
@@ -428,8 +455,8 @@ out:
 
 /* Each stage of the pipeline alone, in this process, on the run's messages:
  * a plain consumer filling batches of consumer.batch.size; decoding them
- * (avro-c) and validating; the batch statement of the stream, a transaction
- * a batch, into a scratch environment's schema (<env>_stages, dropped
+ * (avro-c) and validating; the stream's COPY and consumed positions, a
+ * transaction a batch, into a scratch environment's schema (<env>_stages, dropped
  * after); the batch's Redis writes under that environment's keys. The
  * rates say what the pipeline could reach were a stage all it did, and
  * their sum what one process doing them in series (no Kafka transaction)
@@ -778,10 +805,10 @@ static void print_table(const run_t *r)
             r->conf->batch_size);
     fprintf(out, "%-42s %9s %8s %10s %8s\n", "STAGE", "MESSAGES", "SECONDS", "MSGS/S", "OF RAW");
     {
-        const char *names[] = {
-            "consume (librdkafka, filling batches)", "decode + validate (avro-c)",
-            "PostgreSQL (batch statement + commit)", "Redis (pipelined window writes)",
-            "all four in series, no Kafka transaction"};
+        const char *names[] = {"consume (librdkafka, filling batches)",
+                               "decode + validate (avro-c)", "PostgreSQL (COPY, positions, commit)",
+                               "Redis (pipelined window writes)",
+                               "all four in series, no Kafka transaction"};
         double secs[] = {r->st_consume_s, r->st_decode_s, r->st_pg_s, r->st_redis_s,
                          r->st_consume_s + r->st_decode_s + r->st_pg_s + r->st_redis_s};
         for (int i = 0; i < 5; i++)

@@ -82,7 +82,7 @@ static const dlb_pg_stmt_t st_runtime = {DLB_PG_ST_RUNTIME, "dlb_runtime",
     "memory_requested bigint, speed float8)) WITH ORDINALITY "
     "AS r(name, type, index, cpu_used, cpu_requested, memory_used, "
     "memory_requested, speed, k) ORDER BY name, k) p "
-    "ON CONFLICT (job_uid, event_id) DO NOTHING"};
+    "ON CONFLICT (job_uid, event_time_ms, event_id) DO NOTHING"};
 
 static const dlb_pg_stmt_t st_node = {DLB_PG_ST_NODE, "dlb_node",
     "INSERT INTO node_events (event_id, job_uid, event_time_ms, kind, pod_name, "

@@ -37,7 +37,8 @@ void dlb_pg_rollback(dlb_pg_t *pg);
 /** @brief Persist one accepted input event (job, runtime, node, plan request):
  *         normalised columns plus the raw framed bytes. Idempotent: a second
  *         insert of the same event_id for the same job changes nothing (event
- *         ids are unique per job: another job's event of that id is stored). A job event also
+ *         ids are unique per job: another job's event of that id is stored; a
+ *         runtime sample is the same by job, id and event time). A job event also
  * upserts the jobs row (merging sections like dlb_job_state_apply()).
  *  @returns 0, DLB_ERR_TRANSIENT (connection lost), DLB_ERR_GENERIC. */
 int dlb_pg_put_event(dlb_pg_t *pg, const dlb_event_t *ev, const void *raw, size_t raw_len,
@@ -56,16 +57,51 @@ int dlb_pg_put_event(dlb_pg_t *pg, const dlb_event_t *ev, const void *raw, size_
 int dlb_pg_put_runtime_batch(dlb_pg_t *pg, const dlb_event_t *const *evs, const void *const *raws,
                              const size_t *raw_lens, size_t n, char *errstr, size_t errstr_size);
 
-/** @brief dlb_pg_put_runtime_batch() without waiting: the statement is sent
- *         and runs on the server while the caller does other work (not with
- *         this connection); dlb_pg_wait_runtime_batch() collects its outcome
- *         and must come before any other call on pg but dlb_pg_rollback(). */
-int dlb_pg_send_runtime_batch(dlb_pg_t *pg, const dlb_event_t *const *evs, const void *const *raws,
-                              const size_t *raw_lens, size_t n, char *errstr, size_t errstr_size);
+/** @brief Store n runtime samples with COPY (store_pg_copy.c), inside the
+ *         caller's transaction, without waiting: the rows are sent and the
+ *         server stores them while the caller does other work (not with this
+ *         connection); dlb_pg_wait_runtime_copy() collects the outcome and
+ *         must come before any other call on pg but dlb_pg_rollback(). For
+ *         samples not stored before: no ON CONFLICT check runs, so one stored
+ *         already makes the COPY fail, which dlb_pg_wait_runtime_copy() then
+ *         redoes with dlb_pg_put_runtime_batch() (the same rows).
+ *  @returns 0, DLB_ERR_INVALID (another event type, too large),
+ *           DLB_ERR_TRANSIENT (connection lost), DLB_ERR_NOMEM,
+ *           DLB_ERR_GENERIC (outside a transaction). */
+int dlb_pg_send_runtime_copy(dlb_pg_t *pg, const dlb_event_t *const *evs, const void *const *raws,
+                             const size_t *raw_lens, size_t n, char *errstr, size_t errstr_size);
 
-/** @brief The outcome of what dlb_pg_send_runtime_batch() sent (0 when it
- *         sent nothing), as dlb_pg_put_runtime_batch() returns it. */
-int dlb_pg_wait_runtime_batch(dlb_pg_t *pg, char *errstr, size_t errstr_size);
+/** @brief The outcome of the COPY dlb_pg_send_runtime_copy() sent for the
+ *         same n samples (0 when n is 0), as dlb_pg_put_runtime_batch()
+ *         returns it: a sample stored before makes it store the batch with
+ *         dlb_pg_put_runtime_batch() instead. */
+int dlb_pg_wait_runtime_copy(dlb_pg_t *pg, const dlb_event_t *const *evs, const void *const *raws,
+                             const size_t *raw_lens, size_t n, char *errstr, size_t errstr_size);
+
+/* ---- consumed positions (store_pg_positions.c) ------------------------------ */
+
+/* Where a consumer group stands in one input partition, as far as the rows
+ * committed in PostgreSQL go: every message before next_offset is stored. */
+typedef struct dlb_pg_position {
+    const char *topic;
+    int32_t partition;
+    int64_t next_offset;
+} dlb_pg_position_t;
+
+/** @brief Call cb with each stored position of consumer group group (table
+ *         consumer_positions), inside the caller's transaction if any.
+ *  @returns 0 or an error (DLB_ERR_TRANSIENT when the connection is lost). */
+int dlb_pg_load_positions(dlb_pg_t *pg, const char *group,
+                          void (*cb)(void *arg, const dlb_pg_position_t *pos), void *arg,
+                          char *errstr, size_t errstr_size);
+
+/** @brief Record the n positions of group, in the caller's transaction (so
+ *         they commit with the rows they describe). A position never moves
+ *         back: the stored one stays when it is further on.
+ *  @returns 0, DLB_ERR_NOMEM or an error (DLB_ERR_TRANSIENT when the
+ *           connection is lost). */
+int dlb_pg_save_positions(dlb_pg_t *pg, const char *group, const dlb_pg_position_t *pos, size_t n,
+                          char *errstr, size_t errstr_size);
 
 /** @brief Persist a plan (idempotent by job and plan_id, and by job and
  *         trigger_event_id): columns groups, pods and

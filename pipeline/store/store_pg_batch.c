@@ -1,4 +1,7 @@
-/* Runtime samples written a batch at a time (dlb_pg_put_runtime_batch).
+/* Runtime samples written a batch at a time with the idempotent statement
+ * (dlb_pg_put_runtime_batch): what a batch the stream recognises as a
+ * redelivery, and a COPY that met a stored sample (store_pg_copy.c), fall
+ * back to.
  *
  * One statement per batch instead of one per sample: the samples and their
  * pods travel as PostgreSQL arrays in the binary format (no text escaping of
@@ -13,116 +16,7 @@
 #include <string.h>
 
 #include "err.h"
-#include "sbuf.h"
-
-/* Element type OIDs of the arrays sent (pg_type.h; stable across versions). */
-#define OID_BYTEA  17
-#define OID_INT8   20
-#define OID_INT4   23
-#define OID_TEXT   25
-#define OID_FLOAT8 701
-
-/* Header of a one-dimensional binary array: ndim, has-null flag, element
- * type, then length and lower bound of the dimension (array_recv()). */
-#define ARR_HEADER 20
-
-/* A one-dimensional array in PostgreSQL's binary format, built element by
- * element; the header is written last, once the count is known. */
-typedef struct arr {
-    dlb_sbuf_t b;
-    uint32_t oid;
-    int32_t n;
-    int has_null;
-    int err; /* an append failed (out of memory) */
-} arr_t;
-
-static void be32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)(v >> 24);
-    p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8);
-    p[3] = (unsigned char)v;
-}
-
-static void arr_init(arr_t *a, uint32_t oid)
-{
-    static const char zero[ARR_HEADER] = {0};
-
-    memset(a, 0, sizeof(*a));
-    a->oid = oid;
-    a->err = dlb_sbuf_put(&a->b, zero, sizeof(zero));
-}
-
-/* One element: its length, then its bytes. */
-static void arr_put(arr_t *a, const void *p, uint32_t len)
-{
-    unsigned char l[4];
-
-    be32(l, len);
-    if (!a->err && !(a->err = dlb_sbuf_put(&a->b, (const char *)l, 4)))
-        a->err = dlb_sbuf_put(&a->b, p, len);
-    a->n++;
-}
-
-static void arr_null(arr_t *a)
-{
-    unsigned char l[4];
-
-    be32(l, UINT32_MAX); /* length -1 */
-    if (!a->err)
-        a->err = dlb_sbuf_put(&a->b, (const char *)l, 4);
-    a->has_null = 1;
-    a->n++;
-}
-
-static void arr_text(arr_t *a, const char *s)
-{
-    arr_put(a, s, (uint32_t)strlen(s));
-}
-
-static void arr_i64(arr_t *a, int64_t v)
-{
-    unsigned char p[8];
-
-    be32(p, (uint32_t)((uint64_t)v >> 32));
-    be32(p + 4, (uint32_t)v);
-    arr_put(a, p, 8);
-}
-
-static void arr_i32(arr_t *a, int32_t v)
-{
-    unsigned char p[4];
-
-    be32(p, (uint32_t)v);
-    arr_put(a, p, 4);
-}
-
-/* float8 is sent as the IEEE 754 bits, big-endian (float8recv). */
-static void arr_f64(arr_t *a, double v)
-{
-    uint64_t u;
-
-    memcpy(&u, &v, sizeof(u));
-    arr_i64(a, (int64_t)u);
-}
-
-/* Write the header. @returns 0 or DLB_ERR_NOMEM (an append failed). */
-static int arr_finish(arr_t *a)
-{
-    unsigned char *h = (unsigned char *)a->b.p;
-
-    if (a->err)
-        return DLB_ERR_NOMEM;
-    /* An empty array has no dimension: ndim 0 and a 12-byte header. */
-    be32(h, a->n ? 1 : 0);
-    be32(h + 4, (uint32_t)a->has_null);
-    be32(h + 8, a->oid);
-    be32(h + 12, (uint32_t)a->n);
-    be32(h + 16, 1);
-    if (!a->n)
-        a->b.len = 12;
-    return 0;
-}
+#include "store_pg_bin.h"
 
 /* Sample columns, then pod columns; "ord" ties pods to their sample. */
 enum { S_ID, S_JOB, S_TIME, S_STEP, S_SPEED, S_RAW, S__CNT };
@@ -137,10 +31,10 @@ enum { P_ORD, P_NAME, P_TYPE, P_INDEX, P_CPU, P_CPU_REQ, P_MEM, P_MEM_REQ, P_SPE
  * arrays keep the sample's order without an ORDER BY in each array_agg (which
  * would sort every group once per column: eight sorts a sample). */
 static const char sql_batch[] =
-    "WITH s AS (SELECT DISTINCT ON (job_uid, event_id) * "
+    "WITH s AS (SELECT DISTINCT ON (job_uid, event_time_ms, event_id) * "
     "FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::float8[], $6::bytea[]) "
     "WITH ORDINALITY AS s(event_id, job_uid, event_time_ms, global_step, speed, raw, ord) "
-    "ORDER BY job_uid, event_id, ord), "
+    "ORDER BY job_uid, event_time_ms, event_id, ord), "
     "p AS (SELECT ord, array_agg(name) AS names, array_agg(type) AS types, "
     "array_agg(index) AS indexes, array_agg(cpu_used) AS cpu_used, "
     "array_agg(cpu_requested) AS cpu_requested, array_agg(memory_used) AS memory_used, "
@@ -157,7 +51,7 @@ static const char sql_batch[] =
     "COALESCE(p.cpu_used, '{}'), COALESCE(p.cpu_requested, '{}'), COALESCE(p.memory_used, '{}'), "
     "COALESCE(p.memory_requested, '{}'), COALESCE(p.speeds, '{}') "
     "FROM s LEFT JOIN p ON p.ord = s.ord "
-    "ON CONFLICT (job_uid, event_id) DO NOTHING";
+    "ON CONFLICT (job_uid, event_time_ms, event_id) DO NOTHING";
 
 /* A pod named like an earlier one of the same sample: the statement of one
  * sample keeps the first, and so does this one, by dropping the repeat
@@ -205,33 +99,75 @@ static int pods_repeated(const dlb_runtime_sample_t *s, unsigned char **out)
     return 0;
 }
 
-int dlb_pg_put_runtime_batch(dlb_pg_t *pg, const dlb_event_t *const *evs, const void *const *raws,
-                             const size_t *raw_lens, size_t n, char *errstr, size_t errstr_size)
+int dlb_pg_pods_put(const dlb_runtime_sample_t *rt, dlb_pg_arr_t *pods, dlb_pg_arr_t *ord,
+                    int64_t ord_value)
 {
-    int err = dlb_pg_send_runtime_batch(pg, evs, raws, raw_lens, n, errstr, errstr_size);
+    unsigned char *repeated = NULL;
 
-    return err ? err : dlb_pg_wait(pg, errstr, errstr_size);
+    if (pods_repeated(rt, &repeated))
+        return DLB_ERR_NOMEM;
+    for (size_t k = 0; k < rt->pods_cnt; k++) {
+        const dlb_pod_usage_t *pod = &rt->pods[k];
+
+        if (repeated && repeated[k])
+            continue;
+        if (ord)
+            dlb_pg_arr_i64(ord, ord_value);
+        dlb_pg_arr_text(&pods[DLB_PG_POD_NAME], pod->name);
+        dlb_pg_arr_text(&pods[DLB_PG_POD_TYPE], pod->type);
+        dlb_pg_arr_i32(&pods[DLB_PG_POD_INDEX], pod->index);
+        dlb_pg_arr_f64(&pods[DLB_PG_POD_CPU], pod->cpu_used);
+        dlb_pg_arr_f64(&pods[DLB_PG_POD_CPU_REQ], pod->cpu_requested);
+        dlb_pg_arr_i64(&pods[DLB_PG_POD_MEM], pod->memory_used);
+        dlb_pg_arr_i64(&pods[DLB_PG_POD_MEM_REQ], pod->memory_requested);
+        if (pod->has_speed)
+            dlb_pg_arr_f64(&pods[DLB_PG_POD_SPEED], pod->speed);
+        else
+            dlb_pg_arr_null(&pods[DLB_PG_POD_SPEED]);
+    }
+    free(repeated);
+    return 0;
 }
 
-int dlb_pg_send_runtime_batch(dlb_pg_t *pg, const dlb_event_t *const *evs, const void *const *raws,
+int dlb_pg_sample_raw(dlb_pg_t *pg, const dlb_event_t *ev, const void **raw, size_t *raw_len,
+                      void **owned, char *errstr, size_t errstr_size)
+{
+    int err;
+
+    *owned = NULL;
+    if (ev->type != DLB_EV_RUNTIME)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "postgresql: a %s in a batch of runtime samples",
+                          dlb_event_type_name(ev->type));
+    if ((err = dlb_pg_raw_bytes(pg, ev, raw, raw_len, owned, errstr, errstr_size)))
+        return err;
+    if (*raw_len > (size_t)INT32_MAX) {
+        free(*owned);
+        *owned = NULL;
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "postgresql: event too large");
+    }
+    return 0;
+}
+
+static int runtime_batch_send(dlb_pg_t *pg, const dlb_event_t *const *evs, const void *const *raws,
                               const size_t *raw_lens, size_t n, char *errstr, size_t errstr_size)
 {
-    static const uint32_t s_oid[S__CNT] = {OID_TEXT, OID_TEXT,   OID_INT8,
-                                           OID_INT8, OID_FLOAT8, OID_BYTEA};
-    static const uint32_t p_oid[P__CNT] = {OID_INT8,   OID_TEXT, OID_TEXT, OID_INT4,  OID_FLOAT8,
-                                           OID_FLOAT8, OID_INT8, OID_INT8, OID_FLOAT8};
-    arr_t s[S__CNT], p[P__CNT];
+    static const uint32_t s_oid[S__CNT] = {DLB_PG_OID_TEXT, DLB_PG_OID_TEXT,   DLB_PG_OID_INT8,
+                                           DLB_PG_OID_INT8, DLB_PG_OID_FLOAT8, DLB_PG_OID_BYTEA};
+    static const uint32_t p_oid[P__CNT] = {DLB_PG_OID_INT8, DLB_PG_OID_TEXT,   DLB_PG_OID_TEXT,
+                                           DLB_PG_OID_INT4, DLB_PG_OID_FLOAT8, DLB_PG_OID_FLOAT8,
+                                           DLB_PG_OID_INT8, DLB_PG_OID_INT8,   DLB_PG_OID_FLOAT8};
+    dlb_pg_arr_t s[S__CNT], p[P__CNT];
     const char *values[S__CNT + P__CNT];
     int lens[S__CNT + P__CNT];
-    unsigned char *repeated = NULL;
     int err = 0;
 
     if (!n)
         return 0;
     for (int c = 0; c < S__CNT; c++)
-        arr_init(&s[c], s_oid[c]);
+        dlb_pg_arr_init(&s[c], s_oid[c]);
     for (int c = 0; c < P__CNT; c++)
-        arr_init(&p[c], p_oid[c]);
+        dlb_pg_arr_init(&p[c], p_oid[c]);
     if ((err = dlb_pg_ensure(pg, errstr, errstr_size)))
         goto out;
     for (size_t i = 0; i < n; i++) {
@@ -240,53 +176,24 @@ int dlb_pg_send_runtime_batch(dlb_pg_t *pg, const dlb_event_t *const *evs, const
         size_t raw_len = raw_lens ? raw_lens[i] : 0;
         void *owned = NULL;
 
-        if (evs[i]->type != DLB_EV_RUNTIME) {
-            err = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
-                             "postgresql: a %s in a batch of runtime samples",
-                             dlb_event_type_name(evs[i]->type));
+        if ((err = dlb_pg_sample_raw(pg, evs[i], &raw, &raw_len, &owned, errstr, errstr_size)))
             goto out;
-        }
-        if ((err = dlb_pg_raw_bytes(pg, evs[i], &raw, &raw_len, &owned, errstr, errstr_size)))
-            goto out;
-        if (raw_len > (size_t)INT32_MAX) {
-            free(owned);
-            err = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "postgresql: event too large");
-            goto out;
-        }
-        arr_text(&s[S_ID], rt->event_id);
-        arr_text(&s[S_JOB], rt->job_uid);
-        arr_i64(&s[S_TIME], rt->event_time_ms);
-        arr_i64(&s[S_STEP], rt->global_step);
-        arr_f64(&s[S_SPEED], rt->speed);
-        arr_put(&s[S_RAW], raw, (uint32_t)raw_len);
+        dlb_pg_arr_text(&s[S_ID], rt->event_id);
+        dlb_pg_arr_text(&s[S_JOB], rt->job_uid);
+        dlb_pg_arr_i64(&s[S_TIME], rt->event_time_ms);
+        dlb_pg_arr_i64(&s[S_STEP], rt->global_step);
+        dlb_pg_arr_f64(&s[S_SPEED], rt->speed);
+        dlb_pg_arr_put(&s[S_RAW], raw, (uint32_t)raw_len);
         free(owned);
-        if (pods_repeated(rt, &repeated)) {
+        /* WITH ORDINALITY counts from 1 */
+        if (dlb_pg_pods_put(rt, &p[P_NAME], &p[P_ORD], (int64_t)i + 1)) {
             err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
             goto out;
         }
-        for (size_t k = 0; k < rt->pods_cnt; k++) {
-            const dlb_pod_usage_t *pod = &rt->pods[k];
-            if (repeated && repeated[k])
-                continue;
-            arr_i64(&p[P_ORD], (int64_t)i + 1); /* WITH ORDINALITY counts from 1 */
-            arr_text(&p[P_NAME], pod->name);
-            arr_text(&p[P_TYPE], pod->type);
-            arr_i32(&p[P_INDEX], pod->index);
-            arr_f64(&p[P_CPU], pod->cpu_used);
-            arr_f64(&p[P_CPU_REQ], pod->cpu_requested);
-            arr_i64(&p[P_MEM], pod->memory_used);
-            arr_i64(&p[P_MEM_REQ], pod->memory_requested);
-            if (pod->has_speed)
-                arr_f64(&p[P_SPEED], pod->speed);
-            else
-                arr_null(&p[P_SPEED]);
-        }
-        free(repeated);
-        repeated = NULL;
     }
     for (int c = 0; c < S__CNT + P__CNT; c++) {
-        arr_t *a = c < S__CNT ? &s[c] : &p[c - S__CNT];
-        if (arr_finish(a)) {
+        dlb_pg_arr_t *a = c < S__CNT ? &s[c] : &p[c - S__CNT];
+        if (dlb_pg_arr_finish(a)) {
             err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
             goto out;
         }
@@ -302,7 +209,6 @@ int dlb_pg_send_runtime_batch(dlb_pg_t *pg, const dlb_event_t *const *evs, const
     err = dlb_pg_send(pg, sql_batch, S__CNT + P__CNT, values, lens, DLB_PG_INPUT,
                       "runtime samples (batch)", errstr, errstr_size);
 out:
-    free(repeated);
     for (int c = 0; c < S__CNT; c++)
         free(s[c].b.p);
     for (int c = 0; c < P__CNT; c++)
@@ -310,7 +216,10 @@ out:
     return err;
 }
 
-int dlb_pg_wait_runtime_batch(dlb_pg_t *pg, char *errstr, size_t errstr_size)
+int dlb_pg_put_runtime_batch(dlb_pg_t *pg, const dlb_event_t *const *evs, const void *const *raws,
+                             const size_t *raw_lens, size_t n, char *errstr, size_t errstr_size)
 {
-    return dlb_pg_wait(pg, errstr, errstr_size);
+    int err = runtime_batch_send(pg, evs, raws, raw_lens, n, errstr, errstr_size);
+
+    return err ? err : dlb_pg_wait(pg, errstr, errstr_size);
 }

@@ -231,19 +231,72 @@ int dlb_pg_send(dlb_pg_t *pg, const char *sql, int nparams, const char *const *v
     return 0;
 }
 
+int dlb_pg_send_copy(dlb_pg_t *pg, const char *sql, const char *data, size_t len, int flags,
+                     const char *what, char *errstr, size_t errstr_size)
+{
+    PGresult *res;
+    int err = 0;
+
+    if (pg->pending_what)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC,
+                          "%s: sent while %s is still running", what, pg->pending_what);
+    pg->pending_t0 = dlb_metric_now();
+    if (!PQsendQuery(pg->conn, sql))
+        return pg_fail(pg, NULL, what, errstr, errstr_size);
+    /* The statements before the COPY answer first, then the COPY asks for
+     * its data; an error ends the query: drain it so the connection is free. */
+    while ((res = PQgetResult(pg->conn)) && PQresultStatus(res) != PGRES_COPY_IN) {
+        if (!err)
+            err = pg_result(pg->conn, res, flags, what, errstr, errstr_size);
+        PQclear(res);
+        if (PQstatus(pg->conn) == CONNECTION_BAD)
+            break;
+    }
+    if (!res) {
+        if (!err)
+            err = pg_fail(pg, NULL, what, errstr, errstr_size);
+        pg_observe(pg, PG_SLOT_QUERY, NULL, pg->pending_t0, err);
+        return err;
+    }
+    PQclear(res);
+    /* An error of the data arrives with the COPY's result, in dlb_pg_wait(). */
+    while (len > 0) {
+        int chunk = len > (1u << 30) ? 1 << 30 : (int)len;
+
+        if (PQputCopyData(pg->conn, data, chunk) != 1)
+            break;
+        data += chunk;
+        len -= (size_t)chunk;
+    }
+    if (len > 0 || PQputCopyEnd(pg->conn, NULL) != 1) {
+        err = pg_fail(pg, NULL, what, errstr, errstr_size);
+        while ((res = PQgetResult(pg->conn)) && PQstatus(pg->conn) != CONNECTION_BAD)
+            PQclear(res);
+        PQclear(res);
+        return err;
+    }
+    pg->pending_what = what;
+    pg->pending_flags = flags;
+    return 0;
+}
+
 int dlb_pg_wait(dlb_pg_t *pg, char *errstr, size_t errstr_size)
 {
     const char *what = pg->pending_what;
     PGresult *res;
     int err = 0;
 
+    pg->wait_state[0] = '\0';
     if (!what)
         return 0;
     pg->pending_what = NULL;
     /* Every result until NULL, or the connection is not free for the next. */
     while ((res = PQgetResult(pg->conn))) {
-        if (!err)
-            err = pg_result(pg->conn, res, pg->pending_flags, what, errstr, errstr_size);
+        if (!err &&
+            (err = pg_result(pg->conn, res, pg->pending_flags, what, errstr, errstr_size))) {
+            const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+            snprintf(pg->wait_state, sizeof(pg->wait_state), "%s", state ? state : "");
+        }
         PQclear(res);
         if (PQstatus(pg->conn) == CONNECTION_BAD)
             break;
@@ -252,6 +305,11 @@ int dlb_pg_wait(dlb_pg_t *pg, char *errstr, size_t errstr_size)
         err = pg_fail(pg, NULL, what, errstr, errstr_size);
     pg_observe(pg, PG_SLOT_QUERY, NULL, pg->pending_t0, err);
     return err;
+}
+
+const char *dlb_pg_wait_state(const dlb_pg_t *pg)
+{
+    return pg->wait_state;
 }
 
 /* Run a statement that returns no rows (or whose rows are ignored). */

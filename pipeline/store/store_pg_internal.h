@@ -15,6 +15,7 @@
 #include "catalog.h"
 #include "event.h"
 #include "store_pg.h"
+#include "store_pg_bin.h"
 #include "store_pg_conn.h"
 
 struct dlb_pg {
@@ -26,6 +27,7 @@ struct dlb_pg {
     const char *pending_what;
     int pending_flags; /* of dlb_pg_send(), for dlb_pg_wait() */
     double pending_t0;
+    char wait_state[6]; /* SQLSTATE of dlb_pg_wait()'s last error, "" if none */
     dlb_catalog_t *cat; /* loaded on first decode/encode */
 };
 
@@ -90,6 +92,47 @@ int dlb_pg_send(dlb_pg_t *pg, const char *sql, int nparams, const char *const *v
 /** @brief Wait for the statement dlb_pg_send() sent (0 when none is pending).
  *  @returns what dlb_pg_exec() would have. */
 int dlb_pg_wait(dlb_pg_t *pg, char *errstr, size_t errstr_size);
+
+/** @brief dlb_pg_send() of a COPY ... FROM STDIN: send sql (statements
+ *         before the COPY, such as a SAVEPOINT, must return no rows), then
+ *         the len bytes of data and the end of the copy, and return while the
+ *         server stores them; dlb_pg_wait() collects the outcome.
+ *  @returns 0, or what dlb_pg_exec() returns when it cannot be sent (the
+ *           connection is then free again). */
+int dlb_pg_send_copy(dlb_pg_t *pg, const char *sql, const char *data, size_t len, int flags,
+                     const char *what, char *errstr, size_t errstr_size);
+
+/** @returns the SQLSTATE of the error the last dlb_pg_wait() returned ("" when
+ *           it returned 0 or the server sent none). */
+const char *dlb_pg_wait_state(const dlb_pg_t *pg);
+
+/* A sample's pod_* arrays (migration 005), in the tables' column order. */
+enum {
+    DLB_PG_POD_NAME,
+    DLB_PG_POD_TYPE,
+    DLB_PG_POD_INDEX,
+    DLB_PG_POD_CPU,
+    DLB_PG_POD_CPU_REQ,
+    DLB_PG_POD_MEM,
+    DLB_PG_POD_MEM_REQ,
+    DLB_PG_POD_SPEED,
+    DLB_PG_POD__CNT
+};
+
+/** @brief Append rt's pods to pods[DLB_PG_POD__CNT] (the batch statement's
+ *         flattened arrays, or one row's), and ord_value to ord for each when
+ *         ord is not NULL. A pod repeating the name of an earlier one is
+ *         left out (the first copy is kept, as runtime_pods' primary key kept
+ *         it before migration 005).
+ *  @returns 0 or DLB_ERR_NOMEM (the arrays' own errors are in their err). */
+int dlb_pg_pods_put(const dlb_runtime_sample_t *rt, dlb_pg_arr_t *pods, dlb_pg_arr_t *ord,
+                    int64_t ord_value);
+
+/** @brief The frame to store for runtime sample ev (dlb_pg_raw_bytes()),
+ *         refusing another event type (DLB_ERR_INVALID) and a frame too large
+ *         for one field. *owned: what the caller frees. */
+int dlb_pg_sample_raw(dlb_pg_t *pg, const dlb_event_t *ev, const void **raw, size_t *raw_len,
+                      void **owned, char *errstr, size_t errstr_size);
 
 /** @brief A malloc'ed copy of the first cell of a result's first row (a
  *         binary bytea); *raw = NULL and *raw_len = 0 when it has no row.

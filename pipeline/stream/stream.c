@@ -30,14 +30,6 @@
 /* Bad input stages, in the order of stream_metrics_t.dlq. */
 static const char *const dlq_stages[NSTAGES] = {"decode", "validate", "process"};
 
-static int topic_rank(const ctx_t *c, const char *topic)
-{
-    for (int r = 0; r < c->ninputs; r++)
-        if (!strcmp(c->topics[r], topic))
-            return r;
-    return -1;
-}
-
 static void item_free(item_t *it)
 {
     dlb_event_clear(&it->ev);
@@ -101,7 +93,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         for (int i = 0; i < parts->cnt; i++) {
-            int rank = topic_rank(c, parts->elems[i].topic);
+            int rank = stream_topic_rank(c, parts->elems[i].topic);
             part_t *p = rank >= 0 ? stream_part(c, rank, parts->elems[i].partition) : NULL;
             if (p)
                 stream_part_forget(p, 1);
@@ -116,7 +108,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         rd_kafka_resume_partitions(rk, parts);
     } else {
         for (int i = 0; i < parts->cnt; i++) {
-            int rank = topic_rank(c, parts->elems[i].topic);
+            int rank = stream_topic_rank(c, parts->elems[i].topic);
             part_t *p = rank >= 0 ? stream_part(c, rank, parts->elems[i].partition) : NULL;
             if (p)
                 p->assigned = 0;
@@ -285,7 +277,7 @@ static void batch_poll(ctx_t *c)
             if (!(m = rd_kafka_consumer_poll(c->consumer, (int)left)))
                 continue;
         }
-        rank = m->rkt ? topic_rank(c, rd_kafka_topic_name(m->rkt)) : -1;
+        rank = m->rkt ? stream_topic_rank(c, rd_kafka_topic_name(m->rkt)) : -1;
         p = rank >= 0 ? stream_part(c, rank, m->partition) : NULL;
         if (m->err) {
             if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
@@ -435,7 +427,7 @@ static int item_after(ctx_t *c, item_t *it, char *errstr, size_t size)
     for (int r = 0; r < c->ninputs; r++)
         it->after[r] = -1;
     for (size_t i = 0; i < a.cnt; i++) {
-        int r = topic_rank(c, a.pos[i].topic);
+        int r = stream_topic_rank(c, a.pos[i].topic);
         if (r < 0 || a.pos[i].partition != it->msg->partition) {
             dlb_dbg("request at %s [%" PRId32 "] offset %" PRId64 ": header %s names %s [%" PRId32
                     "], not an input partition merged with it; held as without the header",
@@ -678,24 +670,43 @@ int dlb_stream_emit(dlb_stream_t *c, const char *key, void *buf, size_t len)
 }
 
 /* Write the pending runtime samples: PostgreSQL (in the batch's transaction),
- * then Redis, as dlb_stream_store_event() writes one event. The statement
- * runs on the server while the Redis round trip is made: the two overlap.
- * Should the statement fail, Redis holds samples the batch's redo adds again
- * (the same members: no change), as after a crash between the two. */
+ * then Redis, as dlb_stream_store_event() writes one event. Those the stored
+ * positions say a committed batch holds already (a redelivery) go through the
+ * idempotent statement; the others with COPY, which runs on the server while
+ * the Redis round trip is made: the two overlap. Should the COPY fail, Redis
+ * holds samples the batch's redo adds again (the same members: no change),
+ * as after a crash between the two. */
 static int pending_flush(ctx_t *c, char *errstr, size_t size)
 {
+    size_t n = 0, stored = 0, fresh;
     char sub[512];
     int err;
 
     if (!c->pend_cnt)
         return 0;
-    if ((err = dlb_pg_send_runtime_batch(c->pg, c->pend_ev, c->pend_raw, c->pend_len, c->pend_cnt,
-                                         errstr, size)))
+    /* The stored samples first (pass 1), then the others (pass 0). */
+    for (int pass = 1; pass >= 0; pass--) {
+        for (size_t i = 0; i < c->pend_cnt; i++) {
+            if (c->pend_stored[i] != pass)
+                continue;
+            c->flush_ev[n] = c->pend_ev[i];
+            c->flush_raw[n] = c->pend_raw[i];
+            c->flush_len[n++] = c->pend_len[i];
+        }
+        if (pass)
+            stored = n;
+    }
+    fresh = c->pend_cnt - stored;
+    if ((stored && (err = dlb_pg_put_runtime_batch(c->pg, c->flush_ev, c->flush_raw, c->flush_len,
+                                                   stored, errstr, size))) ||
+        (err = dlb_pg_send_runtime_copy(c->pg, c->flush_ev + stored, c->flush_raw + stored,
+                                        c->flush_len + stored, fresh, errstr, size)))
         return err;
     if (c->redis && dlb_redis_apply_samples(c->redis, c->pend_ev, c->pend_raw, c->pend_len,
                                             c->pend_cnt, sub, sizeof(sub)))
         stream_redis_down(c, "applying runtime samples", sub);
-    if ((err = dlb_pg_wait_runtime_batch(c->pg, errstr, size)))
+    if ((err = dlb_pg_wait_runtime_copy(c->pg, c->flush_ev + stored, c->flush_raw + stored,
+                                        c->flush_len + stored, fresh, errstr, size)))
         return err;
     c->pend_cnt = 0;
     return 0;
@@ -711,6 +722,8 @@ static int batch_process(ctx_t *c, char *errstr, size_t size)
     c->bad_item = -1;
     if ((err = dlb_pg_begin(c->pg, errstr, size)))
         return err;
+    if ((err = stream_positions_load(c, errstr, size)))
+        goto fail;
     for (size_t k = 0; k < c->order_cnt && !*c->stop; k++) {
         item_t *it = &c->items[c->order[k]];
         if (!it->ok)
@@ -731,7 +744,8 @@ static int batch_process(ctx_t *c, char *errstr, size_t size)
         err = dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "stopping");
         goto fail;
     }
-    if ((err = pending_flush(c, errstr, size)) || (err = dlb_pg_commit(c->pg, errstr, size)))
+    if ((err = pending_flush(c, errstr, size)) || (err = stream_positions_save(c, errstr, size)) ||
+        (err = dlb_pg_commit(c->pg, errstr, size)))
         goto fail;
     for (size_t k = 0; k < c->order_cnt; k++) {
         const item_t *it = &c->items[c->order[k]];
@@ -943,7 +957,7 @@ static int batch_rewind(ctx_t *c, char *errstr, size_t size)
     err = dlb_kafka_seek_back(c->consumer, l, c->stop, c->conf->retry_backoff_ms, errstr, size);
 
     for (int i = 0; i < l->cnt; i++) {
-        int rank = topic_rank(c, l->elems[i].topic);
+        int rank = stream_topic_rank(c, l->elems[i].topic);
         part_t *p = rank >= 0 ? stream_part(c, rank, l->elems[i].partition) : NULL;
         if (p) {
             p->next = l->elems[i].offset;
@@ -1040,7 +1054,11 @@ static int setup(ctx_t *c, char *errstr, size_t size)
         !(c->order = calloc(c->items_cap, sizeof(*c->order))) ||
         !(c->pend_ev = calloc(c->items_cap, sizeof(*c->pend_ev))) ||
         !(c->pend_raw = calloc(c->items_cap, sizeof(*c->pend_raw))) ||
-        !(c->pend_len = calloc(c->items_cap, sizeof(*c->pend_len))))
+        !(c->pend_len = calloc(c->items_cap, sizeof(*c->pend_len))) ||
+        !(c->pend_stored = calloc(c->items_cap, sizeof(*c->pend_stored))) ||
+        !(c->flush_ev = calloc(c->items_cap, sizeof(*c->flush_ev))) ||
+        !(c->flush_raw = calloc(c->items_cap, sizeof(*c->flush_raw))) ||
+        !(c->flush_len = calloc(c->items_cap, sizeof(*c->flush_len))))
         return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
     if ((err = dlb_catalog_new(&c->cat, errstr, size)))
         return err;
@@ -1069,6 +1087,10 @@ static void teardown(ctx_t *c)
     free(c->pend_ev);
     free(c->pend_raw);
     free(c->pend_len);
+    free(c->pend_stored);
+    free(c->flush_ev);
+    free(c->flush_raw);
+    free(c->flush_len);
 }
 
 /* The consumer failed for good: a new one joins the group in its place.
@@ -1331,6 +1353,7 @@ int dlb_stream_store_event(dlb_stream_t *s, const dlb_event_t *ev, const void *r
         s->pend_ev[s->pend_cnt] = ev;
         s->pend_raw[s->pend_cnt] = raw;
         s->pend_len[s->pend_cnt] = raw_len;
+        s->pend_stored[s->pend_cnt] = (unsigned char)stream_position_stored(s, s->cur);
         s->pend_cnt++;
         return 0;
     }

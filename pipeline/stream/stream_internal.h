@@ -53,6 +53,11 @@ typedef struct part {
     int64_t progress_at;
     int stalled;
     int rewound; /* sought back to messages not polled again yet */
+    /* The group's position in PostgreSQL (stream_positions.c): the messages
+     * before stored_next have their rows committed, as far as we know
+     * (stored_known: loaded since the partition was assigned). */
+    int stored_known;
+    int64_t stored_next;
 } part_t;
 
 typedef struct outmsg {
@@ -127,6 +132,13 @@ struct dlb_stream {
     const void **pend_raw;
     size_t *pend_len;
     size_t pend_cnt;
+    /* Per pending sample: its message is before its partition's stored
+     * position (stream_position_stored()); and pending_flush()'s scratch of
+     * the samples reordered, those stored first (capacity items_cap). */
+    unsigned char *pend_stored;
+    const dlb_event_t **flush_ev;
+    const void **flush_raw;
+    size_t *flush_len;
     /* A record whose processing failed for good (DLB_ERR_INVALID: its own
      * fault) is found and sent to the DLQ instead of failing its batch for
      * ever: bad_item is the index in items of the one being processed when
@@ -173,6 +185,10 @@ void stream_disconnect(ctx_t *c);
 
 /* ---- stream_part.c ---- */
 
+/** The rank of an input topic in the role's inputs, -1 if it is none. */
+int stream_topic_rank(const ctx_t *c, const char *topic);
+/** The entry of an input partition, NULL if there is none yet. */
+part_t *stream_part_find(ctx_t *c, int rank, int32_t partition);
 /** The entry of an input partition (made on first sight; NULL only when out
  *  of memory). */
 part_t *stream_part(ctx_t *c, int rank, int32_t partition);
@@ -181,6 +197,19 @@ part_t *stream_part(ctx_t *c, int rank, int32_t partition);
 void stream_part_forget(part_t *p, int assigned);
 /** Set each partition's held: whether we hold messages of it. */
 void stream_mark_held(ctx_t *c);
+
+/* ---- stream_positions.c: the group's consumed positions in PostgreSQL ---- */
+
+/** Inside the batch's transaction, before its writes: the stored positions
+ *  of the partitions the released items come from, unless known already. */
+int stream_positions_load(ctx_t *c, char *errstr, size_t size);
+/** Whether the item's rows were committed by an earlier batch, as the stored
+ *  position of its partition says. A hint: a wrong answer costs speed, not
+ *  rows (store_pg_copy.c). */
+int stream_position_stored(ctx_t *c, const item_t *it);
+/** Inside the batch's transaction, after its writes: each partition's
+ *  position after the newest released item. */
+int stream_positions_save(ctx_t *c, char *errstr, size_t size);
 
 /* ---- stream_health.c ---- */
 

@@ -3,17 +3,33 @@
 #include "stream_internal.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include "clock.h"
 #include "vec.h"
 
-part_t *stream_part(ctx_t *c, int rank, int32_t partition)
+int stream_topic_rank(const ctx_t *c, const char *topic)
 {
-    part_t *p;
+    for (int r = 0; r < c->ninputs; r++)
+        if (!strcmp(c->topics[r], topic))
+            return r;
+    return -1;
+}
 
+part_t *stream_part_find(ctx_t *c, int rank, int32_t partition)
+{
     for (size_t i = 0; i < c->parts_cnt; i++)
         if (c->parts[i].rank == rank && c->parts[i].partition == partition)
             return &c->parts[i];
+    return NULL;
+}
+
+part_t *stream_part(ctx_t *c, int rank, int32_t partition)
+{
+    part_t *p = stream_part_find(c, rank, partition);
+
+    if (p)
+        return p;
     if (dlb_vec_reserve((void **)&c->parts, &c->parts_cap, c->parts_cnt + 1, sizeof(*c->parts)))
         return NULL;
     p = &c->parts[c->parts_cnt++];
@@ -34,6 +50,8 @@ void stream_part_forget(part_t *p, int assigned)
     p->progress_at = dlb_clock_mono_ms();
     p->stalled = 0;
     p->rewound = 0;
+    p->stored_known = 0;
+    p->stored_next = -1;
 }
 
 /* Whether we hold messages of each partition (stream_internal.h). */

@@ -526,6 +526,28 @@ static char *runtime_rows(const char *schema)
     return out;
 }
 
+/* The samples both batch tests start from: s1 to s4 of jobs u1 and u2, s4
+ * with a pod named twice (the first copy is kept); the even ones with their
+ * frames (bufs, freed by the caller), the others encoded by the store. */
+static void rt_batch_events(dlb_event_t *ev, const dlb_event_t **evs, const void **raws,
+                            size_t *lens, void **bufs, size_t n)
+{
+    ev_rt(&ev[0], "s1", "u1", T0 + 1000, 3);
+    ev_rt(&ev[1], "s2", "u2", T0 + 2000, 4);
+    ev_rt(&ev[2], "s3", "u1", T0 + 3000, 0);
+    ev_rt(&ev[3], "s4", "u2", T0 + 4000, 3);
+    snprintf(ev[3].u.rt.pods[2].name, DLB_ID_MAX, "%s", ev[3].u.rt.pods[1].name);
+    ev[3].u.rt.pods[2].cpu_used = 7.0;
+    for (size_t i = 0; i < n; i++) {
+        evs[i] = &ev[i];
+        if (i % 2 == 0) {
+            if (dlb_codec_encode(cat, &ev[i], &bufs[i], &lens[i], errstr, sizeof(errstr)))
+                fail_msg("encode: %s", errstr);
+            raws[i] = bufs[i];
+        }
+    }
+}
+
 /* The batch writer stores what the statement of one sample stores, once:
  * a sample repeated in the batch or stored before, and a pod repeated in a
  * sample (the first copy wins), change nothing. */
@@ -544,23 +566,10 @@ static void test_pg_runtime_batch(void **unused)
     schema_for(many, sizeof(many), "rtmany");
     pg1 = pg_open(one);
     pgn = pg_open(many);
-    ev_rt(&ev[0], "s1", "u1", T0 + 1000, 3);
-    ev_rt(&ev[1], "s2", "u2", T0 + 2000, 4);
-    ev_rt(&ev[2], "s3", "u1", T0 + 3000, 0);
-    ev_rt(&ev[3], "s4", "u2", T0 + 4000, 3);
-    /* A pod named twice: the first copy is kept. */
-    snprintf(ev[3].u.rt.pods[2].name, DLB_ID_MAX, "%s", ev[3].u.rt.pods[1].name);
-    ev[3].u.rt.pods[2].cpu_used = 7.0;
     ev_rt(&ev[4], "s1", "u1", T0 + 1000, 3); /* s1 again, in the same batch */
-    for (int i = 0; i < 5; i++) {
-        evs[i] = &ev[i];
-        if (i % 2 == 0) { /* the others are encoded by the store */
-            if (dlb_codec_encode(cat, &ev[i], &bufs[i], &lens[i], errstr, sizeof(errstr)))
-                fail_msg("encode: %s", errstr);
-            raws[i] = bufs[i];
-        }
+    rt_batch_events(ev, evs, raws, lens, bufs, 5);
+    for (int i = 0; i < 5; i++)
         put(pg1, &ev[i], i % 2 == 0);
-    }
     snprintf(want, sizeof(want), "%s", runtime_rows(one));
     for (int round = 0; round < 2; round++) {
         assert_int_equal(dlb_pg_put_runtime_batch(pgn, evs, raws, lens, 5, errstr, sizeof(errstr)),
@@ -586,6 +595,199 @@ static void test_pg_runtime_batch(void **unused)
     }
     dlb_pg_destroy(pg1);
     dlb_pg_destroy(pgn);
+}
+
+/* COPY stores what the batch statement stores. A COPY meeting a stored
+ * sample (a redelivery the positions did not announce) rolls back to its
+ * savepoint and stores the batch with the statement instead: the rows stay
+ * exact and the transaction's earlier writes stay. */
+static void test_pg_runtime_copy(void **unused)
+{
+    char stmt[64], copy[64], want[4096];
+    dlb_event_t ev[6], job;
+    const dlb_event_t *evs[6];
+    const void *raws[6] = {0};
+    size_t lens[6] = {0};
+    void *bufs[6] = {0};
+    dlb_pg_t *pgs, *pgc;
+    (void)unused;
+
+    schema_for(stmt, sizeof(stmt), "rtstmt");
+    schema_for(copy, sizeof(copy), "rtcopy");
+    pgs = pg_open(stmt);
+    pgc = pg_open(copy);
+    ev_rt(&ev[4], "s5", "u1", T0 + 5000, 2);
+    ev_rt(&ev[5], "s2", "u2", T0 + 2000, 4); /* s2 again */
+    rt_batch_events(ev, evs, raws, lens, bufs, 6);
+    assert_int_equal(dlb_pg_put_runtime_batch(pgs, evs, raws, lens, 5, errstr, sizeof(errstr)), 0);
+    snprintf(want, sizeof(want), "%s", runtime_rows(stmt));
+
+    /* Outside a transaction: refused, nothing sent. */
+    assert_int_equal(dlb_pg_send_runtime_copy(pgc, evs, raws, lens, 4, errstr, sizeof(errstr)),
+                     DLB_ERR_GENERIC);
+    assert_int_equal(dlb_pg_begin(pgc, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_send_runtime_copy(pgc, evs, raws, lens, 4, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_wait_runtime_copy(pgc, evs, raws, lens, 4, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_commit(pgc, errstr, sizeof(errstr)), 0);
+    assert_int_equal(count_of(pgc, "runtime_samples"), 4);
+    assert_int_equal(count_of(pgc, "runtime_pods"), 3 + 4 + 0 + 2);
+
+    /* s5 new, s2 stored, after another write of the same transaction. */
+    ev_job(&job, "j1", "u1", T0);
+    assert_int_equal(dlb_pg_begin(pgc, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_put_event(pgc, &job, NULL, 0, errstr, sizeof(errstr)), 0);
+    assert_int_equal(
+        dlb_pg_send_runtime_copy(pgc, evs + 4, raws + 4, lens + 4, 2, errstr, sizeof(errstr)), 0);
+    assert_int_equal(
+        dlb_pg_wait_runtime_copy(pgc, evs + 4, raws + 4, lens + 4, 2, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_commit(pgc, errstr, sizeof(errstr)), 0);
+    assert_int_equal(count_of(pgc, "job_events"), 1);
+    assert_string_equal(runtime_rows(copy), want);
+
+    /* The whole batch again, as a redelivery: no change. */
+    assert_int_equal(dlb_pg_begin(pgc, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_send_runtime_copy(pgc, evs, raws, lens, 6, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_wait_runtime_copy(pgc, evs, raws, lens, 6, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_commit(pgc, errstr, sizeof(errstr)), 0);
+    assert_string_equal(runtime_rows(copy), want);
+
+    /* Only runtime samples; the transaction is still usable after the refusal. */
+    assert_int_equal(dlb_pg_begin(pgc, errstr, sizeof(errstr)), 0);
+    {
+        const dlb_event_t *bad[1] = {&job};
+        assert_int_equal(dlb_pg_send_runtime_copy(pgc, bad, NULL, NULL, 1, errstr, sizeof(errstr)),
+                         DLB_ERR_INVALID);
+    }
+    assert_int_equal(dlb_pg_commit(pgc, errstr, sizeof(errstr)), 0);
+    dlb_event_clear(&job);
+    for (int i = 0; i < 6; i++) {
+        free(bufs[i]);
+        dlb_event_clear(&ev[i]);
+    }
+    dlb_pg_destroy(pgs);
+    dlb_pg_destroy(pgc);
+}
+
+/* Positions per group, each only ever moving forward. */
+typedef struct pos_seen {
+    char text[256];
+} pos_seen_t;
+
+static void pos_collect(void *arg, const dlb_pg_position_t *pos)
+{
+    pos_seen_t *s = arg;
+    size_t n = strlen(s->text);
+
+    snprintf(s->text + n, sizeof(s->text) - n, "%s:%d:%lld ", pos->topic, (int)pos->partition,
+             (long long)pos->next_offset);
+}
+
+static const char *positions_of(dlb_pg_t *pg, const char *group)
+{
+    static pos_seen_t s;
+
+    s.text[0] = '\0';
+    if (dlb_pg_load_positions(pg, group, pos_collect, &s, errstr, sizeof(errstr)))
+        fail_msg("load positions: %s", errstr);
+    return s.text;
+}
+
+static void test_pg_positions(void **unused)
+{
+    char schema[64];
+    dlb_pg_t *pg;
+    const dlb_pg_position_t first[] = {{"t.metrics", 1, 5}, {"t.metrics", 0, 10}, {"t.jobs", 0, 3}};
+    const dlb_pg_position_t later[] = {{"t.metrics", 0, 7}, {"t.metrics", 1, 12}};
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "positions");
+    pg = pg_open(schema);
+    assert_string_equal(positions_of(pg, "g1"), "");
+    assert_int_equal(dlb_pg_save_positions(pg, "g1", first, 3, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_save_positions(pg, "g1", NULL, 0, errstr, sizeof(errstr)), 0);
+    assert_string_equal(
+        sql_str(schema, "SELECT string_agg(topic || ':' || kafka_partition || ':' || next_offset, "
+                        "' ' ORDER BY topic, kafka_partition) FROM consumer_positions"),
+        "t.jobs:0:3 t.metrics:0:10 t.metrics:1:5");
+    /* Partition 0 does not move back to 7; partition 1 moves on to 12. */
+    assert_int_equal(dlb_pg_begin(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_save_positions(pg, "g1", later, 2, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_commit(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(sql_i64(schema,
+                             "SELECT next_offset FROM consumer_positions WHERE kafka_partition = 0 "
+                             "AND topic = 't.metrics'"),
+                     10);
+    assert_int_equal(
+        sql_i64(schema, "SELECT next_offset FROM consumer_positions WHERE kafka_partition = 1"),
+        12);
+    assert_int_equal(strlen(positions_of(pg, "g1")) > 0, 1);
+    /* A rolled-back save leaves nothing; another group has its own. */
+    assert_int_equal(dlb_pg_begin(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_save_positions(pg, "g2", later, 2, errstr, sizeof(errstr)), 0);
+    dlb_pg_rollback(pg);
+    assert_string_equal(positions_of(pg, "g2"), "");
+    assert_int_equal(dlb_pg_save_positions(pg, "g2", later, 1, errstr, sizeof(errstr)), 0);
+    assert_string_equal(positions_of(pg, "g2"), "t.metrics:0:7 ");
+    dlb_pg_destroy(pg);
+}
+
+/* The analysts' views (migration 011) on a job worked out by hand: created
+ * at T0, running a minute later, succeeded at 10 min; two plans, an OOM the
+ * second answered, one no plan answered; and a job that has not finished. */
+static void test_pg_analyst_views(void **unused)
+{
+    char schema[64];
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "views");
+    pg = pg_open(schema);
+    assert_string_equal(
+        sql_str(
+            schema,
+            "WITH j AS (INSERT INTO jobs (uid, name, scenario, state, exit_reason, created_ms, "
+            "updated_ms, last_event_id) VALUES ('a', 'ctr', 's1', 'succeeded', 'Completed', 0, "
+            "600000, 'e3'), ('b', 'nlp', 's1', 'running', NULL, 0, 1000, 'e2') RETURNING 1), "
+            "e AS (INSERT INTO job_events (event_id, job_uid, event_time_ms, state, raw) VALUES "
+            "('e1', 'a', 0, 'created', ''), ('e2', 'a', 60000, 'running', ''), "
+            "('e3', 'a', 600000, 'succeeded', ''), ('e1', 'b', 0, 'pending', ''), "
+            "('e2', 'b', 1000, 'running', '') RETURNING 1), "
+            "r AS (INSERT INTO runtime_samples (event_id, job_uid, event_time_ms, "
+            "global_step, speed, raw) VALUES ('r1', 'a', 100000, 1, 2.0, ''), "
+            "('r2', 'a', 200000, 2, 4.0, ''), ('r3', 'a', 400000, 3, 6.0, '') RETURNING 1), "
+            "p AS (INSERT INTO plans (plan_id, job_uid, trigger_event_id, stage, optimizer, "
+            "reason, event_time_ms, groups, pods, raw, actions) VALUES ('plan-q1', 'a', 'q1', "
+            "'job_stage_running', 'o', 'r1', 150000, '[]', '[]', '', '[]'), ('plan-q2', 'a', "
+            "'q2', 'job_stage_running', 'oom', 'r2', 300000, '[]', '[]', '', "
+            "'[{\"pod\": \"a-worker-0\", \"action\": \"replace\", \"reason\": \"x\"}]') "
+            "RETURNING 1), "
+            "n AS (INSERT INTO node_events (event_id, job_uid, event_time_ms, kind, pod_name, "
+            "pod_type, pod_index, node_name, reason, message, memory_requested, raw) VALUES "
+            "('k1', 'a', 250000, 'oom_killed', 'a-worker-0', 'worker', 0, 'n1', '', '', 8, ''), "
+            "('k2', 'a', 350000, 'oom_killed', 'a-worker-1', 'worker', 1, 'n1', '', '', 8, ''), "
+            "('k3', 'a', 360000, 'node_failed', 'a-worker-1', 'worker', 1, 'n1', '', '', 8, '') "
+            "RETURNING 1), "
+            "o AS (INSERT INTO oom_plans VALUES ('a', 'a-worker-0', 'k1', 'plan-q2', 12, "
+            "300000) RETURNING 1) "
+            "SELECT (SELECT count(*) FROM j) + (SELECT count(*) FROM e) + (SELECT count(*) "
+            "FROM r) + (SELECT count(*) FROM p) + (SELECT count(*) FROM n) + (SELECT count(*) "
+            "FROM o)"),
+        "16");
+    assert_string_equal(sql_str(schema,
+                                "SELECT string_agg(concat_ws('|', job_uid, scenario, final_state, "
+                                "jct_ms, pending_ms), ' ' ORDER BY job_uid) FROM job_outcomes"),
+                        "a|s1|succeeded|600000|60000 b|s1|1000");
+    assert_string_equal(
+        sql_str(schema, "SELECT string_agg(concat_ws('|', oom_event_id, pod_name, memory_before, "
+                        "coalesce(plan_id, '-'), memory_after, answered_after_ms, optimizer), ' ' "
+                        "ORDER BY oom_ms) FROM oom_history"),
+        "k1|a-worker-0|8|plan-q2|12|50000|oom k2|a-worker-1|8|-");
+    assert_string_equal(
+        sql_str(schema, "SELECT string_agg(concat_ws('|', plan_id, actions, "
+                        "coalesce(next_plan_ms::text, '-'), ooms_after, speed_before, speed_after, "
+                        "final_state, jct_ms), ' ' ORDER BY plan_ms) FROM plan_outcomes"),
+        "plan-q1|0|300000|1|2|4|succeeded|600000 plan-q2|1|-|1|4|6|succeeded|600000");
+    dlb_pg_destroy(pg);
 }
 
 static void test_pg_job_upsert_merges(void **unused)
@@ -2551,6 +2753,9 @@ int main(void)
         cmocka_unit_test(test_pg_migrate_concurrent),
         cmocka_unit_test(test_pg_put_each_type_twice),
         cmocka_unit_test(test_pg_runtime_batch),
+        cmocka_unit_test(test_pg_runtime_copy),
+        cmocka_unit_test(test_pg_positions),
+        cmocka_unit_test(test_pg_analyst_views),
         cmocka_unit_test(test_pg_job_upsert_merges),
         cmocka_unit_test(test_pg_plans_idempotent),
         cmocka_unit_test(test_pg_oom_plans),
