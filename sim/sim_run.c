@@ -154,21 +154,25 @@ static void jobs_csv(const dlb_sim_opts_t *o, const dlb_sim_job_t *jobs, size_t 
     FILE *fp = o->jobs_csv;
 
     fprintf(fp, "job,name,model,state,exit_reason,arrival_s,start_s,end_s,jct_s,pending_s,"
-                "workers,ps,worker_cpu,worker_memory_gib,ooms,plans_applied,core_hours,"
+                "workers,ps,worker_cpu,worker_memory_gib,ps_cpu,ps_memory_gib,ooms,plans_applied,"
+                "core_hours,"
                 "memory_gib_hours\n");
     for (size_t i = 0; i < n; i++) {
         const dlb_sim_job_t *j = &jobs[i];
         static const char *const states[] = {"future", "pending", "running", "succeeded", "failed"};
 
-        fprintf(fp, "%s,%s,%s,%s,%s,%.0f,%.0f,%.0f,%.0f,%.0f,%d,%d,%.1f,%.1f,%d,%d,%.2f,%.2f\n",
-                j->uid, j->spec->name, j->spec->model, states[j->state], j->exit_reason,
-                (double)(j->arrival_ms - o->start_ms) / 1000.0,
-                j->start_ms ? (double)(j->start_ms - o->start_ms) / 1000.0 : -1.0,
-                j->end_ms ? (double)(j->end_ms - o->start_ms) / 1000.0 : -1.0,
-                j->end_ms && j->start_ms ? (double)(j->end_ms - j->arrival_ms) / 1000.0 : -1.0,
-                j->start_ms ? (double)(j->start_ms - j->arrival_ms) / 1000.0 : -1.0, j->wk_cnt,
-                j->ps_cnt, j->wk_cpu, (double)j->wk_mem / (double)DLB_GIB, j->ooms,
-                j->plans_applied, j->core_hours, j->memory_gib_hours);
+        fprintf(
+            fp,
+            "%s,%s,%s,%s,%s,%.0f,%.0f,%.0f,%.0f,%.0f,%d,%d,%.1f,%.1f,%.1f,%.1f,%d,%d,%.2f,%.2f\n",
+            j->uid, j->spec->name, j->spec->model, states[j->state], j->exit_reason,
+            (double)(j->arrival_ms - o->start_ms) / 1000.0,
+            j->start_ms ? (double)(j->start_ms - o->start_ms) / 1000.0 : -1.0,
+            j->end_ms ? (double)(j->end_ms - o->start_ms) / 1000.0 : -1.0,
+            j->end_ms && j->start_ms ? (double)(j->end_ms - j->arrival_ms) / 1000.0 : -1.0,
+            j->start_ms ? (double)(j->start_ms - j->arrival_ms) / 1000.0 : -1.0, j->wk_cnt,
+            j->ps_cnt, j->wk_cpu, (double)j->wk_mem / (double)DLB_GIB, j->ps_cpu,
+            (double)j->ps_mem / (double)DLB_GIB, j->ooms, j->plans_applied, j->core_hours,
+            j->memory_gib_hours);
     }
 }
 

@@ -438,8 +438,10 @@ int dlb_catalog_by_wire_id(const dlb_catalog_t *cat, int32_t wire_id,
                           cat->known);
     if (!wire_seen(wire_id, &cid)) {
         if ((err = resolve(opaque, wire_id, &json, sub, sizeof(sub)))) {
+            /* An outage says nothing of the record: the caller retries
+             * (the stream rewinds its batch), nothing is remembered. */
             if (err != DLB_ERR_NOTFOUND)
-                return dlb_seterr(errstr, errstr_size, DLB_ERR_SCHEMA_ID,
+                return dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT,
                                   "schema id %d: the schema registry did not answer: %s",
                                   (int)wire_id, sub);
             cid = 0;

@@ -249,6 +249,7 @@ int dlb_pg_send_copy(dlb_pg_t *pg, const char *sql, const char *data, size_t len
         if (!err)
             err = pg_result(pg->conn, res, flags, what, errstr, errstr_size);
         PQclear(res);
+        res = NULL; /* a lost connection leaves the loop with nothing to clear */
         if (PQstatus(pg->conn) == CONNECTION_BAD)
             break;
     }

@@ -461,6 +461,11 @@ static void item_decode(ctx_t *c, item_t *it)
     if ((err = topic_carries(c, it, errstr, sizeof(errstr))) ||
         (err = dlb_codec_decode(c->cat, it->msg->payload, it->msg->len, &it->ev, errstr,
                                 sizeof(errstr)))) {
+        if (err == DLB_ERR_TRANSIENT) {
+            it->retry = 1;
+            snprintf(it->dlq_msg, sizeof(it->dlq_msg), "%s", errstr);
+            return;
+        }
         to_dlq(c, it, "decode", err, errstr);
         return;
     }
@@ -720,6 +725,13 @@ static int batch_process(ctx_t *c, char *errstr, size_t size)
 
     c->pend_cnt = 0;
     c->bad_item = -1;
+    /* A record that could not be decoded for a transient reason holds the
+     * whole batch back, as a database outage does: it is rewound and polled
+     * again after retry.backoff.ms, and nothing of it is committed. */
+    for (size_t k = 0; k < c->order_cnt; k++)
+        if (c->items[c->order[k]].retry)
+            return dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "offset %" PRId64 ": %s",
+                              c->items[c->order[k]].msg->offset, c->items[c->order[k]].dlq_msg);
     if ((err = dlb_pg_begin(c->pg, errstr, size)))
         return err;
     if ((err = stream_positions_load(c, errstr, size)))

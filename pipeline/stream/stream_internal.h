@@ -18,6 +18,8 @@ typedef struct item {
     dlb_event_t ev;
     int rank;          /* index of its topic in the role's inputs, -1 if none */
     int ok;            /* decoded and valid */
+    int retry;         /* not decoded for a transient reason (the schema registry is down):
+                          the batch is rewound and polled again, nothing goes to the DLQ */
     int released;      /* processed in this round */
     int64_t ts;        /* event time, INT64_MIN for bad messages */
     int64_t polled_at; /* monotonic ms when it was polled */

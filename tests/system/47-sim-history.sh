@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Jobs from history: a simulation with the dlbrain optimizer records five
+# Jobs from history: a simulation with the dlrover optimizer set records five
 # jobs into environment "hist" (PostgreSQL holds their job events and runtime
-# samples; the optimizer scales some of them from 1 to 10 and 18 workers);
+# samples; the optimizer scales some of them from 1 to 10 and 18 workers; the
+# dlrover set, whose create asks 1 worker, so that history has several counts
+# at the PS the jobs start with: a replay runs each job at its first PS, and a
+# count recorded only after a PS change is not reproduced, see
+# docs/simulator.md "Jobs from history");
 # `dlbrain sim --workload-from-env hist` then runs those jobs again and must
 # give the same jobs in the same order at the same arrival offsets, each at
 # the speed it showed there: for every (job, worker count) it runs at that
@@ -15,7 +19,7 @@
 sys_start_pg
 sys_start_redis
 sys_start_kafka 1
-sys_start_optimizer opt -X env=hist -X optimizer.set=dlbrain
+sys_start_optimizer opt -X env=hist -X optimizer.set=dlrover
 sys_start_optimizer opt-trial -X env=trial -X optimizer.set=dlbrain
 
 WL=$SYS_DIR/wl.csv

@@ -291,10 +291,11 @@ static void test_wire_ids(void **state)
     expect_decode(cat, buf, len, DLB_ERR_SCHEMA_ID, "schema id 300 is not one of dlbrain's");
     expect_decode(cat, buf, len, DLB_ERR_SCHEMA_ID, "schema id 300 is not one of dlbrain's");
     assert_int_equal(calls, 3);
-    /* an outage is not remembered: asked again next time */
+    /* an outage is not remembered, and is transient (the stream retries the
+     * batch rather than dead-lettering the record): asked again next time */
     reframe(buf, 400);
-    expect_decode(cat, buf, len, DLB_ERR_SCHEMA_ID, "did not answer: connection refused");
-    expect_decode(cat, buf, len, DLB_ERR_SCHEMA_ID, "did not answer");
+    expect_decode(cat, buf, len, DLB_ERR_TRANSIENT, "did not answer: connection refused");
+    expect_decode(cat, buf, len, DLB_ERR_TRANSIENT, "did not answer");
     assert_int_equal(calls, 5);
     dlb_catalog_destroy(cat);
     /* back to the catalog's ids: no resolver, the old message */
