@@ -38,12 +38,15 @@ reg=http://127.0.0.1:$pport
 expect_eq "the platform registry knows id 9001" "$(curl -s "$up/schemas/ids/$pr_id" | jq -c .)" \
     "$(curl -s "$reg/schemas/ids/9001" | jq -c .)"
 
+logged() { # PATTERN: waits up to 10 s for the optimizer to log it
+    for _ in $(seq 1 100); do
+        grep -q "$1" "$SYS_DIR/optimizer.log" && return 0
+        sleep 0.1
+    done
+    return 1
+}
 sys_start_optimizer optimizer -X schema.registry.url="$reg" -X consumer.retry.backoff.ms=300
-for _ in $(seq 1 100); do
-    grep -q "found or registered under" "$SYS_DIR/optimizer.log" && break
-    sleep 0.1
-done
-grep -q "found or registered under" "$SYS_DIR/optimizer.log" ||
+logged "found or registered under" ||
     fail "the optimizer did not bind to the registry: $(tail -n 3 "$SYS_DIR/optimizer.log")"
 ok "the optimizer bound to the platform registry"
 
@@ -61,11 +64,7 @@ wait "$proxy" 2>/dev/null || true
 kcat -P -b "$DLBRAIN_BROKERS" -t dlbrain.plan-requests -k ro-1 "$SYS_DIR/frame.bin" ||
     fail "could not produce the request"
 
-for _ in $(seq 1 100); do
-    grep -q "the schema registry did not answer" "$SYS_DIR/optimizer.log" && break
-    sleep 0.1
-done
-grep -q "schema id 9001: the schema registry did not answer" "$SYS_DIR/optimizer.log" ||
+logged "schema id 9001: the schema registry did not answer" ||
     fail "no outage logged: $(tail -n 3 "$SYS_DIR/optimizer.log")"
 ok "the outage is logged with the id"
 sleep 3 # several retries
