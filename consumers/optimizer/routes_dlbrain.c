@@ -214,18 +214,42 @@ static int opt_oom(const dlb_opt_input_t *in, dlb_plan_t *plan)
  * simulator the jobs so cut spent hours at a few workers (one imagenet job
  * 35 h at 1 worker against 14 min at its 32). The count is the user's
  * knowledge of the job; the worker model changes it once the job's own
- * speeds say so. */
+ * speeds say so.
+ * Worker memory: DLRover's 1.5 x the similar workers' peak, without its
+ * 16 GiB minimum and at most 8 GiB above the peak, as every other dlbrain
+ * memory. With the user's count kept, the group holds its create memory
+ * for every worker until the first ask; at 16 GiB for workers that peaked
+ * at 5, 12 simulated runs held 1.006x DLRover's GiB-hours, without the
+ * minimum 0.994x, OOMs 0.20x either way (docs/benchmarks.md). */
+#define CREATE_MEMORY_HEADROOM 0.5
+#define CREATE_MEMORY_STEP_MAX (8 * DLB_GIB)
+
 static int opt_create(const dlb_opt_input_t *in, dlb_plan_t *plan)
 {
     dlb_group_resource_t *g;
+    int64_t peak = 0, head;
+    size_t pods = 0;
     int err;
 
     if ((err = dlb_opt_create(in, plan)))
         return err;
-    if ((g = dlb_plan_group(plan, "worker")) && g->count > 0) {
+    if (!(g = dlb_plan_group(plan, "worker")))
+        return 0;
+    if (g->count > 0) {
         g->count = 0;
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                            " dlbrain: the worker count stays the user's (0 = keep).");
+    }
+    if ((err = dlb_oom_history_memory(in->history, "worker", &peak, &pods)) || peak <= 0)
+        return err;
+    head = (int64_t)((double)peak * CREATE_MEMORY_HEADROOM);
+    head = head < CREATE_MEMORY_STEP_MAX ? head : CREATE_MEMORY_STEP_MAX;
+    if (dlb_mem_add(peak, head) < g->resource.memory) {
+        g->resource.memory = dlb_mem_add(peak, head);
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           " dlbrain: worker memory %.2fGiB = the similar workers' peak %.2fGiB "
+                           "x 1.5 (at most +8GiB), no 16GiB minimum.",
+                           DLB_GIB_F(g->resource.memory), DLB_GIB_F(peak));
     }
     return 0;
 }

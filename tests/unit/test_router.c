@@ -200,6 +200,19 @@ static const route_case_t route_cases[] = {
      {{"worker", 1, 13, 32212254720}, {"ps", 2, 8.5, 12884901888}},
      0,
      "PS create: history of 1 jobs"},
+    /* dlbrain: the user's count; the worker peak 20G x 1.5 but at most +8G = 28G
+     * (DLRover's 30G), no 16G minimum */
+    {"create, from history, set dlbrain",
+     "dlbrain",
+     DLB_STAGE_CREATE,
+     NULL,
+     &empty_job,
+     &history,
+     0,
+     "dlrover.create",
+     {{"worker", 0, 13, 30064771072}, {"ps", 2, 8.5, 12884901888}},
+     0,
+     "worker memory 28.00GiB = the similar workers' peak 20.00GiB x 1.5 (at most +8GiB)"},
     /* an OOM in the state does not hijack create */
     {"create ignores OOM pod state",
      "dlrover",
