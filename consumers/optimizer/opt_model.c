@@ -245,13 +245,13 @@ static int history_floor(const dlb_opt_input_t *in, int64_t *memory, dlb_plan_t 
     return 0;
 }
 
-/* The workers' requests in the newest sample that has workers (0 when
+/* The workers' requests in the newest sample that has them (0 when
  * unknown): what a plan's group resources are compared against. */
 static void current_worker(const dlb_job_state_t *st, double *cpu, int64_t *memory)
 {
     *cpu = 0;
     *memory = 0;
-    for (size_t i = st->window_cnt; i-- > 0;)
+    for (size_t i = st->window_cnt; i-- > 0 && !*cpu && !*memory;)
         for (size_t k = 0; k < st->window[i].pods_cnt; k++) {
             const dlb_pod_usage_t *p = &st->window[i].pods[k];
 
@@ -261,8 +261,6 @@ static void current_worker(const dlb_job_state_t *st, double *cpu, int64_t *memo
                 *cpu = p->cpu_requested;
             if (p->memory_requested > *memory)
                 *memory = p->memory_requested;
-            if (k + 1 == st->window[i].pods_cnt)
-                return;
         }
 }
 

@@ -227,7 +227,7 @@ static int opt_oom(const dlb_opt_input_t *in, dlb_plan_t *plan)
 static int opt_create(const dlb_opt_input_t *in, dlb_plan_t *plan)
 {
     dlb_group_resource_t *g;
-    int64_t peak = 0, head;
+    int64_t peak = 0, head, memory;
     size_t pods = 0;
     int err;
 
@@ -243,9 +243,9 @@ static int opt_create(const dlb_opt_input_t *in, dlb_plan_t *plan)
     if ((err = dlb_oom_history_memory(in->history, "worker", &peak, &pods)) || peak <= 0)
         return err;
     head = (int64_t)((double)peak * CREATE_MEMORY_HEADROOM);
-    head = head < CREATE_MEMORY_STEP_MAX ? head : CREATE_MEMORY_STEP_MAX;
-    if (dlb_mem_add(peak, head) < g->resource.memory) {
-        g->resource.memory = dlb_mem_add(peak, head);
+    memory = dlb_mem_add(peak, head < CREATE_MEMORY_STEP_MAX ? head : CREATE_MEMORY_STEP_MAX);
+    if (memory < g->resource.memory) {
+        g->resource.memory = memory;
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                            " dlbrain: worker memory %.2fGiB = the similar workers' peak %.2fGiB "
                            "x 1.5 (at most +8GiB), no 16GiB minimum.",
