@@ -24,6 +24,7 @@ struct dlb_sim_local {
     const dlb_conf_t *conf;
     local_job_t *jobs; /* in order of first event */
     size_t cnt, cap;
+    dlb_cluster_view_t cluster; /* as the consumers keep it in Redis */
 };
 
 static local_job_t *job_get(dlb_sim_local_t *l, const char *uid)
@@ -73,6 +74,15 @@ static int publish(void *opaque, const dlb_event_t *ev, char *errstr, size_t err
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "no memory for job %s", uid);
     if (dlb_job_state_apply(&j->st, ev, l->conf->window_size))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "no memory folding job %s", uid);
+    if (ev->type == DLB_EV_JOB) {
+        dlb_cluster_job_t e;
+        int what = dlb_cluster_job_event(&ev->u.job, &e);
+
+        if (what < 0)
+            dlb_cluster_view_del(&l->cluster, uid);
+        else if (what > 0 && dlb_cluster_view_put(&l->cluster, &e))
+            return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "no memory for job %s", uid);
+    }
     return 0;
 }
 
@@ -133,6 +143,7 @@ static int plan_one(dlb_sim_local_t *l, const dlb_plan_request_t *req, dlb_plan_
     dlb_history_t hist = {0};
     dlb_oom_plan_t *before = NULL;
     dlb_opt_input_t in = {0};
+    dlb_cluster_job_t self = {0};
     size_t nb = 0, first;
     char sub[512];
     int err = DLB_ERR_NOMEM;
@@ -158,6 +169,10 @@ static int plan_one(dlb_sim_local_t *l, const dlb_plan_request_t *req, dlb_plan_
     in.oom_plans_cnt = nb;
     in.optimizer_set = conf->optimizer_set;
     in.answered = &j->answers;
+    if (dlb_opt_wants_cluster(conf->optimizer_set, req)) {
+        in.cluster = &l->cluster;
+        in.cluster_out = &self;
+    }
     first = j->answers.cnt;
     if ((err = dlb_router_plan(&in, plan, sub, sizeof(sub)))) {
         dlb_seterr(errstr, errstr_size, err, "planning %s: %s", req->event_id, sub);
@@ -165,6 +180,8 @@ static int plan_one(dlb_sim_local_t *l, const dlb_plan_request_t *req, dlb_plan_
     }
     dlb_dbg("plan %s for job %s at %s by %s: %s", plan->plan_id, req->job_uid, req->stage,
             plan->optimizer, plan->reason);
+    if (self.time_ms && (err = dlb_cluster_view_put(&l->cluster, &self)))
+        goto out;
     for (size_t a = first; a < j->answers.cnt; a++) {
         snprintf(j->answers.items[a].plan_id, sizeof(j->answers.items[a].plan_id), "%s",
                  plan->plan_id);
@@ -214,5 +231,6 @@ void dlb_sim_local_destroy(dlb_sim_local_t *l)
         free(l->jobs[i].answers.items);
     }
     free(l->jobs);
+    dlb_cluster_view_clear(&l->cluster);
     free(l);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "codec.h"
 #include "err.h"
 #include "log.h"
@@ -25,6 +26,8 @@ static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, char *er
     dlb_opt_input_t in = {0};
     dlb_oom_plan_t *oom_plans = NULL;
     dlb_oom_answers_t answered = {0};
+    dlb_cluster_view_t cluster = {0};
+    dlb_cluster_job_t self = {0};
     size_t oom_plans_cnt = 0;
     void *buf = NULL;
     size_t len = 0;
@@ -66,6 +69,13 @@ static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, char *er
     in.oom_plans_cnt = oom_plans_cnt;
     in.optimizer_set = conf->optimizer_set;
     in.answered = &answered;
+    if (dlb_opt_wants_cluster(conf->optimizer_set, req) && dlb_stream_redis(s)) {
+        if (dlb_cluster_redis_load(dlb_stream_redis(s), &cluster, sub, sizeof(sub)))
+            dlb_warn("plan for job %s without the cluster's other jobs: %s", req->job_uid, sub);
+        else
+            in.cluster = &cluster;
+        in.cluster_out = &self;
+    }
     if ((err = dlb_router_plan(&in, &pe.u.plan, sub, sizeof(sub)))) {
         if (err != DLB_ERR_INVALID) {
             dlb_seterr(errstr, size, err, "planning %s: %s", req->event_id, sub);
@@ -88,6 +98,10 @@ static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, char *er
         if ((err = dlb_pg_put_oom_plan(pg, req->job_uid, a, errstr, size)))
             goto out;
     }
+    /* The job's cores as of this plan, for the other jobs' plans: an
+     * estimate, so a redone batch writing it again does no harm. */
+    if (self.time_ms && dlb_cluster_redis_put(dlb_stream_redis(s), &self, sub, sizeof(sub)))
+        dlb_stream_redis_down(s, "storing the job's cluster entry", sub);
     dlb_info("plan %s for job %s at %s by %s: %s", pe.u.plan.plan_id, req->job_uid, req->stage,
              pe.u.plan.optimizer, pe.u.plan.reason);
     err = dlb_stream_emit(s, req->job_uid, buf, len);
@@ -96,6 +110,7 @@ out:
     free(buf);
     free(oom_plans);
     free(answered.items);
+    dlb_cluster_view_clear(&cluster);
     dlb_event_clear(&pe);
     dlb_history_clear(&hist);
     dlb_job_state_clear(&st);
@@ -116,10 +131,17 @@ static int accepts(const dlb_event_t *ev)
 static int process(dlb_stream_t *s, const dlb_event_t *ev, const void *raw, size_t raw_len,
                    char *errstr, size_t size)
 {
+    char sub[512];
     int err;
 
     if ((err = dlb_stream_store_event(s, ev, raw, raw_len, errstr, size)))
         return err;
+    /* Which jobs wait for room and which run, for the dlbrain set's worker
+     * plans of every job (opt_cluster.c). */
+    if (ev->type == DLB_EV_JOB && !strcmp(dlb_stream_conf(s)->optimizer_set, "dlbrain") &&
+        dlb_stream_redis(s) &&
+        dlb_cluster_redis_event(dlb_stream_redis(s), &ev->u.job, sub, sizeof(sub)))
+        dlb_stream_redis_down(s, "storing the job's cluster entry", sub);
     return is_request(ev) ? plan_request(s, &ev->u.req, errstr, size) : 0;
 }
 

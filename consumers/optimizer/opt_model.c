@@ -14,10 +14,12 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
+#include "opt_cluster.h"
 #include "opt_dlbrain.h"
 #include "opt_oom.h"
 #include "opt_util.h"
@@ -264,6 +266,40 @@ static void current_worker(const dlb_job_state_t *st, double *cpu, int64_t *memo
         }
 }
 
+/* Cores the job's pods requested in its newest sample. */
+static double held_cores(const dlb_job_state_t *st)
+{
+    double c = 0;
+
+    if (st->window_cnt)
+        for (size_t k = 0; k < st->window[st->window_cnt - 1].pods_cnt; k++)
+            c += st->window[st->window_cnt - 1].pods[k].cpu_requested;
+    return c;
+}
+
+/* Weigh the growth from w_cur to *w against the cores the other jobs hold
+ * (opt_cluster.c) and leave the job's own entry in in->cluster_out: the cores
+ * it holds as of this plan. A worker has the plan's cpu, or (0: kept)
+ * today's. */
+static void cluster_check(const dlb_opt_input_t *in, int w_cur, int *w, double worker_cpu,
+                          dlb_plan_t *plan)
+{
+    dlb_cluster_growth_t g = {.current = w_cur, .want = *w, .cores = held_cores(in->job)};
+    int64_t cur_mem;
+
+    if (!(worker_cpu > 0))
+        current_worker(in->job, &worker_cpu, &cur_mem);
+    g.worker_cpu = worker_cpu;
+    if (in->cluster_out) {
+        memset(in->cluster_out, 0, sizeof(*in->cluster_out));
+        snprintf(in->cluster_out->job_uid, sizeof(in->cluster_out->job_uid), "%s",
+                 in->req->job_uid);
+        in->cluster_out->cores = g.cores;
+        in->cluster_out->time_ms = in->req->event_time_ms;
+    }
+    *w = dlb_opt_cluster_grow(in, &g, plan);
+}
+
 /* Kubernetes resizes a pod by restarting it, and a synchronous job waits for
  * its slowest worker: any change to the worker group stops the whole job for
  * about dlbrain.restart.seconds. So: no resize at all in the job's last 10
@@ -428,6 +464,7 @@ static int fall_back(const dlb_opt_input_t *in, dlb_plan_t *plan, const char *wh
     if (in->job->window_cnt)
         w_cur = (int)dlb_sample_count(&in->job->window[in->job->window_cnt - 1], "worker");
     w = g->count > 0 ? g->count : w_cur;
+    cluster_check(in, w_cur, &w, g->resource.cpu, plan);
     if ((err = worth_restart(in, NULL, 0, w_cur, &w, &g->resource, plan)))
         return err;
     g->count = w != w_cur ? w : 0;
@@ -441,7 +478,8 @@ int dlb_opt_worker_model(const dlb_opt_input_t *in, dlb_plan_t *plan)
     point_t *pts = NULL;
     size_t i, j, n = 0, counts = 0, with_ps = 0;
     int w_cur = 0, w_min = INT_MAX, w_max = 0, w, steps = 0, step_max, max_w, err = 0;
-    double p_cur = 0, k, ratio = 0, r2;
+    double p_cur = 0, k, ratio = 0, r2, min_gain;
+    size_t waiting;
     const char *stop = "";
     dlb_resource_t res;
     unsigned allowed = 0x7;
@@ -499,11 +537,17 @@ int dlb_opt_worker_model(const dlb_opt_input_t *in, dlb_plan_t *plan)
     }
 
     /* Grow one worker at a time while the next one adds at least
-     * scale_min_gain of the speed per worker; if not even one is added and the
+     * min_gain of the speed per worker; if not even one is added and the
      * last worker does not pay either, shrink the same way. The ratio that
      * decided the stop is kept for the reason. */
     step_max = tun->scale_step_max > 0 ? tun->scale_step_max : 0;
     max_w = in->limits && in->limits->max_workers > 0 ? in->limits->max_workers : INT_MAX;
+    min_gain = dlb_opt_cluster_min_gain(in, &waiting);
+    if (waiting && min_gain > tun->scale_min_gain)
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           "%s%zu other jobs wait for room: a worker must add %.2f of the speed "
+                           "per worker, not %.2f.",
+                           dlb_reason_sep(plan->reason), waiting, min_gain, tun->scale_min_gain);
     w = w_cur;
     for (;;) {
         ratio = gain_ratio(m.coef[0], k, w);
@@ -515,7 +559,7 @@ int dlb_opt_worker_model(const dlb_opt_input_t *in, dlb_plan_t *plan)
             stop = "the worker limit";
             break;
         }
-        if (ratio < tun->scale_min_gain) {
+        if (ratio < min_gain) {
             stop = "";
             break;
         }
@@ -523,7 +567,7 @@ int dlb_opt_worker_model(const dlb_opt_input_t *in, dlb_plan_t *plan)
         steps++;
     }
     if (w == w_cur && !stop[0]) {
-        while (w > 1 && (ratio = gain_ratio(m.coef[0], k, w - 1)) < tun->scale_min_gain) {
+        while (w > 1 && (ratio = gain_ratio(m.coef[0], k, w - 1)) < min_gain) {
             if (steps >= step_max) {
                 stop = "the step cap";
                 break;
@@ -547,13 +591,12 @@ int dlb_opt_worker_model(const dlb_opt_input_t *in, dlb_plan_t *plan)
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                            " (worker %d added %.3f < %.2f of the speed per worker; shrunk until "
                            "worker %d adds %.3f).",
-                           w_cur, gain_ratio(m.coef[0], k, w_cur - 1), tun->scale_min_gain, w,
-                           ratio);
+                           w_cur, gain_ratio(m.coef[0], k, w_cur - 1), min_gain, w, ratio);
     else if (w < w_cur)
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                            " (worker %d added %.3f < %.2f of the speed per worker; shrunk until "
                            "%s).",
-                           w_cur, gain_ratio(m.coef[0], k, w_cur - 1), tun->scale_min_gain,
+                           w_cur, gain_ratio(m.coef[0], k, w_cur - 1), min_gain,
                            !strcmp(stop, "one worker") ? "one worker was left" : "the step cap");
     else if (stop[0])
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
@@ -562,10 +605,11 @@ int dlb_opt_worker_model(const dlb_opt_input_t *in, dlb_plan_t *plan)
     else
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                            " (worker %d would add %.3f < %.2f of the speed per worker).", w + 1,
-                           gain_ratio(m.coef[0], k, w), tun->scale_min_gain);
+                           gain_ratio(m.coef[0], k, w), min_gain);
 
     if ((err = worker_resource(in, &res)) || (err = history_floor(in, &res.memory, plan)))
         goto out;
+    cluster_check(in, w_cur, &w, res.cpu, plan);
     if ((err = worth_restart(in, &m, k, w_cur, &w, &res, plan)))
         goto out;
     if (w != w_cur || res.cpu > 0 || res.memory > 0) {

@@ -118,11 +118,13 @@ const dlb_tuning_t *dlb_opt_tuning(const dlb_opt_input_t *in)
         .memory_horizon_seconds = 1800,
         .memory_trigger = 0.9,
         .scale_min_gain = 0.5,
+        .scale_min_gain_busy = 0.7,
         .scale_step_max = 8,
         .restart_seconds = 60,
         .resize_min_change = 0.2,
         .history_headroom = 0.1,
         .cut_horizon_seconds = 900,
+        .cluster_stale_seconds = 86400,
     };
 
     return in && in->tuning ? in->tuning : &defaults;

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "cluster.h"
 #include "conf.h"
 #include "event.h"
 #include "state.h"
@@ -35,6 +36,13 @@ typedef struct dlb_opt_input {
      * consumer stores them (table oom_plans) with the plan, in the same
      * PostgreSQL transaction. */
     dlb_oom_answers_t *answered;
+    /* The other jobs of the cluster as the consumer read them (the dlbrain
+     * set's worker stages, dlb_opt_wants_cluster()); NULL = not known. */
+    const dlb_cluster_view_t *cluster;
+    /* Out, may be NULL: the worker model's entry for this job (cores, growth
+     * asked, its value per core), for the consumer to publish; left with
+     * time_ms 0 when the model did not answer. */
+    dlb_cluster_job_t *cluster_out;
 } dlb_opt_input_t;
 
 /** @returns 1 when the request names an OOM pod: oom_pod, or any of
@@ -67,6 +75,11 @@ int dlb_opt_wants_answers(const char *optimizer_set, const dlb_plan_request_t *r
  *           peaked at (opt_model.c). */
 int dlb_opt_wants_history(const char *optimizer_set, const dlb_plan_request_t *req,
                           const dlb_job_state_t *st);
+
+/** @returns 1 when the request's plan weighs the job against the rest of the
+ *           cluster (the dlbrain set's worker stages): the consumer then loads
+ *           dlb_opt_input_t.cluster and publishes what cluster_out returns. */
+int dlb_opt_wants_cluster(const char *optimizer_set, const dlb_plan_request_t *req);
 
 /** @brief Deterministic plan id of a request: "plan-" + the request's event
  *         id, shortened with a hash when that does not fit (dlb_id_derive()). */

@@ -129,6 +129,13 @@ int dlb_opt_wants_history(const char *optimizer_set, const dlb_plan_request_t *r
             !strcmp(req->stage, DLB_STAGE_WORKER_RUNNING));
 }
 
+int dlb_opt_wants_cluster(const char *optimizer_set, const dlb_plan_request_t *req)
+{
+    return optimizer_set && !strcmp(optimizer_set, "dlbrain") &&
+           (!strcmp(req->stage, DLB_STAGE_WORKER_INITIAL) ||
+            !strcmp(req->stage, DLB_STAGE_WORKER_RUNNING));
+}
+
 int dlb_opt_wants_answers(const char *optimizer_set, const dlb_plan_request_t *req,
                           const dlb_job_state_t *st)
 {

@@ -151,6 +151,18 @@ static const key_def_t keys[] = {
     {"dlbrain.memory.cut.horizon.seconds", K_INT, N(tuning.cut_horizon_seconds), "900",
      "dlbrain set: a worker memory cut goes no lower than what each worker's usage trend "
      "predicts this far ahead (a cut before the trend is known waits)."},
+    {"dlbrain.scale.min.gain.busy", K_DBL, N(tuning.scale_min_gain_busy), "0.7",
+     "dlbrain set: while other jobs wait for room, one more worker must add at least this "
+     "fraction of the speed per worker (and a job whose last worker adds less gives it back), "
+     "so the cores go to the jobs that gain most from them."},
+    {"dlbrain.cluster.cores", K_DBL, N(tuning.cluster_cores), "0",
+     "dlbrain set: schedulable cores of the cluster. With it, a job grows only into the cores "
+     "no running job holds, so no worker is asked for that would wait Pending. 0 = not "
+     "known: the scheduler alone fits what it can."},
+    {"dlbrain.cluster.stale.seconds", K_INT, N(tuning.cluster_stale_seconds), "86400",
+     "dlbrain set: another job's cluster entry (waiting, or the cores it holds) older than "
+     "this, in event time, is ignored: a job that vanished without an end event must not "
+     "count for ever."},
     {"limits.cpu.min", K_DBL, N(limits.cpu_min), "4", "Lowest CPU (cores) a plan may ask."},
     {"limits.cpu.max", K_DBL, N(limits.cpu_max), "32", "Highest CPU (cores) a plan may ask."},
     {"limits.memory.min.mib", K_MIB, N(limits.memory_min), "6144", "Lowest memory (MiB)."},

@@ -52,6 +52,12 @@ typedef struct dlb_tuning {
                                    similar jobs' peak times 1 + this (at most +8 GiB), default 0.1 */
     int cut_horizon_seconds;    /* dlbrain.memory.cut.horizon.seconds: a worker memory cut goes
                                    no lower than the usage trend this far ahead, default 900 */
+    double scale_min_gain_busy; /* dlbrain.scale.min.gain.busy: the same while other jobs wait
+                                   for room, default 0.7 */
+    double cluster_cores;       /* dlbrain.cluster.cores: schedulable cores of the cluster; a
+                                   job grows only into what no running job holds; 0 = off */
+    int cluster_stale_seconds;  /* dlbrain.cluster.stale.seconds: another job's entry older than
+                                   this is ignored, default 86400 */
 } dlb_tuning_t;
 
 /* The Kubernetes monitor (k8s.*): where the API is, what it watches, how pods

@@ -1085,3 +1085,67 @@ int dlb_redis_set(dlb_redis_t *r, const char *key, const char *val, size_t len, 
         return redis_lost(r, "SET", errstr, errstr_size);
     return r_collect(r, n, NULL, "SET", errstr, errstr_size);
 }
+
+int dlb_redis_hset(dlb_redis_t *r, const char *key, const char *field, const char *val, size_t len,
+                   int ttl_s, char *errstr, size_t errstr_size)
+{
+    int n = 0, err;
+
+    if ((err = redis_ensure(r, errstr, errstr_size)))
+        return err;
+    if (r_append(r, &n, "HSET %s:%s %s %b", r->prefix, key, field, val, len) ||
+        r_append(r, &n, "EXPIRE %s:%s %d", r->prefix, key, ttl_s))
+        return redis_lost(r, "HSET", errstr, errstr_size);
+    return r_collect(r, n, NULL, "HSET", errstr, errstr_size);
+}
+
+int dlb_redis_hdel(dlb_redis_t *r, const char *key, const char *field, char *errstr,
+                   size_t errstr_size)
+{
+    int n = 0, err;
+
+    if ((err = redis_ensure(r, errstr, errstr_size)))
+        return err;
+    if (r_append(r, &n, "HDEL %s:%s %s", r->prefix, key, field))
+        return redis_lost(r, "HDEL", errstr, errstr_size);
+    return r_collect(r, n, NULL, "HDEL", errstr, errstr_size);
+}
+
+int dlb_redis_hgetall(dlb_redis_t *r, const char *key, size_t max_fields, dlb_redis_field_cb cb,
+                      void *opaque, char *errstr, size_t errstr_size)
+{
+    redisReply *rep = NULL;
+    int n = 0, err;
+
+    if ((err = redis_ensure(r, errstr, errstr_size)))
+        return err;
+    /* HLEN first: a hash past max_fields is refused before its reply is
+     * read into memory. */
+    if (r_append(r, &n, "HLEN %s:%s", r->prefix, key))
+        return redis_lost(r, "HLEN", errstr, errstr_size);
+    if ((err = r_collect(r, n, &rep, "HLEN", errstr, errstr_size)))
+        return err;
+    if (rep->type == REDIS_REPLY_INTEGER && (unsigned long long)rep->integer > max_fields) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                         "redis %s:%d: %s:%s has %lld fields, more than %zu", r->host, r->port,
+                         r->prefix, key, rep->integer, max_fields);
+        freeReplyObject(rep);
+        return err;
+    }
+    freeReplyObject(rep);
+    rep = NULL;
+    n = 0;
+    if (r_append(r, &n, "HGETALL %s:%s", r->prefix, key))
+        return redis_lost(r, "HGETALL", errstr, errstr_size);
+    if ((err = r_collect(r, n, &rep, "HGETALL", errstr, errstr_size)))
+        return err;
+    if (rep->type == REDIS_REPLY_ARRAY)
+        for (size_t i = 0; i + 1 < rep->elements && !err; i += 2) {
+            const redisReply *f = rep->element[i], *v = rep->element[i + 1];
+
+            if (f->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING)
+                err = cb(opaque, f->str, v->str, v->len);
+        }
+    freeReplyObject(rep);
+    return err ? dlb_seterr(errstr, errstr_size, err, "out of memory reading %s", key) : 0;
+}

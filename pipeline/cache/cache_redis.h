@@ -95,4 +95,24 @@ int dlb_redis_get(dlb_redis_t *r, const char *key, char **val, size_t *len, int 
 int dlb_redis_set(dlb_redis_t *r, const char *key, const char *val, size_t len, int ttl_s,
                   char *errstr, size_t errstr_size);
 
+/** @brief Set field of the hash "<prefix>:<key>" to val, and the hash to
+ *         expire after ttl_s seconds. @returns 0, or DLB_ERR_TRANSIENT. */
+int dlb_redis_hset(dlb_redis_t *r, const char *key, const char *field, const char *val, size_t len,
+                   int ttl_s, char *errstr, size_t errstr_size);
+/** @brief Delete field of the hash "<prefix>:<key>". @returns 0, or
+ *         DLB_ERR_TRANSIENT. */
+int dlb_redis_hdel(dlb_redis_t *r, const char *key, const char *field, char *errstr,
+                   size_t errstr_size);
+
+/* One field of a hash: field is NUL-terminated, val is len bytes.
+ * @returns 0 to go on, or an error (DLB_ERR_NOMEM) that ends the read. */
+typedef int (*dlb_redis_field_cb)(void *opaque, const char *field, const char *val, size_t len);
+
+/** @brief Call cb for every field of the hash "<prefix>:<key>" (none when it
+ *         does not exist).
+ *  @returns 0, DLB_ERR_TRANSIENT, DLB_ERR_INVALID when the hash has more than
+ *           max_fields fields (nothing read), or cb's error. */
+int dlb_redis_hgetall(dlb_redis_t *r, const char *key, size_t max_fields, dlb_redis_field_cb cb,
+                      void *opaque, char *errstr, size_t errstr_size);
+
 #endif

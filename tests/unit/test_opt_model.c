@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "dlbrain_fixture.h"
+#include "opt_dlbrain.h"
 #include "optimizer.h"
 #include "opt_plan.h"
 
@@ -378,7 +379,9 @@ static void test_model_history_floor(void **state)
 }
 
 /* Resizes against what a restart costs (worth_restart in opt_model.c). */
-static int64_t rise_per_sample; /* added to each worker's memory_used per sample */
+static int64_t rise_per_sample;                /* added to each worker's memory_used per sample */
+static const dlb_cluster_view_t *plan_cluster; /* the other jobs, NULL = unknown */
+static dlb_cluster_job_t plan_self;            /* the job's own entry, as the plan left it */
 
 static void plan_with(const mspec_t *spec, const dlb_tuning_t *tun, int64_t max_steps,
                       double wk_cpu, int64_t wk_mem, dlb_plan_t *plan)
@@ -399,6 +402,8 @@ static void plan_with(const mspec_t *spec, const dlb_tuning_t *tun, int64_t max_
                 job.window[i].pods[k].memory_used += (int64_t)i * rise_per_sample;
             }
     in.job = &job;
+    in.cluster = plan_cluster;
+    in.cluster_out = &plan_self;
     memset(plan, 0, sizeof(*plan));
     assert_int_equal(dlb_opt_worker_model(&in, plan), 0);
     unbuild(&job);
@@ -509,6 +514,77 @@ static void test_model_memory_cut_follows_trend(void **state)
     rise_per_sample = 0;
 }
 
+/* The rest of the cluster (opt_cluster.c). EXACT at 100,000 steps left grows
+ * 4 -> 11 alone. While another job waits, a worker must add 0.7 of the speed
+ * per worker (dlbrain.scale.min.gain.busy): worker 5 adds 4 / (4 + 0.35 x 5)
+ * = 0.696 < 0.7, worker 4 adds 4 / 5.4 = 0.741: 4 kept, none given back.
+ * The job's own entry, an entry from after the request and one older than
+ * dlbrain.cluster.stale.seconds do not count. */
+static void test_model_cluster_waiting(void **state)
+{
+    const mspec_t spec[MAX_SPECS] = {EXACT};
+    dlb_cluster_job_t jobs[] = {{.job_uid = "j", .waiting = 1, .time_ms = 0},
+                                {.job_uid = "later", .waiting = 1, .time_ms = 1},
+                                {.job_uid = "gone", .waiting = 1, .time_ms = -86401000},
+                                {.job_uid = "q", .waiting = 1, .time_ms = -86400000}};
+    dlb_cluster_view_t view = {.jobs = jobs, .cnt = 4};
+    const dlb_group_resource_t *g;
+    dlb_plan_t plan;
+
+    (void)state;
+    plan_cluster = &view;
+    plan_with(spec, NULL, 100600, 0, 0, &plan);
+    g = dlb_plan_group(&plan, "worker");
+    assert_true(!g || g->count == 0);
+    assert_non_null(strstr(plan.reason, "1 other jobs wait for room: a worker must add 0.70 of "
+                                        "the speed per worker, not 0.50."));
+    assert_string_equal(plan_self.job_uid, "j");
+    assert_int_equal(plan_self.waiting, 0);
+    fixture_plan_free(&plan);
+    /* q started: it holds cores, nobody waits, and the job grows as alone */
+    jobs[3].waiting = 0;
+    jobs[3].cores = 500;
+    plan_with(spec, NULL, 100600, 0, 0, &plan);
+    assert_non_null(g = dlb_plan_group(&plan, "worker"));
+    assert_int_equal(g->count, 11);
+    assert_null(strstr(plan.reason, "wait for room"));
+    fixture_plan_free(&plan);
+    plan_cluster = NULL;
+}
+
+/* With dlbrain.cluster.cores = 100: the job holds 4 workers x 2 + 2 PS x 16
+ * = 40 cores, q 50; DLRover's rule gives a worker ceil(2 + 1) = 3 cores, so
+ * 10 free cores fit 3 more workers: 7, not 11. With 200 cores all 7 more
+ * fit; an entry past the stale limit holds nothing. */
+static void test_model_cluster_capacity(void **state)
+{
+    const mspec_t spec[MAX_SPECS] = {EXACT};
+    dlb_tuning_t tun = *dlb_opt_tuning(NULL);
+    dlb_cluster_job_t jobs[] = {{.job_uid = "q", .cores = 50, .time_ms = 0},
+                                {.job_uid = "gone", .cores = 900, .time_ms = -86401000}};
+    dlb_cluster_view_t view = {.jobs = jobs, .cnt = 2};
+    const dlb_group_resource_t *g;
+    dlb_plan_t plan;
+
+    (void)state;
+    plan_cluster = &view;
+    tun.cluster_cores = 100;
+    plan_with(spec, &tun, 100600, 2, 4 * GIB, &plan);
+    assert_non_null(g = dlb_plan_group(&plan, "worker"));
+    assert_int_equal(g->count, 7);
+    assert_non_null(strstr(plan.reason, "Cluster: 90 of 100 cores held (this job and 1 others): "
+                                        "7 workers fit, not 11."));
+    assert_true(plan_self.cores == 40);
+    fixture_plan_free(&plan);
+    tun.cluster_cores = 200;
+    plan_with(spec, &tun, 100600, 2, 4 * GIB, &plan);
+    assert_non_null(g = dlb_plan_group(&plan, "worker"));
+    assert_int_equal(g->count, 11);
+    assert_null(strstr(plan.reason, "Cluster:"));
+    fixture_plan_free(&plan);
+    plan_cluster = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -518,6 +594,8 @@ int main(void)
         cmocka_unit_test(test_model_restart_small_gain),
         cmocka_unit_test(test_model_small_cuts_kept),
         cmocka_unit_test(test_model_memory_cut_follows_trend),
+        cmocka_unit_test(test_model_cluster_waiting),
+        cmocka_unit_test(test_model_cluster_capacity),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
