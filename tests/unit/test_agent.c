@@ -4,9 +4,11 @@
  * plans, each id once); schema.registry.url against dlbrain's own registry
  * endpoint (`dlbrain registry`'s server, in-process: binding at open, the
  * registry's ids on the wire, a refused subject, an outage while an unknown
- * id is read). DLB_TEST_BROKERS (a real broker with the topics of env
- * "agenttest", as tests/system/16-agent.sh starts) also runs the aborted
- * transaction check, which the mock cluster cannot (it ignores aborts). */
+ * id is read). DLB_TEST_SR_ALIAS_URL (a registry that also serves plan v2
+ * under id 1008, as 16-agent.sh starts) runs the check that such an id is
+ * resolved through the registry and its plans delivered. DLB_TEST_BROKERS (a real broker with the
+ * topics of env "agenttest", as tests/system/16-agent.sh starts) also runs the aborted transaction
+ * check, which the mock cluster cannot (it ignores aborts). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -696,6 +698,48 @@ static void test_registry(void **state)
     sr_destroy(&s);
 }
 
+/* A plan framed with an id another tool registered plan v2 under (1008, the
+ * alias registry of 16-agent.sh): fetched from the registry, found to be
+ * dlbrain's, delivered; the script checks it was asked for once. */
+static void test_registry_alias(void **state)
+{
+    const char *url = getenv("DLB_TEST_SR_ALIAS_URL");
+    fixture_t *f = *state;
+    const char *uid = "job-registry-alias";
+    const char *kv[] = {"schema.registry.url", url, NULL};
+    dlb_catalog_t *cat;
+    dlb_agent_plan_t *plan;
+    dlb_agent_t *a;
+    rd_kafka_t *rk;
+    char err[512];
+
+    if (!url || !*url)
+        skip();
+    assert_int_equal(dlb_catalog_new(&cat, err, sizeof(err)), 0);
+    assert_int_equal(dlb_catalog_latest(cat, DLB_EV_PLAN)->id, 8);
+    a = open_agent(f->brokers, uid, kv);
+    assert_int_equal(dlb_agent_subscribe_plans(a, NULL, NULL), 0);
+    assert_int_equal(dlb_agent_request_plan(a, DLB_AGENT_STAGE_CREATE, NULL, NULL, 0), 0);
+    assert_int_equal(dlb_agent_flush(a, 20000), 0);
+    rk = txn_producer(f->brokers);
+    assert_null(rd_kafka_begin_transaction(rk));
+    produce_plan_as(rk, cat, uid, "plan-alias-1", 1008);
+    produce_plan_as(rk, cat, uid, "plan-alias-2", 1008);
+    assert_null(rd_kafka_commit_transaction(rk, 30000));
+    for (int i = 1; i <= 2; i++) {
+        char want[32];
+
+        snprintf(want, sizeof(want), "plan-alias-%d", i);
+        assert_int_equal(dlb_agent_poll_plan(a, &plan, 20000), 1);
+        assert_string_equal(plan->plan_id, want);
+        assert_string_equal(plan->job_uid, uid);
+        dlb_agent_plan_destroy(plan);
+    }
+    rd_kafka_destroy(rk);
+    assert_int_equal(dlb_agent_close(a, 10000), 0);
+    dlb_catalog_destroy(cat);
+}
+
 /* What stops an agent from opening: a subject the registry refuses (named
  * with the version and the registry's reason), no registry there, a bad URL,
  * a credentials file that cannot be read; secrets never repeated. */
@@ -764,6 +808,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_callback_plans, setup, teardown),
         cmocka_unit_test_setup_teardown(test_registry, setup, teardown),
         cmocka_unit_test(test_registry_refused),
+        cmocka_unit_test_setup_teardown(test_registry_alias, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
