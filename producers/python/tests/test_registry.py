@@ -60,6 +60,19 @@ def test_bind_writes_the_registrys_ids(dlbrain_registry):
     assert decode(frame, registry=b) == decode(frame)
 
 
+def test_publisher_settings_keys(dlbrain_registry, monkeypatch):
+    # The schema.registry.* keys are the binding's; the rest still go to librdkafka.
+    p = Publisher("127.0.0.1:1", "pyreg", **{"schema.registry.url": dlbrain_registry.url,
+                                             "schema.registry.timeout.ms": 3000, "acks": "all"})
+    assert p.registry is not None and p.registry.env == "pyreg"
+    assert p.registry.wire_id(8) == 8
+    monkeypatch.delenv("DLBRAIN_SCHEMA_REGISTRY_URL", raising=False)
+    assert Publisher("127.0.0.1:1", "pyreg").registry is None  # nothing set anywhere
+    monkeypatch.setenv("DLBRAIN_SCHEMA_REGISTRY_URL", dlbrain_registry.url)
+    assert Publisher("127.0.0.1:1", "pyreg").registry.wire_id(8) == 8
+    assert Publisher("127.0.0.1:1", "pyreg", schema_registry_url="").registry is None
+
+
 def test_refused_subject(dlbrain_registry):
     with pytest.raises(RegistryError) as e:
         RegistryBinding("nope", conf={"url": dlbrain_registry.url})
