@@ -50,6 +50,7 @@ struct dlb_catalog {
     size_t cnt;
     const dlb_schema_entry_t *latest[DLB_EV__CNT];
     char known[96];
+    dlb_catalog_wire_t *wire; /* its wire ids: the process's, or a library's own */
 };
 
 typedef struct source {
@@ -313,8 +314,10 @@ out:
 
 /* ---- wire ids ---------------------------------------------------------- */
 
-/* One process-wide table, as the ids are the registry's, not a catalog's. */
-static struct {
+/* A table of wire ids: the process's (dlb_catalog_wire_install), or one of a
+ * library's own (dlb_catalog_wire_new), as the ids are a registry's, not a
+ * catalog's. */
+struct dlb_catalog_wire {
     pthread_mutex_t lock;
     int32_t (*assigned)[2]; /* {catalog id, wire id} */
     size_t assigned_cnt;
@@ -322,34 +325,37 @@ static struct {
     size_t seen_cnt;
     dlb_catalog_resolve_fn resolve;
     void *opaque;
-} wire = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, NULL, 0, NULL, NULL};
+};
 
-static int32_t wire_of(int32_t id)
+static dlb_catalog_wire_t process_wire = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, NULL, 0, NULL, NULL};
+
+static int32_t wire_of(dlb_catalog_wire_t *w, int32_t id)
 {
-    int32_t w = id;
+    int32_t wid = id;
 
-    pthread_mutex_lock(&wire.lock);
-    for (size_t i = 0; i < wire.assigned_cnt; i++)
-        if (wire.assigned[i][0] == id)
-            w = wire.assigned[i][1];
-    pthread_mutex_unlock(&wire.lock);
-    return w;
+    pthread_mutex_lock(&w->lock);
+    for (size_t i = 0; i < w->assigned_cnt; i++)
+        if (w->assigned[i][0] == id)
+            wid = w->assigned[i][1];
+    pthread_mutex_unlock(&w->lock);
+    return wid;
 }
 
-void dlb_catalog_wire_reset(void)
+static void wire_clear(dlb_catalog_wire_t *w)
 {
-    pthread_mutex_lock(&wire.lock);
-    free(wire.assigned);
-    free(wire.seen);
-    wire.assigned = wire.seen = NULL;
-    wire.assigned_cnt = wire.seen_cnt = 0;
-    wire.resolve = NULL;
-    wire.opaque = NULL;
-    pthread_mutex_unlock(&wire.lock);
+    pthread_mutex_lock(&w->lock);
+    free(w->assigned);
+    free(w->seen);
+    w->assigned = w->seen = NULL;
+    w->assigned_cnt = w->seen_cnt = 0;
+    w->resolve = NULL;
+    w->opaque = NULL;
+    pthread_mutex_unlock(&w->lock);
 }
 
-int dlb_catalog_wire_install(const int32_t (*ids)[2], size_t n, dlb_catalog_resolve_fn resolve,
-                             void *opaque, char *errstr, size_t errstr_size)
+/* Replace what w holds by ids (copied), resolve and opaque. */
+static int wire_set(dlb_catalog_wire_t *w, const int32_t (*ids)[2], size_t n,
+                    dlb_catalog_resolve_fn resolve, void *opaque, char *errstr, size_t errstr_size)
 {
     int32_t(*copy)[2] = n ? malloc(n * sizeof(*copy)) : NULL;
 
@@ -357,45 +363,84 @@ int dlb_catalog_wire_install(const int32_t (*ids)[2], size_t n, dlb_catalog_reso
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     if (n)
         memcpy(copy, ids, n * sizeof(*copy));
-    dlb_catalog_wire_reset();
-    pthread_mutex_lock(&wire.lock);
-    wire.assigned = copy;
-    wire.assigned_cnt = n;
-    wire.resolve = resolve;
-    wire.opaque = opaque;
-    pthread_mutex_unlock(&wire.lock);
+    wire_clear(w);
+    pthread_mutex_lock(&w->lock);
+    w->assigned = copy;
+    w->assigned_cnt = n;
+    w->resolve = resolve;
+    w->opaque = opaque;
+    pthread_mutex_unlock(&w->lock);
     return 0;
 }
 
+void dlb_catalog_wire_reset(void)
+{
+    wire_clear(&process_wire);
+}
+
+int dlb_catalog_wire_install(const int32_t (*ids)[2], size_t n, dlb_catalog_resolve_fn resolve,
+                             void *opaque, char *errstr, size_t errstr_size)
+{
+    return wire_set(&process_wire, ids, n, resolve, opaque, errstr, errstr_size);
+}
+
+int dlb_catalog_wire_new(dlb_catalog_wire_t **out, const int32_t (*ids)[2], size_t n,
+                         dlb_catalog_resolve_fn resolve, void *opaque, char *errstr,
+                         size_t errstr_size)
+{
+    dlb_catalog_wire_t *w;
+    int err;
+
+    *out = NULL;
+    if (!(w = calloc(1, sizeof(*w))))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    pthread_mutex_init(&w->lock, NULL);
+    if ((err = wire_set(w, ids, n, resolve, opaque, errstr, errstr_size))) {
+        dlb_catalog_wire_destroy(w);
+        return err;
+    }
+    *out = w;
+    return 0;
+}
+
+void dlb_catalog_wire_destroy(dlb_catalog_wire_t *w)
+{
+    if (!w || w == &process_wire)
+        return;
+    wire_clear(w);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+}
+
 /* What was learnt of wire_id before: 1 and *cid (0 = not dlbrain's), or 0. */
-static int wire_seen(int32_t wire_id, int32_t *cid)
+static int wire_seen(dlb_catalog_wire_t *w, int32_t wire_id, int32_t *cid)
 {
     int found = 0;
 
-    pthread_mutex_lock(&wire.lock);
-    for (size_t i = 0; i < wire.seen_cnt && !found; i++)
-        if (wire.seen[i][0] == wire_id) {
-            *cid = wire.seen[i][1];
+    pthread_mutex_lock(&w->lock);
+    for (size_t i = 0; i < w->seen_cnt && !found; i++)
+        if (w->seen[i][0] == wire_id) {
+            *cid = w->seen[i][1];
             found = 1;
         }
-    pthread_mutex_unlock(&wire.lock);
+    pthread_mutex_unlock(&w->lock);
     return found;
 }
 
-static void wire_remember(int32_t wire_id, int32_t cid)
+static void wire_remember(dlb_catalog_wire_t *w, int32_t wire_id, int32_t cid)
 {
     int32_t(*slot)[2];
     int32_t known;
 
-    if (wire_seen(wire_id, &known))
+    if (wire_seen(w, wire_id, &known))
         return;
-    pthread_mutex_lock(&wire.lock);
+    pthread_mutex_lock(&w->lock);
     /* Out of memory only costs asking the registry again. */
-    if ((slot = dlb_vec_push((void **)&wire.seen, &wire.seen_cnt, sizeof(*slot)))) {
+    if ((slot = dlb_vec_push((void **)&w->seen, &w->seen_cnt, sizeof(*slot)))) {
         (*slot)[0] = wire_id;
         (*slot)[1] = cid;
     }
-    pthread_mutex_unlock(&wire.lock);
+    pthread_mutex_unlock(&w->lock);
 }
 
 /* The catalog id whose schema equals the registry's text, or 0. */
@@ -416,6 +461,7 @@ static int32_t wire_match(const dlb_catalog_t *cat, const char *json)
 int dlb_catalog_by_wire_id(const dlb_catalog_t *cat, int32_t wire_id,
                            const dlb_schema_entry_t **out, char *errstr, size_t errstr_size)
 {
+    dlb_catalog_wire_t *w = cat->wire;
     dlb_catalog_resolve_fn resolve;
     void *opaque;
     char sub[512], *json = NULL;
@@ -428,15 +474,15 @@ int dlb_catalog_by_wire_id(const dlb_catalog_t *cat, int32_t wire_id,
             *out = &cat->entries[i];
             return 0;
         }
-    pthread_mutex_lock(&wire.lock);
-    resolve = wire.resolve;
-    opaque = wire.opaque;
-    pthread_mutex_unlock(&wire.lock);
+    pthread_mutex_lock(&w->lock);
+    resolve = w->resolve;
+    opaque = w->opaque;
+    pthread_mutex_unlock(&w->lock);
     if (!resolve)
         return dlb_seterr(errstr, errstr_size, DLB_ERR_SCHEMA_ID,
                           "schema id %d is not in the catalog (known: %s)", (int)wire_id,
                           cat->known);
-    if (!wire_seen(wire_id, &cid)) {
+    if (!wire_seen(w, wire_id, &cid)) {
         if ((err = resolve(opaque, wire_id, &json, sub, sizeof(sub)))) {
             /* An outage says nothing of the record: the caller retries
              * (the stream rewinds its batch), nothing is remembered. */
@@ -449,7 +495,7 @@ int dlb_catalog_by_wire_id(const dlb_catalog_t *cat, int32_t wire_id,
             cid = wire_match(cat, json);
             free(json);
         }
-        wire_remember(wire_id, cid);
+        wire_remember(w, wire_id, cid);
     }
     if (cid && (*out = dlb_catalog_by_id(cat, cid)))
         return 0;
@@ -550,7 +596,7 @@ static int add_entry(dlb_catalog_t *cat, const source_t *src, int line, char **f
     if ((err = source_read(src, e->file, &e->json, &len, sub, sizeof(sub))))
         return dlb_seterr(errstr, errstr_size, err == DLB_ERR_NOMEM ? err : DLB_ERR_CONF,
                           CATALOG_FILE ":%d: schema file missing: %s", line, sub);
-    e->wire_id = wire_of((int32_t)id);
+    e->wire_id = wire_of(cat->wire, (int32_t)id);
     if (avro_schema_from_json_length(e->json, len, &e->schema))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, CATALOG_FILE ":%d: %s: %s", line,
                           e->file, avro_strerror());
@@ -656,7 +702,8 @@ static int finish(dlb_catalog_t *cat, char *errstr, size_t errstr_size)
     return 0;
 }
 
-static int load(dlb_catalog_t **out, const source_t *src, char *errstr, size_t errstr_size)
+static int load(dlb_catalog_t **out, const source_t *src, dlb_catalog_wire_t *wire, char *errstr,
+                size_t errstr_size)
 {
     dlb_catalog_t *cat;
     char *text = NULL, *line, *next;
@@ -666,6 +713,7 @@ static int load(dlb_catalog_t **out, const source_t *src, char *errstr, size_t e
     *out = NULL;
     if (!(cat = calloc(1, sizeof(*cat))))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    cat->wire = wire ? wire : &process_wire;
     if ((err = source_read(src, CATALOG_FILE, &text, &len, errstr, errstr_size))) {
         if (err != DLB_ERR_NOMEM)
             err = DLB_ERR_CONF;
@@ -705,13 +753,20 @@ out:
 int dlb_catalog_new(dlb_catalog_t **out, char *errstr, size_t errstr_size)
 {
     const source_t src = {NULL};
-    return load(out, &src, errstr, errstr_size);
+    return load(out, &src, NULL, errstr, errstr_size);
+}
+
+int dlb_catalog_new_wire(dlb_catalog_t **out, dlb_catalog_wire_t *wire, char *errstr,
+                         size_t errstr_size)
+{
+    const source_t src = {NULL};
+    return load(out, &src, wire, errstr, errstr_size);
 }
 
 int dlb_catalog_load_dir(dlb_catalog_t **out, const char *dir, char *errstr, size_t errstr_size)
 {
     const source_t src = {dir};
-    return load(out, &src, errstr, errstr_size);
+    return load(out, &src, NULL, errstr, errstr_size);
 }
 
 const dlb_schema_entry_t *dlb_catalog_by_id(const dlb_catalog_t *cat, int32_t id)

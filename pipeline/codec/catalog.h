@@ -47,9 +47,12 @@ const dlb_schema_entry_t *dlb_catalog_at(const dlb_catalog_t *cat, size_t i);
 
 /* ---- wire ids: an external schema registry ------------------------------
  * A frame's bytes 1-4 are the catalog's id, unless the process bound an
- * external registry (schema.registry.url, schemareg_bind.h): then they are
+ * external registry (schema.registry.url, schemareg_client.h): then they are
  * the ids it assigned, installed here once before any catalog is made, and
- * an id it does not know is asked of the registry through resolve. */
+ * an id it does not know is asked of the registry through resolve. A library
+ * living in someone else's process (the agent) keeps a table of its own
+ * (dlb_catalog_wire_new) and makes its catalogs with it, so two agents bound
+ * to different registries or environments never share ids. */
 
 /** @brief Fetch the schema text the registry holds under wire_id.
  *  @returns 0 (*schema_json malloc'ed), DLB_ERR_NOTFOUND (no such id), or
@@ -65,6 +68,22 @@ int dlb_catalog_wire_install(const int32_t (*ids)[2], size_t n, dlb_catalog_reso
 
 /** @brief Back to the catalog's ids, forgetting what was resolved. */
 void dlb_catalog_wire_reset(void);
+
+typedef struct dlb_catalog_wire dlb_catalog_wire_t;
+
+/** @brief A table of wire ids of its own (ids and resolve as for
+ *         dlb_catalog_wire_install), for dlb_catalog_new_wire(); it must
+ *         outlive every catalog made with it, and opaque must outlive it. */
+int dlb_catalog_wire_new(dlb_catalog_wire_t **out, const int32_t (*ids)[2], size_t n,
+                         dlb_catalog_resolve_fn resolve, void *opaque, char *errstr,
+                         size_t errstr_size);
+
+void dlb_catalog_wire_destroy(dlb_catalog_wire_t *w);
+
+/** @brief dlb_catalog_new() writing and reading the ids of wire (NULL: the
+ *         process's, as dlb_catalog_new()). */
+int dlb_catalog_new_wire(dlb_catalog_t **out, dlb_catalog_wire_t *wire, char *errstr,
+                         size_t errstr_size);
 
 /** @brief The entry a frame with wire_id was written with: an installed id,
  *         one resolved before, or one the resolver fetches now whose schema

@@ -322,13 +322,17 @@ static int bind_one(dlb_srclient_t *c, const char *subject, const dlb_schema_ent
     return 0;
 }
 
-int dlb_srclient_bind(dlb_srclient_t *c, const dlb_catalog_t *cat, const char *env, char *errstr,
-                      size_t errstr_size)
+/* The {catalog id, wire id} of every schema of env's typed topics: looked up
+ * or registered, subject by subject, version by version. */
+static int bind_ids(dlb_srclient_t *c, const dlb_catalog_t *cat, const char *env,
+                    int32_t (**out)[2], size_t *out_cnt, char *errstr, size_t errstr_size)
 {
     size_t n = dlb_catalog_count(cat);
     int32_t(*ids)[2] = calloc(n ? n : 1, sizeof(*ids));
     int err = 0;
 
+    *out = NULL;
+    *out_cnt = 0;
     if (!ids)
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     for (int t = DLB_EV_NONE + 1; t < DLB_EV__CNT && !err; t++) {
@@ -345,9 +349,40 @@ int dlb_srclient_bind(dlb_srclient_t *c, const dlb_catalog_t *cat, const char *e
             err = bind_one(c, subject, e, ++version, &ids[i][1], errstr, errstr_size);
         }
     }
-    if (!err)
-        err =
-            dlb_catalog_wire_install((const int32_t(*)[2])ids, n, resolve, c, errstr, errstr_size);
+    if (err) {
+        free(ids);
+        return err;
+    }
+    *out = ids;
+    *out_cnt = n;
+    return 0;
+}
+
+int dlb_srclient_bind(dlb_srclient_t *c, const dlb_catalog_t *cat, const char *env, char *errstr,
+                      size_t errstr_size)
+{
+    int32_t(*ids)[2];
+    size_t n;
+    int err;
+
+    if ((err = bind_ids(c, cat, env, &ids, &n, errstr, errstr_size)))
+        return err;
+    err = dlb_catalog_wire_install((const int32_t(*)[2])ids, n, resolve, c, errstr, errstr_size);
+    free(ids);
+    return err;
+}
+
+int dlb_srclient_bind_wire(dlb_srclient_t *c, const dlb_catalog_t *cat, const char *env,
+                           dlb_catalog_wire_t **out, char *errstr, size_t errstr_size)
+{
+    int32_t(*ids)[2];
+    size_t n;
+    int err;
+
+    *out = NULL;
+    if ((err = bind_ids(c, cat, env, &ids, &n, errstr, errstr_size)))
+        return err;
+    err = dlb_catalog_wire_new(out, (const int32_t(*)[2])ids, n, resolve, c, errstr, errstr_size);
     free(ids);
     return err;
 }

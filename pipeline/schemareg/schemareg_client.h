@@ -55,6 +55,14 @@ int dlb_srclient_schema(dlb_srclient_t *c, int32_t id, char **schema, char *errs
 int dlb_srclient_bind(dlb_srclient_t *c, const dlb_catalog_t *cat, const char *env, char *errstr,
                       size_t errstr_size);
 
+/** @brief dlb_srclient_bind() into a table of wire ids of the caller's own
+ *         (*out, for dlb_catalog_new_wire()) instead of the process's: what
+ *         a library in another's process does (the agent). c must outlive
+ *         *out, and *out every catalog made with it.
+ *  @returns as dlb_srclient_bind(). */
+int dlb_srclient_bind_wire(dlb_srclient_t *c, const dlb_catalog_t *cat, const char *env,
+                           dlb_catalog_wire_t **out, char *errstr, size_t errstr_size);
+
 /** @brief What a process does at start-up: nothing when conf->sr.url is
  *         empty (*out NULL); else a client bound for conf->env
  *         (dlb_srclient_bind), which the caller destroys after the last

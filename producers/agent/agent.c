@@ -73,14 +73,26 @@ int dlb_agent_abi_version(void)
 
 /* ---- configuration ------------------------------------------------------ */
 
+/* The schema registry's keys: dlbrain's settings of the same names. */
+static const char *const sr_keys[] = {
+    "schema.registry.url",
+    "schema.registry.basic.auth.user.info",
+    "schema.registry.basic.auth.user.info.file",
+    "schema.registry.ssl.ca.location",
+    "schema.registry.timeout.ms",
+};
+
 static void conf_env(dlb_agent_conf_t *c, const char *key, const char *var)
 {
     const char *v = getenv(var);
     char sub[256];
 
-    /* A bad environment value (too long) leaves the default: conf_new cannot fail on it. */
-    if (v && *v)
-        dlb_conf_set(&c->dc, key, v, sub, sizeof(sub));
+    /* A bad environment value (too long) leaves the default: conf_new cannot
+     * fail on it. A registry's is remembered and refused by open, as
+     * running without it would write ids no reader of the platform knows. */
+    if (v && *v && dlb_conf_set(&c->dc, key, v, sub, sizeof(sub)) && !strncmp(key, "schema.", 7) &&
+        !c->env_err[0])
+        snprintf(c->env_err, sizeof(c->env_err), "environment %s: %s", var, sub);
 }
 
 dlb_agent_conf_t *dlb_agent_conf_new(void)
@@ -92,6 +104,13 @@ dlb_agent_conf_t *dlb_agent_conf_new(void)
     dlb_conf_init(&c->dc);
     conf_env(c, "brokers", "DLBRAIN_BROKERS");
     conf_env(c, "env", "DLBRAIN_ENV");
+    conf_env(c, "schema.registry.url", "DLBRAIN_SCHEMA_REGISTRY_URL");
+    conf_env(c, "schema.registry.basic.auth.user.info",
+             "DLBRAIN_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO");
+    conf_env(c, "schema.registry.basic.auth.user.info.file",
+             "DLBRAIN_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO_FILE");
+    conf_env(c, "schema.registry.ssl.ca.location", "DLBRAIN_SCHEMA_REGISTRY_SSL_CA_LOCATION");
+    conf_env(c, "schema.registry.timeout.ms", "DLBRAIN_SCHEMA_REGISTRY_TIMEOUT_MS");
     c->queue_max_messages = 10000;
     c->queue_max_kbytes = 65536;
     c->plans_max = 100;
@@ -163,6 +182,18 @@ int dlb_agent_conf_set(dlb_agent_conf_t *c, const char *key, const char *value, 
         dlb_conf_set(&c->dc, k, value, errstr, size); /* checked above: it cannot refuse */
         return 0;
     }
+    for (size_t i = 0; i < sizeof(sr_keys) / sizeof(sr_keys[0]); i++) {
+        if (strcmp(key, sr_keys[i]))
+            continue;
+        if (!strcmp(key, "schema.registry.url") && *value && strncmp(value, "http://", 7) &&
+            strncmp(value, "https://", 8))
+            return dlb_seterr(errstr, size, DLB_AGENT_ERR_CONF,
+                              "%s: expected an http:// or https:// URL, or empty", key);
+        /* dlbrain's own checks and messages, which never repeat a value */
+        if ((err = dlb_conf_set(&c->dc, key, value, errstr, size)))
+            return err == DLB_ERR_NOMEM ? DLB_AGENT_ERR_NOMEM : DLB_AGENT_ERR_CONF;
+        return 0;
+    }
     for (size_t i = 0; i < sizeof(agent_keys) / sizeof(agent_keys[0]); i++) {
         if (strcmp(key, agent_keys[i].key))
             continue;
@@ -210,6 +241,48 @@ static int conf_copy(dlb_agent_conf_t *dst, const dlb_agent_conf_t *src)
 
 /* ---- open / close ------------------------------------------------------------ */
 
+/* The registry's URL as a log line may show it: credentials written into it
+ * (https://user:password@host/) are masked. */
+static void url_for_log(const char *url, char *out, size_t size)
+{
+    const char *host = strstr(url, "://"), *at, *slash;
+
+    host = host ? host + 3 : url;
+    slash = host + strcspn(host, "/");
+    at = memchr(host, '@', (size_t)(slash - host));
+    if (at)
+        snprintf(out, size, "%.*s***%s", (int)(host - url), url, at);
+    else
+        snprintf(out, size, "%s", url);
+}
+
+/* schema.registry.url: every schema of the environment's typed topics looked
+ * up or registered under <env>.<topic>-value, as dlbrain's own producers do
+ * (dlb_srclient_bind), into a table of this agent's own, which its catalogs
+ * write and read. */
+static int registry_bind(dlb_agent_t *a, char *errstr, size_t errstr_size)
+{
+    dlb_catalog_t *cat = NULL;
+    char sub[1024], shown[600];
+    int err;
+
+    if ((err = dlb_srclient_new(&a->sr, &a->conf.dc.sr, sub, sizeof(sub))) ||
+        (err = dlb_catalog_new(&cat, sub, sizeof(sub))) ||
+        (err = dlb_srclient_bind_wire(a->sr, cat, a->conf.dc.env, &a->wire, sub, sizeof(sub)))) {
+        dlb_catalog_destroy(cat);
+        return dlb_seterr(errstr, errstr_size,
+                          err == DLB_ERR_NOMEM ? DLB_AGENT_ERR_NOMEM : DLB_AGENT_ERR_CONF,
+                          "%s; agent not started", sub);
+    }
+    dlb_catalog_destroy(cat);
+    url_for_log(a->conf.dc.sr.url, shown, sizeof(shown));
+    agent_log(a, DLB_AGENT_LOG_INFO,
+              "schema registry %s: dlbrain's schemas found or registered under "
+              "%s.<topic>-value; writing and reading with its ids",
+              shown, a->conf.dc.env);
+    return 0;
+}
+
 static void agent_free(dlb_agent_t *a)
 {
     if (a->producer)
@@ -218,6 +291,8 @@ static void agent_free(dlb_agent_t *a)
         free(a->reqs[(a->reqs_head + i) % AGENT_REQS_MAX].buf);
     if (a->cat)
         dlb_catalog_destroy(a->cat);
+    dlb_catalog_wire_destroy(a->wire); /* after every catalog made with it */
+    dlb_srclient_destroy(a->sr);       /* after the table that resolves through it */
     dlb_conf_destroy(&a->conf.dc);
     pthread_cond_destroy(&a->plan_ready);
     pthread_cond_destroy(&a->progress);
@@ -296,7 +371,13 @@ dlb_agent_t *dlb_agent_open(const dlb_agent_conf_t *conf, const char *job_uid, c
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         dlb_conf_topic(&a->conf.dc, dlb_event_type_topic(types[i]), a->topics[types[i]],
                        sizeof(a->topics[types[i]]));
-    if (dlb_catalog_new(&a->cat, sub, sizeof(sub))) {
+    if (a->conf.env_err[0]) {
+        dlb_seterr(errstr, errstr_size, DLB_AGENT_ERR_CONF, "%s", a->conf.env_err);
+        goto fail;
+    }
+    if (a->conf.dc.sr.url[0] && registry_bind(a, errstr, errstr_size))
+        goto fail;
+    if (dlb_catalog_new_wire(&a->cat, a->wire, sub, sizeof(sub))) {
         dlb_seterr(errstr, errstr_size, DLB_AGENT_ERR_NOMEM, "schema catalog: %s", sub);
         goto fail;
     }

@@ -14,6 +14,7 @@
 #include "after.h"
 #include "catalog.h"
 #include "conf.h"
+#include "schemareg_client.h"
 /* The public functions are the only ones the shared library exports (it is
  * built with -fvisibility=hidden): their declarations carry the default
  * visibility, which the definitions inherit. */
@@ -25,6 +26,9 @@
 
 /* Plan requests held at once (dlbrain_agent.h says 64). */
 #define AGENT_REQS_MAX 64
+/* How long the plan thread waits before it reads a plan again whose schema id
+ * the registry did not answer for. */
+#define AGENT_SR_RETRY_MS 1000
 /* How long a request waits for the plan subscription to fix its offset. */
 #define AGENT_SUB_WAIT_MS 10000
 /* Plan ids remembered for "each id once"; then the memory starts over. */
@@ -39,6 +43,7 @@ struct dlb_agent_conf {
     long log_interval_ms;
     dlb_agent_log_cb log_cb;
     void *log_opaque;
+    char env_err[512]; /* a DLBRAIN_SCHEMA_REGISTRY_* variable refused: open says so */
 };
 
 /* A plan request waiting for the messages queued before it. */
@@ -79,6 +84,10 @@ struct dlb_agent {
     char nonce[17];
     char topics[DLB_EV__CNT][256];
     dlb_catalog_t *cat; /* under lock: avro-c values are not shared across threads */
+    /* schema.registry.url: the client and the ids it gave, which every
+     * catalog of this agent writes and reads (NULL: the catalog's ids) */
+    dlb_srclient_t *sr;
+    dlb_catalog_wire_t *wire;
 
     pthread_mutex_t lock;
     pthread_cond_t progress; /* a delivery report or a request sent: flush re-checks */

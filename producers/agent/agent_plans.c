@@ -156,30 +156,39 @@ static void deliver(dlb_agent_t *a, dlb_event_t *ev)
     pthread_mutex_unlock(&a->lock);
 }
 
-static void handle(dlb_agent_t *a, const dlb_catalog_t *cat, const rd_kafka_message_t *m)
+/* @returns 1 when m must be read again: its schema id is unknown and the
+ * schema registry did not answer (a plan is never skipped for an outage). */
+static int handle(dlb_agent_t *a, const dlb_catalog_t *cat, const rd_kafka_message_t *m)
 {
     dlb_event_t ev = {0};
     char sub[512], what[768];
+    int err;
 
     if (m->err) {
         if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
             snprintf(what, sizeof(what), "plans: %s", rd_kafka_message_errstr(m));
             warn_throttled(a, what);
         }
-        return;
+        return 0;
     }
     /* Plans are keyed by job uid: another job's are not decoded at all. */
     if (m->key_len != strlen(a->uid) || memcmp(m->key, a->uid, m->key_len))
-        return;
+        return 0;
     if ((int64_t)m->len > a->conf.dc.max_message_bytes) {
         snprintf(what, sizeof(what),
                  "plans: offset %" PRId64 " skipped: %zu bytes, more than message.max.bytes %lld",
                  m->offset, m->len, (long long)a->conf.dc.max_message_bytes);
         warn_throttled(a, what);
-        return;
+        return 0;
     }
-    if (dlb_codec_decode(cat, m->payload, m->len, &ev, sub, sizeof(sub)) ||
-        ev.type != DLB_EV_PLAN) {
+    if ((err = dlb_codec_decode(cat, m->payload, m->len, &ev, sub, sizeof(sub))) ==
+        DLB_ERR_TRANSIENT) {
+        snprintf(what, sizeof(what), "plans: offset %" PRId64 " read again in %d ms: %s", m->offset,
+                 AGENT_SR_RETRY_MS, sub);
+        warn_throttled(a, what);
+        return 1;
+    }
+    if (err || ev.type != DLB_EV_PLAN) {
         snprintf(what, sizeof(what), "plans: offset %" PRId64 " skipped: %s", m->offset,
                  ev.type ? "not a plan" : sub);
         warn_throttled(a, what);
@@ -192,6 +201,44 @@ static void handle(dlb_agent_t *a, const dlb_catalog_t *cat, const rd_kafka_mess
             deliver(a, &ev);
     }
     dlb_event_clear(&ev);
+    return 0;
+}
+
+/* Read m's partition again from m, after AGENT_SR_RETRY_MS (or a stop). */
+static void read_again(dlb_agent_t *a, const rd_kafka_message_t *m)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_error_t *e;
+    struct timespec ts;
+    char what[512];
+
+    if (!l)
+        return;
+    rd_kafka_topic_partition_list_add(l, rd_kafka_topic_name(m->rkt), m->partition)->offset =
+        m->offset;
+    if ((e = rd_kafka_seek_partitions(a->consumer, l, QUERY_MS))) {
+        snprintf(what, sizeof(what), "plans: seek back to offset %" PRId64 ": %s", m->offset,
+                 rd_kafka_error_string(e));
+        warn_throttled(a, what);
+        rd_kafka_error_destroy(e);
+    } else if (l->elems[0].err) {
+        snprintf(what, sizeof(what), "plans: seek back to offset %" PRId64 ": %s", m->offset,
+                 rd_kafka_err2str(l->elems[0].err));
+        warn_throttled(a, what);
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    /* plan_ready (monotonic) is broadcast by agent_plans_stop: a stop ends the wait. */
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += AGENT_SR_RETRY_MS / 1000;
+    ts.tv_nsec += (AGENT_SR_RETRY_MS % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&a->lock);
+    while (!a->plans_stop && pthread_cond_timedwait(&a->plan_ready, &a->lock, &ts) == 0)
+        ;
+    pthread_mutex_unlock(&a->lock);
 }
 
 static void *plans_main(void *arg)
@@ -202,8 +249,9 @@ static void *plans_main(void *arg)
     char sub[512];
     int ready;
 
-    /* A catalog of this thread's own: avro-c values are not shared. */
-    if (dlb_catalog_new(&cat, sub, sizeof(sub))) {
+    /* A catalog of this thread's own (avro-c values are not shared), with
+     * the agent's wire ids. */
+    if (dlb_catalog_new_wire(&cat, a->wire, sub, sizeof(sub))) {
         agent_log(a, DLB_AGENT_LOG_ERROR, "plans: schema catalog: %s; no plans will come", sub);
         cat = NULL;
     }
@@ -217,7 +265,8 @@ static void *plans_main(void *arg)
         rd_kafka_message_t *m = rd_kafka_consumer_poll(a->consumer, 100);
 
         if (m) {
-            handle(a, cat, m);
+            if (handle(a, cat, m))
+                read_again(a, m);
             rd_kafka_message_destroy(m);
         }
     }

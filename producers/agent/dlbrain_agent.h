@@ -105,6 +105,18 @@ dlb_agent_conf_t *dlb_agent_conf_new(void);
  * | `agent.log.level` | `6` | most verbose level given to the log callback (3..7) |
  * | `agent.log.interval.ms` | `10000` | a repeated condition (drops, failed deliveries,
  *   invalid reports) is logged at most once per interval, with a count |
+ * | `schema.registry.url` | `$DLBRAIN_SCHEMA_REGISTRY_URL`, empty | a Confluent-compatible
+ *   schema registry (http:// or https://): dlb_agent_open() looks up or registers dlbrain's
+ *   schemas under `<env>.<topic>-value`, reports carry the ids it gives, plans of other ids are
+ *   resolved through it (once each); empty: the catalog's ids |
+ * | `schema.registry.basic.auth.user.info` | `$DLBRAIN_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO` |
+ *   `user:password` for the registry (a secret: never logged) |
+ * | `schema.registry.basic.auth.user.info.file` |
+ *   `$DLBRAIN_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO_FILE` | a file holding it |
+ * | `schema.registry.ssl.ca.location` | `$DLBRAIN_SCHEMA_REGISTRY_SSL_CA_LOCATION` | CA file
+ *   (PEM) of an https registry; empty: the system's |
+ * | `schema.registry.timeout.ms` | `$DLBRAIN_SCHEMA_REGISTRY_TIMEOUT_MS`, `10000` | one
+ *   request's longest wait (100..600000) |
  * | anything else | | a librdkafka property for both clients (TLS, SASL, `partitioner`, ...) |
  *
  *  @returns 0, DLB_AGENT_ERR_CONF (errstr says why; it never repeats a value),
@@ -122,7 +134,11 @@ void dlb_agent_conf_destroy(dlb_agent_conf_t *conf);
 typedef struct dlb_agent dlb_agent_t;
 
 /** @brief Start an agent for one job. Does not wait for the brokers: reports
- *         made before they answer are queued.
+ *         made before they answer are queued. With `schema.registry.url` it
+ *         does wait for the registry (a request or two per schema version,
+ *         each at most `schema.registry.timeout.ms`), and fails when the
+ *         registry refuses a schema (errstr names subject, version and the
+ *         registry's reason), cannot be reached, or refuses the credentials.
  *  @param conf    copied; NULL means dlb_agent_conf_new()'s defaults
  *  @param job_uid the job's uid (at most DLB_AGENT_UID_MAX characters); the
  *                 key of every message, so one job's events stay in order

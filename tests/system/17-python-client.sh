@@ -16,6 +16,10 @@
 #     kcat's raw copy of Python's messages equals C's for the same events.
 #   read_committed: a plan written in an aborted transaction is never
 #     delivered, to Python's subscriber nor to `dlbrain plans`.
+#   schema.registry.url: a master bound to `dlbrain registry` (started by the
+#     tests' fixture) gets the optimizer's plan; a plan framed with an id only
+#     the registry knows (alias_proxy.py) waits through a registry outage and
+#     is delivered once it is back.
 . "$(dirname "$0")/helpers.sh"
 case $DLBRAIN in /*) ;; *) DLBRAIN=$PWD/$DLBRAIN ;; esac # pytest runs in producers/python
 

@@ -1,9 +1,14 @@
 /* The agent library against librdkafka's in-process mock cluster: its
  * configuration errors, refused reports, a full queue, the order of plan
  * requests, flush, and the plan subscription (read_committed, one job's
- * plans, each id once). DLB_TEST_BROKERS (a real broker with the topics of env
- * "agenttest", as tests/system/16-agent.sh starts) also runs the aborted
- * transaction check, which the mock cluster cannot (it ignores aborts). */
+ * plans, each id once); schema.registry.url against dlbrain's own registry
+ * endpoint (`dlbrain registry`'s server, in-process: binding at open, the
+ * registry's ids on the wire, a refused subject, an outage while an unknown
+ * id is read). DLB_TEST_SR_ALIAS_URL (a registry that also serves plan v2
+ * under id 1008, as 16-agent.sh starts) runs the check that such an id is
+ * resolved through the registry and its plans delivered. DLB_TEST_BROKERS (a real broker with the
+ * topics of env "agenttest", as tests/system/16-agent.sh starts) also runs the aborted transaction
+ * check, which the mock cluster cannot (it ignores aborts). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +24,7 @@
 #include "agent_internal.h"
 #include "codec.h"
 #include "opt_plan.h"
+#include "schemareg.h"
 
 #include <librdkafka/rdkafka_mock.h> /* after rdkafka.h, which agent_internal.h includes */
 
@@ -498,6 +504,297 @@ static void test_callback_plans(void **state)
     assert_int_equal(dlb_agent_close(a, 10000), 0);
 }
 
+/* ---- schema.registry.url -------------------------------------------------
+ * dlbrain's registry endpoint (pipeline/schemareg) serving env ENV: it holds
+ * every schema under the catalog's ids and refuses registrations (read-only),
+ * so an agent of ENV binds by lookup and one of another env is refused. */
+typedef struct sr_server {
+    dlb_catalog_t *cat;
+    dlb_schemareg_t *reg;
+    dlb_schemareg_server_t *srv;
+    int port;
+    char url[64];
+} sr_server_t;
+
+static void sr_start(sr_server_t *s, int port)
+{
+    static const char *const envs[] = {ENV};
+    char err[256];
+    int rc = -1;
+
+    if (!s->reg) {
+        assert_int_equal(dlb_catalog_new(&s->cat, err, sizeof(err)), 0);
+        assert_int_equal(dlb_schemareg_new(&s->reg, s->cat, err, sizeof(err)), 0);
+        assert_int_equal(dlb_schemareg_set_envs(s->reg, envs, 1, err, sizeof(err)), 0);
+    }
+    /* The same port again after a stop: the kernel may hold it a moment. */
+    for (int i = 0; i < 50 && rc; i++) {
+        if ((rc = dlb_schemareg_serve(s->reg, "127.0.0.1", port, &s->srv, &s->port, err,
+                                      sizeof(err))))
+            usleep(100 * 1000);
+    }
+    if (rc)
+        fail_msg("registry: %s", err);
+    snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d", s->port);
+}
+
+static void sr_stop(sr_server_t *s)
+{
+    dlb_schemareg_server_stop(s->srv);
+    s->srv = NULL;
+}
+
+static void sr_destroy(sr_server_t *s)
+{
+    if (s->srv)
+        sr_stop(s);
+    dlb_schemareg_destroy(s->reg);
+    dlb_catalog_destroy(s->cat);
+}
+
+static int32_t frame_id(const void *buf)
+{
+    const unsigned char *b = buf;
+    return (int32_t)((uint32_t)b[1] << 24 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 8 | b[4]);
+}
+
+static int32_t tapped_id;
+
+static void tap_id(const char *topic, const char *key, const void *buf, size_t len, void *opaque)
+{
+    (void)topic;
+    (void)key;
+    (void)opaque;
+    if (len >= 5)
+        tapped_id = frame_id(buf);
+}
+
+/* Wait up to 10 s for a log line holding needle. */
+static int wait_log(const char *needle)
+{
+    for (int i = 0; i < 200; i++) {
+        if (logs_matching(needle))
+            return 1;
+        usleep(50 * 1000);
+    }
+    return 0;
+}
+
+/* A plan framed with another schema id than the catalog's. */
+static void produce_plan_as(rd_kafka_t *rk, const dlb_catalog_t *cat, const char *uid,
+                            const char *plan_id, int32_t id)
+{
+    dlb_event_t ev = {0};
+    dlb_plan_t *p = &ev.u.plan;
+    unsigned char *buf;
+    size_t len;
+    char err[512];
+
+    ev.type = DLB_EV_PLAN;
+    snprintf(p->event_id, sizeof(p->event_id), "%s", plan_id);
+    snprintf(p->plan_id, sizeof(p->plan_id), "%s", plan_id);
+    snprintf(p->job_uid, sizeof(p->job_uid), "%s", uid);
+    snprintf(p->stage, sizeof(p->stage), DLB_STAGE_RUNNING);
+    snprintf(p->optimizer, sizeof(p->optimizer), "test");
+    p->event_time_ms = 1;
+    assert_int_equal(dlb_codec_encode(cat, &ev, (void **)&buf, &len, err, sizeof(err)), 0);
+    buf[1] = (unsigned char)((uint32_t)id >> 24);
+    buf[2] = (unsigned char)((uint32_t)id >> 16);
+    buf[3] = (unsigned char)((uint32_t)id >> 8);
+    buf[4] = (unsigned char)id;
+    assert_int_equal(rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(ENV ".plans"),
+                                       RD_KAFKA_V_KEY(uid, strlen(uid)), RD_KAFKA_V_VALUE(buf, len),
+                                       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END),
+                     0);
+    free(buf);
+    dlb_event_clear(&ev);
+}
+
+/* Bound at open: each schema found under ENV.<topic>-value, reports framed
+ * with the id the registry holds for it, plans read with those ids. While
+ * the registry is down, a plan of an id the agent does not know is read
+ * again, not skipped; once it answers (not one of dlbrain's schemas), the
+ * plan is skipped with the reason and the next one comes. */
+static void test_registry(void **state)
+{
+    const char *const kv[] = {"agent.log.interval.ms", "0", NULL};
+    fixture_t *f = *state;
+    const char *uid = "job-registry";
+    sr_server_t s = {0};
+    dlb_sr_conf_t sc = {.timeout_ms = 2000};
+    dlb_agent_sample_t sample = {.global_step = 1, .speed = 1};
+    dlb_agent_conf_t *c;
+    dlb_srclient_t *cl;
+    dlb_catalog_t *cat;
+    dlb_agent_plan_t *plan;
+    dlb_agent_t *a;
+    rd_kafka_t *rk;
+    char err[1024];
+    int32_t id = 0;
+    int version = 0;
+
+    sr_start(&s, 0);
+    assert_int_equal(dlb_catalog_new(&cat, err, sizeof(err)), 0);
+    c = dlb_agent_conf_new();
+    assert_non_null(c);
+    assert_int_equal(dlb_agent_conf_set(c, "brokers", f->brokers, err, sizeof(err)), 0);
+    assert_int_equal(dlb_agent_conf_set(c, "env", ENV, err, sizeof(err)), 0);
+    assert_int_equal(dlb_agent_conf_set(c, kv[0], kv[1], err, sizeof(err)), 0);
+    assert_int_equal(dlb_agent_conf_set(c, "schema.registry.url", s.url, err, sizeof(err)), 0);
+    assert_int_equal(dlb_agent_conf_set(c, "schema.registry.timeout.ms", "2000", err, sizeof(err)),
+                     0);
+    dlb_agent_conf_set_log_cb(c, log_cb, NULL);
+    a = dlb_agent_open(c, uid, err, sizeof(err));
+    if (!a)
+        fail_msg("open: %s", err);
+    dlb_agent_conf_destroy(c);
+    assert_int_equal(
+        logs_matching("dlbrain's schemas found or registered under " ENV ".<topic>-value"), 1);
+
+    /* A report carries the id the registry gives its schema under its subject. */
+    snprintf(sc.url, sizeof(sc.url), "%s", s.url);
+    assert_int_equal(dlb_srclient_new(&cl, &sc, err, sizeof(err)), 0);
+    assert_int_equal(dlb_srclient_lookup(cl, ENV ".metrics-value",
+                                         dlb_catalog_latest(cat, DLB_EV_RUNTIME)->json, &id,
+                                         &version, err, sizeof(err)),
+                     0);
+    dlb_srclient_destroy(cl);
+    agent_set_tap(a, tap_id, NULL);
+    assert_int_equal(dlb_agent_report_sample(a, &sample), 0);
+    assert_int_equal(tapped_id, id);
+
+    /* Plans framed with the registry's ids are read as before. */
+    assert_int_equal(dlb_agent_subscribe_plans(a, NULL, NULL), 0);
+    assert_int_equal(dlb_agent_request_plan(a, DLB_AGENT_STAGE_CREATE, NULL, NULL, 0), 0);
+    assert_int_equal(dlb_agent_flush(a, 20000), 0);
+    rk = txn_producer(f->brokers);
+    assert_null(rd_kafka_begin_transaction(rk));
+    produce_plan(rk, cat, uid, "plan-sr-1");
+    assert_null(rd_kafka_commit_transaction(rk, 30000));
+    assert_int_equal(dlb_agent_poll_plan(a, &plan, 20000), 1);
+    assert_string_equal(plan->plan_id, "plan-sr-1");
+    dlb_agent_plan_destroy(plan);
+
+    /* The registry goes down; a plan of id 99, which the agent never met. */
+    sr_stop(&s);
+    assert_null(rd_kafka_begin_transaction(rk));
+    produce_plan_as(rk, cat, uid, "plan-sr-99", 99);
+    produce_plan(rk, cat, uid, "plan-sr-2");
+    assert_null(rd_kafka_commit_transaction(rk, 30000));
+    assert_true(
+        wait_log("read again in 1000 ms: schema id 99: the schema registry did not answer"));
+    assert_int_equal(dlb_agent_poll_plan(a, &plan, 1500), 0); /* plan-sr-2 waits behind it */
+    /* It comes back on the same port: id 99 is none of dlbrain's schemas. */
+    sr_start(&s, s.port);
+    assert_int_equal(dlb_agent_poll_plan(a, &plan, 20000), 1);
+    assert_string_equal(plan->plan_id, "plan-sr-2");
+    dlb_agent_plan_destroy(plan);
+    assert_int_equal(logs_matching("skipped: schema id 99 is not one of dlbrain's schemas in the "
+                                   "schema registry"),
+                     1);
+    rd_kafka_destroy(rk);
+    assert_int_equal(dlb_agent_close(a, 10000), 0);
+    dlb_catalog_destroy(cat);
+    sr_destroy(&s);
+}
+
+/* A plan framed with an id another tool registered plan v2 under (1008, the
+ * alias registry of 16-agent.sh): fetched from the registry, found to be
+ * dlbrain's, delivered; the script checks it was asked for once. */
+static void test_registry_alias(void **state)
+{
+    const char *url = getenv("DLB_TEST_SR_ALIAS_URL");
+    fixture_t *f = *state;
+    const char *uid = "job-registry-alias";
+    const char *kv[] = {"schema.registry.url", url, NULL};
+    dlb_catalog_t *cat;
+    dlb_agent_plan_t *plan;
+    dlb_agent_t *a;
+    rd_kafka_t *rk;
+    char err[512];
+
+    if (!url || !*url)
+        skip();
+    assert_int_equal(dlb_catalog_new(&cat, err, sizeof(err)), 0);
+    assert_int_equal(dlb_catalog_latest(cat, DLB_EV_PLAN)->id, 8);
+    a = open_agent(f->brokers, uid, kv);
+    assert_int_equal(dlb_agent_subscribe_plans(a, NULL, NULL), 0);
+    assert_int_equal(dlb_agent_request_plan(a, DLB_AGENT_STAGE_CREATE, NULL, NULL, 0), 0);
+    assert_int_equal(dlb_agent_flush(a, 20000), 0);
+    rk = txn_producer(f->brokers);
+    assert_null(rd_kafka_begin_transaction(rk));
+    produce_plan_as(rk, cat, uid, "plan-alias-1", 1008);
+    produce_plan_as(rk, cat, uid, "plan-alias-2", 1008);
+    assert_null(rd_kafka_commit_transaction(rk, 30000));
+    for (int i = 1; i <= 2; i++) {
+        char want[32];
+
+        snprintf(want, sizeof(want), "plan-alias-%d", i);
+        assert_int_equal(dlb_agent_poll_plan(a, &plan, 20000), 1);
+        assert_string_equal(plan->plan_id, want);
+        assert_string_equal(plan->job_uid, uid);
+        dlb_agent_plan_destroy(plan);
+    }
+    rd_kafka_destroy(rk);
+    assert_int_equal(dlb_agent_close(a, 10000), 0);
+    dlb_catalog_destroy(cat);
+}
+
+/* What stops an agent from opening: a subject the registry refuses (named
+ * with the version and the registry's reason), no registry there, a bad URL,
+ * a credentials file that cannot be read; secrets never repeated. */
+static void test_registry_refused(void **state)
+{
+    sr_server_t s = {0};
+    dlb_agent_conf_t *c;
+    char err[1024], url[64];
+
+    (void)state;
+    sr_start(&s, 0);
+    c = dlb_agent_conf_new();
+    assert_non_null(c);
+    assert_int_equal(dlb_agent_conf_set(c, "brokers", "127.0.0.1:1", err, sizeof(err)), 0);
+    assert_int_equal(dlb_agent_conf_set(c, "env", "nope", err, sizeof(err)), 0);
+    assert_int_equal(dlb_agent_conf_set(c, "schema.registry.url", s.url, err, sizeof(err)), 0);
+    assert_null(dlb_agent_open(c, "job-refused", err, sizeof(err)));
+    assert_non_null(strstr(err, "subject nope.job-events-value, version 1 (job_event.avsc)"));
+    assert_non_null(strstr(err, "read-only"));
+    assert_non_null(strstr(err, "; agent not started"));
+    /* nobody there */
+    sr_stop(&s);
+    assert_null(dlb_agent_open(c, "job-refused", err, sizeof(err)));
+    assert_non_null(strstr(err, "agent not started"));
+    assert_non_null(strstr(err, s.url));
+    /* settings */
+    assert_int_equal(dlb_agent_conf_set(c, "schema.registry.url", "ftp://x", err, sizeof(err)),
+                     DLB_AGENT_ERR_CONF);
+    assert_non_null(strstr(err, "schema.registry.url"));
+    assert_int_equal(dlb_agent_conf_set(c, "schema.registry.timeout.ms", "5", err, sizeof(err)),
+                     DLB_AGENT_ERR_CONF);
+    assert_non_null(strstr(err, "schema.registry.timeout.ms"));
+    assert_int_equal(
+        dlb_agent_conf_set(c, "schema.registry.basic.auth.user.info", "u:s3cr3t", err, sizeof(err)),
+        0);
+    assert_int_equal(dlb_agent_conf_set(c, "schema.registry.basic.auth.user.info.file",
+                                        "/nonexistent/sr-user-info", err, sizeof(err)),
+                     DLB_AGENT_ERR_CONF);
+    assert_non_null(strstr(err, "/nonexistent/sr-user-info"));
+    assert_null(strstr(err, "s3cr3t"));
+    dlb_agent_conf_destroy(c);
+    /* from the environment: a bad one is refused at open, naming the variable */
+    snprintf(url, sizeof(url), "%s", s.url);
+    setenv("DLBRAIN_SCHEMA_REGISTRY_URL", url, 1);
+    setenv("DLBRAIN_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO_FILE", "/nonexistent/sr-user-info", 1);
+    c = dlb_agent_conf_new();
+    assert_non_null(c);
+    assert_null(dlb_agent_open(c, "job-refused", err, sizeof(err)));
+    assert_non_null(strstr(err, "environment DLBRAIN_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO_FILE: "));
+    unsetenv("DLBRAIN_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO_FILE");
+    unsetenv("DLBRAIN_SCHEMA_REGISTRY_URL");
+    dlb_agent_conf_destroy(c);
+    sr_destroy(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -509,6 +806,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_poll_plans, setup, teardown),
         cmocka_unit_test_setup_teardown(test_aborted_plan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_callback_plans, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_registry, setup, teardown),
+        cmocka_unit_test(test_registry_refused),
+        cmocka_unit_test_setup_teardown(test_registry_alias, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,3 +38,76 @@ def brokers():
     if not b:
         pytest.skip("DLBRAIN_BROKERS is not set (run tests/system/17-python-client.sh)")
     return b
+
+
+class Server:
+    """A server process of a test: `dlbrain registry`, or the alias registry
+    in front of it (tests/system/registry/alias_proxy.py); stopped and started
+    again on the same port to play an outage."""
+
+    def __init__(self, argv, port_of, log_path):
+        self.argv, self.port_of, self.log_path = argv, port_of, log_path
+        self.port = 0
+        self.proc = None
+
+    def start(self):
+        import re
+        import subprocess
+        import time
+
+        argv = [a.replace("{port}", str(self.port)) for a in self.argv]
+        log = open(self.log_path, "a")
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.port_of == "stdout":
+                line = self.proc.stdout.readline()
+                if line.strip().isdigit():
+                    self.port = int(line)
+                    return self
+            else:
+                with open(self.log_path) as f:
+                    found = re.findall(self.port_of, f.read())
+                if found:
+                    self.port = int(found[-1])
+                    return self
+                time.sleep(0.1)
+            if self.proc.poll() is not None:
+                break
+        raise RuntimeError(f"{argv[0]} did not start: see {self.log_path}")
+
+    def stop(self):
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(10)
+            self.proc = None
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+
+@pytest.fixture(scope="session")
+def dlbrain_registry(dlbrain, tmp_path_factory):
+    """`dlbrain registry` serving envs dlbrain, pyreg, c2py and py2c (no PostgreSQL)."""
+    log = str(tmp_path_factory.mktemp("registry") / "registry.log")
+    srv = Server([dlbrain, "registry", "-a", "127.0.0.1:0",
+                  "-X", "registry.envs=dlbrain,pyreg,c2py,py2c"],
+                 r"Registry API \(read-only\) on http://127\.0\.0\.1:(\d+)/", log).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def alias_registry(dlbrain_registry, tmp_path):
+    """A registry that also serves plan v2 (catalog id 8) under id 1008, as one
+    where another tool registered it; its log has one line per request."""
+    proxy = os.path.join(REPO, "tests", "system", "registry", "alias_proxy.py")
+    srv = Server([sys.executable, proxy, "{port}", dlbrain_registry.url, "1008", "8"], "stdout",
+                 str(tmp_path / "alias.log")).start()
+    yield srv
+    srv.stop()

@@ -16,6 +16,9 @@ pipeline's topics and nothing reading or writing them but these tests.
    `dlbrain plans` / `dlbrain configs` print what Python published.
 4. read_committed: a plan in an aborted transaction reaches neither
    PlanSubscriber nor `dlbrain plans`.
+5. schema.registry.url: a master bound to `dlbrain registry` gets its plan;
+   a plan of an id only the registry knows waits through a registry outage
+   and is delivered once it is back.
 """
 
 import collections
@@ -33,11 +36,13 @@ from dlbrain_client import (
     ConfigSubscriber,
     PlanSubscriber,
     Publisher,
+    RegistryBinding,
     Reporter,
     decode,
     encode,
     from_json_line,
     normalize,
+    peek,
 )
 from dlbrain_client.catalog import TOPICS
 
@@ -411,3 +416,46 @@ def test_aborted_plan_never_delivered(brokers, dlbrain):
                 plans.wait_for(aborted["trigger_event_id"], timeout=2)
     # And so does C's.
     assert _c_reads(dlbrain, brokers, "plans", uid, 1) == [committed]
+
+
+def test_registry_bound_round_trip(brokers, dlbrain_registry):
+    # A master bound to a schema registry (`dlbrain registry`, started by the
+    # fixture): its events and request carry the registry's ids, the C
+    # optimizer answers, the bound subscriber reads the plan.
+    uid = f"py-sr-{RUN}"
+    t0 = _now_ms()
+    with Reporter(brokers, uid, schema_registry_url=dlbrain_registry.url) as r, \
+            PlanSubscriber(brokers, uid, schema_registry=r.registry) as plans:
+        assert r.registry is not None and plans.registry is r.registry
+        r.report_job(meta={"name": "sr", "user": "ana", "scenario": "ctr"}, state="created",
+                     event_time_ms=t0)
+        req = r.request_plan("job_stage_create", event_time_ms=t0 + 1000)
+        plan = plans.wait_for(req, timeout=120)
+        msg = plans.last_message
+    assert plan["job_uid"] == uid and plan["plan_id"] == f"plan-{req}"
+    assert peek(msg.value()) == r.registry.wire_id(8)  # plan v2, as the registry numbers it
+
+
+def test_registry_outage_holds_the_message(brokers, alias_registry, caplog):
+    # A plan framed with an id only the registry knows (1008: plan v2 under
+    # another id) reaches a bound subscriber while the registry is down: it is
+    # read again, not skipped, and delivered once the registry is back.
+    uid = f"py-sr-out-{RUN}"
+    rec = {"event_id": f"plan-{uid}", "event_time_ms": _now_ms(), "plan_id": f"plan-{uid}",
+           "job_uid": uid, "stage": "job_stage_create",
+           "groups": [{"group": "worker", "count": 2, "resource": {"cpu": 1.0, "memory": GiB}}],
+           "optimizer": "py.test", "reason": "alias", "trigger_event_id": f"{uid}-q"}
+    frame = encode("plan", rec)
+    binding = RegistryBinding("py2c", conf={"url": alias_registry.url, "max.retries": 0})
+    with PlanSubscriber(brokers, uid, env="py2c", schema_registry=binding) as plans:
+        alias_registry.stop()
+        p = Producer({"bootstrap.servers": brokers})
+        p.produce("py2c.plans", key=uid.encode(), value=frame[:1] + (1008).to_bytes(4, "big") + frame[5:])
+        assert p.flush(30) == 0
+        with caplog.at_level("WARNING", logger="dlbrain_client"):
+            assert plans.poll(10) is None  # waiting for the registry, not skipped
+        assert "read again in 1 s: schema id 1008: the schema registry did not answer" in caplog.text
+        alias_registry.start()  # on the same port
+        got = plans.poll(30)
+    assert got == decode(frame)[1]
+    assert alias_registry.log().count("GET /schemas/ids/1008 ") == 1

@@ -24,6 +24,7 @@ from .client import (
 )
 from .codec import DecodeError, decode, encode, from_json_line, normalize, peek, to_json_line
 from .events import EventError
+from .registry import RegistryBinding, RegistryError, RegistryUnavailable
 
 __version__ = "0.1.0"
 
@@ -36,6 +37,9 @@ __all__ = [
     "EventError",
     "PlanSubscriber",
     "Publisher",
+    "RegistryBinding",
+    "RegistryError",
+    "RegistryUnavailable",
     "Reporter",
     "Subscriber",
     "TOPICS",

@@ -55,6 +55,7 @@ class SchemaEntry:
     line: int
     schema: Dict[str, Any]  # the .avsc as JSON, logical types removed
     parsed: Any  # fastavro's parsed schema
+    text: str = ""  # the .avsc as written: what a schema registry is given, as C gives it
 
 
 class Catalog:
@@ -90,13 +91,14 @@ class Catalog:
             if sid in self._by_id:
                 raise CatalogError(f"catalog.tsv:{lineno}: id {sid} given twice")
             try:
-                schema = _strip_logical_types(json.loads(read(fname)))
+                text = read(fname)
+                schema = _strip_logical_types(json.loads(text))
                 # Each file on its own: JobMeta is defined in two files and
                 # both plan versions are dlbrain.Plan.
                 parsed = parse_schema(copy.deepcopy(schema), named_schemas={})
             except (OSError, ValueError) as e:
                 raise CatalogError(f"catalog.tsv:{lineno}: {fname}: {e}") from None
-            self._by_id[sid] = SchemaEntry(sid, typ, fname, lineno, schema, parsed)
+            self._by_id[sid] = SchemaEntry(sid, typ, fname, lineno, schema, parsed, text)
         for sid in sorted(self._by_id):  # ascending: the highest id of a type wins
             e = self._by_id[sid]
             self._newest[e.type] = e

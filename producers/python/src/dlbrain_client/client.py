@@ -19,14 +19,35 @@ import time
 import uuid
 from typing import Any, Callable, Deque, Dict, Iterator, Mapping, Optional, Sequence, Set
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from .catalog import TOPICS, Catalog
 from .codec import DecodeError, decode, encode
+from .registry import RegistryBinding, RegistryUnavailable, pop_settings
 
 log = logging.getLogger("dlbrain_client")
 
 DeliveryCallback = Callable[[Optional[KafkaError], Any], None]
+
+# How long a subscriber waits before it reads again a message whose schema id
+# the registry did not answer for (C's agent: AGENT_SR_RETRY_MS).
+REGISTRY_RETRY_S = 1.0
+
+
+def _binding(env: str, catalog: Optional[Catalog], schema_registry: Optional[RegistryBinding],
+             schema_registry_url: Optional[str], conf: Dict[str, Any]) -> Optional[RegistryBinding]:
+    """The registry a client writes and reads ids with: a binding given, else
+    one made from schema_registry_url, the schema.registry.* keys of conf
+    (taken out of it) and the environment (DLBRAIN_SCHEMA_REGISTRY_*), else
+    None (the catalog's ids)."""
+    settings = pop_settings(conf)
+    if schema_registry is not None:
+        if schema_registry.env != env:
+            raise ValueError(f"schema_registry is bound for env {schema_registry.env}, not {env}")
+        return schema_registry
+    if schema_registry_url is not None:
+        settings["url"] = schema_registry_url
+    return RegistryBinding.from_settings(env, settings, catalog=catalog)
 
 
 class DeliveryError(Exception):
@@ -41,11 +62,18 @@ class Publisher:
     """Publishes events of any type and job to the pipeline's input topics.
 
     ``conf`` entries are librdkafka properties passed through untouched, e.g.
-    ``Publisher(brokers, **{"security.protocol": "SSL"})``.
+    ``Publisher(brokers, **{"security.protocol": "SSL"})``, except the
+    ``schema.registry.*`` keys. With a schema registry (``schema_registry_url``,
+    ``schema.registry.url`` or ``$DLBRAIN_SCHEMA_REGISTRY_URL``, or a
+    RegistryBinding shared with other clients as ``schema_registry``),
+    dlbrain's schemas are looked up or registered there at construction
+    (RegistryError when it refuses one) and frames carry its ids
+    (registry.py).
     """
 
     def __init__(self, brokers: str, env: str = "dlbrain", *, catalog: Optional[Catalog] = None,
-                 **conf: Any):
+                 schema_registry: Optional[RegistryBinding] = None,
+                 schema_registry_url: Optional[str] = None, **conf: Any):
         settings: Dict[str, Any] = {
             "bootstrap.servers": brokers,
             # As the C producer: idempotence keeps per-partition order and drops
@@ -54,6 +82,7 @@ class Publisher:
             "linger.ms": 5,
             "client.id": "dlbrain-python",
         }
+        self.registry = _binding(env, catalog, schema_registry, schema_registry_url, conf)
         settings.update(conf)
         self.env = env
         self.catalog = catalog
@@ -95,7 +124,8 @@ class Publisher:
         rec = dict(record)
         rec.setdefault("event_id", str(uuid.uuid4()))
         rec.setdefault("event_time_ms", _now_ms())
-        frame = encode(event_type, rec, schema_id=schema_id, catalog=self.catalog)
+        frame = encode(event_type, rec, schema_id=schema_id, catalog=self.catalog,
+                       registry=self.registry)
         key = rec["job_uid"].encode("utf-8")
         cb = self._on_delivery(on_delivery)
         extra = {"headers": list(headers)} if headers is not None else {}
@@ -142,7 +172,7 @@ class Reporter(Publisher):
 
     def __init__(self, brokers: str, job_uid: str, env: str = "dlbrain", *,
                  catalog: Optional[Catalog] = None, **conf: Any):
-        super().__init__(brokers, env, catalog=catalog, **conf)
+        super().__init__(brokers, env, catalog=catalog, **conf)  # schema_registry* among conf
         self.job_uid = job_uid
 
     def _send(self, event_type: str, fields: Dict[str, Any], event_id: Optional[str],
@@ -250,11 +280,15 @@ class Subscriber:
     Iterate for ever, or poll(timeout) for the next one (None on timeout), or
     wait_for(request_id, timeout) for the answer to a request. The Kafka
     message of the last event returned is ``last_message`` (raw bytes:
-    ``last_message.value()``)."""
+    ``last_message.value()``). A schema registry is set as for Publisher;
+    an id it does not answer for is not skipped: that message is read again
+    every REGISTRY_RETRY_S."""
 
     def __init__(self, brokers: str, job_uid: Optional[str], env: str, topic: str,
                  event_type: str, *, group_id: Optional[str] = None, from_beginning: bool = True,
-                 all: bool = False, catalog: Optional[Catalog] = None, **conf: Any):
+                 all: bool = False, catalog: Optional[Catalog] = None,
+                 schema_registry: Optional[RegistryBinding] = None,
+                 schema_registry_url: Optional[str] = None, **conf: Any):
         settings: Dict[str, Any] = {
             "bootstrap.servers": brokers,
             # A group of its own, so every subscriber sees every output.
@@ -265,6 +299,7 @@ class Subscriber:
             "auto.offset.reset": "earliest" if from_beginning else "latest",
             "client.id": "dlbrain-python",
         }
+        self.registry = _binding(env, catalog, schema_registry, schema_registry_url, conf)
         settings.update(conf)
         self.job_uid = job_uid
         self.topic = f"{env}.{topic}"
@@ -287,7 +322,9 @@ class Subscriber:
         if self._key is not None and msg.key() is not None and msg.key() != self._key:
             return None  # another job's
         try:
-            typ, rec = decode(msg.value() or b"", catalog=self.catalog)
+            typ, rec = decode(msg.value() or b"", catalog=self.catalog, registry=self.registry)
+        except RegistryUnavailable:
+            raise  # _next reads it again
         except DecodeError as e:
             log.warning("%s offset %d: not a %s (%s); skipped", self.topic, msg.offset(),
                         self.event_type, e)
@@ -310,11 +347,25 @@ class Subscriber:
             wait = 0.2 if deadline is None else max(0.0, min(0.2, deadline - time.monotonic()))
             msg = self._consumer.poll(wait)
             if msg is not None:
-                rec = self._accept(msg)
+                try:
+                    rec = self._accept(msg)
+                except RegistryUnavailable as e:
+                    self._read_again(msg, e, deadline)
+                    rec = None
                 if rec is not None:
                     return rec, msg
             if deadline is not None and time.monotonic() >= deadline:
                 return None
+
+    def _read_again(self, msg: Any, why: Exception, deadline: Optional[float]) -> None:
+        """A registry outage says nothing of the message: back to it, a while later."""
+        log.warning("%s [%d] offset %d: read again in %.0f s: %s", self.topic, msg.partition(),
+                    msg.offset(), REGISTRY_RETRY_S, why)
+        self._consumer.seek(TopicPartition(msg.topic(), msg.partition(), msg.offset()))
+        wait = REGISTRY_RETRY_S
+        if deadline is not None:
+            wait = max(0.0, min(wait, deadline - time.monotonic()))
+        time.sleep(wait)
 
     def poll(self, timeout: Optional[float] = None) -> Optional[Dict[str, Any]]:
         """The next event, waiting at most timeout seconds (None: for ever)."""

@@ -18,12 +18,15 @@ from __future__ import annotations
 import io
 import json
 import struct
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from fastavro import schemaless_reader, schemaless_writer
 
 from .catalog import TOPICS, Catalog, SchemaEntry, default_catalog
 from .events import EventError, string_cap, validate
+
+if TYPE_CHECKING:  # registry.py imports this module
+    from .registry import RegistryBinding
 
 MAGIC = 0
 HEADER = 5
@@ -237,13 +240,16 @@ def normalize(event_type: str, record: Mapping[str, Any], *, schema_id: Optional
 
 
 def encode(event_type: str, record: Mapping[str, Any], *, schema_id: Optional[int] = None,
-           catalog: Optional[Catalog] = None) -> bytes:
+           catalog: Optional[Catalog] = None,
+           registry: Optional["RegistryBinding"] = None) -> bytes:
     """One event as a Confluent frame with the newest schema of its type (or
-    schema_id, an older version of the same type). Raises EventError."""
+    schema_id, an older version of the same type: a catalog id). The frame
+    carries the catalog's id, or the id registry gave the schema. Raises
+    EventError."""
     entry = _entry(event_type, schema_id, catalog)
     rec = _prepare(event_type, entry, record)
     buf = io.BytesIO()
-    buf.write(struct.pack(">BI", MAGIC, entry.id))
+    buf.write(struct.pack(">BI", MAGIC, registry.wire_id(entry.id) if registry else entry.id))
     schemaless_writer(buf, entry.parsed, rec)
     return buf.getvalue()
 
@@ -261,14 +267,18 @@ def peek(frame: bytes) -> int:
 
 
 def decode(frame: bytes, *, catalog: Optional[Catalog] = None,
-           reader_schema_id: Optional[int] = None) -> Tuple[str, Dict[str, Any]]:
-    """(event type, record) of a frame of any catalog id. The record is read
-    with the newest schema of its type (an older writer resolved by Avro's
-    rules: a field it lacks gets its default), or with reader_schema_id (what
-    a reader that knows only an older version sees). Raises DecodeError."""
+           reader_schema_id: Optional[int] = None,
+           registry: Optional["RegistryBinding"] = None) -> Tuple[str, Dict[str, Any]]:
+    """(event type, record) of a frame of any catalog id, or of any id registry
+    knows as one of dlbrain's schemas. The record is read with the newest
+    schema of its type (an older writer resolved by Avro's rules: a field it
+    lacks gets its default), or with reader_schema_id (a catalog id: what a
+    reader that knows only an older version sees). Raises DecodeError
+    (registry.RegistryUnavailable when the registry did not answer for an
+    unknown id)."""
     cat = catalog or default_catalog()
     sid = peek(frame)
-    writer = cat.by_id(sid)
+    writer = cat.by_id(registry.catalog_id(sid) if registry else sid)
     if writer is None:
         known = ", ".join(str(i) for i in cat.ids())
         raise DecodeError(f"schema id {sid} is not in the catalog (known: {known})")
