@@ -13,6 +13,7 @@
 #include "env_registry.h"
 #include "after.h"
 #include "err.h"
+#include "failover.h"
 #include "kafka.h"
 #include "log.h"
 #include "metrics.h"
@@ -56,7 +57,10 @@ typedef struct relay {
      * counts are added once its transaction committed. */
     dlb_series_t *records[3][RELAY_TOPICS];
     int64_t pending[3][RELAY_TOPICS];
-    dlb_series_t *real_env; /* dlbrain_relay_real_environment of r->real */
+    dlb_series_t *real_env;   /* dlbrain_relay_real_environment of r->real */
+    dlb_series_t *switches;   /* dlbrain_relay_switches_total: changes of r->real seen */
+    dlb_failover_t *failover; /* the automatic failover decider (failover.h) */
+    int64_t failover_at;
     dlb_series_t *usable, *assigns, *revokes, *txn_ok, *txn_aborted, *err_kafka;
 } relay_t;
 
@@ -105,6 +109,10 @@ static void metrics_setup(relay_t *r)
     r->txn_ok = dlb_metric_transactions("committed");
     r->txn_aborted = dlb_metric_transactions("aborted");
     r->err_kafka = dlb_metric_errors("kafka");
+    r->switches = dlb_metric_counter("dlbrain_relay_switches_total",
+                                     "Changes of the real environment this relay saw in the "
+                                     "registry (manual promotions and automatic failovers)",
+                                     "", NULL);
 }
 
 /* dlbrain_relay_real_environment{env} is 1 for the environment whose answers
@@ -310,6 +318,8 @@ static int refresh(relay_t *r, int first, char *errstr, size_t size)
     for (size_t i = 0; !changed && i < n; i++)
         changed = strcmp(next[i].name, r->envs[i].name) || next[i].usable != r->envs[i].usable;
     if (strcmp(real, r->real) || first) {
+        if (!first)
+            dlb_metric_add(r->switches, 1);
         if (real[0])
             dlb_info("relay: now forwarding plans and configs of %s (was %s)", real,
                      r->real[0] ? r->real : "none");
@@ -588,6 +598,27 @@ static void batch_poll(relay_t *r)
     }
 }
 
+/* ---- automatic failover ---------------------------------------------------------- */
+
+/* The decider runs in the relay: wherever environments are in use a relay
+ * runs, it holds the registry connection already and is what makes a switch
+ * take effect; every relay competes for the lease, so one decides and
+ * another takes over when its relay dies. A switch is routed at once, not
+ * at the next refresh. Errors are logged: the relay goes on relaying. */
+static void failover_tick(relay_t *r)
+{
+    dlb_failover_tick_t t;
+    char errstr[1024];
+
+    if (registry_open(r, errstr, sizeof(errstr)) ||
+        dlb_failover_tick(r->failover, r->pg, &t, errstr, sizeof(errstr))) {
+        dlb_warn("failover: %s; deciding again in %d ms", errstr, r->conf->failover.check_ms);
+        return;
+    }
+    if (t.switched)
+        r->refresh_at = 0;
+}
+
 /* ---- life cycle ------------------------------------------------------------------ */
 
 static int producer_start(relay_t *r, char *errstr, size_t size)
@@ -651,6 +682,8 @@ static int setup(relay_t *r, char *errstr, size_t size)
         (err = dlb_kafka_consumer_new_cb(r->conf, r->group, NULL, rebalance_cb, r, &r->consumer,
                                          errstr, size)))
         return err;
+    if ((err = dlb_failover_new(r->conf, "relay", &r->failover, errstr, size)))
+        return err;
     dlb_info("relay: group %s, front %s.* at %s, registry re-read every %d ms", r->group,
              r->conf->env, r->conf->brokers, r->conf->relay_refresh_ms);
     return refresh(r, 1, errstr, size);
@@ -664,6 +697,7 @@ static void teardown(relay_t *r)
         rd_kafka_destroy(r->consumer);
     }
     producer_stop(r);
+    dlb_failover_destroy(r->failover, r->pg);
     if (r->pg)
         PQfinish(r->pg);
     free(r->batch);
@@ -679,8 +713,13 @@ int dlb_relay_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_strea
     if ((err = setup(&r, errstr, errstr_size)))
         goto out;
     r.refresh_at = dlb_clock_mono_ms() + conf->relay_refresh_ms;
+    r.failover_at = dlb_clock_mono_ms();
     while (!*stop) {
         dlb_metrics_beat();
+        if (dlb_clock_mono_ms() >= r.failover_at) {
+            failover_tick(&r);
+            r.failover_at = dlb_clock_mono_ms() + conf->failover.check_ms;
+        }
         if (dlb_clock_mono_ms() >= r.refresh_at) {
             if ((err = refresh(&r, 0, errstr, errstr_size)))
                 goto out;
