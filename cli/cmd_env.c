@@ -21,6 +21,7 @@
 #include "err.h"
 #include "kafka.h"
 #include "log.h"
+#include "switch_mark.h"
 
 #define ADMIN_TIMEOUT_MS 30000
 
@@ -497,19 +498,35 @@ static int act_promote(const cli_args_t *a, const dlb_conf_t *conf)
 {
     PGconn *pg = NULL;
     char errstr[1024], was[DLB_ENV_NAME_MAX + 1];
-    int rc = 1;
+    int64_t id = 0;
+    int rc = 1, written;
 
     if (reg_open(a, conf, &pg))
         return 1;
-    if (dlb_env_promote(pg, a->pos[0], !a->opt['P'], by_user(), was, sizeof(was), NULL, errstr,
+    if (dlb_env_promote(pg, a->pos[0], !a->opt['P'], by_user(), was, sizeof(was), &id, errstr,
                         sizeof(errstr))) {
         fprintf(stderr, "env promote: %s\n", errstr);
         goto out;
     }
-    printf("environment %s is real%s%s%s; relays forward its plans within relay.refresh.ms%s\n",
-           a->pos[0], was[0] ? " (" : "", was, was[0] ? " is virtual now)" : "",
+    printf("environment %s is real%s%s%s%s\n", a->pos[0], was[0] ? " (" : "", was,
+           was[0] ? " is virtual now)" : "",
            a->opt['P'] ? "" : "; pinned: automatic failover off until 'dlbrain env unpin'");
     rc = 0;
+    if (!id)
+        goto out;
+    /* The switch takes effect at the front at its markers: the requests
+     * after them in each partition are the new real one's to answer. */
+    if (dlb_switch_mark(conf, pg, id, a->pos[0], &written, errstr, sizeof(errstr)))
+        fprintf(stderr,
+                "env promote: switch %lld committed, but its markers are not in %s.* yet (%s): "
+                "the relay that decides failover writes them within %d s; until then %s answers "
+                "the front\n",
+                (long long)id, conf->env, errstr, 10 + conf->failover.check_ms / 1000,
+                was[0] ? was : "no environment");
+    else
+        printf("switch %lld marked in %d partition(s) of %s.*: the requests after the markers "
+               "are %s's to answer\n",
+               (long long)id, written, conf->env, a->pos[0]);
 out:
     PQfinish(pg);
     return rc;

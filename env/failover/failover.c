@@ -16,8 +16,15 @@
 #include "log.h"
 #include "metrics.h"
 #include "store_pg_conn.h"
+#include "switch_mark.h"
+
+/* A switch the process that made it has not marked in this long gets its
+ * markers from the decider (env promote writes its own at once; one that
+ * failed, or died in between, leaves them to the decider). */
+#define MARK_GRACE_MS 10000
 
 struct dlb_failover {
+    const dlb_conf_t *conf; /* the front: conf->env */
     dlb_failover_policy_t policy;
     int64_t lease_ms;
     char holder[128];
@@ -37,6 +44,7 @@ int dlb_failover_new(const dlb_conf_t *conf, const char *role, dlb_failover_t **
     *out = NULL;
     if (!f)
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    f->conf = conf;
     f->policy.window_ms = (int64_t)conf->failover.window_s * 1000;
     f->policy.min_jobs = conf->failover.min_jobs;
     f->policy.threshold = conf->failover.threshold;
@@ -168,6 +176,39 @@ static char *switch_detail(const dlb_failover_t *f, const dlb_failover_figures_t
     return s;
 }
 
+/* Write the markers of switch id (env became real) into the front's topics. */
+static int mark(dlb_failover_t *f, PGconn *pg, int64_t id, const char *env, char *errstr,
+                size_t size)
+{
+    int written, err;
+
+    if ((err = dlb_switch_mark(f->conf, pg, id, env, &written, errstr, size)))
+        return err;
+    dlb_info("failover: switch %" PRId64 " (%s real) marked in %d partition(s) of %s.*", id, env,
+             written, f->conf->env);
+    return 0;
+}
+
+/* The newest switch, when it is older than the grace and the front holds no
+ * marker of it. */
+static int mark_missing(dlb_failover_t *f, PGconn *pg, const dlb_env_roles_t *roles, char *errstr,
+                        size_t size)
+{
+    int64_t marked;
+    int err;
+
+    if (!roles->last_switch_id || roles->now_ms - roles->last_switch_ms < MARK_GRACE_MS)
+        return 0;
+    if ((err = dlb_env_mark_last(pg, f->conf->env, &marked, errstr, size)))
+        return err;
+    if (marked >= roles->last_switch_id)
+        return 0;
+    dlb_warn("failover: switch %" PRId64 " (%s real) has no markers in %s.* after %d s; writing "
+             "them",
+             roles->last_switch_id, roles->last_switch_env, f->conf->env, MARK_GRACE_MS / 1000);
+    return mark(f, pg, roles->last_switch_id, roles->last_switch_env, errstr, size);
+}
+
 int dlb_failover_tick(dlb_failover_t *f, PGconn *pg, dlb_failover_tick_t *out, char *errstr,
                       size_t errstr_size)
 {
@@ -192,7 +233,8 @@ int dlb_failover_tick(dlb_failover_t *f, PGconn *pg, dlb_failover_tick_t *out, c
     if (!held)
         return 0;
     out->leader = 1;
-    if ((err = dlb_env_roles_get(pg, &roles, errstr, errstr_size)))
+    if ((err = dlb_env_roles_get(pg, &roles, errstr, errstr_size)) ||
+        (err = mark_missing(f, pg, &roles, errstr, errstr_size)))
         return err;
     st.has_real = roles.real[0] != '\0';
     st.has_standby = roles.standby[0] != '\0';
@@ -238,7 +280,8 @@ int dlb_failover_tick(dlb_failover_t *f, PGconn *pg, dlb_failover_tick_t *out, c
     dlb_metric_add(f->m_switches, 1);
     dlb_warn("failover: switched %s -> %s (switch %" PRId64 "): %s", out->was, out->now,
              out->switch_id, reason);
-    return 0;
+    /* Failing here leaves the markers to the next ticks' mark_missing(). */
+    return mark(f, pg, out->switch_id, out->now, errstr, errstr_size);
 }
 
 void dlb_failover_destroy(dlb_failover_t *f, PGconn *pg)

@@ -7,7 +7,9 @@
  * its optimizer stored from its input stream), asks the policy
  * (failover_policy.h), and when it trips makes the switch in one registry
  * transaction that checks everything again (dlb_env_failover_switch), with
- * the reason and the figures in the history, a log line and metrics. */
+ * the reason and the figures in the history, a log line and metrics; then
+ * it writes the switch's markers into the front's topics (switch_mark.h), and
+ * those of any switch left unmarked by the process that made it. */
 #ifndef DLB_FAILOVER_H
 #define DLB_FAILOVER_H
 
@@ -29,7 +31,8 @@ typedef struct dlb_failover_tick {
     int64_t switch_id; /* the promote row of the switch */
 } dlb_failover_tick_t;
 
-/** @brief A decider with conf's env.failover.* settings; role names the
+/** @brief A decider with conf's env.failover.* settings for the front
+ *         conf->env (conf must outlive it); role names the
  *         process in the lease holder ("relay@host:pid:start").
  *  @returns 0 or DLB_ERR_NOMEM. */
 int dlb_failover_new(const dlb_conf_t *conf, const char *role, dlb_failover_t **out, char *errstr,

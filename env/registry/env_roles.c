@@ -48,6 +48,7 @@ int dlb_env_roles_get(PGconn *pg, dlb_env_roles_t *out, char *errstr, size_t err
     out->last_switch_id = strtoll(PQgetvalue(res, 0, 6), NULL, 10);
     out->last_switch_ms = strtoll(PQgetvalue(res, 0, 7), NULL, 10);
     out->now_ms = strtoll(PQgetvalue(res, 0, 8), NULL, 10);
+    snprintf(out->last_switch_env, sizeof(out->last_switch_env), "%s", PQgetvalue(res, 0, 9));
     PQclear(res);
     return 0;
 }
@@ -260,4 +261,31 @@ out:
     PQclear(res);
     dlb_pg_conn_rollback(pg);
     return err;
+}
+
+int dlb_env_mark_record(PGconn *pg, const char *env, const char *detail, char *errstr,
+                        size_t errstr_size)
+{
+    /* Not a change of the registry: no lock, one statement. */
+    return dlb_env_reg_history_add(pg, "mark", env, "$4::jsonb", (const char *const[]){detail}, 1,
+                                   NULL, errstr, errstr_size);
+}
+
+int dlb_env_mark_last(PGconn *pg, const char *front, int64_t *switch_id, char *errstr,
+                      size_t errstr_size)
+{
+    const char *values[1] = {front};
+    PGresult *res;
+    int err;
+
+    *switch_id = 0;
+    if ((err =
+             dlb_env_reg_exec(pg,
+                              "SELECT COALESCE(max((detail->>'switch')::bigint), 0) FROM " S
+                              "env_history WHERE action = 'mark' AND detail->>'front' = $1",
+                              1, values, &res, "reading the switch markers", errstr, errstr_size)))
+        return err;
+    *switch_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return 0;
 }

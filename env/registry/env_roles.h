@@ -26,7 +26,8 @@ typedef struct dlb_env_roles {
     int lease_live;         /* lease_until is in the future (the database's clock) */
     int64_t last_switch_id; /* the newest promote row; 0 = none */
     int64_t last_switch_ms;
-    int64_t now_ms; /* the database's clock when read */
+    char last_switch_env[DLB_ENV_NAME_MAX + 1]; /* whom it promoted */
+    int64_t now_ms;                             /* the database's clock when read */
 } dlb_env_roles_t;
 
 /** @brief Read the roles. */
@@ -70,5 +71,16 @@ int dlb_env_failover_switch(PGconn *pg, const char *holder, const char *expect_r
                             int64_t cooldown_ms, const char *detail, char *now_real,
                             size_t now_real_size, int64_t *switch_id, char *errstr,
                             size_t errstr_size);
+
+/** @brief Record where the markers of a switch went (switch_mark.h): a
+ *         "mark" row naming env, detail a JSON object (switch, front,
+ *         offsets). */
+int dlb_env_mark_record(PGconn *pg, const char *env, const char *detail, char *errstr,
+                        size_t errstr_size);
+
+/** @brief The newest switch whose markers front holds (a mark row with that
+ *         front), 0 when none. */
+int dlb_env_mark_last(PGconn *pg, const char *front, int64_t *switch_id, char *errstr,
+                      size_t errstr_size);
 
 #endif
