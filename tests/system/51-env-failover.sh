@@ -29,7 +29,10 @@ wait_for() {
     done
 }
 real_is() { [ "$(env_cli list | awk '$2 == "real" {print $1}')" = "$1" ]; }
-history_actions() { env_cli history | awk 'NR > 1 {print $4, $5}' | paste -sd'|'; }
+# the history's actions and names, without the mark rows (checked at the end)
+history_actions() { env_cli history | awk 'NR > 1 && $4 != "mark" {print $4, $5}' | paste -sd'|'; }
+# promote_row NAME: NAME's newest promote row
+promote_row() { env_cli history "$1" | awk '$4 == "promote"' | tail -n 1; }
 
 # ---- standby ------------------------------------------------------------------------
 env_cli create blue --real --optimizer-set dlrover >/dev/null || fail "env create blue"
@@ -67,16 +70,28 @@ sys_start_optimizer blue -c "$SYS_DIR/blue.conf"
 sys_start_optimizer green -c "$SYS_DIR/green.conf"
 fo=(-X env.failover.window.s=120 -X env.failover.min.jobs=4 -X env.failover.threshold=0.5
     -X env.failover.cooldown.s=$cooldown -X env.failover.check.ms=300 -X env.failover.lease.s=3)
-# start_relay NAME: a relay logging to NAME.log, metrics on a free port
+declare -A relay_pid
+# start_relay NAME: a relay logging to NAME.log (appended), metrics on a free
+# port; a static group member (NAME), so that one restarted after kill -9
+# takes its partitions back at once instead of after a rebalance, and a short
+# session for the partitions of one that stays away
 start_relay() {
     "$DLBRAIN" relay -v -X relay.refresh.ms=300 -X consumer.poll.ms=100 "${fo[@]}" \
-        -X metrics.port=0 -X metrics.address=127.0.0.1 >/dev/null 2>"$SYS_DIR/$1.log" &
+        -X group.instance.id="$1" -X session.timeout.ms=3000 -X heartbeat.interval.ms=500 \
+        -X metrics.port=0 -X metrics.address=127.0.0.1 >/dev/null 2>>"$SYS_DIR/$1.log" &
     SYS_PIDS+=($!)
+    relay_pid[$1]=$!
+}
+# kill_relay NAME: kill -9, and forget it
+kill_relay() {
+    local pid=${relay_pid[$1]} i
+    kill -KILL "$pid"
+    wait "$pid" 2>/dev/null || true
+    for i in "${!SYS_PIDS[@]}"; do [ "${SYS_PIDS[$i]}" = "$pid" ] && unset "SYS_PIDS[$i]"; done
+    return 0
 }
 start_relay relay1
-relay1_pid=${SYS_PIDS[-1]}
 start_relay relay2
-relay2_pid=${SYS_PIDS[-1]}
 sys_metrics_url relay1
 url1=$url
 sys_metrics_url relay2
@@ -87,14 +102,13 @@ wait_for 30 "a relay to take the lease" grep -q "failover: took the lease" "$SYS
 sleep 2
 expect_eq "relays holding the lease" 1 "$(leaders)"
 if [ "$(metric "$url1" dlbrain_failover_leader)" = 1 ]; then
-    leader=relay1 leader_pid=$relay1_pid other=relay2 other_url=$url2
+    leader=relay1 other=relay2 other_url=$url2
 else
-    leader=relay2 leader_pid=$relay2_pid other=relay1 other_url=$url1
+    leader=relay2 other=relay1 other_url=$url1
 fi
 ok "one relay of two decides ($leader)"
-kill -KILL "$leader_pid"
-wait "$leader_pid" 2>/dev/null || true
-for i in "${!SYS_PIDS[@]}"; do [ "${SYS_PIDS[$i]}" = "$leader_pid" ] && unset "SYS_PIDS[$i]"; done
+kill_relay "$leader"
+: >"$SYS_DIR/$leader.log"
 wait_for 30 "$other to take the lease over" grep -q "failover: took the lease" "$SYS_DIR/$other.log"
 expect_eq "$other leads" 1 "$(metric "$other_url" dlbrain_failover_leader)"
 ok "the lease moved to $other after $leader was killed (-9)"
@@ -138,13 +152,13 @@ grep -q "failover: switched blue -> green" "$SYS_DIR/$other.log" || fail "no swi
 grep -q "failover: switched" "$SYS_DIR/$leader.log" && fail "the relay without the lease switched too"
 wait_for 30 "the relays to forward green" grep -q "now forwarding plans and configs of green (was blue)" "$SYS_DIR/$leader.log"
 expect_eq "history of the failover" "demote blue|promote green" \
-    "$(env_cli history | awk 'NR > 1 {print $4, $5}' | tail -n 2 | paste -sd'|')"
-detail=$(env_cli history green | tail -n 1)
+    "$(history_actions | tr '|' '\n' | tail -n 2 | paste -sd'|')"
+detail=$(promote_row green)
 grep -q '"cause": "failover"' <<<"$detail" || fail "promote row: $detail"
 grep -q '"jobs": 7' <<<"$detail" && grep -q '"failed": 4' <<<"$detail" ||
     fail "the promote row lacks the figures: $detail"
 grep -q '4 of 7 jobs failed (57.1 %)' <<<"$detail" || fail "the promote row lacks the reason: $detail"
-expect_eq "by" failover "$(env_cli history green | tail -n 1 | awk '{print $6}')"
+expect_eq "by" failover "$(promote_row green | awk '{print $6}')"
 expect_eq "green real and no longer the standby" "blue virtual -|green real -|red virtual -" \
     "$(env_cli list | awk 'NR > 1 {print $1, $2, $NF}' | paste -sd'|')"
 env_cli show blue | grep -q '^failover: *off: no standby' || fail "env show after the failover"
@@ -178,7 +192,102 @@ ok "pinned by env promote: 5 failed jobs of red do not switch"
 env_cli unpin | grep -q unpinned || fail "env unpin"
 wait_for 30 "the failover red -> green after unpin" real_is green
 expect_eq "history from the manual promotion" "demote blue|promote red|unpin red|demote red|promote green" \
-    "$(env_cli history | awk 'NR > 1 {print $4, $5}' | grep -v standby | tail -n 5 | paste -sd'|')"
+    "$(history_actions | tr '|' '\n' | grep -v standby | tail -n 5 | paste -sd'|')"
 env_cli history red | awk '$4 == "promote"' | tail -n 1 | grep -q '"pinned": true' ||
     fail "the manual promote row does not record the pin"
 ok "env unpin: red's failures switch red -> green"
+
+# ---- exactly once at the front across ten switches -------------------------------------
+# A steady load of plan requests at the front while environments switch, five
+# times by hand and five times by the policy, with the relays killed (-9) in
+# between; then every request must have been answered at the front exactly once,
+# by the environment of the newest switch marker before it in its partition.
+for r in relay1 relay2; do kill_relay $r; done
+fo=(-X env.failover.window.s=120 -X env.failover.min.jobs=4 -X env.failover.threshold=0.5
+    -X env.failover.cooldown.s=5 -X env.failover.check.ms=300 -X env.failover.lease.s=3)
+start_relay relay1
+start_relay relay2
+env_cli standby --clear >/dev/null
+jobs=(lj1 lj2 lj3 lj4 lj5 lj6)
+for j in "${jobs[@]}"; do
+    printf '{"type":"job_event","event_id":"%s-c","event_time_ms":%d,"job_uid":"%s","meta":{"name":"%s","user":"u","group":"g","app":"a","cluster":"c1","namespace":"ml","scenario":"s9","framework":"tensorflow"},"state":"created"}\n' \
+        "$j" "$(date +%s%3N)" "$j" "$j"
+done >"$SYS_DIR/load-jobs.jsonl"
+"$DLBRAIN" emit --strict -q "$SYS_DIR/load-jobs.jsonl" || fail "emit the load's jobs"
+# the load: 6 requests (one per job) a round, until load.stop exists
+: >"$SYS_DIR/sent"
+(
+    n=0
+    while [ ! -e "$SYS_DIR/load.stop" ]; do
+        n=$((n + 1))
+        now=$(date +%s%3N)
+        for k in "${!jobs[@]}"; do
+            printf '{"type":"plan_request","event_id":"ld%d-%d","event_time_ms":%d,"job_uid":"%s","stage":"job_stage_create"}\n' \
+                "$n" "$k" "$now" "${jobs[$k]}"
+        done >"$SYS_DIR/load.jsonl"
+        "$DLBRAIN" emit --strict -q "$SYS_DIR/load.jsonl" || exit 1
+        for k in "${!jobs[@]}"; do echo "ld$n-$k"; done >>"$SYS_DIR/sent"
+        sleep 0.2
+    done
+) &
+load_pid=$!
+manual() { # manual ENV: env promote ENV --no-pin, checked
+    env_cli promote "$1" --no-pin >"$SYS_DIR/promote.out" 2>&1 || fail "env promote $1: $(cat "$SYS_DIR/promote.out")"
+    grep -q "switch [0-9]* marked in $((5 * parts)) partition(s) of dlbrain" "$SYS_DIR/promote.out" ||
+        fail "env promote $1 wrote no markers: $(cat "$SYS_DIR/promote.out")"
+    real_is "$1" || fail "$1 is not real after env promote"
+    sleep 2
+}
+auto() { # auto FROM TO TAG: TO standby, FROM's jobs fail after the cool-down, TO real
+    env_cli standby "$2" >/dev/null || fail "env standby $2"
+    sleep 6
+    real_is "$1" || fail "switched away from $1 before its jobs failed"
+    finish "$3" 4 failed
+    wait_for 60 "the failover $1 -> $2" real_is "$2"
+    sleep 2
+}
+switches0=$(sys_sql "SELECT count(*) FROM dlbrain_registry.env_history WHERE action = 'promote'")
+manual blue
+kill_relay relay1
+lines=$(wc -l <"$SYS_DIR/relay1.log")
+start_relay relay1
+# the stamps of its partitions come back from the offsets the group committed
+restamped() { tail -n +$((lines + 1)) "$SYS_DIR/relay1.log" | grep -q "(switch [1-9][0-9]*, as committed)"; }
+wait_for 30 "the restarted relay to read its stamps from the committed offsets" restamped
+manual green
+auto green blue c3
+kill_relay relay2; start_relay relay2
+manual red
+auto red green c5
+manual blue
+kill_relay relay1; start_relay relay1
+auto blue red c7
+manual green
+kill_relay relay2; start_relay relay2
+auto green blue c9
+manual red
+touch "$SYS_DIR/load.stop"
+wait "$load_pid" || fail "the load generator failed"
+expect_eq "switches in this part" 10 \
+    "$(($(sys_sql "SELECT count(*) FROM dlbrain_registry.env_history WHERE action = 'promote'") - switches0))"
+expect_eq "of them automatic" 4 \
+    "$(sys_sql "SELECT count(*) FROM (SELECT * FROM dlbrain_registry.env_history WHERE action = 'promote' ORDER BY id DESC LIMIT 10) h WHERE detail->>'cause' = 'failover'")"
+sent=$(wc -l <"$SYS_DIR/sent")
+ok "$sent requests sent through 10 switches (6 manual, 4 by the policy) and 4 relay kills"
+
+# front_dump TOPIC FILE: the whole topic, as env_switch_check.py reads it
+front_dump() { kcat -C -b "$DLBRAIN_BROKERS" -t "$1" -e -q -f '%p %o %S %h\n%s' >"$2"; }
+front_plans() { kcat -C -b "$DLBRAIN_BROKERS" -t dlbrain.plans -e -q -f '%o\n' | wc -l; }
+wait_for 120 "every request answered at the front" bash -c "[ \$(kcat -C -b '$DLBRAIN_BROKERS' -t dlbrain.plans -e -q -f '%o\n' | wc -l) -ge $sent ]"
+sleep 5 # a duplicate would show up by now: the relays forward within a batch
+front_dump dlbrain.plan-requests "$SYS_DIR/requests.dump"
+front_dump dlbrain.plans "$SYS_DIR/plans.dump"
+sys_sql "SELECT detail FROM dlbrain_registry.env_history WHERE action = 'mark' ORDER BY id" >"$SYS_DIR/marks.jsonl"
+python3 "$SYS_TOP/tests/system/env_switch_check.py" "$SYS_DIR/requests.dump" "$SYS_DIR/plans.dump" \
+    "$SYS_DIR/marks.jsonl" "$SYS_DIR/sent" >"$SYS_DIR/check.out" || fail "exactly once at the front: $(cat "$SYS_DIR/check.out")"
+ok "every request answered at the front exactly once, by the environment of its partition's newest marker: $(head -n 1 "$SYS_DIR/check.out")"
+expect_eq "promote rows without a mark row" 0 \
+    "$(sys_sql "SELECT count(*) FROM dlbrain_registry.env_history p WHERE action = 'promote' AND NOT EXISTS (SELECT 1 FROM dlbrain_registry.env_history m WHERE m.action = 'mark' AND (m.detail->>'switch')::bigint = p.id)")"
+expect_eq "automatic switches closer than the cool-down to the switch before" 0 \
+    "$(sys_sql "SELECT count(*) FROM (SELECT detail->>'cause' AS cause, at - lag(at) OVER (ORDER BY id) AS gap FROM dlbrain_registry.env_history WHERE action = 'promote') h WHERE cause = 'failover' AND gap < interval '5 s'")"
+ok "every switch is marked in the history; no automatic switch inside the cool-down"
