@@ -291,3 +291,11 @@ expect_eq "promote rows without a mark row" 0 \
 expect_eq "automatic switches closer than the cool-down to the switch before" 0 \
     "$(sys_sql "SELECT count(*) FROM (SELECT detail->>'cause' AS cause, at - lag(at) OVER (ORDER BY id) AS gap FROM dlbrain_registry.env_history WHERE action = 'promote') h WHERE cause = 'failover' AND gap < interval '5 s'")"
 ok "every switch is marked in the history; no automatic switch inside the cool-down"
+
+# ---- the evaluator marks the switches on its plots over time ------------------------------
+"$DLBRAIN" eval blue green --html "$SYS_DIR/eval.html" >/dev/null 2>"$SYS_DIR/eval.log" ||
+    fail "dlbrain eval blue green: $(cat "$SYS_DIR/eval.log")"
+marks=$(grep -o '<g class="mark">' "$SYS_DIR/eval.html" | wc -l)
+[ "$marks" -ge 4 ] || fail "the evaluator's plots mark $marks switch(es)"
+grep -q 'real (failover)' "$SYS_DIR/eval.html" || fail "no automatic switch marked on the plots"
+ok "the evaluator's plots over time mark the switches ($marks marks over 4 plots)"
