@@ -31,8 +31,8 @@ struct dlb_failover {
     int leader; /* held the lease at the last tick */
     dlb_failover_verdict_t last_verdict;
     char standby[DLB_ENV_NAME_MAX + 1]; /* of the last tick, for its metric */
-    dlb_series_t *m_leader, *m_jobs, *m_failed, *m_share, *m_threshold, *m_pinned, *m_switches,
-        *m_standby, *m_verdict;
+    dlb_series_t *m_leader, *m_jobs, *m_failed, *m_share, *m_late, *m_threshold, *m_pinned,
+        *m_switches, *m_standby, *m_verdict;
 };
 
 int dlb_failover_new(const dlb_conf_t *conf, const char *role, dlb_failover_t **out, char *errstr,
@@ -50,6 +50,9 @@ int dlb_failover_new(const dlb_conf_t *conf, const char *role, dlb_failover_t **
     f->policy.threshold = conf->failover.threshold;
     f->policy.cooldown_ms = (int64_t)conf->failover.cooldown_s * 1000;
     f->lease_ms = (int64_t)conf->failover.lease_s * 1000;
+    f->policy.late_ms = conf->failover.late_ms;
+    f->policy.min_requests = conf->failover.late_min_requests;
+    f->policy.late_threshold = conf->failover.late_threshold;
     f->last_verdict = (dlb_failover_verdict_t)-1;
     gethostname(host, sizeof(host) - 1);
     snprintf(f->holder, sizeof(f->holder), "%s@%s:%ld:%" PRId64, role, host, (long)getpid(),
@@ -65,6 +68,10 @@ int dlb_failover_new(const dlb_conf_t *conf, const char *role, dlb_failover_t **
                                    "... of them, those that failed", "", NULL);
     f->m_share = dlb_metric_gauge("dlbrain_failover_failed_share",
                                   "Failed share of the window's jobs (0 when none)", "", NULL);
+    f->m_late = dlb_metric_gauge("dlbrain_failover_late_share",
+                                 "Share of the window's judged plan requests whose plan was late "
+                                 "or is missing (0 when none, or env.failover.late.ms is 0)",
+                                 "", NULL);
     f->m_threshold =
         dlb_metric_gauge("dlbrain_failover_threshold",
                          "env.failover.threshold: the failed share that trips", "", NULL);
@@ -155,6 +162,52 @@ static int outcomes_read(PGconn *pg, const char *real, int64_t from, int64_t to,
     return 0;
 }
 
+/* The real environment's plan requests stored in (from, to] (the
+ * database's clock, as the switch's), each with when its plan was stored. */
+static int requests_read(PGconn *pg, const char *real, int64_t from, int64_t to,
+                         dlb_failover_request_t **out, size_t *cnt, char *errstr, size_t size)
+{
+    char a[32], b[32], sql[768], what[128], *ident;
+    const char *values[2] = {a, b};
+    dlb_failover_request_t *r = NULL;
+    PGresult *res;
+    size_t n;
+    int err;
+
+    *out = NULL;
+    *cnt = 0;
+    snprintf(a, sizeof(a), "%" PRId64, from);
+    snprintf(b, sizeof(b), "%" PRId64, to);
+    if ((err = dlb_pg_conn_ident(pg, real, &ident, errstr, size)))
+        return err;
+    /* An identifier cannot be a parameter; it is quoted above. A plan
+     * answers its trigger request (plans_trigger_event_id_job_uid_key). */
+    snprintf(sql, sizeof(sql),
+             "SELECT (extract(epoch FROM r.received_at) * 1000)::bigint, COALESCE((extract(epoch "
+             "FROM p.created_at) * 1000)::bigint, -1) FROM %s.plan_requests r LEFT JOIN %s.plans "
+             "p ON p.trigger_event_id = r.event_id AND p.job_uid = r.job_uid WHERE r.received_at "
+             "> to_timestamp($1::bigint / 1000.0) AND r.received_at <= to_timestamp($2::bigint / "
+             "1000.0)",
+             ident, ident);
+    PQfreemem(ident);
+    snprintf(what, sizeof(what), "reading the plan requests of %s", real);
+    if ((err = dlb_pg_conn_exec(pg, sql, 2, values, NULL, 0, &res, what, errstr, size)))
+        return err;
+    n = (size_t)PQntuples(res);
+    if (n && !(r = calloc(n, sizeof(*r)))) {
+        PQclear(res);
+        return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        r[i].at_ms = strtoll(PQgetvalue(res, (int)i, 0), NULL, 10);
+        r[i].answered_ms = strtoll(PQgetvalue(res, (int)i, 1), NULL, 10);
+    }
+    PQclear(res);
+    *out = r;
+    *cnt = n;
+    return 0;
+}
+
 /* The promote row's detail: why, and the figures it was decided on. */
 static char *switch_detail(const dlb_failover_t *f, const dlb_failover_figures_t *fig,
                            const char *reason)
@@ -170,6 +223,12 @@ static char *switch_detail(const dlb_failover_t *f, const dlb_failover_figures_t
         cJSON_AddNumberToObject(o, "min_jobs", (double)f->policy.min_jobs) &&
         cJSON_AddNumberToObject(o, "window_from_ms", (double)fig->from_ms) &&
         cJSON_AddNumberToObject(o, "window_to_ms", (double)fig->to_ms) &&
+        (!f->policy.late_ms ||
+         (cJSON_AddNumberToObject(o, "requests", (double)fig->requests) &&
+          cJSON_AddNumberToObject(o, "late", (double)fig->late) &&
+          cJSON_AddNumberToObject(o, "late_share", fig->late_share) &&
+          cJSON_AddNumberToObject(o, "late_ms", (double)f->policy.late_ms) &&
+          cJSON_AddNumberToObject(o, "late_threshold", f->policy.late_threshold))) &&
         cJSON_AddStringToObject(o, "decided_by", f->holder))
         s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
@@ -216,10 +275,11 @@ int dlb_failover_tick(dlb_failover_t *f, PGconn *pg, dlb_failover_tick_t *out, c
     dlb_failover_state_t st;
     dlb_failover_figures_t fig;
     dlb_failover_outcome_t *o = NULL;
+    dlb_failover_request_t *rq = NULL;
     dlb_failover_verdict_t v;
     PGresult *res = NULL;
     char reason[256], *detail = NULL;
-    size_t n = 0;
+    size_t n = 0, m = 0;
     int err, held;
 
     memset(out, 0, sizeof(*out));
@@ -244,12 +304,21 @@ int dlb_failover_tick(dlb_failover_t *f, PGconn *pg, dlb_failover_tick_t *out, c
     if (st.has_real && (err = outcomes_read(pg, roles.real, roles.now_ms - f->policy.window_ms,
                                             roles.now_ms, &o, &n, &res, errstr, errstr_size)))
         return err;
-    v = dlb_failover_decide(&f->policy, o, n, roles.now_ms, &st, &fig);
+    if (st.has_real && f->policy.late_ms > 0 &&
+        (err = requests_read(pg, roles.real, roles.now_ms - f->policy.window_ms, roles.now_ms, &rq,
+                             &m, errstr, errstr_size))) {
+        free(o);
+        PQclear(res);
+        return err;
+    }
+    v = dlb_failover_decide_all(&f->policy, o, n, rq, m, roles.now_ms, &st, &fig);
     free(o);
+    free(rq);
     PQclear(res);
     dlb_metric_set(f->m_jobs, (double)fig.jobs);
     dlb_metric_set(f->m_failed, (double)fig.failed);
     dlb_metric_set(f->m_share, fig.share);
+    dlb_metric_set(f->m_late, fig.late_share);
     metrics_roles(f, &roles, v);
     if (v != f->last_verdict)
         dlb_info("failover: %s (real %s, standby %s): %" PRId64 " of %" PRId64
@@ -259,11 +328,18 @@ int dlb_failover_tick(dlb_failover_t *f, PGconn *pg, dlb_failover_tick_t *out, c
     f->last_verdict = v;
     if (v != DLB_FAILOVER_TRIP)
         return 0;
-    snprintf(reason, sizeof(reason),
-             "%" PRId64 " of %" PRId64 " jobs failed (%.1f %%) in the last %" PRId64
-             " s, threshold %.1f %%",
-             fig.failed, fig.jobs, 100.0 * fig.share, (fig.to_ms - fig.from_ms) / 1000,
-             100.0 * f->policy.threshold);
+    if (fig.by_late)
+        snprintf(reason, sizeof(reason),
+                 "%" PRId64 " of %" PRId64 " plan requests got no plan within %" PRId64
+                 " ms (%.1f %%) in the last %" PRId64 " s, threshold %.1f %%",
+                 fig.late, fig.requests, f->policy.late_ms, 100.0 * fig.late_share,
+                 (fig.to_ms - fig.from_ms) / 1000, 100.0 * f->policy.late_threshold);
+    else
+        snprintf(reason, sizeof(reason),
+                 "%" PRId64 " of %" PRId64 " jobs failed (%.1f %%) in the last %" PRId64
+                 " s, threshold %.1f %%",
+                 fig.failed, fig.jobs, 100.0 * fig.share, (fig.to_ms - fig.from_ms) / 1000,
+                 100.0 * f->policy.threshold);
     if (!(detail = switch_detail(f, &fig, reason)))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     err = dlb_env_failover_switch(pg, f->holder, roles.real, f->policy.cooldown_ms, detail,

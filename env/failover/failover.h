@@ -4,7 +4,8 @@
  * Every env.failover.check.ms it renews the lease, reads the registry's roles
  * (real, standby, pin, last switch), reads the real environment's own job
  * outcomes from its PostgreSQL schema (the succeeded and failed job events
- * its optimizer stored from its input stream), asks the policy
+ * its optimizer stored from its input stream) and, with env.failover.late.ms,
+ * its plan requests with when their plans were stored, asks the policy
  * (failover_policy.h), and when it trips makes the switch in one registry
  * transaction that checks everything again (dlb_env_failover_switch), with
  * the reason and the figures in the history, a log line and metrics; then

@@ -38,19 +38,52 @@ static void figures(const dlb_failover_outcome_t *o, size_t n, int64_t from, int
     f->share = f->jobs ? (double)f->failed / (double)f->jobs : 0.0;
 }
 
+/* The window's plan requests judged, and the late ones among them. */
+static void late_figures(const dlb_failover_policy_t *p, const dlb_failover_request_t *r, size_t m,
+                         dlb_failover_figures_t *f)
+{
+    for (size_t i = 0; p->late_ms > 0 && i < m; i++) {
+        int answered = r[i].answered_ms >= 0;
+
+        if (r[i].at_ms <= f->from_ms || r[i].at_ms > f->to_ms)
+            continue;
+        /* Unanswered and younger than late_ms: not late yet, not judged. */
+        if (!answered && f->to_ms - r[i].at_ms < p->late_ms)
+            continue;
+        f->requests++;
+        f->late += !answered || r[i].answered_ms - r[i].at_ms > p->late_ms;
+    }
+    f->late_share = f->requests ? (double)f->late / (double)f->requests : 0.0;
+}
+
 dlb_failover_verdict_t dlb_failover_decide(const dlb_failover_policy_t *p,
                                            const dlb_failover_outcome_t *outcomes, size_t n,
                                            int64_t now_ms, const dlb_failover_state_t *st,
                                            dlb_failover_figures_t *out)
 {
+    return dlb_failover_decide_all(p, outcomes, n, NULL, 0, now_ms, st, out);
+}
+
+dlb_failover_verdict_t dlb_failover_decide_all(const dlb_failover_policy_t *p,
+                                               const dlb_failover_outcome_t *outcomes, size_t n,
+                                               const dlb_failover_request_t *requests, size_t m,
+                                               int64_t now_ms, const dlb_failover_state_t *st,
+                                               dlb_failover_figures_t *out)
+{
     dlb_failover_figures_t f;
     int64_t from = now_ms - p->window_ms;
+    int jobs_enough, late_enough;
 
     /* Outcomes reported before the last switch belong to the environment
      * that was real then. */
     if (st->last_switch_ms > from)
         from = st->last_switch_ms;
     figures(outcomes, n, from, now_ms, &f);
+    late_figures(p, requests, m, &f);
+    jobs_enough = f.jobs >= p->min_jobs && f.jobs > 0;
+    late_enough = p->late_ms > 0 && f.requests >= p->min_requests && f.requests > 0;
+    f.by_late = !(jobs_enough && f.share >= p->threshold) && late_enough &&
+                f.late_share >= p->late_threshold;
     if (out)
         *out = f;
     if (!st->has_real)
@@ -61,7 +94,7 @@ dlb_failover_verdict_t dlb_failover_decide(const dlb_failover_policy_t *p,
         return DLB_FAILOVER_NO_STANDBY;
     if (st->last_switch_ms > 0 && now_ms - st->last_switch_ms < p->cooldown_ms)
         return DLB_FAILOVER_COOLDOWN;
-    if (f.jobs < p->min_jobs || f.jobs == 0)
-        return DLB_FAILOVER_FEW_JOBS;
-    return f.share >= p->threshold ? DLB_FAILOVER_TRIP : DLB_FAILOVER_HEALTHY;
+    if ((jobs_enough && f.share >= p->threshold) || f.by_late)
+        return DLB_FAILOVER_TRIP;
+    return jobs_enough || late_enough ? DLB_FAILOVER_HEALTHY : DLB_FAILOVER_FEW_JOBS;
 }

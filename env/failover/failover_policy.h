@@ -4,8 +4,9 @@
  * a pre-chosen virtual system takes the control").
  *
  * Pure: structs in, a verdict and its figures out; no I/O, no clock. The
- * decider (failover.h) feeds it the real environment's job outcomes read from
- * its own history and acts on the verdict. */
+ * decider (failover.h) feeds it the real environment's job outcomes (and,
+ * optionally, its plan requests and when they were answered) read from its
+ * own history, and acts on the verdict. */
 #ifndef DLB_FAILOVER_POLICY_H
 #define DLB_FAILOVER_POLICY_H
 
@@ -17,6 +18,10 @@ typedef struct dlb_failover_policy {
     int64_t min_jobs;    /* env.failover.min.jobs: fewer finished jobs never trip */
     double threshold;    /* env.failover.threshold: failed share that trips, (0, 1] */
     int64_t cooldown_ms; /* env.failover.cooldown.s: no switch this soon after the last one */
+    /* Plans missing or late (env.failover.late.*): off when late_ms is 0. */
+    int64_t late_ms;       /* env.failover.late.ms: a plan later than this is late */
+    int64_t min_requests;  /* env.failover.late.min.requests: fewer judged never trip */
+    double late_threshold; /* env.failover.late.threshold: late share that trips */
 } dlb_failover_policy_t;
 
 /* One terminal job event of the real environment: a job that succeeded or
@@ -27,6 +32,14 @@ typedef struct dlb_failover_outcome {
     int64_t at_ms;
     int failed; /* 1 failed, 0 succeeded */
 } dlb_failover_outcome_t;
+
+/* One plan request of the real environment: when it was received, and when
+ * its plan was stored (-1: none yet). It is judged once answered or once
+ * late_ms old; late when its plan came after late_ms or not at all. */
+typedef struct dlb_failover_request {
+    int64_t at_ms;
+    int64_t answered_ms;
+} dlb_failover_request_t;
 
 /* What the registry says, as the decider read it. */
 typedef struct dlb_failover_state {
@@ -51,6 +64,10 @@ typedef struct dlb_failover_figures {
     int64_t jobs;           /* distinct jobs whose newest outcome is in the window */
     int64_t failed;         /* ... and failed */
     double share;           /* failed / jobs, 0 when no job */
+    int64_t requests;       /* plan requests of the window judged (0 when late_ms is 0) */
+    int64_t late;           /* ... whose plan was late or is missing */
+    double late_share;      /* late / requests, 0 when none */
+    int by_late;            /* a trip is the late plans' (else the failed jobs') */
 } dlb_failover_figures_t;
 
 /** @brief Decide at now_ms. outcomes must be grouped by job, and in time
@@ -67,6 +84,19 @@ dlb_failover_verdict_t dlb_failover_decide(const dlb_failover_policy_t *p,
                                            const dlb_failover_outcome_t *outcomes, size_t n,
                                            int64_t now_ms, const dlb_failover_state_t *st,
                                            dlb_failover_figures_t *out);
+
+/** @brief dlb_failover_decide() with the plan requests of the real
+ *         environment too (when p->late_ms > 0): in the same window, those
+ *         judged (answered, or received at least late_ms before now_ms), at
+ *         least min_requests of them, and the late share at or above
+ *         late_threshold trip as well. The verdict is few_jobs only when
+ *         neither has enough data; healthy when one has and neither trips.
+ *  @param requests  in any order; may be NULL when m is 0 */
+dlb_failover_verdict_t dlb_failover_decide_all(const dlb_failover_policy_t *p,
+                                               const dlb_failover_outcome_t *outcomes, size_t n,
+                                               const dlb_failover_request_t *requests, size_t m,
+                                               int64_t now_ms, const dlb_failover_state_t *st,
+                                               dlb_failover_figures_t *out);
 
 /** @returns the verdict's name: "trip", "healthy", "few_jobs", "cooldown",
  *           "pinned", "no_standby", "no_real". */

@@ -144,6 +144,16 @@ static const key_def_t keys[] = {
      "renewed; another relay takes over once it ran out. Keep it above env.failover.check.ms. "
      "1 to 3600.",
      1, 3600},
+    {"env.failover.late.ms", K_INT, N(failover.late_ms), "0",
+     "Automatic failover on plans missing or late: a plan request of the real environment "
+     "(by the time its optimizer stored it) whose plan was stored more than this later, or not "
+     "at all, is late. 0 = off: failed jobs alone decide."},
+    {"env.failover.late.min.requests", K_INT, N(failover.late_min_requests), "20",
+     "Automatic failover: fewer plan requests judged in the window (answered, or older than "
+     "env.failover.late.ms) never trip on late plans (at least 1 counts)."},
+    {"env.failover.late.threshold", K_DBL, N(failover.late_threshold), "0.5",
+     "Automatic failover: the share of the window's judged plan requests whose plan was late "
+     "or is missing at which the standby takes over."},
     {"dlbrain.hang.seconds", K_INT, N(tuning.hang_seconds), "600",
      "dlbrain set: no global-step progress for this long is a hang (relaunch plan)."},
     {"dlbrain.straggler.ratio", K_DBL, N(tuning.straggler_ratio), "0.5",

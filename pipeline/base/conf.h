@@ -107,6 +107,9 @@ typedef struct dlb_failover_conf {
     int cooldown_s;   /* env.failover.cooldown.s: no switch sooner after the last, default 1800 */
     int check_ms;     /* env.failover.check.ms: how often the decider looks, default 5000 */
     int lease_s;      /* env.failover.lease.s: how long the decider's lease lasts, default 30 */
+    int late_ms;      /* env.failover.late.ms: a plan later is late; 0 = off (default) */
+    int late_min_requests; /* env.failover.late.min.requests: fewer judged never trip, 20 */
+    double late_threshold; /* env.failover.late.threshold: late share that trips, 0.5 */
 } dlb_failover_conf_t;
 
 /* Retention of the PostgreSQL history (store.retention.*, store_prune.c). */

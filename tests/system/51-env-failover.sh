@@ -68,8 +68,10 @@ env_cli show blue --format conf >"$SYS_DIR/blue.conf"
 env_cli show green --format conf >"$SYS_DIR/green.conf"
 sys_start_optimizer blue -c "$SYS_DIR/blue.conf"
 sys_start_optimizer green -c "$SYS_DIR/green.conf"
+# Late plans are judged too (the query runs every check), never enough to trip.
 fo=(-X env.failover.window.s=120 -X env.failover.min.jobs=4 -X env.failover.threshold=0.5
-    -X env.failover.cooldown.s=$cooldown -X env.failover.check.ms=300 -X env.failover.lease.s=3)
+    -X env.failover.cooldown.s=$cooldown -X env.failover.check.ms=300 -X env.failover.lease.s=3
+    -X env.failover.late.ms=60000 -X env.failover.late.min.requests=1000000)
 declare -A relay_pid
 # start_relay NAME: a relay logging to NAME.log (appended), metrics on a free
 # port; a static group member (NAME), so that one restarted after kill -9
@@ -204,7 +206,8 @@ ok "env unpin: red's failures switch red -> green"
 # by the environment of the newest switch marker before it in its partition.
 for r in relay1 relay2; do kill_relay $r; done
 fo=(-X env.failover.window.s=120 -X env.failover.min.jobs=4 -X env.failover.threshold=0.5
-    -X env.failover.cooldown.s=5 -X env.failover.check.ms=300 -X env.failover.lease.s=3)
+    -X env.failover.cooldown.s=5 -X env.failover.check.ms=300 -X env.failover.lease.s=3
+    -X env.failover.late.ms=60000 -X env.failover.late.min.requests=1000000)
 start_relay relay1
 start_relay relay2
 env_cli standby --clear >/dev/null
@@ -291,6 +294,8 @@ expect_eq "promote rows without a mark row" 0 \
 expect_eq "automatic switches closer than the cool-down to the switch before" 0 \
     "$(sys_sql "SELECT count(*) FROM (SELECT detail->>'cause' AS cause, at - lag(at) OVER (ORDER BY id) AS gap FROM dlbrain_registry.env_history WHERE action = 'promote') h WHERE cause = 'failover' AND gap < interval '5 s'")"
 ok "every switch is marked in the history; no automatic switch inside the cool-down"
+grep -h "failover: .*reading the" "$SYS_DIR"/relay*.log && fail "the decider could not read its inputs"
+ok "the decider read the job outcomes and the plan requests (late plans) without an error"
 
 # ---- the evaluator marks the switches on its plots over time ------------------------------
 "$DLBRAIN" eval blue green --html "$SYS_DIR/eval.html" >/dev/null 2>"$SYS_DIR/eval.log" ||

@@ -173,6 +173,90 @@ static void test_pinned_and_order(void **state)
     assert_int_equal(dlb_failover_decide(&policy, o, 4, NOW, &st, NULL), DLB_FAILOVER_TRIP);
 }
 
+static void test_late_plans(void **state)
+{
+    dlb_failover_policy_t p = policy;
+    dlb_failover_figures_t f;
+    /* late_ms 1000: r1 answered in 500 ms (on time), r2 in 1500 (late), r3
+     * unanswered for 2000 (missing: late), r4 unanswered for 500 (not judged
+     * yet), r5 answered in exactly 1000 (on time), r6 before the window. */
+    const dlb_failover_request_t r[] = {
+        {NOW - 5000, NOW - 4500}, {NOW - 5000, NOW - 3500}, {NOW - 2000, -1},
+        {NOW - 500, -1},          {NOW - 3000, NOW - 2000}, {NOW - WINDOW, NOW - WINDOW + 10},
+    };
+    (void)state;
+
+    p.late_ms = 1000;
+    p.min_requests = 4;
+    p.late_threshold = 0.5;
+    /* no job finished: the late plans alone trip, at 2 of 4 */
+    assert_int_equal(dlb_failover_decide_all(&p, NULL, 0, r, 6, NOW, &armed, &f),
+                     DLB_FAILOVER_TRIP);
+    assert_int_equal(f.requests, 4);
+    assert_int_equal(f.late, 2);
+    assert_true(f.late_share == 0.5);
+    assert_true(f.by_late);
+    /* a higher threshold: enough requests, so healthy, not few_jobs */
+    p.late_threshold = 0.6;
+    assert_int_equal(dlb_failover_decide_all(&p, NULL, 0, r, 6, NOW, &armed, &f),
+                     DLB_FAILOVER_HEALTHY);
+    assert_false(f.by_late);
+    /* too few judged */
+    p.late_threshold = 0.5;
+    p.min_requests = 5;
+    assert_int_equal(dlb_failover_decide_all(&p, NULL, 0, r, 6, NOW, &armed, &f),
+                     DLB_FAILOVER_FEW_JOBS);
+    /* 600 ms later r4 is judged too (missing): 3 of 5 */
+    assert_int_equal(dlb_failover_decide_all(&p, NULL, 0, r, 6, NOW + 600, &armed, &f),
+                     DLB_FAILOVER_TRIP);
+    assert_int_equal(f.requests, 5);
+    assert_int_equal(f.late, 3);
+    /* off (late_ms 0): the requests count for nothing */
+    p.late_ms = 0;
+    assert_int_equal(dlb_failover_decide_all(&p, NULL, 0, r, 6, NOW, &armed, &f),
+                     DLB_FAILOVER_FEW_JOBS);
+    assert_int_equal(f.requests, 0);
+    /* the cut at the last switch applies to them too */
+    {
+        dlb_failover_state_t st = armed;
+        p.late_ms = 1000;
+        p.min_requests = 1;
+        p.cooldown_ms = 0;
+        st.last_switch_ms = NOW - 2500; /* r3 only is judged after it */
+        assert_int_equal(dlb_failover_decide_all(&p, NULL, 0, r, 6, NOW, &st, &f),
+                         DLB_FAILOVER_TRIP);
+        assert_int_equal(f.requests, 1);
+    }
+}
+
+static void test_jobs_trip_first(void **state)
+{
+    dlb_failover_policy_t p = policy;
+    dlb_failover_outcome_t o[4];
+    dlb_failover_figures_t f;
+    const dlb_failover_request_t r[] = {{NOW - 5000, -1}};
+    (void)state;
+
+    /* both trip: the reason is the failed jobs' */
+    p.late_ms = 1000;
+    p.min_requests = 1;
+    p.late_threshold = 0.5;
+    four(o, (const int64_t[]){1, 2, 3, 4}, (const int[]){1, 1, 1, 1});
+    assert_int_equal(dlb_failover_decide_all(&p, o, 4, r, 1, NOW, &armed, &f), DLB_FAILOVER_TRIP);
+    assert_false(f.by_late);
+    /* healthy jobs and late plans: the plans' */
+    four(o, (const int64_t[]){1, 2, 3, 4}, (const int[]){0, 0, 0, 0});
+    assert_int_equal(dlb_failover_decide_all(&p, o, 4, r, 1, NOW, &armed, &f), DLB_FAILOVER_TRIP);
+    assert_true(f.by_late);
+    /* pinned still wins */
+    {
+        dlb_failover_state_t st = armed;
+        st.pinned = 1;
+        assert_int_equal(dlb_failover_decide_all(&p, o, 4, r, 1, NOW, &st, &f),
+                         DLB_FAILOVER_PINNED);
+    }
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -188,7 +272,8 @@ int main(void)
         cmocka_unit_test(test_trip_at_threshold), cmocka_unit_test(test_window_edges),
         cmocka_unit_test(test_too_few_jobs),      cmocka_unit_test(test_one_outcome_per_job),
         cmocka_unit_test(test_cooldown),          cmocka_unit_test(test_cut_at_last_switch),
-        cmocka_unit_test(test_pinned_and_order),  cmocka_unit_test(test_names),
+        cmocka_unit_test(test_pinned_and_order),  cmocka_unit_test(test_late_plans),
+        cmocka_unit_test(test_jobs_trip_first),   cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
