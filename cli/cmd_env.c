@@ -17,9 +17,11 @@
 #include "consumer.h"
 #include "env_ops.h"
 #include "env_registry.h"
+#include "env_roles.h"
 #include "err.h"
 #include "kafka.h"
 #include "log.h"
+#include "switch_mark.h"
 
 #define ADMIN_TIMEOUT_MS 30000
 
@@ -30,6 +32,9 @@ static int act_drop(const cli_args_t *a, const dlb_conf_t *conf);
 static int act_promote(const cli_args_t *a, const dlb_conf_t *conf);
 static int act_history(const cli_args_t *a, const dlb_conf_t *conf);
 static int act_settle(const cli_args_t *a, const dlb_conf_t *conf);
+static int act_standby(const cli_args_t *a, const dlb_conf_t *conf);
+static int act_pin(const cli_args_t *a, const dlb_conf_t *conf);
+static int act_unpin(const cli_args_t *a, const dlb_conf_t *conf);
 
 static const cli_action_t actions[] = {
     {"create",
@@ -42,9 +47,17 @@ static const cli_action_t actions[] = {
     {"drop", "drop NAME [--purge]",
      "retire NAME (never the real one); --purge deletes its topics, schema and Redis keys", "p", 1,
      1, act_drop},
-    {"promote", "promote NAME", "make NAME real and the real one virtual, in one transaction", "",
-     1, 1, act_promote},
-    {"history", "history [NAME]", "every create, promote, demote and drop, oldest first", "", 0, 1,
+    {"promote", "promote NAME [--no-pin]",
+     "make NAME real and the real one virtual, in one transaction; pins the choice (automatic "
+     "failover off until 'env unpin') unless --no-pin",
+     "P", 1, 1, act_promote},
+    {"standby", "standby NAME | standby --clear",
+     "choose the virtual environment automatic failover promotes (at most one), or none", "C", 0, 1,
+     act_standby},
+    {"pin", "pin", "pin the real environment: automatic failover off", "", 0, 0, act_pin},
+    {"unpin", "unpin", "automatic failover on again (with a standby chosen)", "", 0, 0, act_unpin},
+    {"history", "history [NAME]",
+     "every create, promote, demote, drop, standby, pin and mark, oldest first", "", 0, 1,
      act_history},
     {"settle", "settle NAME [--events N] [--timeout S]",
      "wait until NAME's optimizer has read its inputs (lag 0) and stored N events", "n:t:", 1, 1,
@@ -62,6 +75,8 @@ static const struct option action_longopts[] = {{"real", no_argument, 0, 'r'},
                                                 {"purge", no_argument, 0, 'p'},
                                                 {"events", required_argument, 0, 'n'},
                                                 {"timeout", required_argument, 0, 't'},
+                                                {"no-pin", no_argument, 0, 'P'},
+                                                {"clear", no_argument, 0, 'C'},
                                                 CLI_COMMON_LONG,
                                                 {0, 0, 0, 0}};
 
@@ -77,6 +92,8 @@ static const cli_action_opt_help_t action_help[] = {
     {'n', "  -n, --events N        settle: the events its producers sent (job events, runtime\n"
           "                        samples, node events, plan requests; dlbrain sim's events=)\n"},
     {'t', "  -t, --timeout S       settle: give up after S seconds (default 300)\n"},
+    {'P', "  -P, --no-pin          promote: leave automatic failover on\n"},
+    {'C', "  -C, --clear           standby: choose none\n"},
     {0, NULL},
 };
 
@@ -85,9 +102,11 @@ static const cli_command_t command = {
     "Environments: a name that prefixes topics (<name>.plans), consumer groups, the\n"
     "PostgreSQL schema and Redis keys (<name>:...), with the optimizer set and\n"
     "settings its consumers run. At most one is real: the relay (dlbrain relay)\n"
-    "forwards its plans and configs to the front; the others are virtual.",
+    "forwards its plans and configs to the front; the others are virtual. One\n"
+    "virtual one may be the standby that automatic failover promotes when too many\n"
+    "of the real one's jobs fail (env.failover.*).",
     actions,
-    "rVO:s:d:af:pn:t:",
+    "rVO:s:d:af:pn:t:PC",
     action_longopts,
     's',
     action_help,
@@ -264,15 +283,17 @@ static int act_list(const cli_args_t *a, const dlb_conf_t *conf)
         return 1;
     }
     PQfinish(pg);
-    printf("%-20s  %-7s  %-9s  %-19s  %-19s%s\n", "NAME", "KIND", "OPTIMIZER", "CREATED(UTC)",
-           "CHANGED(UTC)", a->opt['a'] ? "  DROPPED(UTC)" : "");
+    /* STANDBY last: scripts read the columns before it by position. */
+    printf("%-20s  %-7s  %-9s  %-19s  %-19s%s  %s\n", "NAME", "KIND", "OPTIMIZER", "CREATED(UTC)",
+           "CHANGED(UTC)", a->opt['a'] ? "  DROPPED(UTC)       " : "", "STANDBY");
     for (size_t i = 0; i < n; i++) {
         fmt_ms(envs[i].created_ms, created, sizeof(created));
         fmt_ms(envs[i].changed_ms, changed, sizeof(changed));
         fmt_ms(envs[i].dropped_ms, dropped, sizeof(dropped));
-        printf("%-20s  %-7s  %-9s  %-19s  %-19s%s%s\n", envs[i].name,
+        printf("%-20s  %-7s  %-9s  %-19s  %-19s%s%-*s  %s\n", envs[i].name,
                dlb_env_kind_name(envs[i].kind), envs[i].optimizer_set, created, changed,
-               a->opt['a'] ? "  " : "", a->opt['a'] ? dropped : "");
+               a->opt['a'] ? "  " : "", a->opt['a'] ? 19 : 0, a->opt['a'] ? dropped : "",
+               envs[i].standby ? "standby" : "-");
     }
     dlb_env_list_free(envs, n);
     return 0;
@@ -348,6 +369,30 @@ static void print_resources(const dlb_conf_t *conf, PGconn *pg, const char *name
         rd_kafka_destroy(admin);
 }
 
+/* Automatic failover as the registry has it: armed or why not, who decides. */
+static void print_failover(PGconn *pg)
+{
+    dlb_env_roles_t roles;
+    char errstr[1024], until[32];
+
+    if (dlb_env_roles_get(pg, &roles, errstr, sizeof(errstr))) {
+        printf("failover:      unknown: %s\n", errstr);
+        return;
+    }
+    printf("failover:      %s (real %s, standby %s)\n",
+           roles.pinned        ? "off: pinned by a manual promotion ('env unpin')"
+           : !roles.standby[0] ? "off: no standby ('env standby NAME')"
+           : !roles.real[0]    ? "off: no environment is real"
+                               : "armed",
+           roles.real[0] ? roles.real : "none", roles.standby[0] ? roles.standby : "none");
+    fmt_ms(roles.lease_until_ms, until, sizeof(until));
+    if (roles.lease_holder[0])
+        printf("decider:       %s, lease %s %s UTC\n", roles.lease_holder,
+               roles.lease_live ? "until" : "ran out at", until);
+    else
+        printf("decider:       none yet (a running relay takes the lease)\n");
+}
+
 static int act_show(const cli_args_t *a, const dlb_conf_t *conf)
 {
     dlb_env_t env;
@@ -377,11 +422,14 @@ static int act_show(const cli_args_t *a, const dlb_conf_t *conf)
     fmt_ms(env.created_ms, created, sizeof(created));
     fmt_ms(env.changed_ms, changed, sizeof(changed));
     fmt_ms(env.dropped_ms, dropped, sizeof(dropped));
-    printf("name:          %s\nkind:          %s%s\noptimizer set: %s\ndescription:   %s\n"
-           "settings:      %s\ncreated (UTC): %s\nchanged (UTC): %s\ndropped (UTC): %s\n",
+    printf("name:          %s\nkind:          %s%s\nstandby:       %s\noptimizer set: %s\n"
+           "description:   %s\nsettings:      %s\ncreated (UTC): %s\nchanged (UTC): %s\n"
+           "dropped (UTC): %s\n",
            env.name, dlb_env_kind_name(env.kind), env.dropped_ms ? " (dropped)" : "",
-           env.optimizer_set, env.description, settings, created, changed, dropped);
+           env.standby ? "yes: automatic failover promotes it" : "no", env.optimizer_set,
+           env.description, settings, created, changed, dropped);
     free(settings);
+    print_failover(pg);
     print_resources(conf, pg, env.name);
     rc = 0;
 out:
@@ -450,20 +498,97 @@ static int act_promote(const cli_args_t *a, const dlb_conf_t *conf)
 {
     PGconn *pg = NULL;
     char errstr[1024], was[DLB_ENV_NAME_MAX + 1];
-    int rc = 1;
+    int64_t id = 0;
+    int rc = 1, written;
 
     if (reg_open(a, conf, &pg))
         return 1;
-    if (dlb_env_promote(pg, a->pos[0], by_user(), was, sizeof(was), errstr, sizeof(errstr))) {
+    if (dlb_env_promote(pg, a->pos[0], !a->opt['P'], by_user(), was, sizeof(was), &id, errstr,
+                        sizeof(errstr))) {
         fprintf(stderr, "env promote: %s\n", errstr);
         goto out;
     }
-    printf("environment %s is real%s%s%s; relays forward its plans within relay.refresh.ms\n",
-           a->pos[0], was[0] ? " (" : "", was, was[0] ? " is virtual now)" : "");
+    printf("environment %s is real%s%s%s%s\n", a->pos[0], was[0] ? " (" : "", was,
+           was[0] ? " is virtual now)" : "",
+           a->opt['P'] ? "" : "; pinned: automatic failover off until 'dlbrain env unpin'");
+    rc = 0;
+    if (!id)
+        goto out;
+    /* The switch takes effect at the front at its markers: the requests
+     * after them in each partition are the new real one's to answer. */
+    if (dlb_switch_mark(conf, pg, id, a->pos[0], &written, errstr, sizeof(errstr)))
+        fprintf(stderr,
+                "env promote: switch %lld committed, but its markers are not in %s.* yet (%s): "
+                "the relay that decides failover writes them within %d s; until then %s answers "
+                "the front\n",
+                (long long)id, conf->env, errstr, 10 + conf->failover.check_ms / 1000,
+                was[0] ? was : "no environment");
+    else
+        printf("switch %lld marked in %d partition(s) of %s.*: the requests after the markers "
+               "are %s's to answer\n",
+               (long long)id, written, conf->env, a->pos[0]);
+out:
+    PQfinish(pg);
+    return rc;
+}
+
+static int act_standby(const cli_args_t *a, const dlb_conf_t *conf)
+{
+    PGconn *pg = NULL;
+    char errstr[1024], was[DLB_ENV_NAME_MAX + 1];
+    const char *name = a->pos_cnt ? a->pos[0] : NULL;
+    int rc = 1;
+
+    if (!name == !a->opt['C']) {
+        fprintf(stderr, "env standby: NAME or --clear, one of them\n");
+        return 2;
+    }
+    if (reg_open(a, conf, &pg))
+        return 1;
+    if (dlb_env_standby_set(pg, name, by_user(), was, sizeof(was), errstr, sizeof(errstr))) {
+        fprintf(stderr, "env standby: %s\n", errstr);
+        goto out;
+    }
+    if (name)
+        printf("environment %s is the standby%s%s%s\n", name, was[0] ? " (was " : "", was,
+               was[0] ? ")" : "");
+    else
+        printf("no standby%s%s%s: automatic failover off\n", was[0] ? " (was " : "", was,
+               was[0] ? ")" : "");
     rc = 0;
 out:
     PQfinish(pg);
     return rc;
+}
+
+static int pin_set(const cli_args_t *a, const dlb_conf_t *conf, int pinned)
+{
+    PGconn *pg = NULL;
+    char errstr[1024];
+    int rc = 1;
+
+    if (reg_open(a, conf, &pg))
+        return 1;
+    if (dlb_env_pin_set(pg, pinned, by_user(), errstr, sizeof(errstr))) {
+        fprintf(stderr, "env %s: %s\n", a->action, errstr);
+        goto out;
+    }
+    printf(pinned ? "pinned: automatic failover off until 'dlbrain env unpin'\n"
+                  : "unpinned: automatic failover on (with a standby chosen)\n");
+    rc = 0;
+out:
+    PQfinish(pg);
+    return rc;
+}
+
+static int act_pin(const cli_args_t *a, const dlb_conf_t *conf)
+{
+    return pin_set(a, conf, 1);
+}
+
+static int act_unpin(const cli_args_t *a, const dlb_conf_t *conf)
+{
+    return pin_set(a, conf, 0);
 }
 
 static int act_history(const cli_args_t *a, const dlb_conf_t *conf)
@@ -481,7 +606,7 @@ static int act_history(const cli_args_t *a, const dlb_conf_t *conf)
         return 1;
     }
     PQfinish(pg);
-    printf("%-6s  %-19s  %-7s  %-20s  %-12s  %s\n", "ID", "AT(UTC)", "ACTION", "NAME", "BY",
+    printf("%-6s  %-19s  %-9s  %-20s  %-12s  %s\n", "ID", "AT(UTC)", "ACTION", "NAME", "BY",
            "DETAIL");
     for (size_t i = 0; i < n; i++) {
         char *detail;
@@ -495,7 +620,7 @@ static int act_history(const cli_args_t *a, const dlb_conf_t *conf)
             return 1;
         }
         fmt_ms(ch[i].at_ms, at, sizeof(at));
-        printf("%-6lld  %-19s  %-7s  %-20s  %-12s  %s\n", (long long)ch[i].id, at, ch[i].action,
+        printf("%-6lld  %-19s  %-9s  %-20s  %-12s  %s\n", (long long)ch[i].id, at, ch[i].action,
                ch[i].name, ch[i].by_user, detail);
         free(detail);
     }

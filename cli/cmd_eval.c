@@ -51,6 +51,8 @@ int cmd_eval_main(int argc, char **argv)
                                              {0, 0, 0, 0}};
     const char *html = NULL, *json = NULL;
     dlb_eval_figures_t *f = NULL;
+    dlb_eval_switch_t *sw = NULL;
+    size_t sw_cnt = 0;
     cli_opts_t o = {0};
     dlb_conf_t conf;
     char errstr[1024], *end, *text = NULL;
@@ -107,7 +109,11 @@ int cmd_eval_main(int argc, char **argv)
         text = NULL;
     }
     if (html) {
-        if (dlb_eval_html(f, cnt, &text, errstr, sizeof(errstr))) {
+        /* The switches of the real environment, marked on the plots over
+         * time; without a registry, none. */
+        if (dlb_eval_switches(conf.pg_dsn, &sw, &sw_cnt, errstr, sizeof(errstr)))
+            dlb_dbg("no switches to mark: %s", errstr);
+        if (dlb_eval_html_switches(f, cnt, sw, sw_cnt, &text, errstr, sizeof(errstr))) {
             dlb_err("HTML report: %s", errstr);
             goto out;
         }
@@ -116,6 +122,7 @@ int cmd_eval_main(int argc, char **argv)
     }
     rc = 0;
 out:
+    free(sw);
     free(text);
     dlb_eval_figures_free(f, cnt);
     dlb_conf_destroy(&conf);

@@ -175,4 +175,20 @@ int dlb_eval_envs(const char *dsn, const char *const *envs, size_t cnt, size_t b
 
 void dlb_eval_figures_free(dlb_eval_figures_t *f, size_t cnt);
 
+/* A switch of the real environment (a promote history row), to mark on the
+ * time plots. */
+typedef struct dlb_eval_switch {
+    int64_t at_ms;
+    char env[64];   /* the one that became real */
+    char cause[16]; /* manual or failover */
+} dlb_eval_switch_t;
+
+/** @brief Every switch of the real environment in the environment registry
+ *         (its promote rows), oldest first; cause "manual" for rows older
+ *         than automatic failover. *out is malloc'ed (NULL when none).
+ *  @returns 0, or an error (no registry: a comparison of environments made
+ *           with -X env=NAME alone; the caller goes on without marks). */
+int dlb_eval_switches(const char *dsn, dlb_eval_switch_t **out, size_t *cnt, char *errstr,
+                      size_t errstr_size);
+
 #endif

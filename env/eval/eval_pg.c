@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cJSON.h>
+
+#include "env_registry.h"
 #include "err.h"
 #include "store_pg_conn.h"
 
@@ -283,4 +286,48 @@ void dlb_eval_figures_free(dlb_eval_figures_t *f, size_t cnt)
     for (size_t i = 0; f && i < cnt; i++)
         dlb_eval_figures_clear(&f[i]);
     free(f);
+}
+
+int dlb_eval_switches(const char *dsn, dlb_eval_switch_t **out, size_t *cnt, char *errstr,
+                      size_t errstr_size)
+{
+    dlb_env_change_t *ch = NULL;
+    dlb_eval_switch_t *sw = NULL;
+    PGconn *pg = NULL;
+    size_t n = 0, k = 0;
+    int err;
+
+    *out = NULL;
+    *cnt = 0;
+    /* Read only: an evaluation never creates the registry. */
+    if ((err = dlb_env_registry_connect(dsn, &pg, errstr, errstr_size)) ||
+        (err = dlb_env_history(pg, NULL, &ch, &n, errstr, errstr_size)))
+        goto out;
+    if (n && !(sw = calloc(n, sizeof(*sw)))) {
+        err = nomem(errstr, errstr_size);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        cJSON *d, *cause;
+
+        if (strcmp(ch[i].action, "promote"))
+            continue;
+        d = cJSON_Parse(ch[i].detail);
+        cause = d ? cJSON_GetObjectItemCaseSensitive(d, "cause") : NULL;
+        sw[k].at_ms = ch[i].at_ms;
+        snprintf(sw[k].env, sizeof(sw[k].env), "%s", ch[i].name);
+        snprintf(sw[k].cause, sizeof(sw[k].cause), "%s",
+                 cJSON_IsString(cause) ? cause->valuestring : "manual");
+        cJSON_Delete(d);
+        k++;
+    }
+    *out = sw;
+    *cnt = k;
+    sw = NULL;
+out:
+    free(sw);
+    dlb_env_history_free(ch, n);
+    if (pg)
+        PQfinish(pg);
+    return err;
 }

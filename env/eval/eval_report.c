@@ -590,9 +590,18 @@ enum { S_CPU_UTIL, S_MEM_UTIL, S_CPU, S_MEM };
 
 /* A series plot over the environments' shared buckets (mid-bucket times);
  * S_CPU and S_MEM draw requested solid and used dashed. */
+/* The switches as marks on a time axis in unit u since origin_ms. */
+typedef struct switch_marks {
+    const dlb_eval_switch_t *sw;
+    size_t cnt;
+} switch_marks_t;
+
 static void html_series(dlb_svg_out_t *o, const dlb_eval_figures_t *f, size_t cnt, int which,
-                        const char *title, const char *ylabel, const char *caption)
+                        const switch_marks_t *sm, const char *title, const char *ylabel,
+                        const char *caption)
 {
+    dlb_svg_mark_t *marks = NULL;
+    char *mark_labels = NULL;
     size_t nb = cnt ? f[0].series.buckets : 0, per_env = which >= S_CPU ? 2 : 1;
     size_t k = cnt * per_env;
     double bucket_s = cnt ? (double)f[0].series.bucket_ms / 1000.0 : 1;
@@ -628,10 +637,29 @@ static void html_series(dlb_svg_out_t *o, const dlb_eval_figures_t *f, size_t cn
             name, dlb_svg_color(i / per_env), x, y, s->buckets < nb ? s->buckets : nb, 0, used};
     }
     snprintf(xlabel, sizeof(xlabel), "time since the environment's first event (%s)", u.name);
+    if (sm->cnt && cnt &&
+        (!(marks = calloc(sm->cnt, sizeof(*marks))) ||
+         !(mark_labels = calloc(sm->cnt, LABEL_MAX)))) {
+        o->err = DLB_ERR_NOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < sm->cnt && cnt; i++) {
+        char *label = mark_labels + i * LABEL_MAX;
+
+        snprintf(label, LABEL_MAX, "%s real (%s)", sm->sw[i].env, sm->sw[i].cause);
+        marks[i].x = (double)(sm->sw[i].at_ms - f[0].start_ms) / 1000.0 / u.s;
+        marks[i].label = label;
+    }
     dlb_svg_printf(o, "<figure>");
-    dlb_svg_plot(o, &(dlb_svg_plot_t){title, xlabel, ylabel, 0, (double)nb * bucket_s / u.s, 0, 0},
+    dlb_svg_plot(o,
+                 &(dlb_svg_plot_t){title, xlabel, ylabel, 0, (double)nb * bucket_s / u.s, 0, 0,
+                                   marks, marks ? sm->cnt : 0},
                  pb.lines, k);
-    dlb_svg_printf(o, "<figcaption>%s</figcaption></figure>", caption);
+    dlb_svg_printf(o, "<figcaption>%s%s</figcaption></figure>", caption,
+                   marks ? " Dashed grey lines: switches of the real environment." : "");
+out:
+    free(marks);
+    free(mark_labels);
     plot_buf_free(&pb);
     free(names);
 }
@@ -658,6 +686,13 @@ static const char html_defs[] =
 int dlb_eval_html(const dlb_eval_figures_t *f, size_t cnt, char **out, char *errstr,
                   size_t errstr_size)
 {
+    return dlb_eval_html_switches(f, cnt, NULL, 0, out, errstr, errstr_size);
+}
+
+int dlb_eval_html_switches(const dlb_eval_figures_t *f, size_t cnt, const dlb_eval_switch_t *sw,
+                           size_t sw_cnt, char **out, char *errstr, size_t errstr_size)
+{
+    const switch_marks_t sm = {sw, sw_cnt};
     dlb_svg_out_t o = {0};
     table_t t;
     char when[64];
@@ -697,13 +732,13 @@ int dlb_eval_html(const dlb_eval_figures_t *f, size_t cnt, char **out, char *err
              "better. A curve ending below 100% left jobs unfinished.");
     html_cdf(&o, f, cnt, 1, "Pending time (CDF)",
              "Share of all jobs that started running within a given wait.");
-    html_series(&o, f, cnt, S_CPU_UTIL, "CPU utilisation over time", "used / requested (%)",
+    html_series(&o, f, cnt, S_CPU_UTIL, &sm, "CPU utilisation over time", "used / requested (%)",
                 "CPU used over CPU requested by all pods, per time bucket.");
-    html_series(&o, f, cnt, S_MEM_UTIL, "Memory utilisation over time", "used / requested (%)",
+    html_series(&o, f, cnt, S_MEM_UTIL, &sm, "Memory utilisation over time", "used / requested (%)",
                 "Memory used over memory requested by all pods, per time bucket.");
-    html_series(&o, f, cnt, S_CPU, "CPU over time", "cores",
+    html_series(&o, f, cnt, S_CPU, &sm, "CPU over time", "cores",
                 "Mean CPU cores requested (solid) and used (dashed) by all pods.");
-    html_series(&o, f, cnt, S_MEM, "Memory over time", "GiB",
+    html_series(&o, f, cnt, S_MEM, &sm, "Memory over time", "GiB",
                 "Mean memory requested (solid) and used (dashed) by all pods.");
     dlb_svg_printf(&o,
                    "</div><h2>Definitions</h2>%s<footer>dlbrain eval, %s; %zu time buckets "

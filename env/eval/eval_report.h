@@ -28,4 +28,10 @@ int dlb_eval_json(const dlb_eval_figures_t *f, size_t cnt, char **out, char *err
 int dlb_eval_html(const dlb_eval_figures_t *f, size_t cnt, char **out, char *errstr,
                   size_t errstr_size);
 
+/** @brief dlb_eval_html() with the switches marked on the plots over time,
+ *         at their time since the first environment's first event (the
+ *         series' origin); those outside the plotted range are left out. */
+int dlb_eval_html_switches(const dlb_eval_figures_t *f, size_t cnt, const dlb_eval_switch_t *sw,
+                           size_t sw_cnt, char **out, char *errstr, size_t errstr_size);
+
 #endif

@@ -237,6 +237,27 @@ static void draw_line(dlb_svg_out_t *o, const frame_t *f, const dlb_svg_line_t *
     }
 }
 
+/* The vertical markers inside the x range: a dashed grey line, its label
+ * along it at the top. */
+static void draw_marks(dlb_svg_out_t *o, const frame_t *f, const dlb_svg_plot_t *p)
+{
+    for (size_t i = 0; i < p->marks_cnt; i++) {
+        double x = p->marks[i].x;
+
+        if (!isfinite(x) || x < f->x0 || x > f->x1)
+            continue;
+        dlb_svg_printf(o,
+                       "<g class=\"mark\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                       "y2=\"%.1f\" stroke=\"#666\" stroke-width=\"1\" "
+                       "stroke-dasharray=\"3 3\"/><text x=\"%.1f\" y=\"%.1f\" "
+                       "font-size=\"10\" fill=\"#444\" transform=\"rotate(90 %.1f %.1f)\">",
+                       px(f, x), f->t, px(f, x), f->t + f->h, px(f, x) + 3, f->t + 4, px(f, x) + 3,
+                       f->t + 4);
+        dlb_svg_text(o, p->marks[i].label ? p->marks[i].label : "");
+        dlb_svg_printf(o, "</text></g>");
+    }
+}
+
 void dlb_svg_plot(dlb_svg_out_t *o, const dlb_svg_plot_t *p, const dlb_svg_line_t *lines, size_t n)
 {
     double *lx = calloc(n ? n : 1, sizeof(*lx)), xs, ys;
@@ -297,7 +318,9 @@ void dlb_svg_plot(dlb_svg_out_t *o, const dlb_svg_plot_t *p, const dlb_svg_line_
                    clip, f.l, f.t - 2, f.w, f.h + 4, clip);
     for (size_t i = 0; i < n; i++)
         draw_line(o, &f, &lines[i]);
-    dlb_svg_printf(o, "</g></svg>\n");
+    dlb_svg_printf(o, "</g>");
+    draw_marks(o, &f, p);
+    dlb_svg_printf(o, "</svg>\n");
 out:
     free(lx);
     free(lrow);

@@ -30,11 +30,19 @@ typedef struct dlb_svg_line {
     int dashed; /* drawn dashed */
 } dlb_svg_line_t;
 
+/* A vertical marker at x (an event on a time axis), labelled at its top. */
+typedef struct dlb_svg_mark {
+    double x;
+    const char *label;
+} dlb_svg_mark_t;
+
 typedef struct dlb_svg_plot {
     const char *title;
     const char *xlabel, *ylabel;
     /* Axis ranges; max <= min: from the data (y from 0). */
     double xmin, xmax, ymin, ymax;
+    const dlb_svg_mark_t *marks; /* drawn when inside the x range; may be NULL */
+    size_t marks_cnt;
 } dlb_svg_plot_t;
 
 /** @brief Append one <svg> element: title, axes with nice ticks and grid,

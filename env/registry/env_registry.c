@@ -1,6 +1,7 @@
 /* The environment registry (env_registry.h): schema dlbrain_registry, its
  * migrations, and the transactions that create, promote and drop. */
 #include "env_registry.h"
+#include "env_registry_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,7 @@
 #define MS(col) "(extract(epoch FROM " col ") * 1000)::bigint"
 #define ENV_COLS                                                                                   \
     "name, kind, optimizer_set, settings::text, description, " MS("created_at") ", " MS(           \
-        "changed_at") ", COALESCE(" MS("dropped_at") ", 0)"
+        "changed_at") ", COALESCE(" MS("dropped_at") ", 0), standby"
 
 /* Registry migrations, applied in order, each once (schema_migrations, which
  * records versions without names). The registry is not an environment's
@@ -60,27 +61,44 @@ static const dlb_pg_migration_t migrations[] = {
      " TG_OP, TG_TABLE_NAME; END $$;"
      "CREATE TRIGGER env_history_immutable BEFORE UPDATE OR DELETE OR TRUNCATE ON " S
      "env_history FOR EACH STATEMENT EXECUTE FUNCTION " S "env_history_immutable();"},
+    /* Automatic failover (env_roles.h): the pre-chosen standby, at most one
+     * and never the real one; the pin a manual promotion sets; the lease of
+     * the one process that decides; the actions that record them. */
+    {2, NULL,
+     "ALTER TABLE " S "environments ADD COLUMN standby boolean NOT NULL DEFAULT false,"
+     " ADD CONSTRAINT environments_standby_virtual CHECK (NOT (standby AND kind = 'real'));"
+     "CREATE UNIQUE INDEX environments_one_standby ON " S "environments ((true))"
+     " WHERE standby AND dropped_at IS NULL;"
+     "ALTER TABLE " S "env_history DROP CONSTRAINT env_history_action_check,"
+     " ADD CONSTRAINT env_history_action_check CHECK (action IN ('create', 'promote', 'demote',"
+     " 'drop', 'standby', 'unstandby', 'pin', 'unpin', 'mark'));"
+     "CREATE TABLE " S "failover ("
+     " id integer PRIMARY KEY CHECK (id = 1),"
+     " pinned boolean NOT NULL DEFAULT false,"
+     " lease_holder text,"
+     " lease_until timestamptz);"
+     "INSERT INTO " S "failover (id) VALUES (1);"},
 };
 
 /* One parameterised statement of the registry, text in and out; *out (if
  * given) to PQclear(). Bad JSON and a broken constraint are the caller's
  * invalid input. */
-static int reg_exec(PGconn *pg, const char *sql, int nparams, const char *const *values,
-                    PGresult **out, const char *what, char *errstr, size_t size)
+int dlb_env_reg_exec(PGconn *pg, const char *sql, int nparams, const char *const *values,
+                     PGresult **out, const char *what, char *errstr, size_t size)
 {
     return dlb_pg_conn_exec(pg, sql, nparams, values, NULL, DLB_PG_INPUT, out, what, errstr, size);
 }
 
 /* BEGIN, then wait for other changers of the registry. */
-static int reg_begin(PGconn *pg, char *errstr, size_t size)
+int dlb_env_reg_begin(PGconn *pg, char *errstr, size_t size)
 {
     return dlb_pg_conn_begin_locked(pg, REG_CHANGE_LOCK_CLASS, DLB_ENV_REGISTRY_SCHEMA, errstr,
                                     size);
 }
 
-static int reg_commit(PGconn *pg, char *errstr, size_t size)
+int dlb_env_reg_commit(PGconn *pg, char *errstr, size_t size)
 {
-    int err = reg_exec(pg, "COMMIT", 0, NULL, NULL, "COMMIT", errstr, size);
+    int err = dlb_env_reg_exec(pg, "COMMIT", 0, NULL, NULL, "COMMIT", errstr, size);
     if (err)
         dlb_pg_conn_rollback(pg);
     return err;
@@ -164,6 +182,7 @@ static int row_env(const PGresult *res, int row, dlb_env_t *out, char *errstr, s
     out->created_ms = strtoll(PQgetvalue(res, row, 5), NULL, 10);
     out->changed_ms = strtoll(PQgetvalue(res, row, 6), NULL, 10);
     out->dropped_ms = strtoll(PQgetvalue(res, row, 7), NULL, 10);
+    out->standby = !strcmp(PQgetvalue(res, row, 8), "t");
     if (!(out->settings = dup_str(PQgetvalue(res, row, 3))) ||
         !(out->description = dup_str(PQgetvalue(res, row, 4)))) {
         dlb_env_clear(out);
@@ -180,8 +199,8 @@ static int env_get(PGconn *pg, const char *name, int include_dropped, dlb_env_t 
     int err;
 
     memset(out, 0, sizeof(*out));
-    if ((err = reg_exec(pg, "SELECT " ENV_COLS " FROM " S "environments WHERE name = $1", 1, values,
-                        &res, "looking up an environment", errstr, size)))
+    if ((err = dlb_env_reg_exec(pg, "SELECT " ENV_COLS " FROM " S "environments WHERE name = $1", 1,
+                                values, &res, "looking up an environment", errstr, size)))
         return err;
     if (PQntuples(res) == 0)
         err = dlb_seterr(errstr, size, DLB_ERR_NOTFOUND, "no environment %s", name);
@@ -210,10 +229,11 @@ int dlb_env_real(PGconn *pg, char *name, size_t name_size, char *errstr, size_t 
     PGresult *res;
     int err;
 
-    if ((err = reg_exec(pg,
-                        "SELECT name FROM " S "environments WHERE kind = 'real' AND dropped_at IS "
-                        "NULL",
-                        0, NULL, &res, "looking up the real environment", errstr, errstr_size)))
+    if ((err = dlb_env_reg_exec(
+             pg,
+             "SELECT name FROM " S "environments WHERE kind = 'real' AND dropped_at IS "
+             "NULL",
+             0, NULL, &res, "looking up the real environment", errstr, errstr_size)))
         return err;
     if (PQntuples(res) == 0)
         err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND, "no environment is real");
@@ -234,10 +254,10 @@ int dlb_env_list_all(PGconn *pg, int include_dropped, dlb_env_t **out, size_t *c
 
     *out = NULL;
     *cnt = 0;
-    if ((err = reg_exec(pg,
-                        "SELECT " ENV_COLS " FROM " S "environments WHERE $1::boolean OR "
-                        "dropped_at IS NULL ORDER BY name",
-                        1, values, &res, "listing environments", errstr, errstr_size)))
+    if ((err = dlb_env_reg_exec(pg,
+                                "SELECT " ENV_COLS " FROM " S "environments WHERE $1::boolean OR "
+                                "dropped_at IS NULL ORDER BY name",
+                                1, values, &res, "listing environments", errstr, errstr_size)))
         return err;
     n = (size_t)PQntuples(res);
     if (n && !(envs = calloc(n, sizeof(*envs)))) {
@@ -263,7 +283,7 @@ int dlb_env_list(PGconn *pg, dlb_env_t **out, size_t *cnt, char *errstr, size_t 
 }
 
 /* Inside a change transaction: the live real environment into real ("" if none). */
-static int real_locked(PGconn *pg, char *real, size_t real_size, char *errstr, size_t size)
+int dlb_env_reg_real_locked(PGconn *pg, char *real, size_t real_size, char *errstr, size_t size)
 {
     int err = dlb_env_real(pg, real, real_size, errstr, size);
 
@@ -274,9 +294,9 @@ static int real_locked(PGconn *pg, char *real, size_t real_size, char *errstr, s
     return err;
 }
 
-static int history_add(PGconn *pg, const char *action, const char *name, const char *detail_sql,
-                       const char *const *detail_values, int detail_cnt, const char *by_user,
-                       char *errstr, size_t size)
+int dlb_env_reg_history_add(PGconn *pg, const char *action, const char *name,
+                            const char *detail_sql, const char *const *detail_values,
+                            int detail_cnt, const char *by_user, char *errstr, size_t size)
 {
     /* $1 action, $2 name, $3 by_user, $4.. the detail's parameters */
     const char *values[8] = {action, name, by_user};
@@ -288,7 +308,8 @@ static int history_add(PGconn *pg, const char *action, const char *name, const c
              "INSERT INTO " S "env_history (action, name, by_user, detail) VALUES ($1, $2, "
              "COALESCE($3, current_user), %s)",
              detail_sql);
-    return reg_exec(pg, sql, 3 + detail_cnt, values, NULL, "recording the history", errstr, size);
+    return dlb_env_reg_exec(pg, sql, 3 + detail_cnt, values, NULL, "recording the history", errstr,
+                            size);
 }
 
 int dlb_env_settings_check(const char *settings, char *errstr, size_t errstr_size)
@@ -381,10 +402,11 @@ int dlb_env_create(PGconn *pg, const dlb_env_t *env, const char *by_user, char *
                           "optimizer set '%s' is not dlrover or dlbrain", env->optimizer_set);
     if ((err = dlb_env_settings_check(settings, errstr, errstr_size)))
         return err;
-    if ((err = reg_begin(pg, errstr, errstr_size)))
+    if ((err = dlb_env_reg_begin(pg, errstr, errstr_size)))
         return err;
-    if ((err = reg_exec(pg, "SELECT dropped_at IS NULL FROM " S "environments WHERE name = $1", 1,
-                        values, &res, "looking up the environment", errstr, errstr_size)))
+    if ((err = dlb_env_reg_exec(
+             pg, "SELECT dropped_at IS NULL FROM " S "environments WHERE name = $1", 1, values,
+             &res, "looking up the environment", errstr, errstr_size)))
         goto out;
     if (PQntuples(res) > 0) {
         if (!strcmp(PQgetvalue(res, 0, 0), "t")) {
@@ -397,7 +419,7 @@ int dlb_env_create(PGconn *pg, const dlb_env_t *env, const char *by_user, char *
     PQclear(res);
     res = NULL;
     if (env->kind == DLB_ENV_REAL) {
-        if ((err = real_locked(pg, real, sizeof(real), errstr, errstr_size)))
+        if ((err = dlb_env_reg_real_locked(pg, real, sizeof(real), errstr, errstr_size)))
             goto out;
         if (real[0]) {
             err = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
@@ -407,22 +429,23 @@ int dlb_env_create(PGconn *pg, const dlb_env_t *env, const char *by_user, char *
             goto out;
         }
     }
-    if ((err = reg_exec(pg,
-                        "INSERT INTO " S "environments (name, kind, optimizer_set, settings, "
-                        "description) VALUES ($1, $2, $3, $4::jsonb, $5) ON CONFLICT (name) DO "
-                        "UPDATE SET kind = EXCLUDED.kind, optimizer_set = EXCLUDED.optimizer_set, "
-                        "settings = EXCLUDED.settings, description = EXCLUDED.description, "
-                        "created_at = now(), changed_at = now(), dropped_at = NULL",
-                        5, values, NULL, "registering the environment", errstr, errstr_size)))
+    if ((err = dlb_env_reg_exec(
+             pg,
+             "INSERT INTO " S "environments (name, kind, optimizer_set, settings, "
+             "description) VALUES ($1, $2, $3, $4::jsonb, $5) ON CONFLICT (name) DO "
+             "UPDATE SET kind = EXCLUDED.kind, optimizer_set = EXCLUDED.optimizer_set, "
+             "settings = EXCLUDED.settings, description = EXCLUDED.description, "
+             "created_at = now(), changed_at = now(), dropped_at = NULL",
+             5, values, NULL, "registering the environment", errstr, errstr_size)))
         goto out;
-    if ((err = history_add(
+    if ((err = dlb_env_reg_history_add(
              pg, "create", env->name,
              "jsonb_build_object('kind', $4::text, 'optimizer_set', $5::text, "
              "'settings', $6::jsonb, 'description', $7::text, 'revived', $8::boolean)",
              (const char *const[]){kind, env->optimizer_set, settings, desc, revived ? "t" : "f"},
              5, by_user, errstr, errstr_size)))
         goto out;
-    return reg_commit(pg, errstr, errstr_size);
+    return dlb_env_reg_commit(pg, errstr, errstr_size);
 out:
     PQclear(res);
     dlb_pg_conn_rollback(pg);
@@ -430,17 +453,18 @@ out:
 }
 
 /* Inside a change transaction: name's kind and whether it is live. */
-static int env_locked(PGconn *pg, const char *name, int *exists, int *live, int *real, char *errstr,
-                      size_t size)
+int dlb_env_reg_env_locked(PGconn *pg, const char *name, int *exists, int *live, int *real,
+                           char *errstr, size_t size)
 {
     const char *values[1] = {name};
     PGresult *res;
     int err;
 
-    if ((err = reg_exec(pg,
-                        "SELECT kind, dropped_at IS NULL FROM " S "environments WHERE name = $1 "
-                        "FOR UPDATE",
-                        1, values, &res, "looking up the environment", errstr, size)))
+    if ((err = dlb_env_reg_exec(pg,
+                                "SELECT kind, dropped_at IS NULL FROM " S
+                                "environments WHERE name = $1 "
+                                "FOR UPDATE",
+                                1, values, &res, "looking up the environment", errstr, size)))
         return err;
     *exists = PQntuples(res) > 0;
     *live = *exists && !strcmp(PQgetvalue(res, 0, 1), "t");
@@ -449,26 +473,63 @@ static int env_locked(PGconn *pg, const char *name, int *exists, int *live, int 
     return 0;
 }
 
-static int set_kind(PGconn *pg, const char *name, const char *kind, char *errstr, size_t size)
+int dlb_env_reg_set_kind(PGconn *pg, const char *name, const char *kind, char *errstr, size_t size)
 {
     const char *values[2] = {name, kind};
 
-    return reg_exec(pg,
-                    "UPDATE " S "environments SET kind = $2, changed_at = now() WHERE name = $1", 2,
-                    values, NULL, "changing the environment's kind", errstr, size);
+    return dlb_env_reg_exec(
+        pg, "UPDATE " S "environments SET kind = $2, changed_at = now() WHERE name = $1", 2, values,
+        NULL, "changing the environment's kind", errstr, size);
 }
 
-int dlb_env_promote(PGconn *pg, const char *name, const char *by_user, char *was, size_t was_size,
-                    char *errstr, size_t errstr_size)
+int dlb_env_reg_switch(PGconn *pg, const char *name, const char *real, const char *cause,
+                       const char *detail, const char *by_user, int64_t *switch_id, char *errstr,
+                       size_t size)
+{
+    const char *values[6] = {name, real, cause, detail && *detail ? detail : "{}", by_user};
+    PGresult *res;
+    int err;
+
+    /* Demote first: the unique index admits one live real at any moment. */
+    if (real[0] &&
+        ((err = dlb_env_reg_set_kind(pg, real, "virtual", errstr, size)) ||
+         (err = dlb_env_reg_history_add(
+              pg, "demote", real, "jsonb_build_object('for', $4::text, 'cause', $5::text)",
+              (const char *const[]){name, cause}, 2, by_user, errstr, size))))
+        return err;
+    /* The standby that takes over is one no longer: the check constraint
+     * keeps a real environment from being the standby. */
+    if ((err = dlb_env_reg_exec(pg,
+                                "UPDATE " S "environments SET kind = 'real', standby = false, "
+                                "changed_at = now() WHERE name = $1",
+                                1, values, NULL, "promoting the environment", errstr, size)))
+        return err;
+    if ((err = dlb_env_reg_exec(
+             pg,
+             "INSERT INTO " S "env_history (action, name, by_user, detail) VALUES ('promote', $1, "
+             "COALESCE($5, current_user), jsonb_build_object('was', NULLIF($2::text, ''), "
+             "'cause', $3::text) || $4::jsonb) RETURNING id",
+             5, values, &res, "recording the history", errstr, size)))
+        return err;
+    if (switch_id)
+        *switch_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return 0;
+}
+
+int dlb_env_promote(PGconn *pg, const char *name, int pin, const char *by_user, char *was,
+                    size_t was_size, int64_t *switch_id, char *errstr, size_t errstr_size)
 {
     char real[DLB_ENV_NAME_MAX + 1];
     int err, exists, live, is_real;
 
     if (was_size)
         was[0] = '\0';
-    if ((err = reg_begin(pg, errstr, errstr_size)))
+    if (switch_id)
+        *switch_id = 0;
+    if ((err = dlb_env_reg_begin(pg, errstr, errstr_size)))
         return err;
-    if ((err = env_locked(pg, name, &exists, &live, &is_real, errstr, errstr_size)))
+    if ((err = dlb_env_reg_env_locked(pg, name, &exists, &live, &is_real, errstr, errstr_size)))
         goto out;
     if (!live) {
         err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND,
@@ -477,21 +538,21 @@ int dlb_env_promote(PGconn *pg, const char *name, const char *by_user, char *was
                          name);
         goto out;
     }
-    if (is_real) /* nothing to do: promoting twice is not an error */
-        return reg_commit(pg, errstr, errstr_size);
-    if ((err = real_locked(pg, real, sizeof(real), errstr, errstr_size)))
+    if (is_real) { /* nothing to switch: promoting twice is not an error */
+        if (pin && (err = dlb_env_reg_pin_locked(pg, 1, name, by_user, errstr, errstr_size)))
+            goto out;
+        return dlb_env_reg_commit(pg, errstr, errstr_size);
+    }
+    if ((err = dlb_env_reg_real_locked(pg, real, sizeof(real), errstr, errstr_size)) ||
+        (err = dlb_env_reg_switch(pg, name, real, "manual",
+                                  pin ? "{\"pinned\": true}" : "{\"pinned\": false}", by_user,
+                                  switch_id, errstr, errstr_size)))
         goto out;
-    /* Demote first: the unique index admits one live real at any moment. */
-    if (real[0] &&
-        ((err = set_kind(pg, real, "virtual", errstr, errstr_size)) ||
-         (err = history_add(pg, "demote", real, "jsonb_build_object('for', $4::text)",
-                            (const char *const[]){name}, 1, by_user, errstr, errstr_size))))
+    /* The pin is in the promote row's detail; no row of its own. */
+    if (pin && (err = dlb_env_reg_exec(pg, "UPDATE " S "failover SET pinned = true", 0, NULL, NULL,
+                                       "pinning", errstr, errstr_size)))
         goto out;
-    if ((err = set_kind(pg, name, "real", errstr, errstr_size)) ||
-        (err = history_add(pg, "promote", name, "jsonb_build_object('was', NULLIF($4::text, ''))",
-                           (const char *const[]){real}, 1, by_user, errstr, errstr_size)))
-        goto out;
-    if ((err = reg_commit(pg, errstr, errstr_size)))
+    if ((err = dlb_env_reg_commit(pg, errstr, errstr_size)))
         return err;
     snprintf(was, was_size, "%s", real);
     return 0;
@@ -506,9 +567,9 @@ int dlb_env_drop(PGconn *pg, const char *name, int purge, const char *by_user, c
     const char *values[1] = {name};
     int err, exists, live, is_real;
 
-    if ((err = reg_begin(pg, errstr, errstr_size)))
+    if ((err = dlb_env_reg_begin(pg, errstr, errstr_size)))
         return err;
-    if ((err = env_locked(pg, name, &exists, &live, &is_real, errstr, errstr_size)))
+    if ((err = dlb_env_reg_env_locked(pg, name, &exists, &live, &is_real, errstr, errstr_size)))
         goto out;
     if (!exists) {
         err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND, "no environment %s", name);
@@ -520,16 +581,17 @@ int dlb_env_drop(PGconn *pg, const char *name, int purge, const char *by_user, c
         goto out;
     }
     if (!live && !purge)
-        return reg_commit(pg, errstr, errstr_size);
-    if ((err = reg_exec(pg,
-                        "UPDATE " S "environments SET dropped_at = COALESCE(dropped_at, now()) "
-                        "WHERE name = $1",
-                        1, values, NULL, "dropping the environment", errstr, errstr_size)) ||
-        (err = history_add(pg, "drop", name, "jsonb_build_object('purge', $4::boolean)",
-                           (const char *const[]){purge ? "t" : "f"}, 1, by_user, errstr,
-                           errstr_size)))
+        return dlb_env_reg_commit(pg, errstr, errstr_size);
+    if ((err = dlb_env_reg_exec(
+             pg,
+             "UPDATE " S "environments SET dropped_at = COALESCE(dropped_at, now()), "
+             "standby = false WHERE name = $1",
+             1, values, NULL, "dropping the environment", errstr, errstr_size)) ||
+        (err = dlb_env_reg_history_add(pg, "drop", name, "jsonb_build_object('purge', $4::boolean)",
+                                       (const char *const[]){purge ? "t" : "f"}, 1, by_user, errstr,
+                                       errstr_size)))
         goto out;
-    return reg_commit(pg, errstr, errstr_size);
+    return dlb_env_reg_commit(pg, errstr, errstr_size);
 out:
     dlb_pg_conn_rollback(pg);
     return err;
@@ -546,7 +608,7 @@ int dlb_env_history(PGconn *pg, const char *name, dlb_env_change_t **out, size_t
 
     *out = NULL;
     *cnt = 0;
-    if ((err = reg_exec(
+    if ((err = dlb_env_reg_exec(
              pg,
              "SELECT id, " MS("at") ", action, name, detail::text, by_user FROM " S
                                     "env_history WHERE $1::text IS NULL OR name = $1 ORDER BY id",

@@ -32,13 +32,14 @@ typedef struct dlb_env {
     int64_t created_ms;
     int64_t changed_ms; /* last create, promote or demote */
     int64_t dropped_ms; /* 0 while live */
+    int standby;        /* the pre-chosen virtual one automatic failover promotes (env_roles.h) */
 } dlb_env_t;
 
 /* One row of the append-only history. */
 typedef struct dlb_env_change {
     int64_t id;
     int64_t at_ms;
-    char action[16]; /* create, promote, demote, drop */
+    char action[16]; /* create, promote, demote, drop, standby, unstandby, pin, unpin, mark */
     char name[DLB_ENV_NAME_MAX + 1];
     char *detail; /* JSON object, malloc'ed */
     char by_user[64];
@@ -93,17 +94,21 @@ int dlb_env_create(PGconn *pg, const dlb_env_t *env, const char *by_user, char *
                    size_t errstr_size);
 
 /** @brief Make name real and the real one virtual, in one transaction, with a
- *         "demote" and a "promote" history row.
- *  @param was  set to the previous real one ("" when none or name was real
- *              already, then nothing changes)
+ *         "demote" and a "promote" history row (detail: was, cause "manual",
+ *         pinned). When name is the standby, it is one no longer.
+ *  @param pin        also pin the choice: automatic failover stays off until
+ *                    dlb_env_pin_set(pg, 0, ...) (env_roles.h)
+ *  @param was        set to the previous real one ("" when none or name was
+ *                    real already, then nothing changes but the pin)
+ *  @param switch_id  set to the promote row's id (0 when nothing changed);
+ *                    NULL when not wanted
  *  @returns 0, DLB_ERR_NOTFOUND (unknown or dropped), or another error. */
-int dlb_env_promote(PGconn *pg, const char *name, const char *by_user, char *was, size_t was_size,
-                    char *errstr, size_t errstr_size);
+int dlb_env_promote(PGconn *pg, const char *name, int pin, const char *by_user, char *was,
+                    size_t was_size, int64_t *switch_id, char *errstr, size_t errstr_size);
 
-/** @brief Mark name dropped, with a "drop" history row whose detail records
- *         purge (whether its topics, schema and keys are being deleted).
- *         Dropping a dropped environment again records another row only when
- *         purge is set.
+/** @brief Mark name dropped (and no longer the standby), with a "drop" history row whose detail
+ * records purge (whether its topics, schema and keys are being deleted). Dropping a dropped
+ * environment again records another row only when purge is set.
  *  @returns 0, DLB_ERR_NOTFOUND, DLB_ERR_INVALID (it is the real one), or
  *           another error. */
 int dlb_env_drop(PGconn *pg, const char *name, int purge, const char *by_user, char *errstr,

@@ -13,18 +13,19 @@
 #include "env_registry.h"
 #include "after.h"
 #include "err.h"
+#include "failover.h"
 #include "kafka.h"
 #include "log.h"
 #include "metrics.h"
+#include "switch_mark.h"
 
 #define TXN_TIMEOUT_MS  30000
 #define TXN_TRIES       10 /* retriable errors of one transactional call, 500 ms apart */
 #define META_TIMEOUT_MS 10000
 
-/* The front's event topics, copied into every environment. */
-static const char *const fan_out[] = {DLB_TOPIC_JOB_EVENTS,      DLB_TOPIC_METRICS,
-                                      DLB_TOPIC_K8S_EVENTS,      DLB_TOPIC_PLAN_REQUESTS,
-                                      DLB_TOPIC_CONFIG_REQUESTS, NULL};
+/* The front's event topics, copied into every environment: the topics that
+ * carry switch markers. */
+static const char *const *const fan_out = dlb_switch_topics;
 /* The environments' answers, forwarded from the real one. */
 static const char *const fan_in[] = {DLB_TOPIC_PLANS, DLB_TOPIC_CONFIGS, NULL};
 /* Short topic names of the records metric: fan_out's then fan_in's. */
@@ -35,6 +36,15 @@ typedef struct renv {
     int usable; /* its topics exist: relayed to and from */
     int warned; /* its missing topics were reported */
 } renv_t;
+
+/* A front partition's stamp: whom its records are for (switch_mark.h). cur
+ * moves with the batch being relayed, saved is what the group committed
+ * (in the offsets' metadata), so a batch that is redone starts over from it. */
+typedef struct rpart {
+    char topic[256];
+    int32_t partition;
+    dlb_switch_stamp_t cur, saved;
+} rpart_t;
 
 typedef struct relay {
     const dlb_conf_t *conf;
@@ -51,12 +61,18 @@ typedef struct relay {
     int subscribed; /* to anything */
     rd_kafka_message_t **batch;
     size_t batch_cnt, batch_cap;
-    int64_t dropped; /* answers of virtual environments */
+    rpart_t *parts; /* the stamps of the front partitions met since assigned */
+    size_t parts_cnt, parts_cap;
+    int64_t dropped;    /* answers of virtual environments */
+    int64_t marks_read; /* switch markers that moved a partition's stamp */
     /* dlbrain_relay_records_total per [action][short topic]; the batch's
      * counts are added once its transaction committed. */
     dlb_series_t *records[3][RELAY_TOPICS];
     int64_t pending[3][RELAY_TOPICS];
-    dlb_series_t *real_env; /* dlbrain_relay_real_environment of r->real */
+    dlb_series_t *real_env;   /* dlbrain_relay_real_environment of r->real */
+    dlb_series_t *switches;   /* dlbrain_relay_switches_total: changes of r->real seen */
+    dlb_failover_t *failover; /* the automatic failover decider (failover.h) */
+    int64_t failover_at;
     dlb_series_t *usable, *assigns, *revokes, *txn_ok, *txn_aborted, *err_kafka;
 } relay_t;
 
@@ -105,6 +121,10 @@ static void metrics_setup(relay_t *r)
     r->txn_ok = dlb_metric_transactions("committed");
     r->txn_aborted = dlb_metric_transactions("aborted");
     r->err_kafka = dlb_metric_errors("kafka");
+    r->switches = dlb_metric_counter("dlbrain_relay_switches_total",
+                                     "Changes of the real environment this relay saw in the "
+                                     "registry (manual promotions and automatic failovers)",
+                                     "", NULL);
 }
 
 /* dlbrain_relay_real_environment{env} is 1 for the environment whose answers
@@ -151,6 +171,12 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             r->batch[n++] = m;
     }
     r->batch_cnt = n;
+    /* Their stamps too: the next owner reads them from the committed offsets. */
+    n = 0;
+    for (size_t i = 0; i < r->parts_cnt; i++)
+        if (!rd_kafka_topic_partition_list_find(parts, r->parts[i].topic, r->parts[i].partition))
+            r->parts[n++] = r->parts[i];
+    r->parts_cnt = n;
     dlb_info("kafka: %d partition(s) revoked", parts->cnt);
     rd_kafka_assign(rk, NULL);
 }
@@ -310,6 +336,8 @@ static int refresh(relay_t *r, int first, char *errstr, size_t size)
     for (size_t i = 0; !changed && i < n; i++)
         changed = strcmp(next[i].name, r->envs[i].name) || next[i].usable != r->envs[i].usable;
     if (strcmp(real, r->real) || first) {
+        if (!first)
+            dlb_metric_add(r->switches, 1);
         if (real[0])
             dlb_info("relay: now forwarding plans and configs of %s (was %s)", real,
                      r->real[0] ? r->real : "none");
@@ -339,11 +367,12 @@ out:
 /* ---- one batch, one transaction ------------------------------------------------ */
 
 /* Copy m to topic: key, value, headers, timestamp, plus header dlb.env = env
- * when env is given. A plan request's dlb.after names offsets of the source
- * log, not of the copy's: it is dropped, and the copy is held as a request
- * without it (the optimizer's grace). */
+ * when env is given, and the stamp header = stamp when stamp is given (a
+ * front record's copy: whom it is for). A plan request's dlb.after names
+ * offsets of the source log, not of the copy's: it is dropped, and the copy
+ * is held as a request without it (the optimizer's grace). */
 static int produce_copy(relay_t *r, const char *topic, const rd_kafka_message_t *m, const char *env,
-                        char *errstr, size_t size)
+                        const char *stamp, char *errstr, size_t size)
 {
     rd_kafka_headers_t *src = NULL, *hdrs = NULL;
     rd_kafka_timestamp_type_t tstype;
@@ -356,12 +385,15 @@ static int produce_copy(relay_t *r, const char *topic, const rd_kafka_message_t 
         if (!(hdrs = rd_kafka_headers_copy(src)))
             return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
         rd_kafka_header_remove(hdrs, DLB_AFTER_HEADER);
+        if (stamp) /* only the relay stamps a front record */
+            rd_kafka_header_remove(hdrs, DLB_KAFKA_STAMP_HEADER);
     }
-    if (env) {
-        if (!hdrs && !(hdrs = rd_kafka_headers_new(1)))
-            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+    if ((env || (stamp && *stamp)) && !hdrs && !(hdrs = rd_kafka_headers_new(2)))
+        return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+    if (env)
         rd_kafka_header_add(hdrs, "dlb.env", -1, env, -1);
-    }
+    if (stamp && *stamp)
+        rd_kafka_header_add(hdrs, DLB_KAFKA_STAMP_HEADER, -1, stamp, -1);
     vu[n].vtype = RD_KAFKA_VTYPE_TOPIC;
     vu[n++].u.cstr = topic;
     vu[n].vtype = RD_KAFKA_VTYPE_KEY;
@@ -409,6 +441,108 @@ static int topic_is(const char *topic, const char *prefix, size_t prefix_len,
     return 0;
 }
 
+static rpart_t *part_find(relay_t *r, const char *topic, int32_t partition)
+{
+    for (size_t i = 0; i < r->parts_cnt; i++)
+        if (r->parts[i].partition == partition && !strcmp(r->parts[i].topic, topic))
+            return &r->parts[i];
+    return NULL;
+}
+
+/* The stamps of the batch's front partitions the relay has not met since
+ * they were assigned: from the metadata the group committed with their
+ * offsets (the stamp as of the committed position), else (never committed
+ * by a stamping relay) the environment real now, as switch 0, which any
+ * marker overrides. */
+static int parts_load(relay_t *r, char *errstr, size_t size)
+{
+    size_t front_len = strlen(r->conf->env);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(16);
+    rd_kafka_resp_err_t kerr;
+    int err = 0;
+
+    if (!l)
+        return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < r->batch_cnt; i++) {
+        const rd_kafka_message_t *m = r->batch[i];
+        const char *name = rd_kafka_topic_name(m->rkt);
+
+        if (topic_is(name, r->conf->env, front_len, fan_out) && !part_find(r, name, m->partition) &&
+            !rd_kafka_topic_partition_list_find(l, name, m->partition))
+            rd_kafka_topic_partition_list_add(l, name, m->partition);
+    }
+    if (!l->cnt)
+        goto out;
+    if ((kerr = rd_kafka_committed(r->consumer, l, META_TIMEOUT_MS))) {
+        err = dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "committed offsets: %s",
+                         rd_kafka_err2str(kerr));
+        goto out;
+    }
+    if (r->parts_cnt + (size_t)l->cnt > r->parts_cap) {
+        size_t cap = r->parts_cnt + (size_t)l->cnt + 16;
+        rpart_t *p = realloc(r->parts, cap * sizeof(*p));
+        if (!p) {
+            err = dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        r->parts = p;
+        r->parts_cap = cap;
+    }
+    for (int i = 0; i < l->cnt; i++) {
+        const rd_kafka_topic_partition_t *tp = &l->elems[i];
+        rpart_t *p = &r->parts[r->parts_cnt++];
+        int from_commit;
+
+        memset(p, 0, sizeof(*p));
+        snprintf(p->topic, sizeof(p->topic), "%s", tp->topic);
+        p->partition = tp->partition;
+        from_commit = tp->metadata && tp->metadata_size &&
+                      !dlb_switch_stamp_parse(tp->metadata, tp->metadata_size, &p->cur);
+        if (!from_commit) {
+            p->cur.id = 0;
+            snprintf(p->cur.env, sizeof(p->cur.env), "%s", r->real);
+        }
+        p->saved = p->cur;
+        dlb_dbg("relay: %s [%" PRId32 "]: records for %s (switch %" PRId64 ", %s)", p->topic,
+                p->partition, p->cur.env[0] ? p->cur.env : "none", p->cur.id,
+                from_commit ? "as committed" : "no stamp committed: the real environment now");
+    }
+out:
+    rd_kafka_topic_partition_list_destroy(l);
+    return err;
+}
+
+/* A marker read: the partition's records from here on are for its
+ * environment, unless a newer switch was read already. */
+static void part_mark(relay_t *r, rpart_t *p, const rd_kafka_message_t *m,
+                      const dlb_switch_stamp_t *s)
+{
+    if (s->id <= p->cur.id) {
+        dlb_dbg("relay: %s [%" PRId32 "] offset %" PRId64 ": marker of switch %" PRId64
+                " ignored (switch %" PRId64 " read already)",
+                p->topic, p->partition, m->offset, s->id, p->cur.id);
+        return;
+    }
+    dlb_dbg("relay: %s [%" PRId32 "] offset %" PRId64 ": switch %" PRId64
+            ": records from here on are for %s (were for %s)",
+            p->topic, p->partition, m->offset, s->id, s->env, p->cur.env[0] ? p->cur.env : "none");
+    p->cur = *s;
+    r->marks_read++;
+}
+
+/* Whether an answer of environment src goes to the front: the one its stamp
+ * names (copied by the consumer from the front record it answers); an
+ * unstamped one (an older consumer, or an output not answering a relayed
+ * record) when src is real now. */
+static int answer_forwarded(const relay_t *r, const rd_kafka_message_t *m, const char *src)
+{
+    char stamp[DLB_KAFKA_STAMP_MAX];
+
+    if (dlb_kafka_stamp_get(m, stamp, sizeof(stamp)))
+        return !strcmp(stamp, src);
+    return !strcmp(src, r->real);
+}
+
 /* Produce what the batch's records turn into. */
 static int relay_records(relay_t *r, int64_t *outputs, char *errstr, size_t size)
 {
@@ -422,27 +556,35 @@ static int relay_records(relay_t *r, int64_t *outputs, char *errstr, size_t size
         const char *name = rd_kafka_topic_name(m->rkt);
         const char *dot = strchr(name, '.');
         const renv_t *src;
+        dlb_switch_stamp_t mk;
 
         if (topic_is(name, r->conf->env, front_len, fan_out)) {
+            rpart_t *p = part_find(r, name, m->partition); /* parts_load() met it */
+
+            if (dlb_switch_marker_get(m, &mk)) { /* not an event: never copied */
+                if (p)
+                    part_mark(r, p, m, &mk);
+                continue;
+            }
             for (size_t k = 0; k < r->envs_cnt; k++) {
                 if (!r->envs[k].usable)
                     continue;
                 snprintf(topic, sizeof(topic), "%s%s", r->envs[k].name, name + front_len);
-                if ((err = produce_copy(r, topic, m, NULL, errstr, size)))
+                if ((err = produce_copy(r, topic, m, NULL, p ? p->cur.env : "", errstr, size)))
                     return err;
                 (*outputs)++;
                 r->pending[ACT_COPIED][topic_index(name + front_len + 1)]++;
             }
         } else if (dot && (src = env_find(r, name, (size_t)(dot - name))) &&
                    topic_is(name, src->name, strlen(src->name), fan_in) &&
-                   !strcmp(src->name, r->real)) {
+                   answer_forwarded(r, m, src->name)) {
             snprintf(topic, sizeof(topic), "%s%s", r->conf->env, dot);
-            if ((err = produce_copy(r, topic, m, src->name, errstr, size)))
+            if ((err = produce_copy(r, topic, m, src->name, NULL, errstr, size)))
                 return err;
             (*outputs)++;
             r->pending[ACT_FORWARDED][topic_index(dot + 1)]++;
         } else {
-            /* An answer of a virtual environment, or a record of an
+            /* An answer for another environment, or a record of an
              * environment dropped since it was polled: consumed, not relayed. */
             r->dropped++;
             r->pending[ACT_DROPPED][topic_index(dot ? dot + 1 : name)]++;
@@ -452,10 +594,13 @@ static int relay_records(relay_t *r, int64_t *outputs, char *errstr, size_t size
 }
 
 /* Per partition: the offset after its last record (commit), or of its first
- * (rewind). Records are in offset order within a partition. */
-static rd_kafka_topic_partition_list_t *batch_offsets(const relay_t *r, int rewind)
+ * (rewind). Records are in offset order within a partition. A front
+ * partition's commit carries its stamp as metadata, so a relay that takes it
+ * over (a restart, a rebalance) goes on stamping from there. */
+static rd_kafka_topic_partition_list_t *batch_offsets(relay_t *r, int rewind)
 {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(32);
+    char meta[64];
 
     for (size_t i = 0; i < r->batch_cnt; i++) {
         const rd_kafka_message_t *m = r->batch[i];
@@ -466,6 +611,18 @@ static rd_kafka_topic_partition_list_t *batch_offsets(const relay_t *r, int rewi
                 ->offset = rewind ? m->offset : m->offset + 1;
         else if (!rewind)
             p->offset = m->offset + 1;
+    }
+    for (int i = 0; !rewind && i < l->cnt; i++) {
+        rd_kafka_topic_partition_t *tp = &l->elems[i];
+        const rpart_t *p = part_find(r, tp->topic, tp->partition);
+        int len;
+
+        /* The list frees metadata with free(). */
+        if (p && (len = dlb_switch_stamp_format(&p->cur, meta, sizeof(meta))) > 0 &&
+            (tp->metadata = malloc((size_t)len))) {
+            memcpy(tp->metadata, meta, (size_t)len);
+            tp->metadata_size = (size_t)len;
+        }
     }
     return l;
 }
@@ -520,12 +677,15 @@ static int batch_publish(relay_t *r, int *fatal, char *errstr, size_t size)
     int err;
 
     *fatal = 0;
-    if ((err = txn_step(r, STEP_BEGIN, NULL, fatal, errstr, size)))
+    if ((err = parts_load(r, errstr, size)) ||
+        (err = txn_step(r, STEP_BEGIN, NULL, fatal, errstr, size)))
         return err;
-    offsets = batch_offsets(r, 0);
     dropped = r->dropped;
     memset(r->pending, 0, sizeof(r->pending));
     if (!(err = relay_records(r, &outputs, errstr, size)) &&
+        !(err = (offsets = batch_offsets(r, 0))
+                    ? 0
+                    : dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory")) &&
         !(err = txn_step(r, STEP_OFFSETS, offsets, fatal, errstr, size)) &&
         !(err = txn_step(r, STEP_COMMIT, NULL, fatal, errstr, size))) {
         r->st->outputs += outputs;
@@ -535,6 +695,8 @@ static int batch_publish(relay_t *r, int *fatal, char *errstr, size_t size)
                 dlb_metric_add(r->records[a][i], (uint64_t)r->pending[a][i]);
         dlb_metric_add(r->txn_ok, 1);
         dlb_metrics_dep(DLB_DEP_KAFKA, 1);
+        for (size_t i = 0; i < r->parts_cnt; i++)
+            r->parts[i].saved = r->parts[i].cur;
         dlb_dbg("relay: batch of %zu record(s): %lld produced, %lld not forwarded", r->batch_cnt,
                 (long long)outputs, (long long)(r->dropped - dropped));
         goto out;
@@ -547,12 +709,15 @@ static int batch_publish(relay_t *r, int *fatal, char *errstr, size_t size)
         rd_kafka_error_destroy(e);
         *fatal = 1;
     }
-    r->dropped = dropped; /* the batch is redone */
+    r->dropped = dropped; /* the batch is redone, from the committed stamps */
+    for (size_t i = 0; i < r->parts_cnt; i++)
+        r->parts[i].cur = r->parts[i].saved;
     dlb_metric_add(r->txn_aborted, 1);
     dlb_metric_add(r->err_kafka, 1);
     err = DLB_ERR_TRANSIENT;
 out:
-    rd_kafka_topic_partition_list_destroy(offsets);
+    if (offsets)
+        rd_kafka_topic_partition_list_destroy(offsets);
     return err;
 }
 
@@ -586,6 +751,27 @@ static void batch_poll(relay_t *r)
         r->batch[r->batch_cnt++] = m;
         r->st->consumed++;
     }
+}
+
+/* ---- automatic failover ---------------------------------------------------------- */
+
+/* The decider runs in the relay: wherever environments are in use a relay
+ * runs, it holds the registry connection already and is what makes a switch
+ * take effect; every relay competes for the lease, so one decides and
+ * another takes over when its relay dies. A switch is routed at once, not
+ * at the next refresh. Errors are logged: the relay goes on relaying. */
+static void failover_tick(relay_t *r)
+{
+    dlb_failover_tick_t t;
+    char errstr[1024];
+
+    if (registry_open(r, errstr, sizeof(errstr)) ||
+        dlb_failover_tick(r->failover, r->pg, &t, errstr, sizeof(errstr))) {
+        dlb_warn("failover: %s; deciding again in %d ms", errstr, r->conf->failover.check_ms);
+        return;
+    }
+    if (t.switched)
+        r->refresh_at = 0;
 }
 
 /* ---- life cycle ------------------------------------------------------------------ */
@@ -651,6 +837,8 @@ static int setup(relay_t *r, char *errstr, size_t size)
         (err = dlb_kafka_consumer_new_cb(r->conf, r->group, NULL, rebalance_cb, r, &r->consumer,
                                          errstr, size)))
         return err;
+    if ((err = dlb_failover_new(r->conf, "relay", &r->failover, errstr, size)))
+        return err;
     dlb_info("relay: group %s, front %s.* at %s, registry re-read every %d ms", r->group,
              r->conf->env, r->conf->brokers, r->conf->relay_refresh_ms);
     return refresh(r, 1, errstr, size);
@@ -664,9 +852,11 @@ static void teardown(relay_t *r)
         rd_kafka_destroy(r->consumer);
     }
     producer_stop(r);
+    dlb_failover_destroy(r->failover, r->pg);
     if (r->pg)
         PQfinish(r->pg);
     free(r->batch);
+    free(r->parts);
 }
 
 int dlb_relay_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_stream_stats_t *stats,
@@ -679,8 +869,13 @@ int dlb_relay_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_strea
     if ((err = setup(&r, errstr, errstr_size)))
         goto out;
     r.refresh_at = dlb_clock_mono_ms() + conf->relay_refresh_ms;
+    r.failover_at = dlb_clock_mono_ms();
     while (!*stop) {
         dlb_metrics_beat();
+        if (dlb_clock_mono_ms() >= r.failover_at) {
+            failover_tick(&r);
+            r.failover_at = dlb_clock_mono_ms() + conf->failover.check_ms;
+        }
         if (dlb_clock_mono_ms() >= r.refresh_at) {
             if ((err = refresh(&r, 0, errstr, errstr_size)))
                 goto out;

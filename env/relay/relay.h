@@ -8,16 +8,20 @@
  *     k8s-events, plan-requests, config-requests) unchanged (key, value,
  *     headers, timestamp) into the same topics of every live environment,
  *     real and virtual, so virtual brains see the real input;
+ *   - stamps each copy (header dlb.real) with the environment that answers
+ *     it at the front: per front partition, the one of the newest switch
+ *     marker read there (env/switch/switch_mark.h), committed with the
+ *     partition's offset as its metadata;
  *   - reads every live environment's plans and configs (read_committed) and
- *     forwards to the front's plans / configs only the records of the
- *     environment that is real when it reads them, with a header dlb.env
- *     naming it; the others are consumed and dropped.
+ *     forwards to the front's plans / configs only the answers whose stamp
+ *     names the environment that made them, with a header dlb.env naming it;
+ *     the others are consumed and dropped;
+ *   - runs the automatic failover decider (env/failover/failover.h).
  *
  * Each batch is one Kafka transaction holding the copies and the input
  * offsets (send_offsets_to_transaction), so every record is relayed exactly
  * once through crashes and restarts. The registry is re-read every
- * relay.refresh.ms: a promotion switches the forwarded environment within that
- * time, and new environments are subscribed to. */
+ * relay.refresh.ms: new environments are subscribed to, dropped ones let go. */
 #ifndef DLB_RELAY_H
 #define DLB_RELAY_H
 

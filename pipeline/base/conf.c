@@ -122,6 +122,38 @@ static const key_def_t keys[] = {
      "How often the relay re-reads the environment registry: a promotion switches the "
      "environment whose plans reach the front within this time, and new environments are "
      "relayed to."},
+    {"env.failover.window.s", K_INT, N(failover.window_s), "600",
+     "Automatic failover: the real environment's job outcomes (succeeded or failed job events, "
+     "by event time) of this many seconds count; never those before the last switch. "
+     "1 to 604800.",
+     1, 604800},
+    {"env.failover.min.jobs", K_INT, N(failover.min_jobs), "10",
+     "Automatic failover: fewer jobs finished in the window never trip it (at least 1 counts)."},
+    {"env.failover.threshold", K_DBL, N(failover.threshold), "0.5",
+     "Automatic failover: the share of the window's finished jobs that failed at which the "
+     "standby takes over (0.5 = half; above 1 never trips)."},
+    {"env.failover.cooldown.s", K_INT, N(failover.cooldown_s), "1800",
+     "Automatic failover: no automatic switch sooner than this after the last switch, "
+     "manual or automatic, so it cannot flap."},
+    {"env.failover.check.ms", K_INT, N(failover.check_ms), "5000",
+     "Automatic failover: how often the relay holding the lease evaluates the policy (and "
+     "renews the lease). 100 to 3600000.",
+     100, 3600000},
+    {"env.failover.lease.s", K_INT, N(failover.lease_s), "30",
+     "Automatic failover: the lease that makes one relay the decider lasts this long unless "
+     "renewed; another relay takes over once it ran out. Keep it above env.failover.check.ms. "
+     "1 to 3600.",
+     1, 3600},
+    {"env.failover.late.ms", K_INT, N(failover.late_ms), "0",
+     "Automatic failover on plans missing or late: a plan request of the real environment "
+     "(by the time its optimizer stored it) whose plan was stored more than this later, or not "
+     "at all, is late. 0 = off: failed jobs alone decide."},
+    {"env.failover.late.min.requests", K_INT, N(failover.late_min_requests), "20",
+     "Automatic failover: fewer plan requests judged in the window (answered, or older than "
+     "env.failover.late.ms) never trip on late plans (at least 1 counts)."},
+    {"env.failover.late.threshold", K_DBL, N(failover.late_threshold), "0.5",
+     "Automatic failover: the share of the window's judged plan requests whose plan was late "
+     "or is missing at which the standby takes over."},
     {"dlbrain.hang.seconds", K_INT, N(tuning.hang_seconds), "600",
      "dlbrain set: no global-step progress for this long is a hang (relaunch plan)."},
     {"dlbrain.straggler.ratio", K_DBL, N(tuning.straggler_ratio), "0.5",

@@ -104,6 +104,20 @@ typedef struct dlb_sr_conf {
     int timeout_ms;         /* schema.registry.timeout.ms: one request's longest wait */
 } dlb_sr_conf_t;
 
+/* Automatic failover of the real environment (env.failover.*, decided by a
+ * relay: env/failover/failover.h). */
+typedef struct dlb_failover_conf {
+    int window_s;     /* env.failover.window.s: job outcomes this recent count, default 600 */
+    int min_jobs;     /* env.failover.min.jobs: fewer finished jobs never trip, default 10 */
+    double threshold; /* env.failover.threshold: failed share that trips, default 0.5 */
+    int cooldown_s;   /* env.failover.cooldown.s: no switch sooner after the last, default 1800 */
+    int check_ms;     /* env.failover.check.ms: how often the decider looks, default 5000 */
+    int lease_s;      /* env.failover.lease.s: how long the decider's lease lasts, default 30 */
+    int late_ms;      /* env.failover.late.ms: a plan later is late; 0 = off (default) */
+    int late_min_requests; /* env.failover.late.min.requests: fewer judged never trip, 20 */
+    double late_threshold; /* env.failover.late.threshold: late share that trips, 0.5 */
+} dlb_failover_conf_t;
+
 /* Retention of the PostgreSQL history (store.retention.*, store_prune.c). */
 typedef struct dlb_retention_conf {
     int days;       /* store.retention.days: history kept, by event time; 0 = forever (default) */
@@ -177,6 +191,7 @@ typedef struct dlb_conf {
     size_t kafka_cnt;
 
     dlb_retention_conf_t retention; /* store.retention.* */
+    dlb_failover_conf_t failover;   /* env.failover.* */
 } dlb_conf_t;
 
 /** @brief Fill with embedded defaults. Never fails. */

@@ -387,6 +387,38 @@ int dlb_kafka_produce(rd_kafka_t *producer, const char *topic, const char *key, 
     return produce_copy(producer, topic, key, value, len, NULL, errstr, errstr_size);
 }
 
+int dlb_kafka_stamp_get(const rd_kafka_message_t *m, char *buf, size_t size)
+{
+    rd_kafka_headers_t *hdrs;
+    const void *val;
+    size_t len;
+
+    buf[0] = '\0';
+    /* rd_kafka_message_headers() parses them once; it takes a non-const. */
+    if (rd_kafka_message_headers((rd_kafka_message_t *)m, &hdrs) ||
+        rd_kafka_header_get_last(hdrs, DLB_KAFKA_STAMP_HEADER, &val, &len) || !val)
+        return 0;
+    if (len >= size)
+        len = size - 1;
+    memcpy(buf, val, len);
+    buf[len] = '\0';
+    return 1;
+}
+
+int dlb_kafka_produce_stamped(rd_kafka_t *producer, const char *topic, const char *key,
+                              const void *value, size_t len, const char *stamp, char *errstr,
+                              size_t errstr_size)
+{
+    rd_kafka_headers_t *hdrs = NULL;
+
+    if (stamp && *stamp) {
+        if (!(hdrs = rd_kafka_headers_new(1)))
+            return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        rd_kafka_header_add(hdrs, DLB_KAFKA_STAMP_HEADER, -1, stamp, -1);
+    }
+    return produce_copy(producer, topic, key, value, len, hdrs, errstr, errstr_size);
+}
+
 int dlb_kafka_producer_follow(rd_kafka_t *producer, const dlb_conf_t *conf, char *errstr,
                               size_t errstr_size)
 {

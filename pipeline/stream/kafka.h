@@ -101,6 +101,23 @@ int64_t dlb_kafka_delivery_failures(rd_kafka_t *producer);
  *           (the producer's delivery callback counts failures). */
 int dlb_kafka_flush(rd_kafka_t *producer, int timeout_ms, char *errstr, size_t errstr_size);
 
+/* The header naming the environment that answers a front record at the
+ * front (its stamp): the relay puts it on every copy of a front record
+ * (docs/environments.md, "Exactly once across a switch"), and a consumer
+ * copies it from the record it answers onto its answers. */
+#define DLB_KAFKA_STAMP_HEADER "dlb.real"
+#define DLB_KAFKA_STAMP_MAX    64
+
+/** @brief The stamp header of m into buf (NUL-terminated, truncated to
+ *         size - 1). @returns 1 when m has one, else 0 (buf ""). */
+int dlb_kafka_stamp_get(const rd_kafka_message_t *m, char *buf, size_t size);
+
+/** @brief dlb_kafka_produce() with the stamp header set to stamp, unless it
+ *         is NULL or "". */
+int dlb_kafka_produce_stamped(rd_kafka_t *producer, const char *topic, const char *key,
+                              const void *value, size_t len, const char *stamp, char *errstr,
+                              size_t errstr_size);
+
 /** @brief Produce a copy of value to topic with key (partitioned by key). */
 int dlb_kafka_produce(rd_kafka_t *producer, const char *topic, const char *key, const void *value,
                       size_t len, char *errstr, size_t errstr_size);

@@ -669,6 +669,11 @@ int dlb_stream_emit(dlb_stream_t *c, const char *key, void *buf, size_t len)
     }
     o = &c->out[c->out_cnt++];
     snprintf(o->key, sizeof(o->key), "%s", key);
+    /* The answer carries the stamp of what it answers: the relay forwards
+     * it to the front only from the environment the stamp names. */
+    o->stamp[0] = '\0';
+    if (c->cur)
+        dlb_kafka_stamp_get(c->cur->msg, o->stamp, sizeof(o->stamp));
     o->buf = buf;
     o->len = len;
     return 0;
@@ -840,8 +845,9 @@ static int batch_publish(ctx_t *c, int *fatal, char *errstr, size_t size)
         }
     }
     for (size_t i = 0; i < c->out_cnt; i++) {
-        if ((err = dlb_kafka_produce(c->producer, c->out_topic, c->out[i].key, c->out[i].buf,
-                                     c->out[i].len, sub, sizeof(sub)))) {
+        if ((err =
+                 dlb_kafka_produce_stamped(c->producer, c->out_topic, c->out[i].key, c->out[i].buf,
+                                           c->out[i].len, c->out[i].stamp, sub, sizeof(sub)))) {
             dlb_seterr(errstr, size, err, "%s", sub);
             verdict = TXN_ABORT;
             goto fail;

@@ -9,6 +9,7 @@
 
 #include "cache_redis.h"
 #include "catalog.h"
+#include "kafka.h"
 #include "metrics.h"
 #include "store_pg.h"
 #include "stream.h"
@@ -64,6 +65,7 @@ typedef struct part {
 
 typedef struct outmsg {
     char key[DLB_ID_MAX];
+    char stamp[DLB_KAFKA_STAMP_MAX]; /* of the record it answers (kafka.h), "" = none */
     void *buf;
     size_t len;
 } outmsg_t;

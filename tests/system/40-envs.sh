@@ -149,7 +149,7 @@ kcat -C -b "$DLBRAIN_BROKERS" -t blue.plans -e -q -f '%h\n' | grep -q dlb.env &&
 ok "the relay never wrote into an environment's plans"
 
 # ---- history and drop ------------------------------------------------------------
-expect_eq "history" "create blue|create green|demote blue|promote green" \
+expect_eq "history" "create blue|create green|demote blue|promote green|mark green" \
     "$(env_cli history | awk 'NR > 1 {print $4, $5}' | paste -sd'|')"
 out=$(env_cli drop green 2>&1) && fail "dropping the real environment was accepted"
 grep -q "is the real one" <<<"$out" || fail "drop real: unclear error: $out"
@@ -170,7 +170,7 @@ expect_eq "blue untouched" "7" "$(sys_sql "SELECT count(*) FROM blue.plans")"
 expect_eq "env list after the drop" "blue" "$(env_cli list | awk 'NR > 1 {print $1}' | paste -sd' ')"
 expect_eq "env list --all" "blue -|green 20" "$(env_cli list --all | awk 'NR > 1 {print $1, substr($8, 1, 2)}' | paste -sd'|')"
 expect_eq "history after the drop" \
-    "create blue|create green|demote blue|promote green|demote green|promote blue|drop green" \
+    "create blue|create green|demote blue|promote green|mark green|demote green|promote blue|mark blue|drop green" \
     "$(env_cli history | awk 'NR > 1 {print $4, $5}' | paste -sd'|')"
 env_cli history green | grep -q '"purge": true' || fail "the drop's detail does not record the purge"
 out=$(env_cli promote green 2>&1) && fail "promoting a dropped environment was accepted"

@@ -457,6 +457,33 @@ static void test_html(void **state)
     dlb_eval_figures_free(f, 2);
 }
 
+static void test_html_switches(void **state)
+{
+    dlb_eval_figures_t *f = two_envs();
+    const dlb_eval_switch_t sw[] = {
+        {f[0].start_ms + 500 * S, "b", "failover"}, /* inside the 1900 s plotted */
+        {f[0].start_ms - 10 * S, "a", "manual"},    /* before the first event */
+        {f[0].start_ms + 5000 * S, "c", "manual"},  /* after the last bucket */
+    };
+    char *html, errstr[256];
+    (void)state;
+
+    assert_int_equal(dlb_eval_html_switches(f, 2, sw, 3, &html, errstr, sizeof(errstr)), 0);
+    /* On each of the four plots over time, not on the two CDFs. */
+    assert_int_equal(count_of(html, "<g class=\"mark\">"), 4);
+    assert_int_equal(count_of(html, "b real (failover)"), 4);
+    assert_null(strstr(html, "a real (manual)"));
+    assert_null(strstr(html, "c real (manual)"));
+    assert_int_equal(count_of(html, "Dashed grey lines: switches"), 4);
+    free(html);
+    /* Without switches: no mark, no caption about them. */
+    assert_int_equal(dlb_eval_html(f, 2, &html, errstr, sizeof(errstr)), 0);
+    assert_null(strstr(html, "class=\"mark\""));
+    assert_null(strstr(html, "Dashed grey lines"));
+    free(html);
+    dlb_eval_figures_free(f, 2);
+}
+
 static void test_svg(void **state)
 {
     const double x[] = {0, 1, 2, 3}, y[] = {0, NAN, 2, 3};
@@ -490,7 +517,8 @@ int main(void)
         cmocka_unit_test(test_ooms_plans), cmocka_unit_test(test_series),
         cmocka_unit_test(test_bucket_ms),  cmocka_unit_test(test_empty),
         cmocka_unit_test(test_table),      cmocka_unit_test(test_json),
-        cmocka_unit_test(test_html),       cmocka_unit_test(test_svg),
+        cmocka_unit_test(test_html),       cmocka_unit_test(test_html_switches),
+        cmocka_unit_test(test_svg),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
