@@ -93,19 +93,6 @@ int dlb_env_list_all(PGconn *pg, int include_dropped, dlb_env_t **out, size_t *c
 int dlb_env_create(PGconn *pg, const dlb_env_t *env, const char *by_user, char *errstr,
                    size_t errstr_size);
 
-/** @brief Make name real and the real one virtual, in one transaction, with a
- *         "demote" and a "promote" history row (detail: was, cause "manual",
- *         pinned). When name is the standby, it is one no longer.
- *  @param pin        also pin the choice: automatic failover stays off until
- *                    dlb_env_pin_set(pg, 0, ...) (env_roles.h)
- *  @param was        set to the previous real one ("" when none or name was
- *                    real already, then nothing changes but the pin)
- *  @param switch_id  set to the promote row's id (0 when nothing changed);
- *                    NULL when not wanted
- *  @returns 0, DLB_ERR_NOTFOUND (unknown or dropped), or another error. */
-int dlb_env_promote(PGconn *pg, const char *name, int pin, const char *by_user, char *was,
-                    size_t was_size, int64_t *switch_id, char *errstr, size_t errstr_size);
-
 /** @brief Mark name dropped (and no longer the standby), with a "drop" history row whose detail
  * records purge (whether its topics, schema and keys are being deleted). Dropping a dropped
  * environment again records another row only when purge is set.

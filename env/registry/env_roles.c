@@ -289,3 +289,47 @@ int dlb_env_mark_last(PGconn *pg, const char *front, int64_t *switch_id, char *e
     PQclear(res);
     return 0;
 }
+
+int dlb_env_promote(PGconn *pg, const char *name, int pin, const char *by_user, char *was,
+                    size_t was_size, int64_t *switch_id, char *errstr, size_t errstr_size)
+{
+    char real[DLB_ENV_NAME_MAX + 1];
+    int err, exists, live, is_real;
+
+    if (was_size)
+        was[0] = '\0';
+    if (switch_id)
+        *switch_id = 0;
+    if ((err = dlb_env_reg_begin(pg, errstr, errstr_size)))
+        return err;
+    if ((err = dlb_env_reg_env_locked(pg, name, &exists, &live, &is_real, errstr, errstr_size)))
+        goto out;
+    if (!live) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND,
+                         exists ? "environment %s was dropped; create it again first"
+                                : "no environment %s",
+                         name);
+        goto out;
+    }
+    if (is_real) { /* nothing to switch: promoting twice is not an error */
+        if (pin && (err = dlb_env_reg_pin_locked(pg, 1, name, by_user, errstr, errstr_size)))
+            goto out;
+        return dlb_env_reg_commit(pg, errstr, errstr_size);
+    }
+    if ((err = dlb_env_reg_real_locked(pg, real, sizeof(real), errstr, errstr_size)) ||
+        (err = dlb_env_reg_switch(pg, name, real, "manual",
+                                  pin ? "{\"pinned\": true}" : "{\"pinned\": false}", by_user,
+                                  switch_id, errstr, errstr_size)))
+        goto out;
+    /* The pin is in the promote row's detail; no row of its own. */
+    if (pin && (err = dlb_env_reg_exec(pg, "UPDATE " S "failover SET pinned = true", 0, NULL, NULL,
+                                       "pinning", errstr, errstr_size)))
+        goto out;
+    if ((err = dlb_env_reg_commit(pg, errstr, errstr_size)))
+        return err;
+    snprintf(was, was_size, "%s", real);
+    return 0;
+out:
+    dlb_pg_conn_rollback(pg);
+    return err;
+}

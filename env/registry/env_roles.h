@@ -83,4 +83,17 @@ int dlb_env_mark_record(PGconn *pg, const char *env, const char *detail, char *e
 int dlb_env_mark_last(PGconn *pg, const char *front, int64_t *switch_id, char *errstr,
                       size_t errstr_size);
 
+/** @brief Make name real and the real one virtual, in one transaction, with a
+ *         "demote" and a "promote" history row (detail: was, cause "manual",
+ *         pinned). When name is the standby, it is one no longer.
+ *  @param pin        also pin the choice: automatic failover stays off until
+ *                    dlb_env_pin_set(pg, 0, ...) (env_roles.h)
+ *  @param was        set to the previous real one ("" when none or name was
+ *                    real already, then nothing changes but the pin)
+ *  @param switch_id  set to the promote row's id (0 when nothing changed);
+ *                    NULL when not wanted
+ *  @returns 0, DLB_ERR_NOTFOUND (unknown or dropped), or another error. */
+int dlb_env_promote(PGconn *pg, const char *name, int pin, const char *by_user, char *was,
+                    size_t was_size, int64_t *switch_id, char *errstr, size_t errstr_size);
+
 #endif

@@ -18,15 +18,22 @@ from __future__ import annotations
 import io
 import json
 import struct
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Tuple
 
 from fastavro import schemaless_reader, schemaless_writer
 
 from .catalog import TOPICS, Catalog, SchemaEntry, default_catalog
 from .events import EventError, string_cap, validate
 
-if TYPE_CHECKING:  # registry.py imports this module
-    from .registry import RegistryBinding
+
+class WireIds(Protocol):
+    """What the codec needs of a registry binding (registry.RegistryBinding,
+    which imports this module): the id a schema has on the wire, and the
+    catalog's id of an id read there."""
+
+    def wire_id(self, catalog_id: int) -> int: ...
+
+    def catalog_id(self, wire_id: int) -> int: ...
 
 MAGIC = 0
 HEADER = 5
@@ -241,7 +248,7 @@ def normalize(event_type: str, record: Mapping[str, Any], *, schema_id: Optional
 
 def encode(event_type: str, record: Mapping[str, Any], *, schema_id: Optional[int] = None,
            catalog: Optional[Catalog] = None,
-           registry: Optional["RegistryBinding"] = None) -> bytes:
+           registry: Optional[WireIds] = None) -> bytes:
     """One event as a Confluent frame with the newest schema of its type (or
     schema_id, an older version of the same type: a catalog id). The frame
     carries the catalog's id, or the id registry gave the schema. Raises
@@ -268,7 +275,7 @@ def peek(frame: bytes) -> int:
 
 def decode(frame: bytes, *, catalog: Optional[Catalog] = None,
            reader_schema_id: Optional[int] = None,
-           registry: Optional["RegistryBinding"] = None) -> Tuple[str, Dict[str, Any]]:
+           registry: Optional[WireIds] = None) -> Tuple[str, Dict[str, Any]]:
     """(event type, record) of a frame of any catalog id, or of any id registry
     knows as one of dlbrain's schemas. The record is read with the newest
     schema of its type (an older writer resolved by Avro's rules: a field it
