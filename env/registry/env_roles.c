@@ -69,26 +69,35 @@ static int standby_locked(PGconn *pg, char *name, size_t size, char *errstr, siz
     return 0;
 }
 
+/* Lock environment name's row: DLB_ERR_NOTFOUND unless it exists and is
+ * not dropped; *is_real says whether it is the real one. */
+static int live_locked(PGconn *pg, const char *name, int *is_real, char *errstr, size_t errstr_size)
+{
+    int err, exists, live;
+
+    if ((err = dlb_env_reg_env_locked(pg, name, &exists, &live, is_real, errstr, errstr_size)))
+        return err;
+    if (!live)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND,
+                          exists ? "environment %s was dropped; create it again first"
+                                 : "no environment %s",
+                          name);
+    return 0;
+}
+
 int dlb_env_standby_set(PGconn *pg, const char *name, const char *by_user, char *was,
                         size_t was_size, char *errstr, size_t errstr_size)
 {
     char cur[DLB_ENV_NAME_MAX + 1];
-    int err, exists, live, is_real;
+    int err, is_real;
 
     if (was && was_size)
         was[0] = '\0';
     if ((err = dlb_env_reg_begin(pg, errstr, errstr_size)))
         return err;
     if (name) {
-        if ((err = dlb_env_reg_env_locked(pg, name, &exists, &live, &is_real, errstr, errstr_size)))
+        if ((err = live_locked(pg, name, &is_real, errstr, errstr_size)))
             goto out;
-        if (!live) {
-            err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND,
-                             exists ? "environment %s was dropped; create it again first"
-                                    : "no environment %s",
-                             name);
-            goto out;
-        }
         if (is_real) {
             err = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
                              "environment %s is the real one: the standby is the virtual "
@@ -294,7 +303,7 @@ int dlb_env_promote(PGconn *pg, const char *name, int pin, const char *by_user, 
                     size_t was_size, int64_t *switch_id, char *errstr, size_t errstr_size)
 {
     char real[DLB_ENV_NAME_MAX + 1];
-    int err, exists, live, is_real;
+    int err, is_real;
 
     if (was_size)
         was[0] = '\0';
@@ -302,15 +311,8 @@ int dlb_env_promote(PGconn *pg, const char *name, int pin, const char *by_user, 
         *switch_id = 0;
     if ((err = dlb_env_reg_begin(pg, errstr, errstr_size)))
         return err;
-    if ((err = dlb_env_reg_env_locked(pg, name, &exists, &live, &is_real, errstr, errstr_size)))
+    if ((err = live_locked(pg, name, &is_real, errstr, errstr_size)))
         goto out;
-    if (!live) {
-        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND,
-                         exists ? "environment %s was dropped; create it again first"
-                                : "no environment %s",
-                         name);
-        goto out;
-    }
     if (is_real) { /* nothing to switch: promoting twice is not an error */
         if (pin && (err = dlb_env_reg_pin_locked(pg, 1, name, by_user, errstr, errstr_size)))
             goto out;
