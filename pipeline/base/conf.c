@@ -70,6 +70,17 @@ static const key_def_t keys[] = {
     {"store.retention.batch.rows", K_INT, N(retention.batch_rows), "5000",
      "Rows one DELETE of the prune removes, each its own transaction, so no lock is held for "
      "long. At least 1."},
+    {"store.partition.span.hours", K_INT, N(retention.span_hours), "24",
+     "Event time one partition of each history table spans, in hours (1 to 8760), aligned on "
+     "multiples of it from the epoch (UTC midnights for 24). Retention drops whole partitions, "
+     "so a row goes at most one span after it left store.retention.days. A change applies to "
+     "partitions created from then on; existing ones keep their range.",
+     1, 8760},
+    {"store.partition.ahead", K_INT, N(retention.ahead), "3",
+     "History partitions kept ready after the current one (0 to 1000), created by every "
+     "consumer at start and every store.retention.interval.s; an event whose time no "
+     "partition covers goes into the table's default partition.",
+     0, 1000},
     {"state.window.size", K_INT, N(window_size), "60",
      "Runtime samples kept per job (DLRover keeps 60)."},
     {"history.hours", K_INT, N(history_hours), "168",
