@@ -69,7 +69,8 @@ void stream_retention(ctx_t *c)
         dlb_metric_add(c->m.pruned[t], (double)r.rows[t]);
     if (r.busy) {
         dlb_dbg("retention: another process of the environment is pruning");
-        c->prune_at = interval ? now + interval : INT64_MAX;
+        /* The holder may be 'dlbrain store prune', which makes no partitions. */
+        c->prune_at = now + (interval ? interval : PRUNE_RETRY_MS);
         return;
     }
     if (r.created)
