@@ -212,7 +212,8 @@ int dlb_pg_partitions_ensure(dlb_pg_t *pg, int64_t span_ms, int ahead, int64_t n
                              char *errstr, size_t errstr_size);
 
 /** @brief The rows held by the history tables' default partitions: those no
- *         partition's range covered when they were stored or since. */
+ *         partition's range covered when they were stored or since; at most
+ *         10,000 counted per table, so the count stays cheap. */
 int dlb_pg_partitions_default_rows(dlb_pg_t *pg, int64_t *rows, char *errstr, size_t errstr_size);
 
 /** @brief Row count of a table of this schema (for the demo and tests). */

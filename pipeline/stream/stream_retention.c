@@ -80,12 +80,13 @@ void stream_retention(ctx_t *c)
         dlb_info("retention: removed %" PRId64 " history row(s) older than %s%s", r.total, when,
                  r.done ? "" : "; more in the next rounds");
     /* What no partition covered is kept, and said once a round: a clock far
-     * off, or a replay of a past no partition was made for. */
-    if (r.done && !dlb_pg_partitions_default_rows(c->pg, &in_default, errstr, sizeof(errstr)) &&
-        in_default)
-        dlb_info("retention: %" PRId64 " history row(s) in the default partitions (no partition "
+     * off, or a replay of a past no partition was made for. Not at start,
+     * where it would delay a restarted consumer's first batch. */
+    if (r.done && c->prune_at &&
+        !dlb_pg_partitions_default_rows(c->pg, &in_default, errstr, sizeof(errstr)) && in_default)
+        dlb_info("retention: %s%" PRId64 " history row(s) in the default partitions (no partition "
                  "covers their event time; kept, and removed in batches once older than "
                  "store.retention.days)",
-                 in_default);
+                 in_default >= 10000 ? "at least " : "", in_default);
     c->prune_at = interval ? now + (r.done ? interval : PRUNE_RESUME_MS) : INT64_MAX;
 }
