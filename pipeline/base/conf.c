@@ -81,7 +81,7 @@ static const key_def_t keys[] = {
      1, 8760},
     {"store.partition.ahead", K_INT, N(retention.ahead), "3",
      "History partitions kept ready after the current one (0 to 1000), created by every "
-     "consumer at start and every store.retention.interval.s; an event whose time no "
+     "consumer once started and every store.retention.interval.s; an event whose time no "
      "partition covers goes into the table's default partition.",
      0, 1000},
     {"state.window.size", K_INT, N(window_size), "60",

@@ -1,5 +1,6 @@
 /* Maintenance of the environment's PostgreSQL history, run by every consumer
- * between batches, at start and every store.retention.interval.s: the time
+ * between batches, once it has started (its first committed batch, or
+ * STREAM_FIRST_ROUND_MS) and every store.retention.interval.s: the time
  * partitions of the span before now's to store.partition.ahead spans ahead
  * are created (dlb_pg_partitions_ensure), then, with store.retention.days
  * set, what is older than the window goes (dlb_pg_prune: old partitions
@@ -49,10 +50,12 @@ void stream_retention(ctx_t *c)
     dlb_pg_prune_result_t r;
     char errstr[512], when[32];
     int64_t in_default;
+    int first;
 
-    /* With no interval the partitions are made once, at start (prune_at is
-     * then never reached), and only 'dlbrain store prune' removes history. */
-    if (now < c->prune_at)
+    /* With no interval the partitions are made once, in the first round
+     * (prune_at is then never reached), and only 'dlbrain store prune'
+     * removes history. */
+    if (now < c->prune_at || (!c->rounds && !c->st->batches && now < c->first_round_at))
         return;
     o.now_ms = dlb_clock_wall_ms();
     o.before_ms = c->retention_ms && interval ? o.now_ms - c->retention_ms : 0;
@@ -67,6 +70,7 @@ void stream_retention(ctx_t *c)
     }
     for (size_t t = 0; t < DLB_PG_HISTORY_TABLES && o.before_ms; t++)
         dlb_metric_add(c->m.pruned[t], (double)r.rows[t]);
+    first = !c->rounds++;
     if (r.busy) {
         dlb_dbg("retention: another process of the environment is pruning");
         /* The holder may be 'dlbrain store prune', which makes no partitions. */
@@ -82,7 +86,7 @@ void stream_retention(ctx_t *c)
     /* What no partition covered is kept, and said once a round: a clock far
      * off, or a replay of a past no partition was made for. Not at start,
      * where it would delay a restarted consumer's first batch. */
-    if (r.done && c->prune_at &&
+    if (r.done && !first &&
         !dlb_pg_partitions_default_rows(c->pg, &in_default, errstr, sizeof(errstr)) && in_default)
         dlb_info("retention: %s%" PRId64 " history row(s) in the default partitions (no partition "
                  "covers their event time; kept, and removed in batches once older than "
