@@ -15,6 +15,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "catalog.h"
+#include "clock.h"
 #include "cache_redis.h"
 #include "codec.h"
 #include "env_ops.h"
@@ -476,6 +477,7 @@ static int stages_pass(run_t *r, char *errstr, size_t size)
     dlb_conf_t sc;
     char name[sizeof(r->conf->env) + 8];
     int64_t t0, t, deadline;
+    int created;
     int64_t purged = 0;
     int err = 0;
 
@@ -490,6 +492,11 @@ static int stages_pass(run_t *r, char *errstr, size_t size)
         (err = dlb_env_schema_drop(admin, name, errstr, size)) ||
         (err = dlb_pg_connect(&pg, sc.pg_dsn, name, errstr, size)) ||
         (err = dlb_pg_migrate(pg, errstr, size)) ||
+        /* The partitions a consumer creates at start, so the samples go where
+         * the pipeline's do (not into the default partition). */
+        (err = dlb_pg_partitions_ensure(pg, (int64_t)sc.retention.span_hours * 3600000,
+                                        sc.retention.ahead, dlb_clock_wall_ms(), &created, errstr,
+                                        size)) ||
         (err = dlb_redis_connect(&rd, &sc, r->cat, errstr, size)) ||
         (err = run_consumer(r, "stages", &rc, errstr, size)))
         goto out;

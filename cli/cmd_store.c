@@ -19,7 +19,7 @@ static int act_prune(const cli_args_t *a, const dlb_conf_t *conf);
 
 static const cli_action_t actions[] = {
     {"prune", "prune [--days N] [--dry-run]",
-     "delete the history older than N days of event time (default store.retention.days)", "d:n", 0,
+     "remove the history older than N days of event time (default store.retention.days)", "d:n", 0,
      0, act_prune},
     {NULL, NULL, NULL, NULL, 0, 0, NULL},
 };
@@ -37,11 +37,13 @@ static const cli_action_opt_help_t action_help[] = {
 
 static const cli_command_t command = {
     "store",
-    "The environment's PostgreSQL history (schema pg.schema). prune deletes the rows\n"
+    "The environment's PostgreSQL history (schema pg.schema). prune removes the rows\n"
     "of job_events, runtime_samples, node_events, plan_requests, plans, oom_plans\n"
-    "and config_matches whose event time is older than the window, in batches of\n"
-    "store.retention.batch.rows, waiting for a consumer's prune of the same\n"
-    "environment to end first; the jobs registry and configuration rules stay.",
+    "and config_matches whose event time is older than the window: it drops their\n"
+    "partitions wholly older than it, then deletes the default partitions' older\n"
+    "rows in batches of store.retention.batch.rows, waiting for a consumer's prune\n"
+    "of the same environment to end first; the jobs registry and configuration\n"
+    "rules stay.",
     actions,
     "d:n",
     action_longopts,
@@ -95,7 +97,8 @@ static int act_prune(const cli_args_t *a, const dlb_conf_t *conf)
                 errstr);
         goto out;
     }
-    /* Migrated, for the event-time indexes the batches use (007). */
+    /* Migrated, for the partitions and the default partitions' event-time
+     * indexes the prune uses (012). */
     if (dlb_pg_migrate(pg, errstr, sizeof(errstr)) ||
         dlb_pg_prune(pg, &o, &r, errstr, sizeof(errstr))) {
         fprintf(stderr, "store prune: %s\n", errstr);

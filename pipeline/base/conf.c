@@ -58,18 +58,32 @@ static const key_def_t keys[] = {
     {"store.retention.days", K_INT, N(retention.days), "0",
      "PostgreSQL history kept, in days of event time: older rows of job_events, "
      "runtime_samples (with their pods), node_events, plan_requests, plans, oom_plans and "
-     "config_matches are deleted (the jobs registry and the configuration rules are kept). 0 = "
+     "config_matches are removed, their partitions dropped whole (the jobs registry and the "
+     "configuration rules are kept). 0 = "
      "keep forever, so nothing is deleted unless asked for. When set, at least history.hours "
      "(a consumer refuses less), and best longer than the topics' retention and the longest "
      "job: a job's events older than this no longer take part in rebuilding its state."},
     {"store.retention.interval.s", K_INT, N(retention.interval_s), "3600",
-     "How often each consumer prunes the history older than store.retention.days (one process "
+     "How often each consumer maintains the history: creates its partitions ahead "
+     "(store.partition.*) and prunes what is older than store.retention.days (one process "
      "of an environment at a time, by a PostgreSQL advisory lock; at most half a second a "
-     "round, resumed every 5 s until done). 0 = consumers never prune: only 'dlbrain store "
-     "prune' does."},
+     "round, resumed every 5 s until done). 0 = partitions are made only at a consumer's "
+     "start and consumers never prune: only 'dlbrain store prune' does."},
     {"store.retention.batch.rows", K_INT, N(retention.batch_rows), "5000",
-     "Rows one DELETE of the prune removes, each its own transaction, so no lock is held for "
+     "Rows one DELETE of the prune removes from a default partition (partitions wholly older "
+     "than the window are dropped whole), each its own transaction, so no lock is held for "
      "long. At least 1."},
+    {"store.partition.span.hours", K_INT, N(retention.span_hours), "24",
+     "Event time one partition of each history table spans, in hours (1 to 8760), aligned on "
+     "multiples of it from the epoch (UTC midnights for 24). Retention drops whole partitions, "
+     "so a row goes at most one span after it left store.retention.days. A change applies to "
+     "partitions created from then on; existing ones keep their range.",
+     1, 8760},
+    {"store.partition.ahead", K_INT, N(retention.ahead), "3",
+     "History partitions kept ready after the current one (0 to 1000), created by every "
+     "consumer once started and every store.retention.interval.s; an event whose time no "
+     "partition covers goes into the table's default partition.",
+     0, 1000},
     {"state.window.size", K_INT, N(window_size), "60",
      "Runtime samples kept per job (DLRover keeps 60)."},
     {"history.hours", K_INT, N(history_hours), "168",

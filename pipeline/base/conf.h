@@ -118,12 +118,16 @@ typedef struct dlb_failover_conf {
     double late_threshold; /* env.failover.late.threshold: late share that trips, 0.5 */
 } dlb_failover_conf_t;
 
-/* Retention of the PostgreSQL history (store.retention.*, store_prune.c). */
+/* Retention of the PostgreSQL history (store.retention.*, store_prune.c) and
+ * its time partitions (store.partition.*). */
 typedef struct dlb_retention_conf {
     int days;       /* store.retention.days: history kept, by event time; 0 = forever (default) */
     int interval_s; /* store.retention.interval.s: how often a consumer prunes, default 3600;
                        0 = never (only dlbrain store prune) */
     int batch_rows; /* store.retention.batch.rows: rows one DELETE removes, default 5000 */
+    /* Time partitions of the history (store.partition.*, store_partition.c). */
+    int span_hours; /* store.partition.span.hours: one partition's span of event time, 24 */
+    int ahead;      /* store.partition.ahead: spans created ahead of the current one, 3 */
 } dlb_retention_conf_t;
 
 typedef struct dlb_kv {

@@ -338,10 +338,15 @@ out:
 int dlb_cfg_put_match(dlb_pg_t *pg, const dlb_config_match_t *m, const void *raw, size_t raw_len,
                       char *errstr, size_t errstr_size)
 {
+    /* One match per id of a job at any time: the key holds the event time
+     * too (migration 012), so the id is looked up first, as store_pg.c does
+     * for the events. */
     static const char sql[] =
         "INSERT INTO config_matches (event_id, job_uid, event_time_ms, rules_version, rule_ids, "
-        "values, trigger_event_id, raw) VALUES ($1, $2, $3::bigint, $4::bigint, $5::jsonb, "
-        "$6::jsonb, NULLIF($7, ''), $8::bytea) ON CONFLICT (job_uid, event_id) DO NOTHING";
+        "values, trigger_event_id, raw) SELECT $1, $2, $3::bigint, $4::bigint, $5::jsonb, "
+        "$6::jsonb, NULLIF($7, ''), $8::bytea WHERE NOT EXISTS (SELECT 1 FROM config_matches "
+        "WHERE event_id = $1 AND job_uid = $2) "
+        "ON CONFLICT (job_uid, event_id, event_time_ms) DO NOTHING";
     dlb_event_t ev = {.type = DLB_EV_CONFIG_MATCH};
     char t[24], rv[24], *ids = NULL, *values = NULL;
     const char *v[8];

@@ -32,13 +32,20 @@
     c " = CASE WHEN " NEWER " THEN COALESCE(EXCLUDED." c ", j." c ") ELSE COALESCE(j." c           \
       ", EXCLUDED." c ") END, "
 
+/* An event id names one event of its job. The keys of the time-partitioned
+ * tables (migration 012) hold the event time too, so a redelivery (same
+ * time) meets its row through ON CONFLICT; an id the job already has at
+ * another time is skipped by looking it up first, through each partition's
+ * key (event_id, job_uid, ...), as the keys of migration 006 refused it. */
+#define ID_IS_NEW(t) " WHERE NOT EXISTS (SELECT 1 FROM " t " WHERE event_id = $1 AND job_uid = $2)"
+
 /* clang-format off */
 /* The jobs row changes only when the event is new: the data-modifying CTE
  * returns no row for a duplicate, so the whole statement is idempotent. */
 static const dlb_pg_stmt_t st_job = {DLB_PG_ST_JOB, "dlb_job",
     "WITH ins AS (INSERT INTO job_events (event_id, job_uid, event_time_ms, state, "
-    "exit_reason, raw) VALUES ($1, $2, $3::bigint, $4, $5, $6::bytea) "
-    "ON CONFLICT (job_uid, event_id) DO NOTHING RETURNING 1) "
+    "exit_reason, raw) SELECT $1, $2, $3::bigint, $4, $5, $6::bytea" ID_IS_NEW("job_events")
+    " ON CONFLICT (job_uid, event_id, event_time_ms) DO NOTHING RETURNING 1) "
     "INSERT INTO jobs AS j (uid, name, user_name, grp, app, cluster, namespace, scenario, "
     "framework, state, exit_reason, batch_size, epoch, max_steps, dataset_name, dataset_size, "
     "dataset_storage, model_variable_count, model_op_count, model_total_variable_size, "
@@ -87,28 +94,34 @@ static const dlb_pg_stmt_t st_runtime = {DLB_PG_ST_RUNTIME, "dlb_runtime",
 static const dlb_pg_stmt_t st_node = {DLB_PG_ST_NODE, "dlb_node",
     "INSERT INTO node_events (event_id, job_uid, event_time_ms, kind, pod_name, "
     "pod_type, pod_index, node_name, phase, reason, message, memory_requested, "
-    "cpu_requested, raw) VALUES ($1, $2, $3::bigint, $4, $5, $6, $7::integer, $8, $9, "
-    "$10, $11, $12::bigint, $13::float8, $14::bytea) "
-    "ON CONFLICT (job_uid, event_id) DO NOTHING"};
+    "cpu_requested, raw) SELECT $1, $2, $3::bigint, $4, $5, $6, $7::integer, $8, $9, "
+    "$10, $11, $12::bigint, $13::float8, $14::bytea" ID_IS_NEW("node_events")
+    " ON CONFLICT (job_uid, event_id, event_time_ms) DO NOTHING"};
 
 static const dlb_pg_stmt_t st_request = {DLB_PG_ST_REQUEST, "dlb_request",
     "INSERT INTO plan_requests (event_id, job_uid, event_time_ms, stage, oom_pod, "
-    "raw) VALUES ($1, $2, $3::bigint, $4, $5, $6::bytea) "
-    "ON CONFLICT (job_uid, event_id) DO NOTHING"};
+    "raw) SELECT $1, $2, $3::bigint, $4, $5, $6::bytea" ID_IS_NEW("plan_requests")
+    " ON CONFLICT (job_uid, event_id, event_time_ms) DO NOTHING"};
 
-/* Conflicts on plan_id or trigger_event_id: a plan is computed once per trigger. */
+/* One plan per plan id and per trigger of a job, at any time: looked up
+ * first, as for the events; the keys (each with the event time, the
+ * request's) catch a redone batch. */
 static const dlb_pg_stmt_t st_plan = {DLB_PG_ST_PLAN, "dlb_plan",
     "INSERT INTO plans (plan_id, job_uid, trigger_event_id, stage, optimizer, "
-    "reason, event_time_ms, groups, pods, raw, actions) VALUES ($1, $2, "
+    "reason, event_time_ms, groups, pods, raw, actions) SELECT $1, $2, "
     "NULLIF($3, ''), $4, $5, $6, $7::bigint, $8::jsonb, $9::jsonb, $10::bytea, "
-    "$11::jsonb) ON CONFLICT DO NOTHING"};
+    "$11::jsonb WHERE NOT EXISTS (SELECT 1 FROM plans WHERE plan_id = $1 AND job_uid = $2) "
+    "AND NOT EXISTS (SELECT 1 FROM plans WHERE trigger_event_id = NULLIF($3, '') "
+    "AND job_uid = $2) ON CONFLICT DO NOTHING"};
 
-/* Idempotent by (plan_id, pod_name, oom_event_id, job_uid): a redone batch
- * writes the same rows. */
+/* Idempotent by (plan_id, pod_name, oom_event_id, job_uid), whatever the
+ * time (the key holds it too, migration 012): a redone batch writes the same
+ * rows. */
 static const dlb_pg_stmt_t st_oom_plan = {DLB_PG_ST_OOM_PLAN, "dlb_oom_plan",
     "INSERT INTO oom_plans (job_uid, pod_name, oom_event_id, plan_id, memory, "
-    "event_time_ms) VALUES ($1, $2, $3, $4, $5::bigint, $6::bigint) "
-    "ON CONFLICT DO NOTHING"};
+    "event_time_ms) SELECT $1, $2, $3, $4, $5::bigint, $6::bigint "
+    "WHERE NOT EXISTS (SELECT 1 FROM oom_plans WHERE plan_id = $4 AND pod_name = $2 "
+    "AND oom_event_id = $3 AND job_uid = $1) ON CONFLICT DO NOTHING"};
 
 /* Every event of a job in replay order; each branch takes the newest rows
  * through its (job_uid, event_time_ms, event_id) index. */

@@ -159,11 +159,16 @@ int dlb_pg_load_job_state(dlb_pg_t *pg, const char *job_uid, int window_size, dl
 #define DLB_PG_HISTORY_TABLES 7
 
 typedef struct dlb_pg_prune_opts {
-    int64_t before_ms; /* remove the rows whose event time is before this */
+    int64_t before_ms; /* remove the rows whose event time is before this (0: remove nothing) */
     int batch_rows;    /* rows one DELETE removes (each its own transaction), >= 1 */
     int budget_ms;     /* return after about this long, done or not (0: run until done) */
     int wait;          /* wait for another process's prune to end instead of returning busy */
     int dry_run;       /* only count the rows that would go */
+    /* Partitions first, under the same lock (dlb_pg_partitions_ensure): when
+     * span_ms > 0, around now_ms and `ahead` spans after it. */
+    int64_t span_ms;
+    int ahead;
+    int64_t now_ms;
 } dlb_pg_prune_opts_t;
 
 /** @returns the name of history table i (< DLB_PG_HISTORY_TABLES). */
@@ -172,8 +177,9 @@ const char *dlb_pg_history_table(size_t i);
 typedef struct dlb_pg_prune_result {
     int64_t rows[DLB_PG_HISTORY_TABLES]; /* removed (dry run: would be) from each table i */
     int64_t total;
-    int done; /* nothing older than before_ms is left (a dry run: counted) */
-    int busy; /* another process of the environment was pruning: nothing done */
+    int done;    /* nothing older than before_ms is left (a dry run: counted) */
+    int busy;    /* another process of the environment was pruning: nothing done */
+    int created; /* partitions created (o->span_ms > 0) */
 } dlb_pg_prune_result_t;
 
 /** @brief Remove the history older than o->before_ms by event time: the one
@@ -188,6 +194,27 @@ typedef struct dlb_pg_prune_result {
  *           lost: what was committed stays removed), DLB_ERR_GENERIC. */
 int dlb_pg_prune(dlb_pg_t *pg, const dlb_pg_prune_opts_t *o, dlb_pg_prune_result_t *out,
                  char *errstr, size_t errstr_size);
+
+/* ---- time partitions (store_partition.c) -------------------------------------- */
+
+/** @brief Create the partitions of every history table for the span of
+ *         span_ms (aligned on multiples of it from the epoch) that now_ms is
+ *         in, the one before and the `ahead` spans after it, where none
+ *         exists; rows of the
+ *         default partition in their ranges move into them. Each table in its
+ *         own transaction, waiting at most 1 s for its lock. Not inside
+ *         dlb_pg_begin()'s transaction. Callers serialise through the prune
+ *         lock (dlb_pg_prune with o->span_ms does it under it).
+ *  @param created set to the number of partitions created
+ *  @returns 0, DLB_ERR_INVALID (span_ms < 1, ahead < 0, inside a
+ *           transaction), DLB_ERR_TRANSIENT, DLB_ERR_GENERIC. */
+int dlb_pg_partitions_ensure(dlb_pg_t *pg, int64_t span_ms, int ahead, int64_t now_ms, int *created,
+                             char *errstr, size_t errstr_size);
+
+/** @brief The rows held by the history tables' default partitions: those no
+ *         partition's range covered when they were stored or since; at most
+ *         10,000 counted per table, so the count stays cheap. */
+int dlb_pg_partitions_default_rows(dlb_pg_t *pg, int64_t *rows, char *errstr, size_t errstr_size);
 
 /** @brief Row count of a table of this schema (for the demo and tests). */
 int dlb_pg_count(dlb_pg_t *pg, const char *table, int64_t *count, char *errstr, size_t errstr_size);

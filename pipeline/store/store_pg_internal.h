@@ -106,6 +106,14 @@ int dlb_pg_send_copy(dlb_pg_t *pg, const char *sql, const char *data, size_t len
  *           it returned 0 or the server sent none). */
 const char *dlb_pg_wait_state(const dlb_pg_t *pg);
 
+/** @brief Drop (dry_run: count) the partitions of history table `table`
+ *         wholly older than before_ms, each in its own transaction, until
+ *         none is left (*done) or the deadline (monotonic ms, 0 = none) has
+ *         passed; adds their rows to *rows (store_partition.c). */
+int dlb_pg_partitions_drop_before(dlb_pg_t *pg, const char *table, int64_t before_ms, int dry_run,
+                                  int64_t deadline, int64_t *rows, int *done, char *errstr,
+                                  size_t errstr_size);
+
 /* A sample's pod_* arrays (migration 005), in the tables' column order. */
 enum {
     DLB_PG_POD_NAME,

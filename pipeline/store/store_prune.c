@@ -1,13 +1,12 @@
-/* Retention of the PostgreSQL history (store_pg.h, dlb_pg_prune): the rows
- * older than a cut-off by event time, removed in bounded batches under a
- * per-environment advisory lock.
+/* Retention of the PostgreSQL history (store_pg.h, dlb_pg_prune): what is
+ * older than a cut-off by event time, under a per-environment advisory lock.
  *
- * Every history table is one entry of history[] with the statement that
- * removes one batch of its old rows. When the tables become partitioned by
- * event time, prune_table() is what changes: partitions wholly before the
- * cut-off are detached and dropped (no row-by-row DELETE, no dead rows for
- * VACUUM), and the ctid batches below would have to run per partition, since
- * a ctid is only unique within one. */
+ * The history tables are partitioned by event time (migration 012): the
+ * partitions wholly older than the cut-off are dropped (store_partition.c: no
+ * row-by-row DELETE, no dead rows for VACUUM), then the old rows of each
+ * table's default partition, which holds what no partition covered, go in
+ * bounded batches. The consumers' maintenance creates the partitions ahead of
+ * now under the same lock, first. */
 #include "store_pg.h"
 #include "store_pg_internal.h"
 
@@ -27,14 +26,15 @@
 #define PRUNE_LOCK_CLASS 0x70726e
 
 /* clang-format off */
-/* One batch: the oldest batch_rows rows before the cut-off, through the
- * table's event-time index (migration 007), deleted by their ctid (a TID scan,
- * no second index lookup). Table names are constants, never input. */
+/* One batch of a default partition: the oldest batch_rows rows before the
+ * cut-off, through its event-time index (migration 012), deleted by their
+ * ctid (a TID scan, no second index lookup; a ctid names a row within one
+ * table, which a partition is). Table names are constants, never input. */
 #define BATCH_SQL(t)                                                                               \
     "DELETE FROM " t " WHERE ctid = ANY (ARRAY(SELECT ctid FROM " t                                \
     " WHERE event_time_ms < $1::bigint ORDER BY event_time_ms LIMIT $2::integer))"
 #define COUNT_SQL(t) "SELECT count(*) FROM " t " WHERE event_time_ms < $1::bigint"
-#define TABLE(t) {t, BATCH_SQL(t), COUNT_SQL(t)}
+#define TABLE(t) {t, BATCH_SQL(t "_default"), COUNT_SQL(t "_default")}
 /* clang-format on */
 
 static const struct {
@@ -83,8 +83,9 @@ static void prune_unlock(dlb_pg_t *pg)
                           1, v, NULL, 0, NULL, "releasing the prune lock", sub, sizeof(sub));
 }
 
-/* Batches of table t until none is left before the cut-off (*done) or the
- * deadline (monotonic ms, 0 = none) has passed. */
+/* Table t's old partitions, then batches of its default partition until
+ * none is left before the cut-off (*done) or the deadline (monotonic ms, 0 =
+ * none) has passed. */
 static int prune_table(dlb_pg_t *pg, size_t t, const dlb_pg_prune_opts_t *o, int64_t deadline,
                        int64_t *rows, int *done, char *errstr, size_t errstr_size)
 {
@@ -95,6 +96,10 @@ static int prune_table(dlb_pg_t *pg, size_t t, const dlb_pg_prune_opts_t *o, int
 
     snprintf(before, sizeof(before), "%" PRId64, o->before_ms);
     snprintf(batch, sizeof(batch), "%d", o->batch_rows);
+    if ((err = dlb_pg_partitions_drop_before(pg, history[t].name, o->before_ms, o->dry_run,
+                                             deadline, rows, done, errstr, errstr_size)) ||
+        !*done)
+        return err;
     *done = 0;
     if (o->dry_run) {
         if ((err = dlb_pg_exec(pg, history[t].count_sql, 1, v, NULL, 0, &res,
@@ -144,11 +149,15 @@ int dlb_pg_prune(dlb_pg_t *pg, const dlb_pg_prune_opts_t *o, dlb_pg_prune_result
         out->busy = 1;
         return 0;
     }
-    for (size_t t = 0; t < DLB_PG_HISTORY_TABLES && done; t++) {
+    if (o->span_ms > 0 && (err = dlb_pg_partitions_ensure(pg, o->span_ms, o->ahead, o->now_ms,
+                                                          &out->created, errstr, errstr_size)))
+        goto out;
+    for (size_t t = 0; t < DLB_PG_HISTORY_TABLES && done && o->before_ms; t++) {
         if ((err = prune_table(pg, t, o, deadline, &out->rows[t], &done, errstr, errstr_size)))
             break;
         out->total += out->rows[t];
     }
+out:
     out->done = !err && done;
     prune_unlock(pg);
     return err;

@@ -1068,6 +1068,7 @@ static int setup(ctx_t *c, char *errstr, size_t size)
     dlb_metrics_dep(DLB_DEP_KAFKA, 0); /* until the group assigns us */
     c->items_cap = 2 * (size_t)c->conf->batch_size;
     ramp_reset(c);
+    c->first_round_at = dlb_clock_mono_ms() + STREAM_FIRST_ROUND_MS;
     if (!(c->items = calloc(c->items_cap, sizeof(*c->items))) ||
         !(c->order = calloc(c->items_cap, sizeof(*c->order))) ||
         !(c->pend_ev = calloc(c->items_cap, sizeof(*c->pend_ev))) ||

@@ -157,10 +157,13 @@ struct dlb_stream {
     int consumer_fatal;     /* the consumer reported a fatal error: replace it */
     char last_failure[512]; /* why the last batch failed, "" after one succeeded */
     int64_t watched_at;     /* when watch_progress() last looked */
-    /* Retention (stream_retention.c): the window in ms (0: keep forever) and
-     * when the next prune is due (monotonic ms). */
+    /* Maintenance (stream_retention.c): the retention window in ms (0: keep
+     * forever), when the next round is due (monotonic ms; the first waits
+     * for a committed batch or first_round_at) and the rounds done. */
     int64_t retention_ms;
     int64_t prune_at;
+    int64_t first_round_at;
+    int rounds;
     stream_metrics_t m;
 };
 
@@ -229,5 +232,11 @@ void stream_batch_progressed(ctx_t *c);
  *  most a short while; failures are logged and retried later, never returned.
  *  Only between batches (no transaction open on c->pg). */
 void stream_retention(ctx_t *c);
+/* The first round of a consumer waits for its first committed batch, or this
+ * long when it has nothing to consume: a restarted consumer takes its
+ * partitions back before anything else (tests/system/30-chaos.sh holds a
+ * restart to 10 s), and the partitions it would make exist already unless
+ * the history is new. */
+#define STREAM_FIRST_ROUND_MS 10000
 
 #endif

@@ -158,7 +158,8 @@ static char *dump(const dlb_conf_t *c)
 }
 
 /* store.retention.*: off by default; a window shorter than history.hours's
- * look-back, or batches of no rows, are refused with what to change. */
+ * look-back, or batches of no rows, are refused with what to change;
+ * store.partition.*: a day's span and 3 ahead, values out of range refused. */
 static void test_retention(void **state)
 {
     dlb_conf_t c;
@@ -186,6 +187,21 @@ static void test_retention(void **state)
     assert_int_equal(dlb_conf_set_kv(&c, "store.retention.batch.rows=0", err, sizeof(err)), 0);
     assert_int_equal(dlb_conf_retention(&c, &w, err, sizeof(err)), DLB_ERR_CONF);
     assert_non_null(strstr(err, "store.retention.batch.rows: 0 is not at least 1"));
+    assert_int_equal(dlb_conf_set_kv(&c, "store.retention.batch.rows=100", err, sizeof(err)), 0);
+    assert_int_equal(c.retention.span_hours, 24);
+    assert_int_equal(c.retention.ahead, 3);
+    assert_int_equal(dlb_conf_set_kv(&c, "store.partition.span.hours=0", err, sizeof(err)),
+                     DLB_ERR_CONF);
+    assert_non_null(
+        strstr(err, "store.partition.span.hours: \"0\" is not an integer in [1, 8760]"));
+    assert_int_equal(c.retention.span_hours, 24);
+    assert_int_equal(dlb_conf_set_kv(&c, "store.partition.span.hours=6", err, sizeof(err)), 0);
+    assert_int_equal(c.retention.span_hours, 6);
+    assert_int_equal(dlb_conf_set_kv(&c, "store.partition.ahead=1001", err, sizeof(err)),
+                     DLB_ERR_CONF);
+    assert_int_equal(c.retention.ahead, 3);
+    assert_int_equal(dlb_conf_set_kv(&c, "store.partition.ahead=0", err, sizeof(err)), 0);
+    assert_int_equal(dlb_conf_retention(&c, &w, err, sizeof(err)), 0);
     dlb_conf_destroy(&c);
 }
 
