@@ -45,6 +45,17 @@ static int part_tx(dlb_pg_t *pg, const char *sql, int n, const char *const *v, P
     return err;
 }
 
+/* The history tables, partitioned by event time (migration 012). */
+static const char *const history_tables[DLB_PG_HISTORY_TABLES] = {
+    "job_events", "runtime_samples", "node_events",    "plan_requests",
+    "plans",      "oom_plans",       "config_matches",
+};
+
+const char *dlb_pg_history_table(size_t i)
+{
+    return i < DLB_PG_HISTORY_TABLES ? history_tables[i] : NULL;
+}
+
 int dlb_pg_partitions_ensure(dlb_pg_t *pg, int64_t span_ms, int ahead, int64_t now_ms, int *created,
                              char *errstr, size_t errstr_size)
 {

@@ -37,6 +37,7 @@
 #define TABLE(t) {t, BATCH_SQL(t "_default"), COUNT_SQL(t "_default")}
 /* clang-format on */
 
+/* In the order of dlb_pg_history_table() (store_partition.c). */
 static const struct {
     const char *name, *batch_sql, *count_sql;
 } history[DLB_PG_HISTORY_TABLES] = {
@@ -44,11 +45,6 @@ static const struct {
     TABLE("node_events"), TABLE("plan_requests"),   TABLE("plans"),
     TABLE("oom_plans"),   TABLE("config_matches"),
 };
-
-const char *dlb_pg_history_table(size_t i)
-{
-    return i < DLB_PG_HISTORY_TABLES ? history[i].name : NULL;
-}
 
 static int prune_lock(dlb_pg_t *pg, int wait, int *got, char *errstr, size_t errstr_size)
 {
