@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "vec.h"
 
 #define CLUSTER_KEY   "cluster"
 #define CLUSTER_TTL_S 604800 /* as every job key: 7 days after the last write */
@@ -27,18 +28,11 @@ int dlb_cluster_job_event(const dlb_job_event_t *ev, dlb_cluster_job_t *e)
     return 1;
 }
 
-/* A new last entry (uninitialised), or NULL when out of memory. */
+/* A new last entry, or NULL when out of memory. */
 static dlb_cluster_job_t *view_add(dlb_cluster_view_t *v)
 {
-    if (v->cnt == v->cap) {
-        size_t cap = v->cap ? 2 * v->cap : 64;
-        dlb_cluster_job_t *n = realloc(v->jobs, cap * sizeof(*n));
-
-        if (!n)
-            return NULL;
-        v->jobs = n;
-        v->cap = cap;
-    }
+    if (dlb_vec_reserve((void **)&v->jobs, &v->cap, v->cnt + 1, sizeof(*v->jobs)))
+        return NULL;
     return &v->jobs[v->cnt++];
 }
 
