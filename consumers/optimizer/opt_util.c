@@ -121,7 +121,7 @@ const dlb_tuning_t *dlb_opt_tuning(const dlb_opt_input_t *in)
         .scale_min_gain_busy = 0.7,
         .scale_step_max = 8,
         .restart_seconds = 60,
-        .resize_min_change = 0.2,
+        .resize_min_change = 0.1,
         .history_headroom = 0.1,
         .cut_horizon_seconds = 900,
         .cluster_stale_seconds = 86400,

@@ -188,7 +188,7 @@ static const key_def_t keys[] = {
      "dlbrain set: what a resize costs a synchronous job (every worker restarts): more workers "
      "only when they save more than this of the remaining time, and no resize at all in the "
      "last 10 times this."},
-    {"dlbrain.resize.min.change", K_DBL, N(tuning.resize_min_change), "0.2",
+    {"dlbrain.resize.min.change", K_DBL, N(tuning.resize_min_change), "0.1",
      "dlbrain set: a worker CPU or memory cut smaller than this fraction of the request is not "
      "worth a restart (raises always are)."},
     {"dlbrain.memory.history.headroom", K_DBL, N(tuning.history_headroom), "0.1",

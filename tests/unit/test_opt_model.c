@@ -462,8 +462,8 @@ static void test_model_restart_small_gain(void **state)
 }
 
 /* DLRover's rule gives the workers ceil(2 + 1) = 3 cores and 4 GiB x 1.2 =
- * 4.8 GiB. From 3.5 cores and 5.5 GiB those are cuts of 14% and 13%, under
- * 0.2: kept. From 5 cores and 8 GiB (40%) they go through; a raise (from 2
+ * 4.8 GiB. From 3.2 cores and 5.2 GiB those are cuts of 6% and 8%, under
+ * 0.1: kept. From 5 cores and 8 GiB (40%) they go through; a raise (from 2
  * cores and 4 GiB) always does. At the optimum (count kept) of NO_B(6). */
 static void test_model_small_cuts_kept(void **state)
 {
@@ -472,10 +472,10 @@ static void test_model_small_cuts_kept(void **state)
     dlb_plan_t plan;
 
     (void)state;
-    plan_with(spec, NULL, 0, 3.5, (int64_t)(5.5 * GIB), &plan);
+    plan_with(spec, NULL, 0, 3.2, (int64_t)(5.2 * GIB), &plan);
     assert_null(dlb_plan_group(&plan, "worker"));
-    assert_non_null(strstr(plan.reason, "Worker cpu 3.5 -> 3 is a cut under 20%: kept."));
-    assert_non_null(strstr(plan.reason, "Worker memory 5.50GiB -> 4.80GiB is a cut under 20%: "
+    assert_non_null(strstr(plan.reason, "Worker cpu 3.2 -> 3 is a cut under 10%: kept."));
+    assert_non_null(strstr(plan.reason, "Worker memory 5.20GiB -> 4.80GiB is a cut under 10%: "
                                         "kept."));
     fixture_plan_free(&plan);
     plan_with(spec, NULL, 0, 5, 8 * GIB, &plan);
