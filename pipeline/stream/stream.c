@@ -459,8 +459,8 @@ static void item_decode(ctx_t *c, item_t *it)
         return;
     }
     if ((err = topic_carries(c, it, errstr, sizeof(errstr))) ||
-        (err = dlb_codec_decode(c->cat, it->msg->payload, it->msg->len, &it->ev, errstr,
-                                sizeof(errstr)))) {
+        (err = dlb_codec_decoder_decode(c->dec, it->msg->payload, it->msg->len, &it->ev, errstr,
+                                        sizeof(errstr)))) {
         if (err == DLB_ERR_TRANSIENT) {
             it->retry = 1;
             snprintf(it->dlq_msg, sizeof(it->dlq_msg), "%s", errstr);
@@ -1079,7 +1079,8 @@ static int setup(ctx_t *c, char *errstr, size_t size)
         !(c->flush_raw = calloc(c->items_cap, sizeof(*c->flush_raw))) ||
         !(c->flush_len = calloc(c->items_cap, sizeof(*c->flush_len))))
         return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
-    if ((err = dlb_catalog_new(&c->cat, errstr, size)))
+    if ((err = dlb_catalog_new(&c->cat, errstr, size)) ||
+        (err = dlb_codec_decoder_new(c->cat, &c->dec, errstr, size)))
         return err;
     if ((err = stream_pg_connect(c, errstr, size)))
         return err;
@@ -1097,6 +1098,7 @@ static void teardown(ctx_t *c)
     items_filter(c, keep_none, NULL);
     out_clear(c);
     stream_disconnect(c);
+    dlb_codec_decoder_destroy(c->dec);
     if (c->cat)
         dlb_catalog_destroy(c->cat);
     free(c->items);

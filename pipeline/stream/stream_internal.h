@@ -9,6 +9,7 @@
 
 #include "cache_redis.h"
 #include "catalog.h"
+#include "codec.h"
 #include "kafka.h"
 #include "metrics.h"
 #include "store_pg.h"
@@ -98,6 +99,9 @@ struct dlb_stream {
     volatile sig_atomic_t *stop;
     dlb_stream_stats_t *st;
     dlb_catalog_t *cat;
+    /* Decodes every polled message, keeping its avro-c values per schema id
+     * between messages (codec.h); the loop's thread is its only user. */
+    dlb_codec_decoder_t *dec;
     dlb_pg_t *pg;
     dlb_redis_t *redis; /* NULL while Redis is down */
     int64_t redis_retry_at;

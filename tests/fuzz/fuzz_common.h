@@ -39,13 +39,33 @@ static void fuzz_check_failure(const char *what, int rc, const char *err, const 
                   (int)ev->type);
 }
 
-/* Decode a fuzz input. @returns 0 with *ev decoded, or -1 when it failed as
- * bad input should (checked here). */
+/* One decoder for the whole fuzzing process, as the stream keeps one: every
+ * input is decoded through the values every input before it left behind
+ * (failed ones included), and must come out as it does afresh. */
+static dlb_codec_decoder_t *fuzz_decoder(void)
+{
+    static dlb_codec_decoder_t *dec;
+    char err[512];
+
+    if (!dec && dlb_codec_decoder_new(fuzz_catalog(), &dec, err, sizeof(err)))
+        fuzz_fail("decoder: %s", err);
+    return dec;
+}
+
+/* Decode a fuzz input, afresh and through the long-lived decoder: the same
+ * result, message and event. @returns 0 with *ev decoded, or -1 when it
+ * failed as bad input should (checked here). */
 static inline int fuzz_decode(const uint8_t *data, size_t size, dlb_event_t *ev)
 {
-    char err[512] = "";
+    char err[512] = "", err2[512] = "";
+    dlb_event_t kept;
     int rc = dlb_codec_decode(fuzz_catalog(), data, size, ev, err, sizeof(err));
+    int rc2 = dlb_codec_decoder_decode(fuzz_decoder(), data, size, &kept, err2, sizeof(err2));
 
+    if (rc != rc2 || (rc && strcmp(err, err2)) || (!rc && !dlb_event_equal(ev, &kept)))
+        fuzz_fail("decoded afresh: %s (%s); through the kept decoder: %s (%s)%s", dlb_err_name(rc),
+                  err, dlb_err_name(rc2), err2, !rc && !rc2 ? ", different events" : "");
+    dlb_event_clear(&kept);
     if (!rc)
         return 0;
     if (rc != DLB_ERR_FRAMING && rc != DLB_ERR_SCHEMA_ID && rc != DLB_ERR_DECODE)
