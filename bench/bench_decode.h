@@ -2,7 +2,7 @@
  * schema, 3 to 21 pods each) decoded and validated as the stream does, once
  * with values built for every message (dlb_codec_decode) and once through a
  * decoder that keeps them between messages (dlb_codec_decoder_decode), in
- * the same run, on one core, no I/O. */
+ * the same run, on one core, no I/O; wall and CPU time (this thread's). */
 #ifndef DLB_BENCH_DECODE_H
 #define DLB_BENCH_DECODE_H
 
@@ -20,7 +20,8 @@ typedef struct dlb_bench_decode_opts {
 
 /** @brief Encode opts->samples samples, check that both ways decode every one
  *         to the same event, then time opts->passes passes of each way,
- *         alternating, and print their median rates and the ratio.
+ *         alternating, and print their median rates (wall clock and CPU time)
+ *         and the ratios.
  *  @param json NULL, or receives the results (the caller's, for cJSON_Delete)
  *  @returns 0, DLB_ERR_NOMEM, or DLB_ERR_GENERIC when a message does not
  *           decode, or decodes differently the two ways. */

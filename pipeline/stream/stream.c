@@ -18,6 +18,7 @@
 #include "codec.h"
 #include "err.h"
 #include "kafka.h"
+#include "latency.h"
 #include "log.h"
 #include "metrics.h"
 #include "store_pg.h"
@@ -445,7 +446,17 @@ static int item_after(ctx_t *c, item_t *it, char *errstr, size_t size)
 /* Decode and validate a message polled now; a bad one goes to the DLQ (its
  * offset is committed with the batch, so it is not seen again). Done as it
  * is polled, so the memory budget counts what it decodes to. */
+static void item_decode_timed(ctx_t *c, item_t *it);
+
 static void item_decode(ctx_t *c, item_t *it)
+{
+    int64_t t0 = dlb_lat_clock_ns();
+
+    item_decode_timed(c, it);
+    c->decode_ns += dlb_lat_clock_ns() - t0;
+}
+
+static void item_decode_timed(ctx_t *c, item_t *it)
 {
     char errstr[512];
     part_t *p;
@@ -1220,7 +1231,7 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
 {
     ctx_t c = {.conf = conf, .role = role, .group = group, .stop = stop, .st = stats};
     char err_buf[1024];
-    int64_t t_start, t_processed = 0;
+    int64_t t_start, t_processed = 0, t_poll;
     double t_batch;
     int err, fatal;
 
@@ -1235,7 +1246,9 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
         if (c.items_cnt == c.items_cap)
             dlb_metrics_nap_ms(c.stop,
                                100); /* all held back by the barrier: let its wait run out */
+        t_poll = dlb_lat_clock_ns();
         batch_poll(&c);
+        c.poll_ns += dlb_lat_clock_ns() - t_poll;
         if (c.consumer_fatal) {
             if ((err = consumer_replace(&c, errstr, errstr_size)))
                 goto out;
@@ -1309,10 +1322,13 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
                 dlb_metric_observe(c.m.event_seconds,
                                    (double)(now - c.items[c.order[k]].polled_at) / 1000.0);
         }
-        dlb_dbg("batch of %zu message(s), %zu output(s): PostgreSQL and Redis %lld ms, Kafka "
-                "transaction %lld ms",
-                c.order_cnt, c.out_cnt, (long long)(t_processed - t_start),
-                (long long)(dlb_clock_mono_ms() - t_processed));
+        /* Polling includes waiting for messages (caught up, or a held
+         * request's grace) and the rounds before that released nothing. */
+        dlb_dbg("batch of %zu message(s), %zu output(s): polling %.1f ms (decoding and validating "
+                "%.1f ms), PostgreSQL and Redis %lld ms, Kafka transaction %lld ms",
+                c.order_cnt, c.out_cnt, (double)c.poll_ns / 1e6, (double)c.decode_ns / 1e6,
+                (long long)(t_processed - t_start), (long long)(dlb_clock_mono_ms() - t_processed));
+        c.poll_ns = c.decode_ns = 0;
         items_filter(&c, keep_unreleased, NULL);
         out_clear(&c);
         flow_control(&c);

@@ -157,7 +157,10 @@ struct dlb_stream {
     /* Fatal fencings of the producer: how many since when (fenced_too_often). */
     int fenced_cnt;
     int64_t fenced_first;
-    int64_t txn_began;      /* when the last transaction began (monotonic ms) */
+    int64_t txn_began; /* when the last transaction began (monotonic ms) */
+    /* Since the last committed batch: time in batch_poll() and, of it, in
+     * decoding and validating (ns), for the per-batch debug line. */
+    int64_t poll_ns, decode_ns;
     int consumer_fatal;     /* the consumer reported a fatal error: replace it */
     char last_failure[512]; /* why the last batch failed, "" after one succeeded */
     int64_t watched_at;     /* when watch_progress() last looked */
