@@ -23,15 +23,13 @@
 #include "kafka.h"
 #include "latency.h"
 #include "log.h"
+#include "bench_samples.h"
 #include "rss.h"
 #include "store_pg.h"
 #include "store_pg_conn.h"
 
 extern char **environ;
 
-/* Pods of one job: 1-4 PS, 2-16 workers, a chief in one job of three, as
- * DLRover's PS jobs come; 3 to 21 pods, 11.8 on average. */
-#define MAX_PODS 21
 /* How often the pipeline's progress (committed offsets) is looked at: the
  * resolution of its end time. */
 #define WATCH_MS 50
@@ -62,6 +60,7 @@ typedef struct run {
     char tag[32];
     char group[256];
     dlb_catalog_t *cat;
+    dlb_codec_decoder_t *dec; /* the stages pass decodes as the stream does */
     rd_kafka_t *producer, *mon;
     dlb_pg_t *pg;
     /* <env>.metrics: the run's messages are [first[p], last[p]) */
@@ -97,43 +96,6 @@ static void sleep_ms(int ms)
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
 
     nanosleep(&ts, NULL);
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-    /* xorshift64: the same jobs every run, no libc state */
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
-/* The pods of job j in sample k: names and counts fixed per job, usage
- * moving with k so that rows differ. @returns the pod count. */
-static size_t job_pods(const char *uid, long j, long k, dlb_pod_usage_t *pods)
-{
-    uint64_t s = 0x9E3779B97F4A7C15ull * (uint64_t)(j + 1);
-    int ps = 1 + (int)(rnd(&s) % 4), workers = 2 + (int)(rnd(&s) % 15), chief = rnd(&s) % 3 == 0;
-    size_t n = 0;
-
-    for (int g = 0; g < 3; g++) {
-        const char *type = g == 0 ? "ps" : g == 1 ? "worker" : "chief";
-        int cnt = g == 0 ? ps : g == 1 ? workers : chief;
-        for (int i = 0; i < cnt; i++, n++) {
-            dlb_pod_usage_t *p = &pods[n];
-            memset(p, 0, sizeof(*p));
-            snprintf(p->name, sizeof(p->name), "%.100s-%s-%d", uid, type, i);
-            snprintf(p->type, sizeof(p->type), "%s", type);
-            p->index = i;
-            p->cpu_requested = g == 0 ? 8.0 : 4.0;
-            p->cpu_used = p->cpu_requested * (0.3 + 0.05 * (double)((k + i) % 10));
-            p->memory_requested = 16 * DLB_GIB;
-            p->memory_used = 4 * DLB_GIB + ((k + i) % 16) * 64 * 1024 * 1024;
-            p->has_speed = g == 1;
-            p->speed = g == 1 ? 1.0 + 0.05 * (double)((k + i) % 10) : 0;
-        }
-    }
-    return n;
 }
 
 static void job_uid(const run_t *r, long j, char *buf, size_t size)
@@ -198,24 +160,17 @@ static int offs_query(rd_kafka_t *rk, const char *topic, topic_offs_t *t, char *
 static int preload(run_t *r, char *errstr, size_t size)
 {
     const long n = r->o->samples, jobs = r->o->jobs;
-    dlb_pod_usage_t pods[MAX_PODS];
+    dlb_pod_usage_t pods[DLB_BENCH_MAX_PODS];
     int64_t t0 = (int64_t)time(NULL) * 1000 - (n / jobs + 2) * 15000;
     int err = 0;
 
     for (long i = 0; i < n && !stopped(r); i++) {
-        long j = i % jobs, k = i / jobs;
-        dlb_event_t ev = {.type = DLB_EV_RUNTIME};
-        dlb_runtime_sample_t *s = &ev.u.rt;
+        dlb_event_t ev;
+        const dlb_runtime_sample_t *s = &ev.u.rt;
         void *buf = NULL;
         size_t len = 0;
 
-        job_uid(r, j, s->job_uid, sizeof(s->job_uid));
-        snprintf(s->event_id, sizeof(s->event_id), "%.100s-s%ld", s->job_uid, k);
-        s->event_time_ms = t0 + k * 15000;
-        s->global_step = 100 * k;
-        s->speed = 10.0 + 0.5 * (double)(k % 7);
-        s->pods = pods;
-        s->pods_cnt = job_pods(s->job_uid, j, k, pods);
+        dlb_bench_sample(r->tag, i, jobs, t0, &ev, pods);
         if ((err = dlb_codec_encode(r->cat, &ev, &buf, &len, errstr, size)))
             return err;
         while ((err = dlb_kafka_produce(r->producer, r->metrics.name, s->job_uid, buf, len, errstr,
@@ -411,7 +366,8 @@ static int stages_positions(dlb_pg_t *pg, rd_kafka_message_t **msgs, size_t n, c
     return dlb_pg_save_positions(pg, "bench-stages", pos, cnt, errstr, size);
 }
 
-/* One batch of the stages pass: decode (and validate, as the stream does),
+/* One batch of the stages pass: decode (through a decoder keeping its
+ * values, and validate, as the stream does),
  * then the stream's COPY and positions in their own transaction, then
  * Redis, each timed. */
 static int stages_batch(run_t *r, dlb_pg_t *pg, dlb_redis_t *rd, rd_kafka_message_t **msgs,
@@ -424,8 +380,8 @@ static int stages_batch(run_t *r, dlb_pg_t *pg, dlb_redis_t *rd, rd_kafka_messag
 
     for (size_t i = 0; i < n; i++) {
         memset(&evs[k], 0, sizeof(evs[k]));
-        if ((err =
-                 dlb_codec_decode(r->cat, msgs[i]->payload, msgs[i]->len, &evs[k], errstr, size)) ||
+        if ((err = dlb_codec_decoder_decode(r->dec, msgs[i]->payload, msgs[i]->len, &evs[k], errstr,
+                                            size)) ||
             (err = dlb_event_validate(&evs[k], errstr, size))) {
             dlb_event_clear(&evs[k]);
             goto out;
@@ -927,6 +883,7 @@ static int setup(run_t *r, char *errstr, size_t size)
     snprintf(r->tag, sizeof(r->tag), "%lx%x", (unsigned long)time(NULL), (unsigned)getpid());
     snprintf(r->group, sizeof(r->group), "%s.bench-ingest-%s", conf->env, r->tag);
     if ((err = dlb_catalog_new(&r->cat, errstr, size)) ||
+        (err = dlb_codec_decoder_new(r->cat, &r->dec, errstr, size)) ||
         (err = dlb_pg_connect(&r->pg, conf->pg_dsn, conf->pg_schema, errstr, size)) ||
         (err = dlb_pg_migrate(r->pg, errstr, size)) ||
         (err = dlb_pg_count(r->pg, "runtime_samples", &r->pg_samples0, errstr, size)) ||
@@ -959,6 +916,7 @@ static void teardown(run_t *r)
     }
     dlb_kafka_producer_destroy(r->producer);
     dlb_pg_destroy(r->pg);
+    dlb_codec_decoder_destroy(r->dec);
     if (r->cat)
         dlb_catalog_destroy(r->cat);
     offs_free(&r->metrics);

@@ -15,6 +15,9 @@
  *   ingest     runtime samples through `dlbrain optimizer` processes into Redis
  *              and PostgreSQL, against a plain consumer reading the same
  *              messages (bench/bench_ingest.c)
+ *   decode     the ingest bench's samples decoded and validated with values
+ *              built per message and through a decoder keeping them
+ *              (bench/bench_decode.c)
  *
  * scripts/bench makes the recording and starts the servers. */
 #include <errno.h>
@@ -26,6 +29,7 @@
 
 #include <cJSON.h>
 
+#include "bench_decode.h"
 #include "bench_ingest.h"
 #include "bench_matcher.h"
 #include "bench_optimizer.h"
@@ -43,7 +47,15 @@ static void usage(FILE *fp)
                 "       dlbrain bench roundtrip [options]\n"
                 "       dlbrain bench matcher [--seconds N] [--json FILE]\n"
                 "       dlbrain bench ingest [options]\n"
-                "       dlbrain bench rebuild [--json FILE]\n\n"
+                "       dlbrain bench rebuild [--json FILE]\n"
+                "       dlbrain bench decode [--samples N] [--json FILE]\n\n"
+                "decode: the ingest bench's runtime samples (newest schema, fixed seed) decoded\n"
+                "and validated as the stream does, on one core: with avro-c values built for\n"
+                "every message (dlb_codec_decode), and through a decoder that keeps one set of\n"
+                "values per schema id and resets it (dlb_codec_decoder_decode); first checked\n"
+                "to give the same events, then 5 passes each way, alternating; median rates\n"
+                "and their ratio.\n"
+                "  -k, --samples N       messages (default 20000)\n\n"
                 "rebuild: milliseconds to fold 1,024 / 4,096 / 16,384 pods' node events into a\n"
                 "job's state as a rebuild from PostgreSQL does (pods appended through a hash\n"
                 "index, sorted once), beside one sorted insert per new pod, and their ratio.\n\n"
@@ -275,7 +287,7 @@ int cmd_bench_main(int argc, char **argv)
          ingest_samples = 200000, consumers = 1, timeout_s = 600, max_inflight = 1000;
     cli_opts_t o = {0};
     dlb_conf_t conf;
-    int c, rc, ingest;
+    int c, rc, ingest, decode;
 
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         usage(argc < 2 ? stderr : stdout);
@@ -283,14 +295,15 @@ int cmd_bench_main(int argc, char **argv)
     }
     mode = argv[1];
     if (strcmp(mode, "optimizer") && strcmp(mode, "roundtrip") && strcmp(mode, "matcher") &&
-        strcmp(mode, "ingest") && strcmp(mode, "rebuild")) {
+        strcmp(mode, "ingest") && strcmp(mode, "rebuild") && strcmp(mode, "decode")) {
         fprintf(stderr,
-                "bench: unknown benchmark '%s' (optimizer, roundtrip, matcher, ingest or "
-                "rebuild)\n",
+                "bench: unknown benchmark '%s' (optimizer, roundtrip, matcher, ingest, "
+                "rebuild or decode)\n",
                 mode);
         return 2;
     }
     ingest = !strcmp(mode, "ingest");
+    decode = !strcmp(mode, "decode");
     argc--;
     argv++;
     while ((c = getopt_long(argc, argv, "E:s:S:P:r:n:k:w:d:l:g:m:j:C:t:" CLI_COMMON_SHORT, longopts,
@@ -351,10 +364,11 @@ int cmd_bench_main(int argc, char **argv)
             hi = 86400;
             break;
         case 'k':
-            /* runtime samples: per job before the requests, or all of an ingest run */
-            target = ingest ? &ingest_samples : &samples;
-            lo = ingest ? 1 : 0;
-            hi = ingest ? 100000000 : 60;
+            /* runtime samples: per job before the requests, or all of an ingest or
+             * decode run */
+            target = ingest || decode ? &ingest_samples : &samples;
+            lo = ingest || decode ? 1 : 0;
+            hi = ingest || decode ? 100000000 : 60;
             break;
         case 'w':
             target = &warmup_ms;
@@ -407,6 +421,16 @@ int cmd_bench_main(int argc, char **argv)
         cJSON *json = NULL;
         char errstr[512];
         int err = dlb_bench_rebuild(stdout, json_path ? &json : NULL, errstr, sizeof(errstr));
+        rc = bench_done(err, errstr, json, json_path);
+    } else if (decode) {
+        cJSON *json = NULL;
+        char errstr[512];
+        dlb_bench_decode_opts_t dopt = {.samples =
+                                            ingest_samples == 200000 ? 20000 : ingest_samples,
+                                        .passes = 5,
+                                        .out = stdout,
+                                        .stop = &cli_stop};
+        int err = dlb_bench_decode(&dopt, json_path ? &json : NULL, errstr, sizeof(errstr));
         rc = bench_done(err, errstr, json, json_path);
     } else if (!strcmp(mode, "matcher")) {
         dlb_bench_matcher_opts_t mo = {

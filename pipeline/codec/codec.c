@@ -1,11 +1,11 @@
 /* Confluent-framed Avro bytes <-> C structs.
  *
- * Each call builds its own avro-c values from the catalog's (read-only)
- * classes, so one catalog may serve several threads at once. A decode is:
- * framing -> a bounds check of the Avro bytes against the writer schema ->
- * avro-c read (through the resolver for an older writer, whose missing fields
- * take their JSON defaults through avro_json.c) -> the field tables of
- * codec_map.c. */
+ * Values are built from the catalog's (read-only) classes by each call, or
+ * kept by a decoder that one thread owns, so one catalog may serve several
+ * threads at once. A decode is: framing -> a bounds check of the Avro bytes
+ * against the writer schema -> avro-c read (through the resolver for an older
+ * writer, whose missing fields take their JSON defaults through avro_json.c)
+ * -> the field tables of codec_map.c. */
 #include "codec.h"
 
 #include <stdarg.h>
@@ -15,6 +15,7 @@
 
 #include "codec_internal.h"
 #include "err.h"
+#include "vec.h"
 
 #define NESTING_MAX 64
 /* Zero-byte array items (nulls, empty records) cost nothing on the wire, so a
@@ -376,73 +377,193 @@ out:
     return err;
 }
 
-int dlb_codec_decode(const dlb_catalog_t *cat, const void *buf, size_t len, dlb_event_t *ev,
-                     char *errstr, size_t errstr_size)
+/* ---- decode, through values kept per writer schema ------------------------ */
+
+/* The avro-c values the messages of one writer schema are read into. Kept
+ * between messages emptied (avro_value_reset: its strings and items freed,
+ * the tree and the arrays' room kept), where building them anew was one
+ * allocation per record, field and array growth for every message. A reset
+ * value reads like a new one: avro_value_read() sets every field of a record
+ * and the branch of every union and appends to empty lists, and upgrade()
+ * sets every field of the newest schema (from the writer or its default). */
+typedef struct dec_slot {
+    const dlb_schema_entry_t *e; /* the writer's entry */
+    avro_value_t val;            /* of the newest schema of e's type */
+    avro_value_t proj, resolved; /* an older writer: its projection, the resolver into it */
+    int have_val, have_proj, have_resolved;
+    dlb_codec_fieldmap_t *map; /* the struct's fields in val's schema, kept with the slot */
+} dec_slot_t;
+
+struct dlb_codec_decoder {
+    const dlb_catalog_t *cat;
+    int keep;          /* 0: every value is freed after its message (dlb_codec_decode) */
+    avro_reader_t r;   /* a memory reader, pointed at each message in turn */
+    dec_slot_t *slots; /* one per writer schema seen */
+    size_t cnt, cap;
+};
+
+static void slot_release(dec_slot_t *s)
+{
+    if (s->have_resolved)
+        avro_value_decref(&s->resolved);
+    if (s->have_proj)
+        avro_value_decref(&s->proj);
+    if (s->have_val)
+        avro_value_decref(&s->val);
+    s->have_val = s->have_proj = s->have_resolved = 0;
+}
+
+/* Empties the slot's values for the next message; frees them when that fails. */
+static void slot_reset(dec_slot_t *s)
+{
+    if ((s->have_val && avro_value_reset(&s->val)) || (s->have_proj && avro_value_reset(&s->proj)))
+        slot_release(s);
+}
+
+/* The slot of writer entry e with its values, made for the first message of
+ * e or after they were released. */
+static int slot_get(dlb_codec_decoder_t *d, const dlb_schema_entry_t *e,
+                    const dlb_schema_entry_t *newest, dec_slot_t **out, char *errstr, size_t size)
+{
+    dec_slot_t *s = NULL;
+
+    for (size_t i = 0; i < d->cnt && !s; i++)
+        if (d->slots[i].e == e)
+            s = &d->slots[i];
+    if (!s) {
+        if (dlb_vec_reserve((void **)&d->slots, &d->cap, d->cnt + 1, sizeof(*d->slots)))
+            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+        s = &d->slots[d->cnt++];
+        memset(s, 0, sizeof(*s));
+        s->e = e;
+        /* Only worth building for a decoder that keeps it; without (out of
+         * memory) the fields are read by name, the same values. */
+        if (d->keep)
+            s->map = dlb_codec_fieldmap_new(e->type, newest->schema);
+    }
+    *out = s;
+    if (!s->have_val) {
+        if (avro_generic_value_new(newest->iface, &s->val))
+            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "%s", avro_strerror());
+        s->have_val = 1;
+    }
+    if (!e->resolver)
+        return 0;
+    if (!s->have_proj) {
+        if (avro_generic_value_new(dlb_catalog_projection(d->cat, e), &s->proj))
+            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "%s", avro_strerror());
+        s->have_proj = 1;
+    }
+    if (!s->have_resolved) {
+        if (avro_resolved_writer_new_value(e->resolver, &s->resolved))
+            return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "%s", avro_strerror());
+        s->have_resolved = 1;
+        avro_resolved_writer_set_dest(&s->resolved, &s->proj);
+    }
+    return 0;
+}
+
+static void decoder_clear(dlb_codec_decoder_t *d)
+{
+    for (size_t i = 0; i < d->cnt; i++) {
+        slot_release(&d->slots[i]);
+        dlb_codec_fieldmap_free(d->slots[i].map);
+    }
+    free(d->slots);
+    d->slots = NULL;
+    d->cnt = d->cap = 0;
+    if (d->r)
+        avro_reader_free(d->r);
+    d->r = NULL;
+}
+
+static int decode(dlb_codec_decoder_t *d, const void *buf, size_t len, dlb_event_t *ev,
+                  char *errstr, size_t errstr_size)
 {
     const dlb_schema_entry_t *e, *newest;
     const char *body = (const char *)buf + DLB_FRAME_HEADER;
-    avro_value_t val, proj, resolved;
-    int have_val = 0, have_proj = 0, have_resolved = 0;
-    avro_reader_t r = NULL;
+    dec_slot_t *s = NULL;
     int32_t id;
     int err;
 
     memset(ev, 0, sizeof(*ev));
     if ((err = dlb_codec_peek(buf, len, &id, errstr, errstr_size)))
         return err;
-    if ((err = dlb_catalog_by_wire_id(cat, id, &e, errstr, errstr_size)))
+    if ((err = dlb_catalog_by_wire_id(d->cat, id, &e, errstr, errstr_size)))
         return err;
+    /* Before any value is touched: a message the scan refuses allocates
+     * nothing and leaves the kept values as they were. */
     if ((err = scan_message(e->schema, e->type, (const uint8_t *)body, len - DLB_FRAME_HEADER,
                             errstr, errstr_size)))
         return err;
 
-    newest = dlb_catalog_latest(cat, e->type);
-    if (avro_generic_value_new(newest->iface, &val)) {
-        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s", avro_strerror());
+    newest = dlb_catalog_latest(d->cat, e->type);
+    if ((err = slot_get(d, e, newest, &s, errstr, errstr_size)))
         goto out;
-    }
-    have_val = 1;
-    if (!(r = avro_reader_memory(body, (int64_t)(len - DLB_FRAME_HEADER)))) {
+    if (d->r) {
+        avro_reader_memory_set_source(d->r, body, (int64_t)(len - DLB_FRAME_HEADER));
+    } else if (!(d->r = avro_reader_memory(body, (int64_t)(len - DLB_FRAME_HEADER)))) {
         err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
         goto out;
     }
     if (!e->resolver) {
-        if (avro_value_read(r, &val)) {
+        if (avro_value_read(d->r, &s->val)) {
             err = dlb_seterr(errstr, errstr_size, DLB_ERR_DECODE, "Avro data (schema id %d): %s",
                              (int)id, avro_strerror());
             goto out;
         }
     } else {
-        if (avro_generic_value_new(dlb_catalog_projection(cat, e), &proj)) {
-            err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s", avro_strerror());
-            goto out;
-        }
-        have_proj = 1;
-        if (avro_resolved_writer_new_value(e->resolver, &resolved)) {
-            err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "%s", avro_strerror());
-            goto out;
-        }
-        have_resolved = 1;
-        avro_resolved_writer_set_dest(&resolved, &proj);
-        if (avro_value_read(r, &resolved)) {
+        if (avro_value_read(d->r, &s->resolved)) {
             err = dlb_seterr(errstr, errstr_size, DLB_ERR_DECODE, "Avro data (schema id %d): %s",
                              (int)id, avro_strerror());
             goto out;
         }
-        if ((err = upgrade(cat, newest, &proj, &val, errstr, errstr_size, 0)))
+        if ((err = upgrade(d->cat, newest, &s->proj, &s->val, errstr, errstr_size, 0)))
             goto out;
     }
-    err = dlb_codec_from_avro(e->type, &val, ev, errstr, errstr_size);
+    err = dlb_codec_from_avro_mapped(e->type, s->map, &s->val, ev, errstr, errstr_size);
 out:
     if (err)
         dlb_event_clear(ev);
-    if (r)
-        avro_reader_free(r);
-    if (have_resolved)
-        avro_value_decref(&resolved);
-    if (have_proj)
-        avro_value_decref(&proj);
-    if (have_val)
-        avro_value_decref(&val);
+    /* A failed message may leave its values half filled: the next one of
+     * its schema starts from new ones, as if nothing had come before. */
+    if (s && (err || !d->keep || len > DLB_CODEC_KEEP_BYTES))
+        slot_release(s);
+    else if (s)
+        slot_reset(s);
     return err;
+}
+
+int dlb_codec_decode(const dlb_catalog_t *cat, const void *buf, size_t len, dlb_event_t *ev,
+                     char *errstr, size_t errstr_size)
+{
+    dlb_codec_decoder_t d = {.cat = cat, .keep = 0};
+    int err = decode(&d, buf, len, ev, errstr, errstr_size);
+
+    decoder_clear(&d);
+    return err;
+}
+
+int dlb_codec_decoder_new(const dlb_catalog_t *cat, dlb_codec_decoder_t **out, char *errstr,
+                          size_t errstr_size)
+{
+    if (!(*out = calloc(1, sizeof(**out))))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    (*out)->cat = cat;
+    (*out)->keep = 1;
+    return 0;
+}
+
+void dlb_codec_decoder_destroy(dlb_codec_decoder_t *d)
+{
+    if (!d)
+        return;
+    decoder_clear(d);
+    free(d);
+}
+
+int dlb_codec_decoder_decode(dlb_codec_decoder_t *d, const void *buf, size_t len, dlb_event_t *ev,
+                             char *errstr, size_t errstr_size)
+{
+    return decode(d, buf, len, ev, errstr, errstr_size);
 }

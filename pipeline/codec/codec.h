@@ -29,6 +29,34 @@ int dlb_codec_encode(const dlb_catalog_t *cat, const dlb_event_t *ev, void **out
 int dlb_codec_decode(const dlb_catalog_t *cat, const void *buf, size_t len, dlb_event_t *ev,
                      char *errstr, size_t errstr_size);
 
+/* A decoder keeps, per writer schema id it has decoded, the avro-c values a
+ * decode reads into (the newest schema's value, and for an older writer its
+ * projection and resolver) and resets them for the next message instead of
+ * building them again. It belongs to one thread; a catalog may serve several
+ * decoders at once. What it decodes is what dlb_codec_decode() decodes: the
+ * same checks, in the same order, on the same path. */
+typedef struct dlb_codec_decoder dlb_codec_decoder_t;
+
+/** @brief A decoder of cat's schemas (cat must outlive it).
+ *  @returns 0 or DLB_ERR_NOMEM. */
+int dlb_codec_decoder_new(const dlb_catalog_t *cat, dlb_codec_decoder_t **out, char *errstr,
+                          size_t errstr_size);
+
+void dlb_codec_decoder_destroy(dlb_codec_decoder_t *d);
+
+/** @brief dlb_codec_decode() through d's kept values. A message that failed,
+ *         or was larger than DLB_CODEC_KEEP_BYTES, releases its values (the
+ *         next one of its schema builds them anew), so a decoder holds at
+ *         most the values of messages up to that size, emptied.
+ *  @returns what dlb_codec_decode() returns for the same bytes. */
+int dlb_codec_decoder_decode(dlb_codec_decoder_t *d, const void *buf, size_t len, dlb_event_t *ev,
+                             char *errstr, size_t errstr_size);
+
+/* Messages up to this many bytes keep their schema's values for the next
+ * one; a larger message's are freed after it (its items' room would stay
+ * held otherwise, and building them is a small part of decoding it). */
+#define DLB_CODEC_KEEP_BYTES (64 * 1024)
+
 /** @brief Read only the header. @returns 0 or DLB_ERR_FRAMING. */
 int dlb_codec_peek(const void *buf, size_t len, int32_t *schema_id, char *errstr,
                    size_t errstr_size);

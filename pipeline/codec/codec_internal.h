@@ -55,6 +55,21 @@ void dlb_json_describe(const cJSON *j, char *out, size_t n);
 int dlb_codec_from_avro(dlb_event_type_t type, avro_value_t *rec, dlb_event_t *ev, char *errstr,
                         size_t errstr_size);
 
+/* Where the fields of an event type's struct are in a record schema. */
+typedef struct dlb_codec_fieldmap dlb_codec_fieldmap_t;
+
+/** @brief The map of type's struct fields in record schema rs (a value of rs
+ *         is then read by index, not by name). @returns NULL when out of
+ *         memory or rs is no record: reading by name is then what is left. */
+dlb_codec_fieldmap_t *dlb_codec_fieldmap_new(dlb_event_type_t type, avro_schema_t rs);
+void dlb_codec_fieldmap_free(dlb_codec_fieldmap_t *m);
+
+/** @brief dlb_codec_from_avro() through map m (NULL: by name). A record of
+ *         another schema than m's is read by name: the same result. */
+int dlb_codec_from_avro_mapped(dlb_event_type_t type, const dlb_codec_fieldmap_t *m,
+                               avro_value_t *rec, dlb_event_t *ev, char *errstr,
+                               size_t errstr_size);
+
 /** @brief The most items list field (an array or map, by its name in the
  *         record that holds it) of an event of type may hold: what the struct
  *         side accepts (DLB_PODS_MAX, DLB_OOM_PODS_MAX, ...), checked by the

@@ -319,12 +319,23 @@ static int dup_str(const char *field, avro_value_t *v, size_t max, char **out, c
     return 0;
 }
 
-static int rd_record(const fdesc_t *t, avro_value_t *rec, char *base, char *errstr, size_t size);
+/* Where a table's fields are in one record schema (the newest of a type), so
+ * a decoder reads them by index: by name, avro-c hashes the name for every
+ * field of every record of every message (a sixth of decoding a sample). */
+struct dlb_codec_fieldmap {
+    avro_schema_t schema;            /* the record schema the indexes are of */
+    int *idx;                        /* per table field: its index there, -1 if absent */
+    struct dlb_codec_fieldmap **sub; /* per table field: its record's map (F_REC, F_ARR_REC) */
+    size_t n;
+};
+
+static int rd_record(const fdesc_t *t, const dlb_codec_fieldmap_t *m, avro_value_t *rec, char *base,
+                     char *errstr, size_t size);
 
 /* Lists and maps: the pointer and count are set before the items are
  * filled, so dlb_event_clear() releases a half-filled list. */
-static int rd_list(const fdesc_t *t, avro_value_t *f, char *base, size_t n, char *errstr,
-                   size_t size)
+static int rd_list(const fdesc_t *t, const dlb_codec_fieldmap_t *m, avro_value_t *f, char *base,
+                   size_t n, char *errstr, size_t size)
 {
     char *p = base + t->off;
     size_t *cnt = (size_t *)(void *)(base + t->cnt_off);
@@ -346,7 +357,7 @@ static int rd_list(const fdesc_t *t, avro_value_t *f, char *base, size_t n, char
             return avro_fail(errstr, size, t->name, "item");
         switch (t->kind) {
         case F_ARR_REC:
-            if ((err = rd_record(t->sub, &el, item, errstr, size))) {
+            if ((err = rd_record(t->sub, m, &el, item, errstr, size))) {
                 dlb_err_prepend(errstr, size, "%s[%zu].", t->name, i);
                 return err;
             }
@@ -381,7 +392,9 @@ static int rd_list(const fdesc_t *t, avro_value_t *f, char *base, size_t n, char
     return 0;
 }
 
-static int rd_value(const fdesc_t *t, avro_value_t *f, char *base, char *errstr, size_t size)
+/* m: the map of t's record (F_REC) or items (F_ARR_REC), or NULL. */
+static int rd_value(const fdesc_t *t, const dlb_codec_fieldmap_t *m, avro_value_t *f, char *base,
+                    char *errstr, size_t size)
 {
     char *p = base + t->off;
     size_t n = 0;
@@ -415,7 +428,7 @@ static int rd_value(const fdesc_t *t, avro_value_t *f, char *base, char *errstr,
         *(int *)(void *)p = b != 0;
         return 0;
     case F_REC:
-        if ((err = rd_record(t->sub, f, p, errstr, size)))
+        if ((err = rd_record(t->sub, m, f, p, errstr, size)))
             dlb_err_prepend(errstr, size, "%s.", t->name);
         return err;
     default:
@@ -427,16 +440,21 @@ static int rd_value(const fdesc_t *t, avro_value_t *f, char *base, char *errstr,
     if (t->max && n > t->max)
         return dlb_seterr(errstr, size, DLB_ERR_DECODE, "%s: %zu items, more than the limit of %zu",
                           t->name, n, t->max);
-    return n ? rd_list(t, f, base, n, errstr, size) : 0;
+    return n ? rd_list(t, m, f, base, n, errstr, size) : 0;
 }
 
-static int rd_record(const fdesc_t *t, avro_value_t *rec, char *base, char *errstr, size_t size)
+static int rd_record(const fdesc_t *t, const dlb_codec_fieldmap_t *m, avro_value_t *rec, char *base,
+                     char *errstr, size_t size)
 {
-    for (; t->name; t++) {
+    /* A map of another schema than rec's is not used (by name instead). */
+    if (m && avro_value_get_schema(rec) != m->schema)
+        m = NULL;
+    for (size_t i = 0; t->name; t++, i++) {
         avro_value_t f, b;
         int err;
 
-        if (avro_value_get_by_name(rec, t->name, &f, NULL))
+        if (m && m->idx[i] >= 0 ? avro_value_get_by_index(rec, (size_t)m->idx[i], &f, NULL)
+                                : avro_value_get_by_name(rec, t->name, &f, NULL))
             return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "%s: not in the schema", t->name);
         if (t->opt) {
             if (avro_value_get_current_branch(&f, &b))
@@ -448,7 +466,7 @@ static int rd_record(const fdesc_t *t, avro_value_t *rec, char *base, char *errs
             *(int *)(void *)(base + t->has_off) = 1;
             f = b;
         }
-        if ((err = rd_value(t, &f, base, errstr, size)))
+        if ((err = rd_value(t, m ? m->sub[i] : NULL, &f, base, errstr, size)))
             return err;
     }
     return 0;
@@ -457,11 +475,89 @@ static int rd_record(const fdesc_t *t, avro_value_t *rec, char *base, char *errs
 int dlb_codec_from_avro(dlb_event_type_t type, avro_value_t *rec, dlb_event_t *ev, char *errstr,
                         size_t errstr_size)
 {
+    return dlb_codec_from_avro_mapped(type, NULL, rec, ev, errstr, errstr_size);
+}
+
+int dlb_codec_from_avro_mapped(dlb_event_type_t type, const dlb_codec_fieldmap_t *m,
+                               avro_value_t *rec, dlb_event_t *ev, char *errstr, size_t errstr_size)
+{
     memset(ev, 0, sizeof(*ev));
     if (type <= DLB_EV_NONE || type >= DLB_EV__CNT)
         return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "unknown event type %d", (int)type);
     ev->type = type;
-    return rd_record(type_fields[type], rec, (char *)&ev->u, errstr, errstr_size);
+    return rd_record(type_fields[type], m, rec, (char *)&ev->u, errstr, errstr_size);
+}
+
+/* ---- field maps ------------------------------------------------------------ */
+
+void dlb_codec_fieldmap_free(dlb_codec_fieldmap_t *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; m->sub && i < m->n; i++)
+        dlb_codec_fieldmap_free(m->sub[i]);
+    free(m->sub);
+    free(m->idx);
+    free(m);
+}
+
+/* The record a field of kind F_REC or F_ARR_REC holds in schema s (through
+ * links, an optional's union, an array's items), or NULL. */
+static avro_schema_t record_of(avro_schema_t s, fkind_t kind)
+{
+    s = dlb_avro_deref(s);
+    if (is_avro_union(s))
+        for (size_t b = 0; b < avro_schema_union_size(s); b++) {
+            avro_schema_t bs = dlb_avro_deref(avro_schema_union_branch(s, (int)b));
+            if (!is_avro_null(bs)) {
+                s = bs;
+                break;
+            }
+        }
+    if (kind == F_ARR_REC) {
+        if (!is_avro_array(s))
+            return NULL;
+        s = dlb_avro_deref(avro_schema_array_items(s));
+    }
+    return is_avro_record(s) ? s : NULL;
+}
+
+static dlb_codec_fieldmap_t *fieldmap_build(const fdesc_t *t, avro_schema_t rs, int depth)
+{
+    dlb_codec_fieldmap_t *m;
+    size_t n = 0;
+
+    while (t[n].name)
+        n++;
+    if (depth > 16 || !(m = calloc(1, sizeof(*m))))
+        return NULL;
+    m->schema = rs;
+    m->n = n;
+    if (!(m->idx = calloc(n ? n : 1, sizeof(*m->idx))) ||
+        !(m->sub = calloc(n ? n : 1, sizeof(*m->sub)))) {
+        dlb_codec_fieldmap_free(m);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        avro_schema_t sub;
+
+        m->idx[i] = avro_schema_record_field_get_index(rs, t[i].name);
+        if (m->idx[i] < 0 || (t[i].kind != F_REC && t[i].kind != F_ARR_REC))
+            continue;
+        sub = record_of(avro_schema_record_field_get_by_index(rs, m->idx[i]), t[i].kind);
+        /* Without a map, that record is read by name. */
+        if (sub)
+            m->sub[i] = fieldmap_build(t[i].sub, sub, depth + 1);
+    }
+    return m;
+}
+
+dlb_codec_fieldmap_t *dlb_codec_fieldmap_new(dlb_event_type_t type, avro_schema_t rs)
+{
+    if (type <= DLB_EV_NONE || type >= DLB_EV__CNT)
+        return NULL;
+    rs = dlb_avro_deref(rs);
+    return is_avro_record(rs) ? fieldmap_build(type_fields[type], rs, 0) : NULL;
 }
 
 /* ---- struct -> Avro -------------------------------------------------------- */

@@ -9,6 +9,7 @@
 
 #include "cache_redis.h"
 #include "catalog.h"
+#include "codec.h"
 #include "kafka.h"
 #include "metrics.h"
 #include "store_pg.h"
@@ -98,6 +99,9 @@ struct dlb_stream {
     volatile sig_atomic_t *stop;
     dlb_stream_stats_t *st;
     dlb_catalog_t *cat;
+    /* Decodes every polled message, keeping its avro-c values per schema id
+     * between messages (codec.h); the loop's thread is its only user. */
+    dlb_codec_decoder_t *dec;
     dlb_pg_t *pg;
     dlb_redis_t *redis; /* NULL while Redis is down */
     int64_t redis_retry_at;
@@ -153,7 +157,10 @@ struct dlb_stream {
     /* Fatal fencings of the producer: how many since when (fenced_too_often). */
     int fenced_cnt;
     int64_t fenced_first;
-    int64_t txn_began;      /* when the last transaction began (monotonic ms) */
+    int64_t txn_began; /* when the last transaction began (monotonic ms) */
+    /* Since the last committed batch: time in batch_poll() and, of it, in
+     * decoding and validating (ns), for the per-batch debug line. */
+    int64_t poll_ns, decode_ns;
     int consumer_fatal;     /* the consumer reported a fatal error: replace it */
     char last_failure[512]; /* why the last batch failed, "" after one succeeded */
     int64_t watched_at;     /* when watch_progress() last looked */

@@ -1219,6 +1219,136 @@ static void test_resolution_all_types(void **state)
     dlb_catalog_destroy(c);
 }
 
+/* ---- a decoder keeping its values between messages ------------------------ */
+
+typedef struct wire {
+    uint8_t *buf;
+    size_t len;
+} wire_t;
+
+static void wire_add(wire_t *w, size_t *n, size_t cap, const void *buf, size_t len)
+{
+    assert_true(*n < cap);
+    w[*n].buf = malloc(len ? len : 1);
+    assert_non_null(w[*n].buf);
+    memcpy(w[*n].buf, buf, len);
+    w[*n].len = len;
+    (*n)++;
+}
+
+/* Decoded through dec and afresh: the same result, error message and event. */
+static int same_both_ways(dlb_codec_decoder_t *dec, const wire_t *w, size_t i)
+{
+    dlb_event_t a, b;
+    char ea[512] = "", eb[512] = "";
+    int ra = dlb_codec_decode(cat, w->buf, w->len, &a, ea, sizeof(ea));
+    int rb = dlb_codec_decoder_decode(dec, w->buf, w->len, &b, eb, sizeof(eb));
+
+    if (ra != rb)
+        fail_msg("message %zu: %s (%s) afresh, %s (%s) through the decoder", i, dlb_err_name(ra),
+                 ea, dlb_err_name(rb), eb);
+    if (ra)
+        assert_string_equal(ea, eb);
+    else
+        assert_events_equal(&a, &b);
+    if (rb)
+        assert_int_equal(b.type, DLB_EV_NONE);
+    dlb_event_clear(&a);
+    dlb_event_clear(&b);
+    return ra;
+}
+
+/* Messages of every type and schema id, old writers, a sample over
+ * DLB_CODEC_KEEP_BYTES, and damaged copies of each (cut, bytes changed: bad
+ * UTF-8, lengths, counts, union branches), decoded in turn by one decoder, in
+ * two orders: whatever came before, each decodes as it does afresh. */
+static void test_decoder_reuse(void **state)
+{
+    enum { CAP = 4096 };
+    wire_t *w = calloc(CAP, sizeof(*w));
+    size_t n = 0, good, failed = 0;
+    dlb_codec_decoder_t *dec = NULL;
+    dlb_pod_usage_t *pods = calloc(3000, sizeof(*pods));
+    char err[512] = "";
+    uint64_t rnd = 42;
+
+    (void)state;
+    assert_non_null(w);
+    assert_non_null(pods);
+    for (int which = 0; which < FX_SAMPLES; which++) {
+        dlb_event_t ev;
+        void *buf;
+        size_t len;
+
+        fx_sample(&ev, which);
+        assert_int_equal(dlb_codec_encode(cat, &ev, &buf, &len, err, sizeof(err)), 0);
+        wire_add(w, &n, CAP, buf, len);
+        free(buf);
+        for (size_t k = 0; k < dlb_catalog_count(cat); k++) {
+            const dlb_schema_entry_t *old = dlb_catalog_at(cat, k);
+            char *json;
+            if (old->type != ev.type || !old->resolver)
+                continue;
+            buf = ow_frame(cat, old->id, &ev, &len, &json);
+            wire_add(w, &n, CAP, buf, len);
+            free(buf);
+            cJSON_free(json);
+        }
+        dlb_event_clear(&ev);
+    }
+    {
+        /* A sample of 3,000 pods, about 150 KB: its values are not kept. */
+        dlb_event_t ev = {.type = DLB_EV_RUNTIME};
+        void *buf;
+        size_t len;
+
+        snprintf(ev.u.rt.event_id, sizeof(ev.u.rt.event_id), "big");
+        snprintf(ev.u.rt.job_uid, sizeof(ev.u.rt.job_uid), "big-job");
+        ev.u.rt.event_time_ms = 1767312000000;
+        ev.u.rt.pods = pods;
+        ev.u.rt.pods_cnt = 3000;
+        for (size_t i = 0; i < 3000; i++) {
+            snprintf(pods[i].name, sizeof(pods[i].name), "big-job-worker-%zu", i);
+            snprintf(pods[i].type, sizeof(pods[i].type), "worker");
+            pods[i].index = (int32_t)i;
+            pods[i].has_speed = i % 2;
+            pods[i].speed = 1.5;
+        }
+        assert_int_equal(dlb_codec_encode(cat, &ev, &buf, &len, err, sizeof(err)), 0);
+        assert_true(len > DLB_CODEC_KEEP_BYTES);
+        wire_add(w, &n, CAP, buf, len);
+        free(buf);
+    }
+    good = n;
+    for (size_t i = 0; i < good; i++) {
+        /* Three cuts and eight changed bytes of each (xorshift: the same
+         * every run); the original stays. */
+        for (int c = 0; c < 3 && w[i].len > DLB_FRAME_HEADER; c++) {
+            rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+            wire_add(w, &n, CAP, w[i].buf, DLB_FRAME_HEADER + rnd % (w[i].len - DLB_FRAME_HEADER));
+        }
+        for (int c = 0; c < 8; c++) {
+            static const uint8_t bytes[] = {0xff, 0xc3, 0x80, 0x00, 0x01, 0x7f, 0x28, 0x02};
+            rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+            wire_add(w, &n, CAP, w[i].buf, w[i].len);
+            w[n - 1].buf[DLB_FRAME_HEADER + rnd % (w[i].len - DLB_FRAME_HEADER)] = bytes[c];
+        }
+    }
+    assert_int_equal(dlb_codec_decoder_new(cat, &dec, err, sizeof(err)), 0);
+    for (size_t i = 0; i < n; i++)
+        failed += same_both_ways(dec, &w[i], i) != 0;
+    for (size_t i = n; i-- > 0;)
+        same_both_ways(dec, &w[i], i);
+    /* The damaged copies hold failures of every kind, and some still decode. */
+    assert_true(failed > n / 4);
+    assert_true(failed < n - good / 2);
+    dlb_codec_decoder_destroy(dec);
+    for (size_t i = 0; i < n; i++)
+        free(w[i].buf);
+    free(w);
+    free(pods);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1248,6 +1378,7 @@ int main(void)
         cmocka_unit_test(test_job_v2_decode_bounds),
         cmocka_unit_test(test_request_v2_bounds),
         cmocka_unit_test(test_block_count_overflow),
+        cmocka_unit_test(test_decoder_reuse),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
