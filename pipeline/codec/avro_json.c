@@ -145,7 +145,7 @@ static int j2a_record(const jctx_t *c, const cJSON *j, avro_value_t *v, avro_sch
     for (size_t i = 0; i < n; i++) {
         const char *name = NULL;
         const cJSON *def;
-        avro_schema_t fs;
+        int nb;
 
         if (seen[i])
             continue;
@@ -160,21 +160,13 @@ static int j2a_record(const jctx_t *c, const cJSON *j, avro_value_t *v, avro_sch
             continue;
         }
         /* An optional field without a default still reads as "not given". */
-        fs = dlb_avro_deref(avro_value_get_schema(&f));
-        if (is_avro_union(fs)) {
-            int done = 0;
-            for (size_t b = 0; b < avro_schema_union_size(fs) && !done; b++) {
-                avro_value_t bv;
-                if (is_avro_null(dlb_avro_deref(avro_schema_union_branch(fs, (int)b)))) {
-                    if (avro_value_set_branch(&f, (int)b, &bv) || avro_value_set_null(&bv)) {
-                        err = avro_failed(c, cp);
-                        goto out;
-                    }
-                    done = 1;
-                }
+        if ((nb = dlb_avro_union_branch(avro_value_get_schema(&f), 1)) >= 0) {
+            avro_value_t bv;
+            if (avro_value_set_branch(&f, nb, &bv) || avro_value_set_null(&bv)) {
+                err = avro_failed(c, cp);
+                goto out;
             }
-            if (done)
-                continue;
+            continue;
         }
         err = dlb_seterr(c->errstr, c->size, DLB_ERR_DECODE, "%s: missing required field", cp);
         goto out;
@@ -188,13 +180,10 @@ static int j2a_union(const jctx_t *c, const cJSON *j, avro_value_t *v, avro_sche
                      const char *path, int depth)
 {
     size_t nb = avro_schema_union_size(sch), candidates = 0;
-    int first_err = 0, null_branch = -1;
+    int first_err = 0, null_branch = dlb_avro_union_branch(sch, 1);
     char first_msg[512] = "", what[128] = "";
     avro_value_t b;
 
-    for (size_t i = 0; i < nb; i++)
-        if (is_avro_null(dlb_avro_deref(avro_schema_union_branch(sch, (int)i))))
-            null_branch = (int)i;
     if (cJSON_IsNull(j) && null_branch >= 0) {
         if (avro_value_set_branch(v, null_branch, &b) || avro_value_set_null(&b))
             return avro_failed(c, path);

@@ -64,6 +64,17 @@ avro_schema_t dlb_avro_deref(avro_schema_t s)
     return s;
 }
 
+int dlb_avro_union_branch(avro_schema_t u, int want_null)
+{
+    u = dlb_avro_deref(u);
+    if (!is_avro_union(u))
+        return -1;
+    for (size_t i = 0; i < avro_schema_union_size(u); i++)
+        if (is_avro_null(dlb_avro_deref(avro_schema_union_branch(u, (int)i))) == !!want_null)
+            return (int)i;
+    return -1;
+}
+
 /* Reads a file of the catalog into a NUL-terminated malloc'ed buffer. */
 static int source_read(const source_t *src, const char *name, char **data, size_t *len,
                        char *errstr, size_t errstr_size)

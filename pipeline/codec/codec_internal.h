@@ -33,6 +33,11 @@ const cJSON *dlb_catalog_field_default(const dlb_catalog_t *cat, const dlb_schem
 /** @returns schema with links followed to their target. */
 avro_schema_t dlb_avro_deref(avro_schema_t schema);
 
+/** @returns the index of union u's first branch that is null (want_null 1)
+ *           or that is not (want_null 0), -1 when it has none or u is not a
+ *           union: an optional field's two sides. */
+int dlb_avro_union_branch(avro_schema_t u, int want_null);
+
 /** @brief Set generic value v (of schema-entry e's schema, for defaults) from
  *         JSON j, checking types, ranges, unknown and missing fields.
  *  @param path field path of v for messages ("" at the top).

@@ -505,15 +505,11 @@ void dlb_codec_fieldmap_free(dlb_codec_fieldmap_t *m)
  * links, an optional's union, an array's items), or NULL. */
 static avro_schema_t record_of(avro_schema_t s, fkind_t kind)
 {
+    int b = dlb_avro_union_branch(s, 0);
+
     s = dlb_avro_deref(s);
-    if (is_avro_union(s))
-        for (size_t b = 0; b < avro_schema_union_size(s); b++) {
-            avro_schema_t bs = dlb_avro_deref(avro_schema_union_branch(s, (int)b));
-            if (!is_avro_null(bs)) {
-                s = bs;
-                break;
-            }
-        }
+    if (b >= 0)
+        s = dlb_avro_deref(avro_schema_union_branch(s, b));
     if (kind == F_ARR_REC) {
         if (!is_avro_array(s))
             return NULL;
@@ -566,17 +562,13 @@ dlb_codec_fieldmap_t *dlb_codec_fieldmap_new(dlb_event_type_t type, avro_schema_
 static int set_optional(avro_value_t *u, int present, avro_value_t *branch, const char *field,
                         char *errstr, size_t size)
 {
-    avro_schema_t us = dlb_avro_deref(avro_value_get_schema(u));
+    int b = dlb_avro_union_branch(avro_value_get_schema(u), !present);
 
-    if (is_avro_union(us))
-        for (size_t i = 0; i < avro_schema_union_size(us); i++) {
-            avro_schema_t b = dlb_avro_deref(avro_schema_union_branch(us, (int)i));
-            if (is_avro_null(b) != present) {
-                if (avro_value_set_branch(u, (int)i, branch))
-                    return avro_fail(errstr, size, field, "union");
-                return 0;
-            }
-        }
+    if (b >= 0) {
+        if (avro_value_set_branch(u, b, branch))
+            return avro_fail(errstr, size, field, "union");
+        return 0;
+    }
     return dlb_seterr(errstr, size, DLB_ERR_GENERIC, "%s: not an optional union", field);
 }
 
