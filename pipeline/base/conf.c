@@ -106,6 +106,13 @@ static const key_def_t keys[] = {
      "stops polling for more; a batch is cut there. Bounds a consumer's memory whatever its "
      "input: 500 records of 1 MiB that each decode to 16,384 pods would otherwise take GiBs. "
      "librdkafka's own prefetch (queued.max.messages.kbytes) comes on top."},
+    {"consumer.decode.ahead", K_INT, N(decode_ahead), "0",
+     "1: with a backlog, a consumer takes the next batch's messages from librdkafka's queue "
+     "before writing this batch and decodes them while PostgreSQL stores this one's runtime "
+     "samples; they are committed with the next batch, never this one. Off by default: on two "
+     "cores shared with PostgreSQL and the broker it changed nothing measurable and holds about "
+     "4 MiB more (docs/benchmarks.md); it can pay where the consumer has a core of its own.",
+     0, 1},
     {"consumer.stall.s", K_INT, N(stall_s), "60",
      "A partition with messages waiting that makes no progress for this long (one record "
      "refused for ever, a dependency down) makes /readyz answer 503, naming the partition and "

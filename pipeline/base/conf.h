@@ -162,6 +162,9 @@ typedef struct dlb_conf {
                            */
     int64_t batch_max_bytes;   /* consumer.batch.max.mb (as bytes): memory the messages a
                                   consumer holds may take before it stops polling, default 64 MiB */
+    int decode_ahead;          /* consumer.decode.ahead: behind, take the next batch's messages
+                                  before this one's writes and decode them while PostgreSQL
+                                  stores it, default 0 (off) */
     int txn_call_timeout_ms;   /* producer.txn.call.timeout.ms: longest one Kafka transaction
                                   call waits, default 30000 */
     int txn_call_tries;        /* producer.txn.call.tries: calls of a step failing retriably

@@ -78,6 +78,13 @@ int dlb_pg_send_runtime_copy(dlb_pg_t *pg, const dlb_event_t *const *evs, const 
 int dlb_pg_wait_runtime_copy(dlb_pg_t *pg, const dlb_event_t *const *evs, const void *const *raws,
                              const size_t *raw_lens, size_t n, char *errstr, size_t errstr_size);
 
+/** @brief Whether the statement sent without waiting (a COPY of
+ *         dlb_pg_send_runtime_copy()) is still running on the server: reads
+ *         what the server has answered so far, never waits, so the caller can
+ *         do other work until it is done. 0 when nothing is pending, or the
+ *         connection failed (the wait then reports it). */
+int dlb_pg_busy(dlb_pg_t *pg);
+
 /* ---- consumed positions (store_pg_positions.c) ------------------------------ */
 
 /* Where a consumer group stands in one input partition, as far as the rows

@@ -281,6 +281,13 @@ int dlb_pg_send_copy(dlb_pg_t *pg, const char *sql, const char *data, size_t len
     return 0;
 }
 
+int dlb_pg_busy(dlb_pg_t *pg)
+{
+    if (!pg->pending_what || !PQconsumeInput(pg->conn))
+        return 0;
+    return PQisBusy(pg->conn);
+}
+
 int dlb_pg_wait(dlb_pg_t *pg, char *errstr, size_t errstr_size)
 {
     const char *what = pg->pending_what;

@@ -28,9 +28,6 @@
  * (barrier); past it, the end consumed is trusted. */
 #define END_ASK_TIMEOUT_MS 1000
 
-/* Bad input stages, in the order of stream_metrics_t.dlq. */
-static const char *const dlq_stages[NSTAGES] = {"decode", "validate", "process"};
-
 static void item_free(item_t *it)
 {
     dlb_event_clear(&it->ev);
@@ -122,30 +119,6 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     }
 }
 
-/* How many messages of the assigned partitions we fetch are not polled yet,
- * as of their last fetch responses (librdkafka's cached high watermarks),
- * counted up to enough. A partition not polled from since its assignment
- * counts as enough until it showed its end (EOF): it may hold a backlog. */
-static int64_t lag(const ctx_t *c, int64_t enough)
-{
-    int64_t sum = 0;
-
-    for (size_t i = 0; i < c->parts_cnt && sum < enough; i++) {
-        const part_t *p = &c->parts[i];
-        int64_t lo, hi;
-
-        if (!p->assigned || p->paused)
-            continue;
-        if (p->next < 0)
-            sum += p->at_eof ? 0 : enough;
-        else if (rd_kafka_get_watermark_offsets(c->consumer, c->topics[p->rank], p->partition, &lo,
-                                                &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-                 hi > p->next)
-            sum += hi - p->next;
-    }
-    return sum;
-}
-
 /* Back-pressure for the ordering barrier (Kafka Streams pauses partitions
  * with buffered records the same way): while a batch or more is waiting to
  * be polled and we hold messages of a partition, stop fetching it, so polling
@@ -158,9 +131,9 @@ static void flow_control(ctx_t *c)
 {
     rd_kafka_topic_partition_list_t *pause = rd_kafka_topic_partition_list_new(8);
     rd_kafka_topic_partition_list_t *resume = rd_kafka_topic_partition_list_new(8);
-    int behind = lag(c, c->conf->batch_size) >= c->conf->batch_size;
+    int behind = stream_lag(c, c->conf->batch_size) >= c->conf->batch_size;
 
-    stream_mark_held(c);
+    stream_mark_held(c, 1);
     for (size_t i = 0; i < c->parts_cnt; i++) {
         part_t *p = &c->parts[i];
         rd_kafka_topic_partition_t *t;
@@ -195,310 +168,6 @@ static void flow_control(ctx_t *c)
     }
     rd_kafka_topic_partition_list_destroy(pause);
     rd_kafka_topic_partition_list_destroy(resume);
-}
-
-/* How long the next poll may wait for a first message: consumer.poll.ms, or
- * less when a held plan request falls due sooner (its grace ends, or its
- * whole wait), so it is answered then and not a poll later. */
-static int poll_wait_ms(const ctx_t *c)
-{
-    int64_t now = dlb_clock_mono_ms(), wait = c->conf->poll_ms;
-
-    for (size_t i = 0; i < c->items_cnt; i++) {
-        const item_t *it = &c->items[i];
-        int64_t due;
-
-        if (!it->ok || !c->role->is_request(&it->ev))
-            continue;
-        due = it->polled_at + (it->has_after ? 0 : c->conf->order_grace_ms);
-        if (due <= now)
-            /* Past its grace: due when its whole wait ends, if the barrier
-             * holds it; if it waits behind another request, that one's. */
-            due = it->blocked_since ? it->blocked_since + c->conf->order_wait_ms : 0;
-        if (due > now && due - now < wait)
-            wait = due - now;
-    }
-    return (int)wait;
-}
-
-static void item_decode(ctx_t *c, item_t *it);
-
-/* Batches start small and grow: a process that was killed in the middle of a
- * batch (a crash, or an OOM kill the batch itself caused) lost all of its
- * work, and on a backlog its next batch was again a full one, as slow and as
- * big. A crash loop shorter than that batch then never committed anything:
- * seen in the chaos test under the sanitizers, a partition with two jobs of
- * 16,384 pods a sample and a backlog of plan requests made no progress for
- * ten minutes. Now the first batch after a start or a failure is 1/32 of
- * the full one, and each committed batch doubles it. */
-#define RAMP_DIV 32
-
-static void ramp_reset(ctx_t *c)
-{
-    c->ramp_msgs = (size_t)c->conf->batch_size / RAMP_DIV;
-    c->ramp_bytes = (size_t)c->conf->batch_max_bytes / RAMP_DIV;
-    if (c->ramp_msgs < 1)
-        c->ramp_msgs = 1;
-}
-
-static void ramp_up(ctx_t *c)
-{
-    c->ramp_msgs *= 2;
-    c->ramp_bytes *= 2;
-    if (c->ramp_msgs > (size_t)c->conf->batch_size)
-        c->ramp_msgs = (size_t)c->conf->batch_size;
-    if (c->ramp_bytes > (size_t)c->conf->batch_max_bytes)
-        c->ramp_bytes = (size_t)c->conf->batch_max_bytes;
-}
-
-/* Add up to batch_size new messages, waiting at most poll_wait_ms. Behind
- * (a backlog), the batch is filled: one PostgreSQL and one Kafka transaction
- * per batch is what makes a backlog go fast. Caught up, what has been
- * fetched is the batch: a plan request is answered as soon as it is read,
- * not after a batch that is not coming (latency). */
-static void batch_poll(ctx_t *c)
-{
-    int64_t deadline = dlb_clock_mono_ms() + poll_wait_ms(c);
-    size_t added = 0;
-
-    while (added < c->ramp_msgs && c->items_cnt < c->items_cap &&
-           (c->held_bytes < c->ramp_bytes || !c->items_cnt) && !*c->stop) {
-        int64_t left = deadline - dlb_clock_mono_ms();
-        rd_kafka_message_t *m;
-        part_t *p;
-        int rank;
-
-        if (left <= 0)
-            break;
-        /* Whether we are caught up is asked only when the local queue is
-         * empty: once per batch when caught up, not once per message. */
-        if (!(m = rd_kafka_consumer_poll(c->consumer, 0))) {
-            if (added && lag(c, 1) == 0)
-                break;
-            if (!(m = rd_kafka_consumer_poll(c->consumer, (int)left)))
-                continue;
-        }
-        rank = m->rkt ? stream_topic_rank(c, rd_kafka_topic_name(m->rkt)) : -1;
-        p = rank >= 0 ? stream_part(c, rank, m->partition) : NULL;
-        if (m->err) {
-            if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                if (p) {
-                    p->at_eof = 1;
-                    if (m->offset >= 0) /* the end: where the next message will be */
-                        p->next = m->offset;
-                }
-            } else if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
-                /* Nothing more comes from this consumer (for instance a
-                 * static member fenced after a broker restart): the loop
-                 * replaces it (consumer_replace). */
-                dlb_metric_add(c->m.err_kafka, 1);
-                c->consumer_fatal = 1;
-                rd_kafka_message_destroy(m);
-                break;
-            } else {
-                dlb_metric_add(c->m.err_kafka, 1);
-                dlb_warn("kafka: consume error on %s [%" PRId32 "]: %s; skipping it, polling on",
-                         m->rkt ? rd_kafka_topic_name(m->rkt) : "(no topic)", m->partition,
-                         rd_kafka_message_errstr(m));
-            }
-            rd_kafka_message_destroy(m);
-            continue;
-        }
-        if (p) {
-            p->at_eof = 0;
-            p->rewound = 0;
-            p->next = m->offset + 1;
-        }
-        memset(&c->items[c->items_cnt], 0, sizeof(item_t));
-        c->items[c->items_cnt].msg = m;
-        c->items[c->items_cnt].rank = rank;
-        c->items[c->items_cnt].polled_at = dlb_clock_mono_ms();
-        c->items[c->items_cnt].bytes = sizeof(item_t) + m->len;
-        c->held_bytes += c->items[c->items_cnt].bytes;
-        item_decode(c, &c->items[c->items_cnt]);
-        c->items_cnt++;
-        c->st->consumed++;
-        if (rank >= 0)
-            dlb_metric_add(c->m.consumed[rank], 1);
-        added++;
-    }
-}
-
-static size_t stage_index(const char *stage)
-{
-    for (size_t i = 0; i < NSTAGES; i++)
-        if (!strcmp(dlq_stages[i], stage))
-            return i;
-    return NSTAGES - 1;
-}
-
-/* Decoded, it holds about its record's bytes again (texts) and its lists. */
-static void count_decoded(ctx_t *c, item_t *it)
-{
-    size_t n = it->msg->len + dlb_event_heap_bytes(&it->ev);
-
-    it->bytes += n;
-    c->held_bytes += n;
-}
-
-static void uncount_decoded(ctx_t *c, item_t *it)
-{
-    size_t n = sizeof(item_t) + it->msg->len;
-
-    if (it->bytes > n) {
-        c->held_bytes -= it->bytes - n;
-        it->bytes = n;
-    }
-}
-
-static void to_dlq(ctx_t *c, item_t *it, const char *stage, int err, const char *msg)
-{
-    dlb_metric_add(c->m.bad[stage_index(stage)], 1);
-    dlb_warn("bad message at %s [%" PRId32 "] offset %" PRId64 " (%s, %s): %s; sent to the DLQ",
-             rd_kafka_topic_name(it->msg->rkt), it->msg->partition, it->msg->offset, stage,
-             dlb_err_name(err), msg);
-    it->dlq_stage = stage;
-    it->dlq_err = err;
-    snprintf(it->dlq_msg, sizeof(it->dlq_msg), "%s", msg);
-    /* Only the record's bytes go to the DLQ: what it decoded to is freed now,
-     * not when its batch commits. */
-    uncount_decoded(c, it);
-    dlb_event_clear(&it->ev);
-}
-
-/* Whether the schema id of it names the event type its topic carries, asked
- * before decoding: a type the topic does not carry is refused before its
- * lists are allocated (any schema id used to decode on any topic). */
-static int topic_carries(ctx_t *c, const item_t *it, char *errstr, size_t size)
-{
-    const dlb_schema_entry_t *e;
-    const char *want;
-    int32_t id;
-    int err;
-
-    if (it->rank < 0)
-        return 0;
-    if ((err = dlb_codec_peek(it->msg->payload, it->msg->len, &id, errstr, size)))
-        return err;
-    if (dlb_catalog_by_wire_id(c->cat, id, &e, errstr, size))
-        return 0; /* the decoder names the unknown id */
-    want = c->role->inputs[it->rank];
-    if (!strcmp(dlb_event_type_topic(e->type), want))
-        return 0;
-    return dlb_seterr(errstr, size, DLB_ERR_INVALID,
-                      "schema id %d is a %s, which %s does not carry", (int)id,
-                      dlb_event_type_name(e->type), c->topics[it->rank]);
-}
-
-/* An event time far ahead of when the broker took its record would hold
- * the ordering barrier (and every time window) open: refused beyond
- * event.time.skew.s. Behind is fine: replays and late reports are. */
-static int event_time_sane(const ctx_t *c, const item_t *it, char *errstr, size_t size)
-{
-    rd_kafka_timestamp_type_t type;
-    int64_t broker = rd_kafka_message_timestamp(it->msg, &type), t = dlb_event_time_ms(&it->ev);
-    int64_t skew = (int64_t)c->conf->skew_s * 1000;
-
-    if (skew <= 0 || broker < 0 || type == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE || t <= broker + skew)
-        return 0;
-    return dlb_seterr(errstr, size, DLB_ERR_INVALID,
-                      "event_time_ms %" PRId64 " is %" PRId64 " s ahead of its record's timestamp "
-                      "%" PRId64 " (more than event.time.skew.s %d)",
-                      t, (t - broker) / 1000, broker, c->conf->skew_s);
-}
-
-/* A request's dlb.after header, as offsets per input topic on the request's
- * partition. Positions the merge cannot wait for (a topic that is not an
- * input of ours, another partition) void the header: they name another log
- * (a copy that kept the header), so the request is held as one without it. */
-static int item_after(ctx_t *c, item_t *it, char *errstr, size_t size)
-{
-    rd_kafka_headers_t *hdrs;
-    const void *val;
-    size_t len;
-    dlb_after_t a;
-    int err;
-
-    it->has_after = 0;
-    if (rd_kafka_message_headers(it->msg, &hdrs) ||
-        rd_kafka_header_get_last(hdrs, DLB_AFTER_HEADER, &val, &len))
-        return 0;
-    if ((err = dlb_after_parse(val, val ? len : 0, &a, errstr, size)))
-        return err;
-    for (int r = 0; r < c->ninputs; r++)
-        it->after[r] = -1;
-    for (size_t i = 0; i < a.cnt; i++) {
-        int r = stream_topic_rank(c, a.pos[i].topic);
-        if (r < 0 || a.pos[i].partition != it->msg->partition) {
-            dlb_dbg("request at %s [%" PRId32 "] offset %" PRId64 ": header %s names %s [%" PRId32
-                    "], not an input partition merged with it; held as without the header",
-                    rd_kafka_topic_name(it->msg->rkt), it->msg->partition, it->msg->offset,
-                    DLB_AFTER_HEADER, a.pos[i].topic, a.pos[i].partition);
-            return 0;
-        }
-        if (a.pos[i].offset > it->after[r])
-            it->after[r] = a.pos[i].offset;
-    }
-    it->has_after = 1;
-    return 0;
-}
-
-/* Decode and validate a message polled now; a bad one goes to the DLQ (its
- * offset is committed with the batch, so it is not seen again). Done as it
- * is polled, so the memory budget counts what it decodes to. */
-static void decode_validate(ctx_t *c, item_t *it)
-{
-    char errstr[512];
-    part_t *p;
-    int err;
-
-    it->ts = INT64_MIN;
-    if ((int64_t)it->msg->len > c->conf->max_message_bytes) {
-        snprintf(errstr, sizeof(errstr), "message of %zu bytes exceeds message.max.bytes %lld",
-                 it->msg->len, (long long)c->conf->max_message_bytes);
-        to_dlq(c, it, "decode", DLB_ERR_INVALID, errstr);
-        return;
-    }
-    if ((err = topic_carries(c, it, errstr, sizeof(errstr))) ||
-        (err = dlb_codec_decoder_decode(c->dec, it->msg->payload, it->msg->len, &it->ev, errstr,
-                                        sizeof(errstr)))) {
-        if (err == DLB_ERR_TRANSIENT) {
-            it->retry = 1;
-            snprintf(it->dlq_msg, sizeof(it->dlq_msg), "%s", errstr);
-            return;
-        }
-        to_dlq(c, it, "decode", err, errstr);
-        return;
-    }
-    count_decoded(c, it);
-    if ((err = dlb_event_validate(&it->ev, errstr, sizeof(errstr))) ||
-        (err = event_time_sane(c, it, errstr, sizeof(errstr)))) {
-        to_dlq(c, it, "validate", err, errstr);
-        return;
-    }
-    if (!c->role->accepts(&it->ev)) {
-        snprintf(errstr, sizeof(errstr), "a %s is not an input of the %s",
-                 dlb_event_type_name(it->ev.type), c->role->name);
-        to_dlq(c, it, "validate", DLB_ERR_INVALID, errstr);
-        return;
-    }
-    if (c->role->is_request(&it->ev) && (err = item_after(c, it, errstr, sizeof(errstr)))) {
-        to_dlq(c, it, "decode", err, errstr);
-        return;
-    }
-    it->ok = 1;
-    it->ts = dlb_event_time_ms(&it->ev);
-    if (it->rank >= 0 && (p = stream_part(c, it->rank, it->msg->partition)) && it->ts > p->max_ts)
-        p->max_ts = it->ts;
-}
-
-/* decode_validate(), its time counted for the batch's debug line. */
-static void item_decode(ctx_t *c, item_t *it)
-{
-    int64_t t0 = dlb_lat_clock_ns();
-
-    decode_validate(c, it);
-    c->decode_ns += dlb_lat_clock_ns() - t0;
 }
 
 /* Whether p's end as we know it was asked after req was polled. */
@@ -588,6 +257,16 @@ static int end_ask(void *arg)
     return end_confirmed(a->c, a->p, a->req);
 }
 
+/* Whether we hold messages of a partition that are not decoded yet. */
+static int undecoded_of(const ctx_t *c, int rank, int32_t partition)
+{
+    for (size_t i = 0; i < c->items_cnt; i++)
+        if (c->items[i].undecoded && c->items[i].rank == rank &&
+            c->items[i].msg->partition == partition)
+            return 1;
+    return 0;
+}
+
 static int barrier_open(ctx_t *c, const item_t *req, int64_t now, const char **lagging)
 {
     for (int r = 0; r < c->ninputs; r++) {
@@ -598,6 +277,12 @@ static int barrier_open(ctx_t *c, const item_t *req, int64_t now, const char **l
             continue;
         if (!(ask.p = stream_part(c, r, req->msg->partition)))
             return 1;
+        /* Polled but not decoded (taken ahead): its position counts as
+         * consumed, its event time is not known yet, and it is not applied. */
+        if (undecoded_of(c, r, req->msg->partition)) {
+            *lagging = c->topics[r];
+            return 0;
+        }
         v.max_ts = ask.p->max_ts;
         v.next = ask.p->next;
         v.at_eof = ask.p->at_eof;
@@ -634,6 +319,7 @@ static void batch_release(ctx_t *c)
             continue; /* this partition number was merged already */
         for (;;) {
             item_t *head[DLB_STREAM_MAX_INPUTS + 1] = {0}, *pick = NULL;
+            int seen[DLB_STREAM_MAX_INPUTS + 1] = {0};
             const char *lagging = NULL;
 
             /* The oldest unreleased message of each topic of this partition
@@ -641,8 +327,12 @@ static void batch_release(ctx_t *c)
             for (size_t j = first; j < c->items_cnt; j++) {
                 item_t *it = &c->items[j];
                 int slot = it->rank >= 0 ? it->rank : c->ninputs;
-                if (it->msg->partition == partition && !it->released && !head[slot])
-                    head[slot] = it;
+                /* A message not decoded yet (taken ahead) ends its topic's
+                 * share of this round: the rest of it is after it. */
+                if (it->msg->partition == partition && !it->released && !seen[slot]) {
+                    seen[slot] = 1;
+                    head[slot] = it->undecoded ? NULL : it;
+                }
             }
             for (int r = 0; r <= c->ninputs; r++) {
                 if (head[r] &&
@@ -725,6 +415,7 @@ static int pending_flush(ctx_t *c, char *errstr, size_t size)
     if (c->redis && dlb_redis_apply_samples(c->redis, c->pend_ev, c->pend_raw, c->pend_len,
                                             c->pend_cnt, sub, sizeof(sub)))
         stream_redis_down(c, "applying runtime samples", sub);
+    stream_decode_while_stored(c);
     if ((err = dlb_pg_wait_runtime_copy(c->pg, c->flush_ev + stored, c->flush_raw + stored,
                                         c->flush_len + stored, fresh, errstr, size)))
         return err;
@@ -880,7 +571,7 @@ static int batch_publish(ctx_t *c, int *fatal, char *errstr, size_t size)
         if (it->dlq_stage) {
             c->st->dlq++;
             if (it->rank >= 0)
-                dlb_metric_add(c->m.dlq[it->rank][stage_index(it->dlq_stage)], 1);
+                dlb_metric_add(c->m.dlq[it->rank][stream_stage_index(it->dlq_stage)], 1);
         }
     }
     c->st->outputs += (int64_t)c->out_cnt;
@@ -1018,10 +709,10 @@ static void metrics_setup(ctx_t *c)
                 "dlbrain_dlq_messages_total",
                 "Bad messages of an input topic committed to <env>.dlq, by the stage that "
                 "refused them (decode, validate, process)",
-                "topic,stage", DLB_LV(t, dlq_stages[i]));
+                "topic,stage", DLB_LV(t, stream_dlq_stages[i]));
     }
     for (size_t i = 0; i < NSTAGES; i++)
-        m->bad[i] = dlb_metric_errors(dlq_stages[i]);
+        m->bad[i] = dlb_metric_errors(stream_dlq_stages[i]);
     m->err_pg = dlb_metric_errors("postgres");
     m->err_redis = dlb_metric_errors("redis");
     m->err_kafka = dlb_metric_errors("kafka");
@@ -1077,7 +768,7 @@ static int setup(ctx_t *c, char *errstr, size_t size)
     metrics_setup(c);
     dlb_metrics_dep(DLB_DEP_KAFKA, 0); /* until the group assigns us */
     c->items_cap = 2 * (size_t)c->conf->batch_size;
-    ramp_reset(c);
+    stream_ramp_reset(c);
     c->first_round_at = dlb_clock_mono_ms() + STREAM_FIRST_ROUND_MS;
     if (!(c->items = calloc(c->items_cap, sizeof(*c->items))) ||
         !(c->order = calloc(c->items_cap, sizeof(*c->order))) ||
@@ -1220,7 +911,7 @@ static int isolate(ctx_t *c, const char *errstr)
         return 0;
     it = &c->items[c->bad_item];
     it->ok = 0;
-    to_dlq(c, it, "process", DLB_ERR_INVALID, errstr);
+    stream_to_dlq(c, it, "process", DLB_ERR_INVALID, errstr);
     return 1;
 }
 
@@ -1246,7 +937,7 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
             dlb_metrics_nap_ms(c.stop,
                                100); /* all held back by the barrier: let its wait run out */
         t_poll = dlb_lat_clock_ns();
-        batch_poll(&c);
+        stream_batch_poll(&c);
         c.poll_ns += dlb_lat_clock_ns() - t_poll;
         if (c.consumer_fatal) {
             if ((err = consumer_replace(&c, errstr, errstr_size)))
@@ -1286,7 +977,7 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
                      dlb_err_name(err));
             dlb_err("batch of %zu message(s) failed: %s (%s); rewinding and retrying in %d ms",
                     c.order_cnt, err_buf, dlb_err_name(err), conf->retry_backoff_ms);
-            ramp_reset(&c);
+            stream_ramp_reset(&c);
             if ((err = batch_rewind(&c, err_buf, sizeof(err_buf)))) {
                 /* Stopped: nothing of the batch was committed, so the next
                  * start resumes from the committed offsets. */
@@ -1312,7 +1003,7 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
         }
         stats->batches++;
         c.exact = 0;
-        ramp_up(&c);
+        stream_ramp_up(&c);
         stream_batch_progressed(&c);
         dlb_metric_observe_since(c.m.batch_seconds, t_batch);
         if (c.m.event_seconds) {
@@ -1324,10 +1015,13 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
         /* Polling includes waiting for messages (caught up, or a held
          * request's grace) and the rounds before that released nothing. */
         dlb_dbg("batch of %zu message(s), %zu output(s): polling %.1f ms (decoding and validating "
-                "%.1f ms), PostgreSQL and Redis %lld ms, Kafka transaction %lld ms",
+                "%.1f ms), PostgreSQL and Redis %lld ms (decoding %zu message(s) ahead meanwhile "
+                "%.1f ms), Kafka transaction %lld ms",
                 c.order_cnt, c.out_cnt, (double)c.poll_ns / 1e6, (double)c.decode_ns / 1e6,
-                (long long)(t_processed - t_start), (long long)(dlb_clock_mono_ms() - t_processed));
-        c.poll_ns = c.decode_ns = 0;
+                (long long)(t_processed - t_start), c.ahead_cnt, (double)c.ahead_ns / 1e6,
+                (long long)(dlb_clock_mono_ms() - t_processed));
+        c.poll_ns = c.decode_ns = c.ahead_ns = 0;
+        c.ahead_cnt = 0;
         items_filter(&c, keep_unreleased, NULL);
         out_clear(&c);
         flow_control(&c);
@@ -1373,7 +1067,7 @@ void dlb_stream_redis_down(dlb_stream_t *s, const char *what, const char *errstr
 void dlb_stream_reject(dlb_stream_t *s, const char *stage, int err, const char *msg)
 {
     if (s->cur)
-        to_dlq(s, s->cur, stage, err, msg);
+        stream_to_dlq(s, s->cur, stage, err, msg);
 }
 
 int dlb_stream_store_event(dlb_stream_t *s, const dlb_event_t *ev, const void *raw, size_t raw_len,

@@ -21,7 +21,7 @@ void stream_watch_progress(ctx_t *c)
     if (limit <= 0 || now - c->watched_at < 1000)
         return;
     c->watched_at = now;
-    stream_mark_held(c);
+    stream_mark_held(c, 0);
     for (size_t i = 0; i < c->parts_cnt; i++) {
         part_t *p = &c->parts[i];
         int64_t lo, hi, waiting;

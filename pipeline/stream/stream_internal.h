@@ -18,11 +18,17 @@
 typedef struct item {
     rd_kafka_message_t *msg;
     dlb_event_t ev;
-    int rank;          /* index of its topic in the role's inputs, -1 if none */
-    int ok;            /* decoded and valid */
-    int retry;         /* not decoded for a transient reason (the schema registry is down):
-                          the batch is rewound and polled again, nothing goes to the DLQ */
-    int released;      /* processed in this round */
+    int rank;     /* index of its topic in the role's inputs, -1 if none */
+    int ok;       /* decoded and valid */
+    int retry;    /* not decoded for a transient reason (the schema registry is down):
+                     the batch is rewound and polled again, nothing goes to the DLQ */
+    int released; /* processed in this round */
+    /* Taken ahead (consumer.decode.ahead): polled before the last batch's
+     * writes, after its messages. ahead: not part of a round yet, so not
+     * held back by the barrier either (flow control leaves its partition
+     * running); undecoded: decoded neither during those writes nor since. */
+    int ahead;
+    int undecoded;
     int64_t ts;        /* event time, INT64_MIN for bad messages */
     int64_t polled_at; /* monotonic ms when it was polled */
     size_t bytes;      /* memory it holds, as counted in held_bytes */
@@ -73,8 +79,7 @@ typedef struct outmsg {
 
 typedef struct dlb_stream ctx_t;
 
-/* Bad input stages (to_dlq, stream.c's dlq_stages) in the order of
- * stream_metrics_t.dlq: decode, validate, process. */
+/* Bad input stages (stream_dlq_stages): decode, validate, process. */
 #define NSTAGES 3
 
 /* The series this loop updates, looked up once at set-up (all NULL without
@@ -113,7 +118,8 @@ struct dlb_stream {
     char out_topic[256];
     /* Messages polled and not yet committed, in poll order (so in offset
      * order within each partition). Capacity 2 x batch size: one batch of
-     * new messages on top of those held back by the barrier. */
+     * new messages on top of those held back by the barrier, or the next
+     * batch's taken ahead. */
     item_t *items;
     size_t items_cnt, items_cap;
     /* Memory the items hold (records, decoded lists): polling stops at
@@ -159,8 +165,10 @@ struct dlb_stream {
     int64_t fenced_first;
     int64_t txn_began; /* when the last transaction began (monotonic ms) */
     /* Since the last committed batch: time in batch_poll() and, of it, in
-     * decoding and validating (ns), for the per-batch debug line. */
-    int64_t poll_ns, decode_ns;
+     * decoding and validating (ns); messages decoded ahead while PostgreSQL
+     * stored the batch, and the time it took; for the per-batch debug line. */
+    int64_t poll_ns, decode_ns, ahead_ns;
+    size_t ahead_cnt;
     int consumer_fatal;     /* the consumer reported a fatal error: replace it */
     char last_failure[512]; /* why the last batch failed, "" after one succeeded */
     int64_t watched_at;     /* when watch_progress() last looked */
@@ -173,6 +181,30 @@ struct dlb_stream {
     int rounds;
     stream_metrics_t m;
 };
+
+/* ---- stream_poll.c: polling a batch, decoding and validating it ---- */
+
+/* Bad input stages, in the order of stream_metrics_t.dlq: decode, validate,
+ * process. */
+extern const char *const stream_dlq_stages[NSTAGES];
+/** The index of a bad input stage in stream_dlq_stages (process if unknown). */
+size_t stream_stage_index(const char *stage);
+/** Mark it bad (stage, error, message) for the DLQ, which it goes to inside
+ *  its batch's transaction; what it decoded to is freed now. */
+void stream_to_dlq(ctx_t *c, item_t *it, const char *stage, int err, const char *msg);
+/** How many messages of the assigned partitions are fetched and not polled
+ *  yet (librdkafka's cached high watermarks), counted up to enough. */
+int64_t stream_lag(const ctx_t *c, int64_t enough);
+/** Slow start: the first batch after a start or a failure is small, and
+ *  each committed batch doubles it up to the full one. */
+void stream_ramp_reset(ctx_t *c);
+void stream_ramp_up(ctx_t *c);
+/** Add up to a batch of new messages to items, decoded and validated (with
+ *  consumer.decode.ahead and a backlog, and the next batch's taken ahead). */
+void stream_batch_poll(ctx_t *c);
+/** While PostgreSQL runs the statement sent without waiting: decode the
+ *  messages taken ahead, until it has answered or the memory budget is met. */
+void stream_decode_while_stored(ctx_t *c);
 
 /* ---- stream_conn.c: PostgreSQL, Redis and Kafka, each waited for or
  * retried as its outage needs ---- */
@@ -209,8 +241,10 @@ part_t *stream_part(ctx_t *c, int rank, int32_t partition);
 /** Forget what was known of a partition (made, or assigned again: another
  *  member may have moved it on); assigned says whether we own it now. */
 void stream_part_forget(part_t *p, int assigned);
-/** Set each partition's held: whether we hold messages of it. */
-void stream_mark_held(ctx_t *c);
+/** Set each partition's held: whether we hold messages of it (with
+ *  barrier_only, messages of a round: not those taken ahead, which are the
+ *  next batch, not held back). */
+void stream_mark_held(ctx_t *c, int barrier_only);
 
 /* ---- stream_positions.c: the group's consumed positions in PostgreSQL ---- */
 

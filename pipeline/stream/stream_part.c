@@ -55,14 +55,14 @@ void stream_part_forget(part_t *p, int assigned)
 }
 
 /* Whether we hold messages of each partition (stream_internal.h). */
-void stream_mark_held(ctx_t *c)
+void stream_mark_held(ctx_t *c, int barrier_only)
 {
     for (size_t i = 0; i < c->parts_cnt; i++)
         c->parts[i].held = 0;
     for (size_t i = 0; i < c->items_cnt; i++) {
         const item_t *it = &c->items[i];
         part_t *p = it->rank >= 0 ? stream_part(c, it->rank, it->msg->partition) : NULL;
-        if (p)
+        if (p && !(barrier_only && it->ahead))
             p->held = 1;
     }
 }

@@ -30,12 +30,17 @@ chaos_setup() {
 # instance takes its partitions back without a rebalance and fences the open
 # transaction of the one it replaces.
 # OPT_STATIC=0 starts dynamic members instead (the scaling test wants rebalances).
+# Optimizer 2 decodes the next batch during this one's writes
+# (consumer.decode.ahead=1), the others do not: both paths meet the same kills,
+# rebalances and outages, in one group.
 opt_start() {
-    local name=$1 n=$((${OPT_RUNS[$1]:-0} + 1)) static=()
+    local name=$1 n=$((${OPT_RUNS[$1]:-0} + 1)) static=() ahead=0
     OPT_RUNS[$name]=$n
     shift
     [ "${OPT_STATIC:-1}" = 1 ] && static=(-X group.instance.id="chaos-$name")
+    [ "$name" = 2 ] && ahead=1
     "$DLBRAIN" optimizer "${static[@]}" -X transactional.id="chaos-$name" \
+        -X consumer.decode.ahead="$ahead" \
         -X session.timeout.ms=6000 -X heartbeat.interval.ms=1000 -X history.max.jobs=5 \
         -X consumer.retry.backoff.ms=500 "$@" \
         >/dev/null 2>"$SYS_DIR/opt-$name.$n.log" &
