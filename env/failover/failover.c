@@ -115,15 +115,44 @@ static void metrics_roles(dlb_failover_t *f, const dlb_env_roles_t *roles, dlb_f
     dlb_metric_set(f->m_verdict, 1);
 }
 
+/* Run a query over a time window of the real environment's tables. parts
+ * (NULL-ended) is the SQL around the schema's quoted name, which goes
+ * between each two of them: an identifier cannot be a parameter. The
+ * window's ends can: $1 and $2. */
+static int window_query(PGconn *pg, const char *real, const char *const *parts, int64_t from,
+                        int64_t to, const char *reading, PGresult **res, char *errstr, size_t size)
+{
+    char a[32], b[32], sql[768], what[128], *ident;
+    const char *values[2] = {a, b};
+    size_t len = 0;
+    int err;
+
+    snprintf(a, sizeof(a), "%" PRId64, from);
+    snprintf(b, sizeof(b), "%" PRId64, to);
+    if ((err = dlb_pg_conn_ident(pg, real, &ident, errstr, size)))
+        return err;
+    for (size_t i = 0; parts[i] && len < sizeof(sql); i++)
+        len += (size_t)snprintf(sql + len, sizeof(sql) - len, "%s%s", i ? ident : "", parts[i]);
+    PQfreemem(ident);
+    if (len >= sizeof(sql))
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID, "environment name %s is too long", real);
+    snprintf(what, sizeof(what), "reading the %s of %s", reading, real);
+    return dlb_pg_conn_exec(pg, sql, 2, values, NULL, 0, res, what, errstr, size);
+}
+
 /* The real environment's outcomes in (from, to], grouped by job and in
  * order, as the policy wants them. *res holds the job uids the outcomes
- * point into: PQclear() it after deciding. */
+ * point into: PQclear() it after deciding. job_events_time_idx serves the
+ * range. */
 static int outcomes_read(PGconn *pg, const char *real, int64_t from, int64_t to,
                          dlb_failover_outcome_t **out, size_t *cnt, PGresult **res, char *errstr,
                          size_t size)
 {
-    char a[32], b[32], sql[512], what[128], *ident;
-    const char *values[2] = {a, b};
+    static const char *const sql[] = {
+        "SELECT job_uid, event_time_ms, state = 'failed' FROM ",
+        ".job_events WHERE event_time_ms > $1::bigint AND event_time_ms <= $2::bigint AND state "
+        "IN ('succeeded', 'failed') ORDER BY job_uid, event_time_ms, event_id",
+        NULL};
     dlb_failover_outcome_t *o = NULL;
     size_t n;
     int err;
@@ -131,20 +160,7 @@ static int outcomes_read(PGconn *pg, const char *real, int64_t from, int64_t to,
     *out = NULL;
     *cnt = 0;
     *res = NULL;
-    snprintf(a, sizeof(a), "%" PRId64, from);
-    snprintf(b, sizeof(b), "%" PRId64, to);
-    if ((err = dlb_pg_conn_ident(pg, real, &ident, errstr, size)))
-        return err;
-    /* An identifier cannot be a parameter; it is quoted above. The times
-     * are, and job_events_time_idx serves the range. */
-    snprintf(sql, sizeof(sql),
-             "SELECT job_uid, event_time_ms, state = 'failed' FROM %s.job_events WHERE "
-             "event_time_ms > $1::bigint AND event_time_ms <= $2::bigint AND state IN "
-             "('succeeded', 'failed') ORDER BY job_uid, event_time_ms, event_id",
-             ident);
-    PQfreemem(ident);
-    snprintf(what, sizeof(what), "reading the job outcomes of %s", real);
-    if ((err = dlb_pg_conn_exec(pg, sql, 2, values, NULL, 0, res, what, errstr, size)))
+    if ((err = window_query(pg, real, sql, from, to, "job outcomes", res, errstr, size)))
         return err;
     n = (size_t)PQntuples(*res);
     if (n && !(o = calloc(n, sizeof(*o)))) {
@@ -163,12 +179,19 @@ static int outcomes_read(PGconn *pg, const char *real, int64_t from, int64_t to,
 }
 
 /* The real environment's plan requests stored in (from, to] (the
- * database's clock, as the switch's), each with when its plan was stored. */
+ * database's clock, as the switch's), each with when its plan was stored
+ * (a plan answers its trigger request: plans_trigger_event_id_job_uid_key). */
 static int requests_read(PGconn *pg, const char *real, int64_t from, int64_t to,
                          dlb_failover_request_t **out, size_t *cnt, char *errstr, size_t size)
 {
-    char a[32], b[32], sql[768], what[128], *ident;
-    const char *values[2] = {a, b};
+    static const char *const sql[] = {
+        "SELECT (extract(epoch FROM r.received_at) * 1000)::bigint, COALESCE((extract(epoch "
+        "FROM p.created_at) * 1000)::bigint, -1) FROM ",
+        ".plan_requests r LEFT JOIN ",
+        ".plans p ON p.trigger_event_id = r.event_id AND p.job_uid = r.job_uid WHERE "
+        "r.received_at > to_timestamp($1::bigint / 1000.0) AND r.received_at <= "
+        "to_timestamp($2::bigint / 1000.0)",
+        NULL};
     dlb_failover_request_t *r = NULL;
     PGresult *res;
     size_t n;
@@ -176,22 +199,7 @@ static int requests_read(PGconn *pg, const char *real, int64_t from, int64_t to,
 
     *out = NULL;
     *cnt = 0;
-    snprintf(a, sizeof(a), "%" PRId64, from);
-    snprintf(b, sizeof(b), "%" PRId64, to);
-    if ((err = dlb_pg_conn_ident(pg, real, &ident, errstr, size)))
-        return err;
-    /* An identifier cannot be a parameter; it is quoted above. A plan
-     * answers its trigger request (plans_trigger_event_id_job_uid_key). */
-    snprintf(sql, sizeof(sql),
-             "SELECT (extract(epoch FROM r.received_at) * 1000)::bigint, COALESCE((extract(epoch "
-             "FROM p.created_at) * 1000)::bigint, -1) FROM %s.plan_requests r LEFT JOIN %s.plans "
-             "p ON p.trigger_event_id = r.event_id AND p.job_uid = r.job_uid WHERE r.received_at "
-             "> to_timestamp($1::bigint / 1000.0) AND r.received_at <= to_timestamp($2::bigint / "
-             "1000.0)",
-             ident, ident);
-    PQfreemem(ident);
-    snprintf(what, sizeof(what), "reading the plan requests of %s", real);
-    if ((err = dlb_pg_conn_exec(pg, sql, 2, values, NULL, 0, &res, what, errstr, size)))
+    if ((err = window_query(pg, real, sql, from, to, "plan requests", &res, errstr, size)))
         return err;
     n = (size_t)PQntuples(res);
     if (n && !(r = calloc(n, sizeof(*r)))) {
