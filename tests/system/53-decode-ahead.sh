@@ -49,6 +49,20 @@ for j in range(jobs):
          "stage": "job_stage_running"})
 EOF
 
+# Messages are decoded ahead only while PostgreSQL has not answered the
+# batch's COPY yet, and on an idle machine it often answers before the Redis
+# round trip is back; on a loaded one the round trip can outlast it every
+# time. A statement trigger that sleeps 50 ms makes ahead1's PostgreSQL slow,
+# as a busy server is, so the window is there in every batch. The schema is
+# made first (`config list` migrates it, as every command that opens it does)
+# so the trigger is in place before the first batch.
+out=$("$DLBRAIN" config list -e ahead1 2>&1) || fail "config list -e ahead1: $out"
+sys_sql "CREATE FUNCTION ahead1.slow_copy() RETURNS trigger LANGUAGE plpgsql AS
+             \$\$ BEGIN PERFORM pg_sleep(0.05); RETURN NULL; END \$\$;
+         CREATE TRIGGER slow_copy BEFORE INSERT ON ahead1.runtime_samples
+             FOR EACH STATEMENT EXECUTE FUNCTION ahead1.slow_copy()" >/dev/null ||
+    fail "a trigger that slows ahead1's COPY"
+
 for env in ahead1 ahead0; do
     DLBRAIN_ENV=$env "$DLBRAIN" emit --strict -q "$SYS_DIR/backlog.jsonl" ||
         fail "emit rejected a line of the backlog ($env)"
