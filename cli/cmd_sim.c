@@ -13,7 +13,9 @@
 #include "env_registry.h"
 #include "log.h"
 #include "replay.h"
+#include "sim_calib.h"
 #include "sim_history.h"
+#include "sim_psfit.h"
 #include "sim_model.h"
 #include "sim_run.h"
 #include "sim_workload.h"
@@ -45,8 +47,8 @@ static void usage(FILE *fp)
             "      --node-failures R   node failures per running pod-hour (default 0): the\n"
             "                          pod stops until a plan replaces it or, 300 s later,\n"
             "                          the master relaunches it\n"
-            "      --cluster-cores N   virtual cluster cores (default 1024)\n"
-            "      --cluster-memory G  virtual cluster memory, GiB (default 4096)\n"
+            "      --cluster-cores N   virtual cluster cores (default 3072)\n"
+            "      --cluster-memory G  virtual cluster memory, GiB (default 12288)\n"
             "      --sample-interval S runtime sample and tick, virtual s (default 30)\n"
             "      --ask-every S       no periodic ask for S virtual s after a plan\n"
             "                          (default 300, DLRover's seconds_interval_to_optimize)\n"
@@ -67,7 +69,20 @@ static void usage(FILE *fp)
             "                          DIR/<model>/{placements,scalability}.csv (Pollux\n"
             "                          layout), print the constants, the MAPE on all points and\n"
             "                          held out (fitted on one file, scored on the other) as\n"
-            "                          a Markdown table, and exit\n" CLI_COMMON_HELP,
+            "                          a Markdown table, and exit\n"
+            "      --fit-ps DIR        fit the PS cost on DIR/dense.csv and DIR/embedding.csv\n"
+            "                          (published PS measurements), print it beside the\n"
+            "                          built-in constants, and exit\n"
+            "      --oversize F        users' over-request: 1 (default) asks what production's\n"
+            "                          users ask (data/production), 0.5 the square root of\n"
+            "                          that over-request, 0 exactly the need\n"
+            "      --predict MODEL:WORKERS:PS:LOCAL_BSZ\n"
+            "                          print the speed model's step_s= and samples_per_s= for\n"
+            "                          one job (PS 0: an all-reduce job) and exit\n"
+            "      --calibration DIR   run the none arm on DIR/pollux/workloads (seeds 1-3,\n"
+            "                          -n jobs each, default 200), print its figures beside\n"
+            "                          DIR/production/targets.csv; exit 1 when one leaves\n"
+            "                          its band\n" CLI_COMMON_HELP,
             DLB_SIM_START_MS);
 }
 
@@ -141,6 +156,79 @@ static int fit_dir(const char *dir)
     return 0;
 }
 
+/* --fit-ps: the PS cost of each family refitted on DIR/<family>.csv, beside
+ * the constants sim_model.c carries, as the Markdown table docs/simulator.md
+ * shows. */
+static int fit_ps_dir(const char *dir)
+{
+    static const char *const families[] = {"dense", "embedding"};
+
+    printf("| family | points (fitted + held out) | beta | gamma | T0 fitted (s) | fit MAPE | "
+           "held-out MAPE | built-in beta | built-in gamma "
+           "|\n|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+        dlb_sim_ps_point_t *pts = NULL;
+        dlb_sim_ps_fit_t f;
+        size_t n = 0;
+        char path[4096], errstr[512];
+        double beta, gamma;
+        int err;
+
+        snprintf(path, sizeof(path), "%s/%s.csv", dir, families[i]);
+        if ((err = dlb_sim_ps_points_load(path, &pts, &n, errstr, sizeof(errstr))) ||
+            (err = dlb_sim_ps_fit(pts, n, &f))) {
+            fprintf(stderr, "sim: --fit-ps: %s\n",
+                    err == DLB_ERR_INVALID && !errstr[0] ? "too few points" : errstr);
+            free(pts);
+            return 1;
+        }
+        dlb_sim_ps_constants(families[i], &beta, &gamma);
+        printf("| %s | %zu + %zu | %.3g | %.3g | ", families[i], f.n_fit, f.n_held, f.beta,
+               f.gamma);
+        if (f.base > 0)
+            printf("%.4g", f.base);
+        else
+            printf("measured");
+        printf(" | %.2f%% | ", f.mape);
+        if (f.n_held)
+            printf("%.1f%%", f.mape_held);
+        else
+            printf("-");
+        printf(" | %.4g | %.4g |\n", beta, gamma);
+        free(pts);
+    }
+    return 0;
+}
+
+/* --predict: the speed model as a what-if, one line. */
+static int predict_one(const char *spec)
+{
+    dlb_sim_speed_t sp;
+    char errstr[512];
+
+    if (dlb_sim_predict(spec, &sp, errstr, sizeof(errstr))) {
+        fprintf(stderr, "sim: --predict: %s\n", errstr);
+        return 2;
+    }
+    printf("step_s=%.6g samples_per_s=%.6g\n", sp.step_time, sp.samples_per_s);
+    return 0;
+}
+
+/* --calibration: the none arm beside production; 1 when a figure left its band. */
+static int calibrate(const dlb_sim_opts_t *o, const char *dir, size_t jobs)
+{
+    char errstr[512];
+    int in_band;
+
+    if (dlb_sim_calibrate(o, dir, jobs, stdout, &in_band, errstr, sizeof(errstr))) {
+        fprintf(stderr, "sim: --calibration: %s\n", errstr);
+        return 1;
+    }
+    if (!in_band)
+        fprintf(stderr, "sim: --calibration: a figure is out of its band (the table says which)\n");
+    return in_band ? 0 : 1;
+}
+
 enum {
     OPT_START = 256,
     OPT_TIME_SCALE,
@@ -161,6 +249,10 @@ enum {
     OPT_FROM_ENV,
     OPT_FROM,
     OPT_TO,
+    OPT_OVERSIZE,
+    OPT_PREDICT,
+    OPT_CALIBRATION,
+    OPT_FIT_PS,
 };
 
 int cmd_sim_main(int argc, char **argv)
@@ -188,6 +280,10 @@ int cmd_sim_main(int argc, char **argv)
         {"workload-from-env", required_argument, 0, OPT_FROM_ENV},
         {"from", required_argument, 0, OPT_FROM},
         {"to", required_argument, 0, OPT_TO},
+        {"oversize", required_argument, 0, OPT_OVERSIZE},
+        {"predict", required_argument, 0, OPT_PREDICT},
+        {"calibration", required_argument, 0, OPT_CALIBRATION},
+        {"fit-ps", required_argument, 0, OPT_FIT_PS},
         CLI_COMMON_LONG,
         {0, 0, 0, 0}};
     cli_opts_t co = {0};
@@ -199,7 +295,8 @@ int cmd_sim_main(int argc, char **argv)
     dlb_sim_kafka_t *k = NULL;
     dlb_sim_local_t *local = NULL;
     const char *workload = NULL, *out_path = NULL, *summary_path = NULL, *fit = NULL;
-    const char *from_env = NULL, *jobs_path = NULL;
+    const char *from_env = NULL, *jobs_path = NULL, *predict = NULL, *calibration = NULL;
+    const char *fit_ps = NULL;
     int64_t from_ms = 0, to_ms = INT64_MAX;
     char errstr[512];
     double v = 0, jobs = 0, plan_timeout = 10000;
@@ -299,6 +396,19 @@ int cmd_sim_main(int argc, char **argv)
         case OPT_FROM_ENV:
             from_env = optarg;
             break;
+        case OPT_OVERSIZE:
+            if (parse_num(optarg, 0, 4, &o.params.users.oversize))
+                bad = "--oversize (0 to 4)";
+            break;
+        case OPT_PREDICT:
+            predict = optarg;
+            break;
+        case OPT_CALIBRATION:
+            calibration = optarg;
+            break;
+        case OPT_FIT_PS:
+            fit_ps = optarg;
+            break;
         case OPT_FROM:
             if (dlb_replay_parse_time(optarg, dlb_clock_wall_ms(), &from_ms, errstr,
                                       sizeof(errstr)))
@@ -323,6 +433,12 @@ int cmd_sim_main(int argc, char **argv)
     }
     if (fit)
         return fit_dir(fit);
+    if (fit_ps)
+        return fit_ps_dir(fit_ps);
+    if (predict)
+        return predict_one(predict);
+    if (calibration)
+        return calibrate(&o, calibration, jobs ? (size_t)jobs : 200);
     if (!workload == !from_env || ((from_ms || to_ms != INT64_MAX) && !from_env)) {
         fprintf(stderr, "sim: one of --workload FILE and --workload-from-env ENV is required"
                         " (--from and --to go with the latter)\n");

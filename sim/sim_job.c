@@ -18,10 +18,15 @@
 
 #define PS_RUNTIME_MEM     (512 * DLB_MIB)
 #define WK_GROWTH_PROGRESS 0.3
-/* Share of the jobs with a hot PS / a straggler, and how bad they are. */
+/* Share of the jobs with a hot PS. */
 #define HOT_PS_P      0.3
-#define STRAGGLER_P   0.15
 #define RESCALE_STALL 30000 /* ms: re-rendezvous after a worker count change */
+/* The largest pod a user asks for: the largest requests in Alibaba PAI's
+ * GPU trace of 2020 (plan_cpu 9000 = 90 cores, plan_mem 400 GB), and the
+ * smallest requests a user makes here (half a core, 1 GiB). */
+#define USER_CPU_MIN 0.5
+#define USER_CPU_MAX 90.0
+#define USER_MEM_MAX ((int64_t)400 * 1000 * 1000 * 1000)
 
 static void next_id(dlb_sim_job_t *j, char *buf)
 {
@@ -189,6 +194,25 @@ static int64_t round_gib(double bytes)
     return (int64_t)ceil(bytes / (double)DLB_GIB) * DLB_GIB;
 }
 
+/* A user's request of a resource whose need is `need`, in the units users
+ * ask in, at least the smallest and at most the largest request of the
+ * production trace (sim_users.c). */
+static double user_cores(double need, const dlb_sim_users_t *u, int res, dlb_rng_t *r)
+{
+    double v = round_cores(need * dlb_sim_users_ratio(u, res, r));
+
+    return v < USER_CPU_MIN ? USER_CPU_MIN : v > USER_CPU_MAX ? USER_CPU_MAX : v;
+}
+
+static int64_t user_mem(double need, const dlb_sim_users_t *u, int res, dlb_rng_t *r)
+{
+    double v = need * dlb_sim_users_ratio(u, res, r);
+
+    if (v > (double)USER_MEM_MAX)
+        v = (double)USER_MEM_MAX;
+    return v < (double)DLB_GIB ? DLB_GIB : round_gib(v);
+}
+
 static double progress(const dlb_sim_job_t *j)
 {
     double p = j->done_samples / (double)j->total_samples;
@@ -228,6 +252,8 @@ static void pod_init(dlb_sim_job_t *j, dlb_sim_pod_t *pod, int ps)
     pod->cpu_req = ps ? j->ps_cpu : j->wk_cpu;
     pod->mem_req = ps ? j->ps_mem : j->wk_mem;
     pod->slow = 1;
+    pod->episode = 1;
+    pod->factor = ps ? 1.0 : dlb_sim_vary_factor(&j->vary, &j->vary_rng);
 }
 
 /* ---- node failures ------------------------------------------------------- */
@@ -319,9 +345,8 @@ int dlb_sim_job_init(dlb_sim_job_t *j, const dlb_sim_spec_t *spec, uint64_t seed
     dlb_rng_t tag = {seed};
     const dlb_sim_profile_t *prof;
     int known;
-    double sps, demand;
     dlb_sim_speed_t sp;
-    double share[1] = {1}, cpu[1] = {1000};
+    double share[DLB_SIM_MAX_PS], cpu[DLB_SIM_MAX_PS];
 
     memset(j, 0, sizeof(*j));
     prof = spec->prof ? spec->prof : dlb_sim_profile_find(spec->model, &known);
@@ -342,33 +367,33 @@ int dlb_sim_job_init(dlb_sim_job_t *j, const dlb_sim_spec_t *spec, uint64_t seed
         return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "job %s: %d workers, at most %d",
                           spec->name, spec->workers, DLB_SIM_MAX_WORKERS);
     j->local_bsz = (double)spec->batch_size / spec->workers;
-    /* The user's own guess at resources, what the job runs with when no
-     * brain answers: the true need times 0.9..2 (most ask too much, some
-     * too little), PS counted one per 8 workers. */
-    {
-        dlb_sim_speed_in_t in = {prof, spec->workers, j->local_bsz, prof->worker_cpu, 1,
-                                 1,    share,         cpu};
-        dlb_sim_speed(&in, &sp);
-    }
-    sps = sp.samples_per_s;
-    demand = prof->ps_cpu_base + prof->ps_cpu_per_ksample * sps / 1000.0;
+    /* The user's own request, what the job runs with when no brain answers:
+     * the need times a draw calibrated on production (sim_users.h), PS
+     * counted one per 8 workers. The need is what the job uses at full
+     * speed: a worker's busy cores, the PS's demand, each pod's memory at
+     * the end of the job. */
     j->wk_cnt = spec->workers;
     j->ps_cnt = (spec->workers + 7) / 8;
-    j->wk_cpu = round_cores(prof->worker_cpu * dlb_rng_range(&j->rng, 0.75, 1.5));
-    j->ps_cpu = round_cores(demand / j->ps_cnt * dlb_rng_range(&j->rng, 0.9, 2.0));
-    if (j->ps_cpu < 1)
-        j->ps_cpu = 1;
-    j->ps_hot = dlb_rng_unit(&j->rng) < HOT_PS_P ? dlb_rng_range(&j->rng, 2.0, 4.0) : 1.0;
-    j->straggle_at = dlb_rng_unit(&j->rng) < STRAGGLER_P ? dlb_rng_range(&j->rng, 0.1, 0.5) : 2.0;
-    j->straggle_factor = dlb_rng_range(&j->rng, 2.0, 3.0);
+    for (int k = 0; k < j->ps_cnt; k++) {
+        share[k] = 1.0 / j->ps_cnt;
+        cpu[k] = 1e6; /* no PS shortage: the need is the demand at full speed */
+    }
     {
-        /* Memory guesses from the need at the end of the job. */
+        dlb_sim_speed_in_t in = {prof, j->wk_cnt, j->local_bsz, prof->worker_cpu,
+                                 1,    j->ps_cnt, share,        cpu};
+        dlb_sim_speed(&in, &sp);
+    }
+    j->wk_cpu = user_cores(prof->worker_cpu * sp.t_compute / sp.step_time, &p->users,
+                           DLB_SIM_RES_WK_CPU, &j->rng);
+    j->ps_cpu = user_cores(sp.ps_demand / j->ps_cnt, &p->users, DLB_SIM_RES_PS_CPU, &j->rng);
+    j->ps_hot = dlb_rng_unit(&j->rng) < HOT_PS_P ? dlb_rng_range(&j->rng, 2.0, 4.0) : 1.0;
+    {
         double wk_end = (double)(prof->wk_mem_base + prof->wk_mem_growth) +
                         (double)prof->wk_mem_per_sample * j->local_bsz;
         double ps_end =
             (double)(prof->ps_mem_base + prof->ps_mem_growth) / j->ps_cnt + (double)PS_RUNTIME_MEM;
-        j->wk_mem = round_gib(wk_end * dlb_rng_range(&j->rng, 0.9, 2.0));
-        j->ps_mem = round_gib(ps_end * dlb_rng_range(&j->rng, 0.9, 2.0));
+        j->wk_mem = user_mem(wk_end, &p->users, DLB_SIM_RES_WK_MEM, &j->rng);
+        j->ps_mem = user_mem(ps_end, &p->users, DLB_SIM_RES_PS_MEM, &j->rng);
     }
     /* A job from history starts as its pods did there (the draws above
      * still happen, so its random stream is the same either way). */
@@ -382,10 +407,19 @@ int dlb_sim_job_init(dlb_sim_job_t *j, const dlb_sim_spec_t *spec, uint64_t seed
         j->wk_mem = spec->wk_mem;
     if (spec->ps_mem > 0)
         j->ps_mem = spec->ps_mem;
+    /* Worker variation from a stream of its own, so that it does not move
+     * the job's other draws. */
+    j->vary_rng.s = seed ^ ((uint64_t)i + 1) * 0x94d049bb133111ebULL ^ 0x7661727931ULL;
+    dlb_rng_next(&j->vary_rng);
+    dlb_sim_vary_job(&j->vary, j->wk_cnt, &j->vary_rng);
     for (int k = 0; k < j->ps_cnt; k++)
         pod_init(j, &j->ps[k], 1);
     for (int k = 0; k < j->wk_cnt; k++)
         pod_init(j, &j->wk[k], 0);
+    /* A persistently imbalanced job's slow workers: on slow nodes from the start. */
+    for (int k = 0; k < j->vary.slow_workers && k < j->wk_cnt; k++)
+        j->wk[k].slow = j->vary.slow;
+    j->straggled = j->vary.slow_workers > 0;
     nodes_init(j, seed, i);
     return 0;
 }
@@ -463,20 +497,26 @@ void dlb_sim_job_fail(dlb_sim_job_t *j, int64_t now, const char *reason, dlb_sim
 /* The speed with the pods as they are now. */
 static void job_speed(const dlb_sim_job_t *j, dlb_sim_speed_t *sp)
 {
-    double share[DLB_SIM_MAX_PS], cpu[DLB_SIM_MAX_PS], slowest = 1, wcpu = 1e9;
+    double share[DLB_SIM_MAX_PS], cpu[DLB_SIM_MAX_PS], slowest = 0, wcpu = 1e9;
 
     for (int k = 0; k < j->ps_cnt; k++) {
         share[k] = ps_share(j, k);
         cpu[k] = j->ps[k].cpu_req;
     }
-    /* The slowest worker (a straggler's node, or the fewest cores) sets the
-     * synchronous step. */
+    /* The slowest worker (its node, a transient episode, or the fewest
+     * cores) sets the synchronous step, which also waits for each step's
+     * slowest worker (sim_vary.h). A job from history has its own
+     * variation in its recorded speed: only nodes and episodes slow it. */
     for (int k = 0; k < j->wk_cnt; k++) {
-        if (j->wk[k].slow > slowest)
-            slowest = j->wk[k].slow;
+        double f = j->wk[k].slow * j->wk[k].episode * (j->prof->observed ? 1.0 : j->wk[k].factor);
+
+        if (f > slowest)
+            slowest = f;
         if (j->wk[k].cpu_req < wcpu)
             wcpu = j->wk[k].cpu_req;
     }
+    if (!j->prof->observed)
+        slowest *= dlb_sim_vary_sync(j->wk_cnt);
     dlb_sim_speed_in_t in = {j->prof, j->wk_cnt, j->local_bsz, wcpu,
                              slowest, j->ps_cnt, share,        cpu};
     dlb_sim_speed(&in, sp);
@@ -508,13 +548,27 @@ static void pod_usage(dlb_pod_usage_t *u, const dlb_sim_pod_t *pod, double cpu, 
     u->memory_requested = pod->mem_req;
 }
 
-static void sample(dlb_sim_job_t *j, int64_t now, const dlb_sim_speed_t *sp, int stalled,
-                   dlb_sim_out_t *out)
+/* A pod's use and request over the interval that ends at this sample, in
+ * core-seconds and GiB-seconds: the sample stands for its interval. */
+static void account(dlb_sim_job_t *j, const dlb_pod_usage_t *u, int ps, double dt_s)
+{
+    int c = ps ? DLB_SIM_USE_PS_CPU : DLB_SIM_USE_WK_CPU;
+    int m = ps ? DLB_SIM_USE_PS_MEM : DLB_SIM_USE_WK_MEM;
+
+    j->use_s[c] += u->cpu_used * dt_s;
+    j->req_s[c] += u->cpu_requested * dt_s;
+    j->use_s[m] += (double)u->memory_used / (double)DLB_GIB * dt_s;
+    j->req_s[m] += (double)u->memory_requested / (double)DLB_GIB * dt_s;
+}
+
+static void sample(dlb_sim_job_t *j, int64_t now, int64_t dt_ms, const dlb_sim_speed_t *sp,
+                   int stalled, dlb_sim_out_t *out)
 {
     dlb_event_t ev = {.type = DLB_EV_RUNTIME};
     dlb_runtime_sample_t *s = &ev.u.rt;
     dlb_pod_usage_t pods[DLB_SIM_MAX_PS + DLB_SIM_MAX_WORKERS];
     double busy = sp->t_compute / sp->step_time;
+    double steps = (double)dt_ms / 1000.0 / sp->step_time; /* in the sample */
     int n = 0;
 
     next_id(j, s->event_id);
@@ -538,6 +592,7 @@ static void sample(dlb_sim_job_t *j, int64_t now, const dlb_sim_speed_t *sp, int
         int64_t need = ps_need(j, k);
 
         pod_usage(u, pod, cpu, need);
+        account(j, u, 1, (double)dt_ms / 1000.0);
     }
     for (int k = 0; k < j->wk_cnt; k++) {
         dlb_pod_usage_t *u = &pods[n++];
@@ -546,9 +601,15 @@ static void sample(dlb_sim_job_t *j, int64_t now, const dlb_sim_speed_t *sp, int
         int64_t need = (int64_t)((double)worker_need(j) * jitter(j, 0.005));
 
         pod_usage(u, pod, cpu, need);
-        /* Each worker's own rate: a straggler shows slower than its peers. */
+        account(j, u, 0, (double)dt_ms / 1000.0);
+        /* Each worker's own rate over the sample: a straggler shows slower
+         * than its peers, and every worker varies a little around its own. */
         u->has_speed = 1;
-        u->speed = stalled ? 0 : round2(j->speed / j->wk_cnt / pod->slow);
+        u->speed =
+            stalled ? 0
+                    : round2(j->speed / j->wk_cnt /
+                             (pod->slow * pod->episode * (j->prof->observed ? 1.0 : pod->factor)) *
+                             dlb_sim_vary_window(steps, &j->vary_rng));
     }
     s->pods = pods;
     s->pods_cnt = (size_t)n;
@@ -568,7 +629,8 @@ static int oom_check(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p, d
 
         if (need <= pod->mem_req)
             continue;
-        pod->ooms++;
+        if (!pod->ooms++)
+            j->pods_oom_killed++;
         j->ooms++;
         out->ooms++;
         node_event(j, now, pod, "oom_killed", "Failed", "OOMKilled", out);
@@ -683,11 +745,29 @@ void dlb_sim_job_answered(dlb_sim_job_t *j, const dlb_plan_request_t *req, const
     }
 }
 
+/* A transient episode (sim_vary.h): it starts on a worker drawn at its
+ * point of the job and ends by itself. */
+static void episode_tick(dlb_sim_job_t *j, int64_t now)
+{
+    if (j->episode_end_ms && now >= j->episode_end_ms) {
+        for (int k = 0; k < j->wk_cnt; k++)
+            j->wk[k].episode = 1;
+        j->episode_end_ms = 0;
+    }
+    if (j->wk_cnt > 0 && progress(j) >= j->vary.episode_at && j->vary.episode_at <= 1) {
+        int k = (int)(dlb_rng_unit(&j->vary_rng) * j->wk_cnt);
+
+        j->wk[k < j->wk_cnt ? k : j->wk_cnt - 1].episode = j->vary.episode;
+        j->episode_end_ms = now + j->vary.episode_ms;
+        j->vary.episode_at = 2; /* once */
+    }
+}
+
 void dlb_sim_job_tick(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p,
                       dlb_sim_cluster_t *c, dlb_sim_out_t *out)
 {
     dlb_sim_speed_t sp;
-    int64_t from = now - p->sample_ms, run_ms;
+    int64_t from = now - p->sample_ms, from0, run_ms;
     int stalled;
 
     if (j->state != DLB_SIM_RUNNING)
@@ -696,28 +776,24 @@ void dlb_sim_job_tick(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p,
         j->stall_until_ms = now; /* a pod is down: the synchronous job waits */
     if (from < j->start_ms)
         from = j->start_ms;
+    from0 = from; /* the pods held their resources since, stalled or not */
     if (from < j->stall_until_ms)
         from = j->stall_until_ms < now ? j->stall_until_ms : now;
     run_ms = now - from;
     stalled = run_ms < p->sample_ms / 2;
-    /* The straggler's node slows down part way through the job. */
-    if (j->wk_cnt > 1 && progress(j) >= j->straggle_at && j->straggle_at <= 1) {
-        j->wk[j->wk_cnt - 1].slow = j->straggle_factor;
-        j->straggle_at = 2; /* once */
-        j->straggled = 1;
-    }
+    episode_tick(j, now);
     job_speed(j, &sp);
     j->speed = sp.samples_per_s / (double)j->spec->batch_size * jitter(j, 0.02);
     j->done_samples += j->speed * (double)j->spec->batch_size * (double)run_ms / 1000.0;
     if (j->done_samples >= (double)j->total_samples) {
         j->done_samples = (double)j->total_samples;
-        sample(j, now, &sp, 0, out);
+        sample(j, now, now - from0, &sp, 0, out);
         finish(j, now, DLB_SIM_SUCCEEDED, "Completed", c, out);
         return;
     }
     if (oom_check(j, now, p, c, out))
         return;
-    sample(j, now, &sp, stalled, out);
+    sample(j, now, now - from0, &sp, stalled, out);
     periodic(j, now, p, out);
 }
 
@@ -851,18 +927,32 @@ int dlb_sim_job_apply(dlb_sim_job_t *j, const dlb_plan_request_t *req, const dlb
     }
     for (size_t i = 0; plan && i < plan->actions_cnt; i++) {
         dlb_sim_pod_t *pod = pod_by_name(j, plan->actions[i].pod);
+        int replaced_down = 0;
 
         if (!pod)
             continue;
         /* A pod replaced at this instant already is gone: a no-op. */
         if (!strcmp(plan->actions[i].action, DLB_ACTION_REPLACE) &&
-            nodes_replace(j, pod, now, out) < 0)
+            (replaced_down = nodes_replace(j, pod, now, out)) < 0)
             continue;
         /* A replaced pod starts on another node: a straggler's slow node
-         * is left behind. A relaunch restarts it where it is. */
-        if (!strcmp(plan->actions[i].action, DLB_ACTION_REPLACE) && pod->slow > 1) {
+         * is left behind, a transient episode too, and the new node has a
+         * speed of its own. A relaunch restarts it where it is. Either is
+         * not needed when the pod was up and (for a replace) its node was
+         * not slow: an episode ends by itself. */
+        if (!strcmp(plan->actions[i].action, DLB_ACTION_REPLACE)) {
+            j->replaces++;
+            if (pod->slow > 1)
+                j->stragglers_replaced++;
+            else if (!replaced_down)
+                j->replaces_unneeded++;
             pod->slow = 1;
-            j->stragglers_replaced++;
+            pod->episode = 1;
+            if (!pod->ps)
+                pod->factor = dlb_sim_vary_factor(&j->vary, &j->vary_rng);
+        } else if (!strcmp(plan->actions[i].action, DLB_ACTION_RELAUNCH)) {
+            j->relaunches++;
+            j->relaunches_unneeded += !pod->down_ms;
         }
         restarted = changed = 1;
     }

@@ -12,6 +12,8 @@
 #include "event.h"
 #include "sim_cluster.h"
 #include "sim_model.h"
+#include "sim_users.h"
+#include "sim_vary.h"
 #include "sim_workload.h"
 
 #define DLB_SIM_MAX_WORKERS 128
@@ -38,6 +40,8 @@ typedef struct dlb_sim_pod {
     double cpu_req;
     int64_t mem_req;
     double slow;     /* compute slowdown of a straggler's node, 1 = none */
+    double factor;   /* the worker's persistent speed factor (sim_vary.h), 1 for a PS */
+    double episode;  /* a transient slowdown while it lasts, 1 = none */
     int ooms;        /* OOMKills of this pod */
     int64_t oom_mem; /* request at its last OOM, until a plan answers it (0 = none) */
     /* Node failures (sim_job.c, node failures): when its node failed, until it runs again
@@ -81,7 +85,11 @@ typedef struct dlb_sim_job {
     double ps_hot;                    /* weight of PS 0's share of the variables (1 = balanced) */
     double wk_cpu, ps_cpu;            /* group resources: what a new pod gets */
     int64_t wk_mem, ps_mem;
-    double straggle_at, straggle_factor; /* progress at which one worker's node slows */
+    /* Worker variation (sim_vary.h), from a stream of its own; the episode's
+     * end (0: none running). */
+    dlb_sim_vary_t vary;
+    dlb_rng_t vary_rng;
+    int64_t episode_end_ms;
     /* The master's resource optimizer, as DLRover's PSJobResourceOptimizer
      * (docs/simulator.md, "The master"). */
     dlb_sim_stage_t stage; /* what the next periodic ask is */
@@ -98,6 +106,14 @@ typedef struct dlb_sim_job {
     int64_t held_mem;
     double core_hours, memory_gib_hours; /* held while running, summed per tick */
     int ooms, oom_answered, plans_applied, stragglers_replaced, straggled;
+    int pods_oom_killed; /* pods OOMKilled at least once */
+    /* Replace and relaunch actions applied, and of them those a pod did not
+     * need: a replace of a worker whose node was not slow, a relaunch of a
+     * pod that was up. */
+    int replaces, replaces_unneeded, relaunches, relaunches_unneeded;
+    /* Pod-seconds of use and of request while running, per resource
+     * (DLB_SIM_USE_*): what a utilisation figure divides. */
+    double use_s[4], req_s[4];
     char exit_reason[32];
     /* Node failures (sim_job.c, node failures): their own random stream, counters, and
      * the pod-ms spent down, summed when each pod runs again. */
@@ -105,6 +121,9 @@ typedef struct dlb_sim_job {
     int node_failures, node_replaced, node_relaunched;
     int64_t node_down_ms;
 } dlb_sim_job_t;
+
+/* The utilisation accumulators' order. */
+enum { DLB_SIM_USE_WK_CPU = 0, DLB_SIM_USE_WK_MEM, DLB_SIM_USE_PS_CPU, DLB_SIM_USE_PS_MEM };
 
 /* Kubernetes taints a NotReady node and evicts its pods after the
  * tolerationSeconds of node.kubernetes.io/not-ready (300 s by default);
@@ -128,6 +147,7 @@ typedef struct dlb_sim_params {
      * failed pod no plan replaces is relaunched (sim_job.c, node failures). */
     double node_fail_per_hour;
     int64_t node_wait_ms;
+    dlb_sim_users_t users; /* what users ask for before any plan */
 } dlb_sim_params_t;
 
 /** @brief Set up job i of the run from its spec: uid "<name>-<tag>" (tag from

@@ -91,8 +91,12 @@ typedef struct dlb_sim_profile {
     int64_t dataset_size;      /* samples of one epoch, unless the workload says */
     int epochs;                /* unless the workload says */
     double worker_cpu;         /* cores a worker keeps busy at full speed */
-    double ps_cpu_per_ksample; /* PS cores per 1000 samples/s of the job */
+    double ps_cpu_per_ksample; /* from history only: PS cores per 1000 samples/s */
     double ps_cpu_base;        /* PS cores of the whole job at no load */
+    /* A PS job's step: compute x (1 + ps_beta x w x busiest PS's share +
+     * ps_gamma x (w - 1)), fitted on published PS measurements
+     * (sim_model.c, PS_DENSE and PS_EMBEDDING). */
+    double ps_beta, ps_gamma;
     int64_t wk_mem_base;       /* bytes: framework, model replica */
     int64_t wk_mem_per_sample; /* bytes per sample of the local batch (activations) */
     int64_t wk_mem_growth;     /* bytes gained over the first 30% of the job (caches) */
@@ -147,14 +151,31 @@ typedef struct dlb_sim_speed {
     double ps_demand;     /* cores all PS would use at this speed */
 } dlb_sim_speed_t;
 
-/** @brief The speed of a PS job: Pollux's step time with the across-node
- *         network term, a worker starved of CPU computing need/request
- *         slower, the slowest worker setting the compute time, and the
- *         network term multiplied by the load of the busiest PS when above 1.
- *         A profile with an observed curve takes its step time from the
- *         curve instead (workers x local_bsz / rate(workers)); CPU starvation
- *         and the slowest worker then stretch the whole step (history has no
- *         split into compute and network), and the PS cap applies as above. */
+/* GPUs (replicas) per node of Pollux's testbed, where all-reduce jobs were
+ * measured: 16 AWS g4dn.12xlarge nodes with 4 T4 GPUs each (its
+ * scalability.csv runs 64 replicas on 16 nodes). An all-reduce job's
+ * replicas are packed onto nodes this size. */
+#define DLB_SIM_NODE_GPUS 4
+
+/** @brief The speed of a job (ps = 0: all-reduce; else a PS job): Pollux's step time with the
+ * across-node network term, a worker starved of CPU computing need/request slower, the slowest
+ * worker setting the compute time, and the network term multiplied by the load of the busiest PS
+ * when above 1. A profile with an observed curve takes its step time from the curve instead
+ * (workers x local_bsz / rate(workers)); CPU starvation and the slowest worker then stretch the
+ * whole step (history has no split into compute and network), and the PS cap applies as above. */
 void dlb_sim_speed(const dlb_sim_speed_in_t *in, dlb_sim_speed_t *out);
+
+/** @brief The PS cost constants sim_model.c carries for a family of
+ *         models ("dense" or "embedding", data/ps/<family>.csv).
+ *  @returns 0, or DLB_ERR_NOTFOUND for another name. */
+int dlb_sim_ps_constants(const char *family, double *beta, double *gamma);
+
+/** @brief The speed of one job given as "MODEL:WORKERS:PS:LOCAL_BSZ" (PS 0:
+ *         all-reduce), each pod with the CPU it keeps busy and the PS load
+ *         spread evenly: the speed model as a what-if.
+ *  @returns 0, or DLB_ERR_INVALID with errstr naming the part that is
+ *           wrong (a model without measurements, zero workers, a batch of
+ *           0, a malformed spec). */
+int dlb_sim_predict(const char *spec, dlb_sim_speed_t *out, char *errstr, size_t errstr_size);
 
 #endif

@@ -2,6 +2,7 @@
 #include "sim_run.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,11 +33,12 @@ void dlb_sim_opts_init(dlb_sim_opts_t *o)
     o->params.max_relaunch = 3;
     o->params.time_scale = 1.0;
     o->params.node_wait_ms = DLB_SIM_NODE_WAIT_MS;
+    dlb_sim_users_init(&o->params.users);
     dlb_conf_init(&conf); /* the limits.* defaults */
     o->params.limits = conf.limits;
     dlb_conf_destroy(&conf);
-    o->cluster_cores = 1024;
-    o->cluster_memory = (int64_t)4096 * DLB_GIB;
+    o->cluster_cores = 3072;
+    o->cluster_memory = (int64_t)12288 * DLB_GIB;
     o->pending_timeout_ms = (int64_t)4 * 3600 * 1000;
 }
 
@@ -180,6 +182,7 @@ static void summarise(const dlb_sim_opts_t *o, const dlb_sim_job_t *jobs, size_t
                       const dlb_sim_out_t *out, int64_t wall_ns, int64_t now, dlb_sim_summary_t *s)
 {
     int finished = 0, started = 0;
+    double use[4] = {0}, req[4] = {0};
 
     s->jobs = (int)n;
     for (size_t i = 0; i < n; i++) {
@@ -195,11 +198,21 @@ static void summarise(const dlb_sim_opts_t *o, const dlb_sim_job_t *jobs, size_t
             s->hot_ps_jobs++;
         s->straggler_jobs += j->straggled;
         s->stragglers_replaced += j->stragglers_replaced;
+        s->replaces += j->replaces;
+        s->replaces_unneeded += j->replaces_unneeded;
+        s->relaunches += j->relaunches;
+        s->relaunches_unneeded += j->relaunches_unneeded;
         s->node_failures += j->node_failures;
         s->node_replaced += j->node_replaced;
         s->node_relaunched += j->node_relaunched;
         s->node_down_s += (double)j->node_down_ms / 1000.0;
         s->oom_answered += j->oom_answered;
+        s->pods += j->next_ps_index + j->next_wk_index;
+        s->pods_oom_killed += j->pods_oom_killed;
+        for (int r = 0; r < 4; r++) {
+            use[r] += j->use_s[r];
+            req[r] += j->req_s[r];
+        }
         if (j->end_ms && j->start_ms) {
             s->jct_mean_s += (double)(j->end_ms - j->arrival_ms) / 1000.0;
             finished++;
@@ -211,6 +224,15 @@ static void summarise(const dlb_sim_opts_t *o, const dlb_sim_job_t *jobs, size_t
     }
     if (finished)
         s->jct_mean_s /= finished;
+    s->completion_rate = n ? (double)s->succeeded / (double)n : NAN;
+    s->worker_cpu_util =
+        req[DLB_SIM_USE_WK_CPU] > 0 ? use[DLB_SIM_USE_WK_CPU] / req[DLB_SIM_USE_WK_CPU] : NAN;
+    s->worker_mem_util =
+        req[DLB_SIM_USE_WK_MEM] > 0 ? use[DLB_SIM_USE_WK_MEM] / req[DLB_SIM_USE_WK_MEM] : NAN;
+    s->ps_cpu_util =
+        req[DLB_SIM_USE_PS_CPU] > 0 ? use[DLB_SIM_USE_PS_CPU] / req[DLB_SIM_USE_PS_CPU] : NAN;
+    s->ps_mem_util =
+        req[DLB_SIM_USE_PS_MEM] > 0 ? use[DLB_SIM_USE_PS_MEM] / req[DLB_SIM_USE_PS_MEM] : NAN;
     if (started)
         s->pending_mean_s /= started;
     s->virtual_ms = now - o->start_ms;
@@ -315,12 +337,17 @@ void dlb_sim_summary_print(const dlb_sim_summary_t *s, FILE *fp)
             "speedup=%.0f events=%ld samples=%ld plan_requests=%ld plans_received=%ld "
             "plans_applied=%ld plans_missing=%ld ooms=%ld oom_answered=%ld hot_ps_jobs=%ld "
             "straggler_jobs=%ld stragglers_replaced=%ld jct_mean_s=%.0f pending_mean_s=%.0f "
-            "core_hours=%.1f memory_gib_hours=%.1f",
+            "core_hours=%.1f memory_gib_hours=%.1f replaces=%ld replaces_unneeded=%ld "
+            "relaunches=%ld relaunches_unneeded=%ld pods=%ld pods_oom_killed=%ld "
+            "completion_rate=%.3f worker_cpu_util=%.3f worker_mem_util=%.3f ps_cpu_util=%.3f "
+            "ps_mem_util=%.3f",
             s->jobs, s->succeeded, s->failed, s->unfinished, (double)s->virtual_ms / 1000.0,
             s->wall_s, s->speedup, s->events, s->samples, s->plan_requests, s->plans_received,
             s->plans_applied, s->plans_missing, s->ooms, s->oom_answered, s->hot_ps_jobs,
             s->straggler_jobs, s->stragglers_replaced, s->jct_mean_s, s->pending_mean_s,
-            s->core_hours, s->memory_gib_hours);
+            s->core_hours, s->memory_gib_hours, s->replaces, s->replaces_unneeded, s->relaunches,
+            s->relaunches_unneeded, s->pods, s->pods_oom_killed, s->completion_rate,
+            s->worker_cpu_util, s->worker_mem_util, s->ps_cpu_util, s->ps_mem_util);
     /* Only a run with node failures (--node-failures) has these. */
     if (s->node_failures)
         fprintf(fp, " node_failures=%ld node_replaced=%ld node_relaunched=%ld node_down_s=%.0f",
@@ -339,13 +366,30 @@ int dlb_sim_summary_json(const dlb_sim_summary_t *s, FILE *fp)
         "\"straggler_jobs\":%ld,\"stragglers_replaced\":%ld,\"jct_mean_s\":%.1f,"
         "\"pending_mean_s\":%.1f,\"core_hours\":%.2f,\"memory_gib_hours\":%.2f,"
         "\"node_failures\":%ld,\"node_replaced\":%ld,\"node_relaunched\":%ld,"
-        "\"node_down_s\":%.0f}\n",
+        "\"node_down_s\":%.0f,\"replaces\":%ld,\"replaces_unneeded\":%ld,"
+        "\"relaunches\":%ld,\"relaunches_unneeded\":%ld,\"pods\":%ld,\"pods_oom_killed\":%ld",
         s->jobs, s->succeeded, s->failed, s->unfinished, (double)s->virtual_ms / 1000.0, s->wall_s,
         s->speedup, s->events, s->samples, s->node_events, s->plan_requests, s->plans_received,
         s->plans_applied, s->plans_missing, s->ooms, s->oom_answered, s->hot_ps_jobs,
         s->straggler_jobs, s->stragglers_replaced, s->jct_mean_s, s->pending_mean_s, s->core_hours,
-        s->memory_gib_hours, s->node_failures, s->node_replaced, s->node_relaunched,
-        s->node_down_s);
+        s->memory_gib_hours, s->node_failures, s->node_replaced, s->node_relaunched, s->node_down_s,
+        s->replaces, s->replaces_unneeded, s->relaunches, s->relaunches_unneeded, s->pods,
+        s->pods_oom_killed);
+    const struct {
+        const char *key;
+        double v;
+    } ratios[] = {{"completion_rate", s->completion_rate},
+                  {"worker_cpu_util", s->worker_cpu_util},
+                  {"worker_mem_util", s->worker_mem_util},
+                  {"ps_cpu_util", s->ps_cpu_util},
+                  {"ps_mem_util", s->ps_mem_util}};
+
+    /* JSON has no NaN: a ratio of nothing is null. */
+    for (size_t i = 0; r >= 0 && i < sizeof(ratios) / sizeof(ratios[0]); i++)
+        r = isnan(ratios[i].v) ? fprintf(fp, ",\"%s\":null", ratios[i].key)
+                               : fprintf(fp, ",\"%s\":%.4f", ratios[i].key, ratios[i].v);
+    if (r >= 0)
+        r = fputs("}\n", fp);
     return r < 0 ? -1 : 0;
 }
 

@@ -55,12 +55,22 @@ typedef struct dlb_sim_summary {
     long plan_requests, plans_received, plans_applied, plans_missing;
     long ooms, oom_answered; /* OOMs, and OOMs whose plan raised the pod's memory */
     long hot_ps_jobs, straggler_jobs, stragglers_replaced;
+    /* Replace and relaunch actions applied, and those a pod did not need
+     * (sim_job.h). */
+    long replaces, replaces_unneeded, relaunches, relaunches_unneeded;
     /* Pods whose node failed; of them, those a plan replaced and those the
      * master relaunched after the wait (the others ended with their job). */
     long node_failures, node_replaced, node_relaunched;
     double node_down_s;                  /* pod-seconds from a failure to the pod's new start */
     double jct_mean_s, pending_mean_s;   /* over finished jobs */
     double core_hours, memory_gib_hours; /* requested by running pods */
+    /* Pods that ran (every name a job gave a pod) and of them those
+     * OOMKilled at least once; succeeded over all jobs. */
+    long pods, pods_oom_killed;
+    double completion_rate;
+    /* Used over requested, pod-seconds weighted, over every running pod of
+     * the role (NaN when none ran). */
+    double worker_cpu_util, worker_mem_util, ps_cpu_util, ps_mem_util;
 } dlb_sim_summary_t;
 
 /** @brief Default options: 30 s samples (and master checks), DLRover's

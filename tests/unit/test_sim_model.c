@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,11 @@
 #include <cmocka.h>
 
 #include "conf.h"
+#include "err.h"
 #include "sim_model.h"
+#include "sim_psfit.h"
+#include "sim_users.h"
+#include "sim_vary.h"
 #include "sim_workload.h"
 
 /* The MAPE on all points docs/simulator.md reports per model (measured
@@ -28,6 +33,14 @@ static const struct {
     double mape_max;
 } bounds[] = {{"cifar10", 7.5},  {"ncf", 10.0},        {"bert", 7.0},
               {"imagenet", 7.7}, {"deepspeech2", 7.5}, {"yolov3", 9.5}};
+
+/* |got - want| <= eps, with both in the message when not. */
+#define assert_double_equal(got, want, eps)                                                        \
+    do {                                                                                           \
+        double g_ = (got), w_ = (want);                                                            \
+        if (!(fabs(g_ - w_) <= (eps)))                                                             \
+            fail_msg("%s = %.9g, want %.9g +- %g", #got, g_, w_, (double)(eps));                   \
+    } while (0)
 
 static char data_dir[2048];
 
@@ -190,8 +203,10 @@ static void test_ps_starved_hot_straggler(void **state)
     dlb_sim_speed_t ok, starved, hot, slow;
 
     (void)state;
+    /* 8 workers of 4 busy cores: the PS need 12.5% of 32 cores, 4 in all,
+     * a core each; half a core each starves them. */
     speed("cifar10", 8, 32, 1, 1, &ok);
-    speed("cifar10", 8, 1, 1, 1, &starved);
+    speed("cifar10", 8, 0.5, 1, 1, &starved);
     assert_true(ok.ps_load < 1);
     assert_true(starved.ps_load > 1);
     assert_true(starved.step_time > 2 * ok.step_time);
@@ -355,6 +370,183 @@ static void test_workloads(void **state)
     unlink(tmp);
 }
 
+/* An all-reduce job (no PS) is Pollux's model as measured, its replicas
+ * packed 4 to a node as on Pollux's testbed; a PS job at one worker pays
+ * only the fitted PS cost beta on its compute. */
+static void test_allreduce_and_one_worker(void **state)
+{
+    const dlb_sim_profile_t *p = dlb_sim_profile_find("imagenet", NULL);
+    double share[1] = {1}, cpu[1] = {1e6}, beta, gamma, tc = p->fit.a + p->fit.b * 64;
+    dlb_sim_speed_t sp;
+
+    (void)state;
+    for (int w = 1; w <= 64; w *= 2) {
+        dlb_sim_speed_in_t in = {p, w, 64, p->worker_cpu, 1, 0, NULL, NULL};
+        dlb_sim_speed(&in, &sp);
+        assert_double_equal(sp.step_time, dlb_sim_step_time(&p->fit, (w + 3) / 4, w, 64), 1e-12);
+    }
+    assert_int_equal(dlb_sim_ps_constants("dense", &beta, &gamma), 0);
+    dlb_sim_speed_in_t one = {p, 1, 64, p->worker_cpu, 1, 1, share, cpu};
+    dlb_sim_speed(&one, &sp);
+    assert_double_equal(sp.step_time, tc * (1 + beta), 1e-12);
+    /* 8 workers on 2 PS: beta x 8/2 + gamma x 7 on top of the compute. */
+    dlb_sim_speed_in_t eight = {
+        p, 8, 64, p->worker_cpu, 1, 2, (double[]){0.5, 0.5}, (double[]){1e6, 1e6}};
+    dlb_sim_speed(&eight, &sp);
+    assert_double_equal(sp.step_time, tc * (1 + beta * 4 + gamma * 7), 1e-12);
+    assert_int_equal(dlb_sim_ps_constants("sparse", &beta, &gamma), DLB_ERR_NOTFOUND);
+}
+
+/* The PS constants are the fit on data/ps, within its stated error. */
+static void test_ps_fit(void **state)
+{
+    static const struct {
+        const char *family;
+        double mape_max, held_max;
+    } fam[] = {{"dense", 2.5, NAN}, {"embedding", 6.5, 25.0}};
+    char path[4096], errstr[512];
+
+    (void)state;
+    assert_true(have_data());
+    for (size_t i = 0; i < 2; i++) {
+        dlb_sim_ps_point_t *pts = NULL;
+        dlb_sim_ps_fit_t f;
+        size_t n = 0;
+        double beta, gamma;
+
+        snprintf(path, sizeof(path), "%s/../ps/%s.csv", data_dir, fam[i].family);
+        if (dlb_sim_ps_points_load(path, &pts, &n, errstr, sizeof(errstr)))
+            fail_msg("%s", errstr);
+        assert_int_equal(dlb_sim_ps_fit(pts, n, &f), 0);
+        assert_int_equal(dlb_sim_ps_constants(fam[i].family, &beta, &gamma), 0);
+        print_message("%s: beta %.4g gamma %.4g MAPE %.2f%% held out %.1f%%\n", fam[i].family,
+                      f.beta, f.gamma, f.mape, f.mape_held);
+        assert_double_equal(beta, f.beta, 0.0005 + 0.005 * f.beta);
+        assert_double_equal(gamma, f.gamma, 0.0005 + 0.005 * f.gamma);
+        assert_true(f.mape < fam[i].mape_max);
+        if (!isnan(fam[i].held_max))
+            assert_true(f.mape_held < fam[i].held_max);
+        free(pts);
+    }
+}
+
+/* The fit finds constants it was given back. */
+static void test_ps_fit_synthetic(void **state)
+{
+    dlb_sim_ps_point_t pts[12];
+    dlb_sim_ps_fit_t truth = {.beta = 0.2, .gamma = 0.01, .base = 0.5}, f;
+    size_t n = 0;
+
+    (void)state;
+    for (int w = 1; w <= 16; w *= 2)
+        for (int p = 1; p <= 4 && n < 12; p *= 2, n++) {
+            pts[n] = (dlb_sim_ps_point_t){"fit", w, p, 0, 0};
+            pts[n].step = dlb_sim_ps_predict(&truth, &pts[n]);
+        }
+    assert_int_equal(dlb_sim_ps_fit(pts, n, &f), 0);
+    assert_double_equal(f.beta, 0.2, 1e-9);
+    assert_double_equal(f.gamma, 0.01, 1e-9);
+    assert_double_equal(f.base, 0.5, 1e-9);
+    assert_true(f.mape < 1e-6);
+    assert_int_equal(dlb_sim_ps_fit(pts, 2, &f), DLB_ERR_INVALID);
+}
+
+/* --predict's parser names the part that is wrong. */
+static void test_predict(void **state)
+{
+    static const struct {
+        const char *spec, *says;
+    } bad[] = {{"gpt-7:1:0:32", "no speed measurements"},
+               {"bert:0:1:32", "WORKERS"},
+               {"bert:2:-1:32", "PS"},
+               {"bert:2:1:0", "LOCAL_BSZ"},
+               {"bert:2:1", "PS"},
+               {"bert", "MODEL:WORKERS:PS:LOCAL_BSZ"},
+               {"bert:2:1:x", "LOCAL_BSZ"}};
+    char errstr[512];
+    dlb_sim_speed_t sp;
+
+    (void)state;
+    assert_int_equal(dlb_sim_predict("bert:4:0:32", &sp, errstr, sizeof(errstr)), 0);
+    assert_double_equal(sp.samples_per_s, 4 * 32 / sp.step_time, 1e-9);
+    assert_int_equal(dlb_sim_predict("ncf:8:2:1000", &sp, errstr, sizeof(errstr)), 0);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        errstr[0] = 0;
+        assert_int_equal(dlb_sim_predict(bad[i].spec, &sp, errstr, sizeof(errstr)),
+                         DLB_ERR_INVALID);
+        if (!strstr(errstr, bad[i].says))
+            fail_msg("%s: '%s' does not say %s", bad[i].spec, errstr, bad[i].says);
+    }
+}
+
+/* Users' requests: over many draws the median ratio and the share below the
+ * need are the calibration's; oversize 0 asks the need exactly. */
+static void test_users(void **state)
+{
+    dlb_sim_users_t u;
+    dlb_rng_t r = {42};
+    enum { N = 40000 };
+    static double v[N];
+
+    (void)state;
+    dlb_sim_users_init(&u);
+    for (int res = 0; res < DLB_SIM_RES_N; res++) {
+        int under = 0, above_median = 0;
+        for (int i = 0; i < N; i++) {
+            v[i] = dlb_sim_users_ratio(&u, res, &r);
+            under += v[i] < 1;
+            above_median += v[i] > u.median[res];
+        }
+        assert_double_equal((double)under / N, u.under[res], 0.01);
+        assert_double_equal((double)above_median / N, 0.5, 0.01);
+    }
+    u.oversize = 0;
+    assert_double_equal(dlb_sim_users_ratio(&u, DLB_SIM_RES_WK_MEM, &r), 1.0, 1e-12);
+}
+
+/* Worker variation: class shares, the synchronous step's wait for the
+ * slowest, and window noise shrinking with the steps in a sample. */
+static void test_vary(void **state)
+{
+    dlb_rng_t r = {7};
+    int cls[3] = {0}, episodes = 0, slow_ok = 1;
+    enum { N = 20000 };
+
+    (void)state;
+    for (int i = 0; i < N; i++) {
+        dlb_sim_vary_t v;
+        dlb_sim_vary_job(&v, 10, &r);
+        cls[v.cls]++;
+        episodes += v.episode_at <= 1;
+        if (v.cls == DLB_SIM_VARY_PERSISTENT)
+            slow_ok &= v.slow_workers >= 1 && v.slow_workers <= 5 && v.slow >= 2 && v.slow < 4;
+        else
+            slow_ok &= v.slow_workers == 0;
+        slow_ok &= v.episode_ms >= 30000 && v.episode_ms <= 36000000;
+    }
+    assert_double_equal((double)cls[0] / N, 0.53, 0.015);
+    assert_double_equal((double)cls[1] / N, 0.18, 0.015);
+    assert_double_equal((double)cls[2] / N, 0.29, 0.015);
+    assert_double_equal((double)episodes / N, 0.38, 0.015);
+    assert_true(slow_ok);
+    assert_double_equal(dlb_sim_vary_sync(1), 1.0, 0);
+    /* 10 workers: the slowest of 10 steps of sigma 3% is about 4.7% slower,
+     * plus 1.3% of tail; more workers wait longer. */
+    assert_double_equal(dlb_sim_vary_sync(10), 1.061, 0.005);
+    for (int w = 2; w < 128; w++)
+        assert_true(dlb_sim_vary_sync(w + 1) > dlb_sim_vary_sync(w));
+    {
+        double s1 = 0, s100 = 0;
+        for (int i = 0; i < N; i++) {
+            double a = log(dlb_sim_vary_window(1, &r)), b = log(dlb_sim_vary_window(100, &r));
+            s1 += a * a;
+            s100 += b * b;
+        }
+        assert_double_equal(sqrt(s1 / N), 0.03, 0.002);
+        assert_double_equal(sqrt(s100 / N), 0.003, 0.0002);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -368,6 +560,12 @@ int main(void)
         cmocka_unit_test(test_profile_named),
         cmocka_unit_test(test_workload_models_measured),
         cmocka_unit_test(test_workloads),
+        cmocka_unit_test(test_allreduce_and_one_worker),
+        cmocka_unit_test(test_ps_fit),
+        cmocka_unit_test(test_ps_fit_synthetic),
+        cmocka_unit_test(test_predict),
+        cmocka_unit_test(test_users),
+        cmocka_unit_test(test_vary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
