@@ -25,6 +25,12 @@ for run in workload-4-s1 workload-4-s2; do
         expect_eq "$run $arm: finished" "$(jq -r '.succeeded + .failed' "$sim")" "$(q .jobs.finished)"
         expect_eq "$run $arm: runtime samples" "$(jq -r .samples "$sim")" "$(q .samples)"
         expect_eq "$run $arm: OOMs" "$(jq -r .ooms "$sim")" "$(q .ooms.total)"
+        expect_eq "$run $arm: completion rate" "$(jq -r '.succeeded / .jobs' "$sim")" "$(q .completion_rate)"
+        # Their values are checked by hand in 43-eval; here that a simulated
+        # run has them: every job that finished ran at least a worker.
+        q '(.worker_cpu_util > 0) and (.worker_mem_util > 0) and .pods >= .jobs.finished
+           and .pods_oom_killed == .ooms.pods and .pods_oom_killed <= .ooms.total' | grep -qx true ||
+            fail "$run $arm: per-role utilisation or pods: $(q '[.worker_cpu_util, .worker_mem_util, .pods, .pods_oom_killed]' | tr -d ' \n')"
     done
     expect_eq "$run none: plans applied" 0 "$(jq -r .plans_applied "$d/sim-none.json")"
     [ "$(jq -r .plans_applied "$d/sim-dlbrain.json")" -gt 0 ] || fail "$run: dlbrain applied no plan"
@@ -43,5 +49,7 @@ ok "JCT mean ratio: mean of the runs"
 r=$(jq -c '.ratios["dlbrain/none"].cpu_util' "$a")
 expect_eq "CPU utilisation ratio: worst = min of the runs" "$(jq '.runs | min' <<<"$r")" "$(jq .worst <<<"$r")"
 grep -q '^JCT p95 ' "$SYS_DIR/out/aggregate.txt" || fail "no JCT p95 row in aggregate.txt"
+grep -q '^worker CPU utilisation ' "$SYS_DIR/out/aggregate.txt" || fail "no worker CPU utilisation row in aggregate.txt"
+expect_eq "worker CPU utilisation ratio: runs" 2 "$(jq '.ratios["dlbrain/dlrover"].worker_cpu_util.n' "$a")"
 ok "aggregate: $(head -n 1 "$SYS_DIR/out/aggregate.txt")"
 echo "44-compare: all checks passed"
