@@ -134,6 +134,7 @@ static void jobs_figures(const dlb_eval_input_t *in, dlb_eval_figures_t *f, int6
             f->never_ran++;
         }
     }
+    f->completion_rate = f->jobs ? (double)f->succeeded / (double)f->jobs : NAN;
     dlb_eval_dist(f->jct_s, njct, &f->jct);
     dlb_eval_dist(f->pending_s, npend, &f->pending);
     f->makespan_s = njct ? (double)(last_final - first_job) / 1000.0 : NAN;
@@ -143,14 +144,22 @@ static void jobs_figures(const dlb_eval_input_t *in, dlb_eval_figures_t *f, int6
         *last = last_final;
 }
 
+/* used / requested, NaN when nothing was requested. */
+static double util(double used, double req)
+{
+    return req > 0 ? used / req : NAN;
+}
+
 static int usage_figures(const dlb_eval_input_t *in, dlb_eval_figures_t *f, int64_t *first,
                          int64_t *last, char *errstr, size_t errstr_size)
 {
     double cu = 0, cr = 0, mu = 0, mr = 0, *w;
+    dlb_eval_use_t role[DLB_EVAL_ROLES] = {0};
     int err;
 
     f->samples = in->samples_cnt;
     f->cpu_util = f->mem_util = NAN;
+    f->worker_cpu_util = f->worker_mem_util = f->ps_cpu_util = f->ps_mem_util = NAN;
     if (!in->samples_cnt)
         return 0;
     if (!(w = malloc(in->samples_cnt * sizeof(*w))))
@@ -167,14 +176,24 @@ static int usage_figures(const dlb_eval_input_t *in, dlb_eval_figures_t *f, int6
         cr += s->cpu_req * w[i];
         mu += s->mem_used * w[i];
         mr += s->mem_req * w[i];
+        for (size_t r = 0; r < DLB_EVAL_ROLES; r++) {
+            role[r].cpu_used += s->role[r].cpu_used * w[i];
+            role[r].cpu_req += s->role[r].cpu_req * w[i];
+            role[r].mem_used += s->role[r].mem_used * w[i];
+            role[r].mem_req += s->role[r].mem_req * w[i];
+        }
         if (s->t_ms < *first)
             *first = s->t_ms;
         if (end > *last)
             *last = end;
     }
     free(w);
-    f->cpu_util = cr > 0 ? cu / cr : NAN;
-    f->mem_util = mr > 0 ? mu / mr : NAN;
+    f->cpu_util = util(cu, cr);
+    f->mem_util = util(mu, mr);
+    f->worker_cpu_util = util(role[DLB_EVAL_WORKER].cpu_used, role[DLB_EVAL_WORKER].cpu_req);
+    f->worker_mem_util = util(role[DLB_EVAL_WORKER].mem_used, role[DLB_EVAL_WORKER].mem_req);
+    f->ps_cpu_util = util(role[DLB_EVAL_PS].cpu_used, role[DLB_EVAL_PS].cpu_req);
+    f->ps_mem_util = util(role[DLB_EVAL_PS].mem_used, role[DLB_EVAL_PS].mem_req);
     f->cpu_req_core_h = cr / MS_PER_HOUR;
     f->cpu_used_core_h = cu / MS_PER_HOUR;
     f->mem_req_gib_h = mr / GIB / MS_PER_HOUR;
@@ -197,6 +216,8 @@ static int oom_figures(const dlb_eval_input_t *in, dlb_eval_figures_t *f, char *
     const dlb_eval_oom_t **p;
 
     f->ooms = (int64_t)in->ooms_cnt;
+    f->pods = in->pods;
+    f->oom_pods_share = in->pods > 0 ? 0 : NAN;
     if (!in->ooms_cnt)
         return 0;
     if (!(p = malloc(in->ooms_cnt * sizeof(*p))))
@@ -208,6 +229,7 @@ static int oom_figures(const dlb_eval_input_t *in, dlb_eval_figures_t *f, char *
         f->oom_pods += !i || cmp_oom(&p[i - 1], &p[i]);
     /* Every OOM of a pod but its first is a repeat. */
     f->repeated_ooms = f->ooms - f->oom_pods;
+    f->oom_pods_share = in->pods > 0 ? (double)f->oom_pods / (double)in->pods : NAN;
     free(p);
     return 0;
 }

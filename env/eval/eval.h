@@ -18,7 +18,11 @@
  *  - A runtime sample stands for its pods' resources until the job's next
  *    sample (sample and hold); a job's last sample for the median of the job's
  *    sample intervals, or of the environment's when the job has one sample.
- *  - Utilisation: sum of used x duration over sum of requested x duration.
+ *  - Utilisation: sum of used x duration over sum of requested x duration;
+ *    per role (worker_*, ps_*) the same over the pods of type worker or ps.
+ *  - Completion rate: succeeded jobs over all jobs (with any job event).
+ *  - Pods: distinct (job uid, pod name) in the runtime samples; the share of
+ *    them OOM-killed is pods OOM-killed over pods.
  *  - Resource-hours: sum of requested (used) x duration.
  *  - OOMs: oom_killed node events; repeated OOMs: those of a pod (job uid +
  *    pod name) after its first. */
@@ -43,13 +47,24 @@ typedef struct dlb_eval_job {
     char final_state[16];
 } dlb_eval_job_t;
 
-/* One runtime sample: the sums over its pods. Sorted by job (a key the
- * loader numbers 0, 1, ... by job uid), then time. */
+/* The roles whose pods have utilisation figures of their own. */
+enum { DLB_EVAL_WORKER, DLB_EVAL_PS, DLB_EVAL_ROLES };
+
+/* Sums over some pods of one sample. */
+typedef struct dlb_eval_use {
+    double cpu_used, cpu_req; /* cores */
+    double mem_used, mem_req; /* bytes (double: sums over many pods) */
+} dlb_eval_use_t;
+
+/* One runtime sample: the sums over its pods, and over its pods of each role
+ * (pod type worker, ps; other types count in the totals only). Sorted by job
+ * (a key the loader numbers 0, 1, ... by job uid), then time. */
 typedef struct dlb_eval_sample {
     uint32_t job;
     int64_t t_ms;
     double cpu_used, cpu_req; /* cores */
     double mem_used, mem_req; /* bytes (double: sums over many pods) */
+    dlb_eval_use_t role[DLB_EVAL_ROLES];
 } dlb_eval_sample_t;
 
 /* One oom_killed node event. */
@@ -76,6 +91,7 @@ typedef struct dlb_eval_input {
     dlb_eval_count_t *plans; /* distinct (stage, optimizer) */
     size_t plans_cnt;
     int64_t plan_requests;
+    int64_t pods; /* distinct (job uid, pod name) in the runtime samples */
 } dlb_eval_input_t;
 
 /* ---- figures ----------------------------------------------------------------- */
@@ -100,14 +116,18 @@ typedef struct dlb_eval_figures {
     int64_t start_ms; /* first job event or sample; 0 when the env is empty */
     int64_t end_ms;   /* last terminal state or end of the last sample's duration */
     size_t jobs, finished, succeeded, failed, stopped, unfinished, never_ran;
+    double completion_rate; /* succeeded / jobs */
     dlb_eval_dist_t jct, pending;
     double *jct_s, *pending_s; /* sorted, jct.n and pending.n of them (the CDFs) */
     double makespan_s;         /* last terminal state - first job event */
     size_t samples;
     double cpu_util, mem_util;
+    double worker_cpu_util, worker_mem_util, ps_cpu_util, ps_mem_util;
     double cpu_req_core_h, cpu_used_core_h; /* core-hours */
     double mem_req_gib_h, mem_used_gib_h;   /* GiB-hours */
-    int64_t ooms, oom_pods, repeated_ooms;
+    int64_t pods;
+    int64_t ooms, oom_pods, repeated_ooms; /* oom_pods: the pods OOM-killed */
+    double oom_pods_share;                 /* oom_pods / pods */
     int64_t plan_requests, plans;
     dlb_eval_count_t *by_stage; /* optimizer "" */
     size_t by_stage_cnt;

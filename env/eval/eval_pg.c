@@ -62,6 +62,12 @@ static void fill_sample(const PGresult *res, int i, void *rows)
     s->cpu_req = cell_num(res, i, 3);
     s->mem_used = cell_num(res, i, 4);
     s->mem_req = cell_num(res, i, 5);
+    for (int r = 0; r < DLB_EVAL_ROLES; r++) {
+        s->role[r].cpu_used = cell_num(res, i, 6 + 4 * r);
+        s->role[r].cpu_req = cell_num(res, i, 7 + 4 * r);
+        s->role[r].mem_used = cell_num(res, i, 8 + 4 * r);
+        s->role[r].mem_req = cell_num(res, i, 9 + 4 * r);
+    }
 }
 
 static void fill_oom(const PGresult *res, int i, void *rows)
@@ -87,11 +93,28 @@ static void fill_count(const PGresult *res, int i, void *rows)
     ((int64_t *)rows)[i] = cell_ms(res, i, 0);
 }
 
+/* The sums over a sample's pods of one role (pod type): CPU used and
+ * requested, memory used and requested, in fill_sample's order. */
+#define ROLE_SUMS(type)                                                                            \
+    ", sum(cu) FILTER (WHERE t = '" type "'), sum(cr) FILTER (WHERE t = '" type "'), "             \
+    "sum(mu) FILTER (WHERE t = '" type "'), sum(mr) FILTER (WHERE t = '" type "')"
+
+/* The runtime samples' loader (the comment on loaders says why so). */
+#define SAMPLES_SQL                                                                                \
+    "SELECT s.job_uid, s.event_time_ms, u.* FROM %s.runtime_samples s "                            \
+    "CROSS JOIN LATERAL (SELECT sum(cu), sum(cr), sum(mu), sum(mr)" ROLE_SUMS("worker")            \
+        ROLE_SUMS("ps") " FROM unnest(s.pod_types, s.pod_cpu_used, s.pod_cpu_requested, "          \
+                        "s.pod_memory_used::float8[], s.pod_memory_requested::float8[]) "          \
+                        "AS p(t, cu, cr, mu, mr)) u "                                              \
+                        "ORDER BY s.job_uid, s.event_time_ms, s.event_id"
+
 /* The loaders' queries: every %s is the quoted schema. Samples are summed
- * over their pods: the durations are per sample, and a sum of used x
- * duration over pods is the pods' sum x duration. A sample's pods are its
- * own row's pod_* arrays: joining runtime_pods by event_id would mix in
- * another job's sample of the same id (ids are unique per job only). */
+ * over their pods, and over the pods of each role (DLB_EVAL_WORKER, then
+ * DLB_EVAL_PS): the durations are per sample, and a sum of used x duration
+ * over pods is the pods' sum x duration. A sample's pods are its own row's
+ * pod_* arrays: joining runtime_pods by event_id would mix in another job's
+ * sample of the same id (ids are unique per job only). A sum over no pods
+ * is NULL, read as 0. */
 static const struct {
     const char *what, *sql;
     size_t size;
@@ -106,14 +129,7 @@ static const struct {
      "FILTER (WHERE state IN ('succeeded', 'failed', 'stopped')))[1] "
      "FROM %s.job_events GROUP BY job_uid ORDER BY job_uid",
      sizeof(dlb_eval_job_t), fill_job},
-    {"loading runtime samples",
-     "SELECT s.job_uid, s.event_time_ms, "
-     "COALESCE((SELECT sum(v) FROM unnest(s.pod_cpu_used) v), 0), "
-     "COALESCE((SELECT sum(v) FROM unnest(s.pod_cpu_requested) v), 0), "
-     "COALESCE((SELECT sum(v) FROM unnest(s.pod_memory_used) v), 0)::float8, "
-     "COALESCE((SELECT sum(v) FROM unnest(s.pod_memory_requested) v), 0)::float8 "
-     "FROM %s.runtime_samples s ORDER BY s.job_uid, s.event_time_ms, s.event_id",
-     sizeof(dlb_eval_sample_t), fill_sample},
+    {"loading runtime samples", SAMPLES_SQL, sizeof(dlb_eval_sample_t), fill_sample},
     {"loading OOMs",
      "SELECT job_uid, pod_name, event_time_ms FROM %s.node_events "
      "WHERE kind = 'oom_killed' ORDER BY job_uid, pod_name, event_time_ms, event_id",
@@ -122,7 +138,14 @@ static const struct {
      sizeof(dlb_eval_count_t), fill_plans},
     {"counting plan requests", "SELECT count(*) FROM %s.plan_requests", sizeof(int64_t),
      fill_count},
+    {"counting pods",
+     "SELECT count(*) FROM (SELECT DISTINCT s.job_uid, p.name FROM %s.runtime_samples s "
+     "CROSS JOIN LATERAL unnest(s.pod_names) AS p(name)) d",
+     sizeof(int64_t), fill_count},
 };
+
+#define LOADERS_CNT (sizeof(loaders) / sizeof(loaders[0]))
+_Static_assert(LOADERS_CNT == 6, "load_all() knows every loader by its index");
 
 /* tmpl with every "%s" replaced by id (not printf: the templates are not
  * literals at the call). @returns 0, or -1 when it does not fit in size. */
@@ -149,7 +172,7 @@ static int sql_schema(char *out, size_t size, const char *tmpl, const char *id)
 static int load_rows(PGconn *conn, size_t l, const char *id, void **rows, size_t *cnt, char *errstr,
                      size_t errstr_size)
 {
-    char sql[1024];
+    char sql[2048];
     PGresult *res;
     int err, n;
 
@@ -174,19 +197,24 @@ static int load_rows(PGconn *conn, size_t l, const char *id, void **rows, size_t
 static int load_all(PGconn *conn, const char *id, dlb_eval_input_t *in, char *errstr,
                     size_t errstr_size)
 {
-    void *rows[5] = {0};
-    size_t *cnts[4] = {&in->jobs_cnt, &in->samples_cnt, &in->ooms_cnt, &in->plans_cnt}, one;
+    void *rows[LOADERS_CNT] = {0};
+    size_t one, *cnts[LOADERS_CNT] = {
+                    &in->jobs_cnt, &in->samples_cnt, &in->ooms_cnt, &in->plans_cnt, &one, &one};
     int err = 0;
 
-    for (size_t l = 0; l < 5 && !err; l++)
-        err = load_rows(conn, l, id, &rows[l], l < 4 ? cnts[l] : &one, errstr, errstr_size);
+    for (size_t l = 0; l < LOADERS_CNT && !err; l++)
+        err = load_rows(conn, l, id, &rows[l], cnts[l], errstr, errstr_size);
     in->jobs = rows[0];
     in->samples = rows[1];
     in->ooms = rows[2];
     in->plans = rows[3];
+    /* The counts: one row each. */
     if (rows[4])
         in->plan_requests = *(int64_t *)rows[4];
+    if (rows[5])
+        in->pods = *(int64_t *)rows[5];
     free(rows[4]);
+    free(rows[5]);
     return err;
 }
 

@@ -24,6 +24,7 @@ enum { K_COUNT, K_DUR, K_PCT, K_NUM };
     X("  failed", K_COUNT, -1, x->failed)                                                          \
     X("  stopped", K_COUNT, 0, x->stopped)                                                         \
     X("unfinished", K_COUNT, -1, x->unfinished)                                                    \
+    X("completion rate", K_PCT, 1, x->completion_rate)                                             \
     X("JCT mean", K_DUR, -1, x->jct.mean)                                                          \
     X("JCT p50", K_DUR, -1, x->jct.p50)                                                            \
     X("JCT p95", K_DUR, -1, x->jct.p95)                                                            \
@@ -36,12 +37,18 @@ enum { K_COUNT, K_DUR, K_PCT, K_NUM };
     X("runtime samples", K_COUNT, 0, x->samples)                                                   \
     X("CPU utilisation", K_PCT, 1, x->cpu_util)                                                    \
     X("memory utilisation", K_PCT, 1, x->mem_util)                                                 \
+    X("worker CPU utilisation", K_PCT, 1, x->worker_cpu_util)                                      \
+    X("worker memory utilisation", K_PCT, 1, x->worker_mem_util)                                   \
+    X("PS CPU utilisation", K_PCT, 1, x->ps_cpu_util)                                              \
+    X("PS memory utilisation", K_PCT, 1, x->ps_mem_util)                                           \
     X("CPU core-hours requested", K_NUM, -1, x->cpu_req_core_h)                                    \
     X("CPU core-hours used", K_NUM, 0, x->cpu_used_core_h)                                         \
     X("memory GiB-hours requested", K_NUM, -1, x->mem_req_gib_h)                                   \
     X("memory GiB-hours used", K_NUM, 0, x->mem_used_gib_h)                                        \
+    X("pods", K_COUNT, 0, x->pods)                                                                 \
     X("OOMs", K_COUNT, -1, x->ooms)                                                                \
     X("pods OOM-killed", K_COUNT, -1, x->oom_pods)                                                 \
+    X("pods OOM-killed share", K_PCT, -1, x->oom_pods_share)                                       \
     X("repeated OOMs", K_COUNT, -1, x->repeated_ooms)                                              \
     X("plan requests", K_COUNT, 0, x->plan_requests)                                               \
     X("plans", K_COUNT, 0, x->plans)
@@ -330,12 +337,17 @@ static void json_env(cJSON *o, const dlb_eval_figures_t *x, int *bad)
     jnum(jobs, "stopped", (double)x->stopped, bad);
     jnum(jobs, "unfinished", (double)x->unfinished, bad);
     jnum(jobs, "never_ran", (double)x->never_ran, bad);
+    jnum(o, "completion_rate", x->completion_rate, bad);
     jdist(o, "jct_s", &x->jct, bad);
     jnum(o, "makespan_s", x->makespan_s, bad);
     jdist(o, "pending_s", &x->pending, bad);
     jnum(o, "samples", (double)x->samples, bad);
     jnum(o, "cpu_util", x->cpu_util, bad);
     jnum(o, "mem_util", x->mem_util, bad);
+    jnum(o, "worker_cpu_util", x->worker_cpu_util, bad);
+    jnum(o, "worker_mem_util", x->worker_mem_util, bad);
+    jnum(o, "ps_cpu_util", x->ps_cpu_util, bad);
+    jnum(o, "ps_mem_util", x->ps_mem_util, bad);
     sub = jobj(o, "cpu_core_hours", bad);
     jnum(sub, "requested", x->cpu_req_core_h, bad);
     jnum(sub, "used", x->cpu_used_core_h, bad);
@@ -346,6 +358,10 @@ static void json_env(cJSON *o, const dlb_eval_figures_t *x, int *bad)
     jnum(sub, "total", (double)x->ooms, bad);
     jnum(sub, "pods", (double)x->oom_pods, bad);
     jnum(sub, "repeated", (double)x->repeated_ooms, bad);
+    /* Flat as well, by the names of the simulator's summary. */
+    jnum(o, "pods", (double)x->pods, bad);
+    jnum(o, "pods_oom_killed", (double)x->oom_pods, bad);
+    jnum(o, "pods_oom_killed_share", x->oom_pods_share, bad);
     jnum(o, "plan_requests", (double)x->plan_requests, bad);
     sub = jobj(o, "plans", bad);
     jnum(sub, "total", (double)x->plans, bad);
@@ -676,10 +692,15 @@ static const char html_defs[] =
     "duration over every pod of every runtime sample. A sample stands for the time until its "
     "job's next sample; a job's last sample for the median interval of the job (of the "
     "environment when the job has one sample).</dd>"
+    "<dt>worker, PS utilisation</dt><dd>the same over the pods of type worker (ps) alone; no "
+    "value where nothing of that type was requested.</dd>"
+    "<dt>completion rate</dt><dd>succeeded jobs over all jobs (every job with a job event).</dd>"
     "<dt>core-hours, GiB-hours</dt><dd>requested (used) CPU cores and memory GiB &times; that "
     "duration, summed.</dd>"
+    "<dt>pods</dt><dd>distinct pods (job uid + pod name) in the runtime samples.</dd>"
     "<dt>OOMs</dt><dd>oom_killed node events; pods OOM-killed counts distinct pods (job uid + "
-    "pod name); repeated OOMs are a pod's OOMs after its first.</dd>"
+    "pod name), its share is that over pods; repeated OOMs are a pod's OOMs after its "
+    "first.</dd>"
     "<dt>plans</dt><dd>plans written (by stage and by optimizer); plan requests are the "
     "requests received.</dd></dl>";
 

@@ -22,6 +22,8 @@ expect_eq "table header" "a b b/a" "$(row figure)"
 expect_eq "JCT mean row (1220 s, 1020 s)" "20m20s 17m00s 0.84x" "$(row 'JCT mean')"
 expect_eq "JCT p95 row (1740 s, 1686 s)" "29m00s 28m06s 0.97x" "$(row 'JCT p95')"
 expect_eq "repeated OOMs row" "2 0 0.00x" "$(row 'repeated OOMs')"
+expect_eq "worker CPU utilisation row (600/840, 600/630)" "71.4% 95.2% 1.33x" "$(row 'worker CPU utilisation')"
+expect_eq "pods OOM-killed share row (3 of 5)" "60.0% 60.0% 1.00x" "$(row 'pods OOM-killed share')"
 
 # ---- the JSON figures ------------------------------------------------------------
 # near(x; y): equal to 1e-9 (the figures are quotients of small sums).
@@ -54,6 +56,26 @@ check "a GiB-hours 1380/3600 requested, 720/3600 used" \
 # a: j0-worker-0 three times, j0-worker-1, j1's j0-worker-0; b: once each; pod_phase ignored.
 check "a OOMs 5 of 3 pods, 2 repeated" '.envs[0].ooms == {"total":5,"pods":3,"repeated":2}' '.envs[0].ooms'
 check "b OOMs 3 of 3 pods, none repeated" '.envs[1].ooms == {"total":3,"pods":3,"repeated":0}' '.envs[1].ooms'
+# By pod type (test_eval.c, test_roles): worker CPU 600 / 840 core-s (b 600 / 630),
+# memory 450 / 720 GiB-s; ps (j0's alone) CPU 120 / 270, memory 210 / 540; j2's
+# chief-0 counts in the totals only.
+check "a worker utilisation: CPU 600/840, memory 450/720" \
+    '.envs[0] | near(.worker_cpu_util; 600/840) and near(.worker_mem_util; 450/720)' \
+    '.envs[0] | [.worker_cpu_util, .worker_mem_util]'
+check "a PS utilisation: CPU 120/270, memory 210/540" \
+    '.envs[0] | near(.ps_cpu_util; 120/270) and near(.ps_mem_util; 210/540)' \
+    '.envs[0] | [.ps_cpu_util, .ps_mem_util]'
+check "b worker CPU utilisation 600/630, PS as a" \
+    '.envs[1] | near(.worker_cpu_util; 600/630) and near(.ps_cpu_util; 120/270)' \
+    '.envs[1] | [.worker_cpu_util, .ps_cpu_util]'
+# Pods: worker-0 and ps-0 of j0, worker-0 of j1, worker-0 and chief-0 of j2 (a
+# name in three jobs is three pods; j0's three samples, one pod each); the 3 pods
+# OOM-killed of a (job uid + pod name) are no pods of the samples.
+check "a pods 5, 3 OOM-killed (60%)" \
+    '.envs[0] | .pods == 5 and .pods_oom_killed == 3 and near(.pods_oom_killed_share; 0.6)' \
+    '.envs[0] | [.pods, .pods_oom_killed, .pods_oom_killed_share]'
+check "completion rate 2 of 5 (j0 and j2 succeeded)" \
+    '[.envs[].completion_rate] == [0.4, 0.4]' '[.envs[].completion_rate]'
 check "a plans 6 of 7 requests, by stage and optimizer" \
     '.envs[0].plan_requests == 7 and .envs[0].plans == {"total":6,
       "by_stage":{"job_stage_create":3,"job_stage_running":3},"by_optimizer":{"opt_a":4,"opt_b":2}}' \
@@ -83,6 +105,11 @@ for title in ("Job completion time (CDF)", "Pending time (CDF)", "CPU utilisatio
 for bad in ("<script", "src=", "href=", "@import", "url(http"):
     assert bad not in html, f"the report is not self-contained: {bad}"
 assert "20m20s" in html and "0.84x" in html, "the table is missing"
+assert re.search(r"<tr><td>worker CPU utilisation</td><td>71\.4%</td><td>95\.2%</td>"
+                 r"<td class=\"better\">1\.33x</td></tr>", html), "no worker CPU utilisation row"
+for label in ("worker memory utilisation", "PS CPU utilisation", "PS memory utilisation", "pods",
+              "pods OOM-killed share", "completion rate"):
+    assert f"<tr><td>{label}</td>" in html, f"no {label} row"
 print("ok - HTML: 6 well-formed SVG plots, self-contained")
 EOF
 

@@ -25,6 +25,22 @@ for run in workload-4-s1 workload-4-s2; do
         expect_eq "$run $arm: finished" "$(jq -r '.succeeded + .failed' "$sim")" "$(q .jobs.finished)"
         expect_eq "$run $arm: runtime samples" "$(jq -r .samples "$sim")" "$(q .samples)"
         expect_eq "$run $arm: OOMs" "$(jq -r .ooms "$sim")" "$(q .ooms.total)"
+        expect_eq "$run $arm: completion rate" "$(jq -r '.succeeded / .jobs' "$sim")" "$(q .completion_rate)"
+        # The figures the simulator's summary has too, read from the history.
+        # The simulator weighs a sample by the interval before it, eval by the
+        # one after it: near, not equal (and 4 decimals in the summary).
+        for k in worker_cpu_util worker_mem_util ps_cpu_util ps_mem_util; do
+            sv=$(jq -r ".$k" "$sim") ev=$(q ".$k")
+            jq -en --argjson a "$sv" --argjson b "$ev" \
+                '($a == null and $b == null) or ($a != null and $b != null and (($a - $b) | fabs) < 0.001)' \
+                >/dev/null || fail "$run $arm: $k: simulator $sv, eval $ev"
+        done
+        ok "$run $arm: worker and PS utilisation as the simulator's ($(q '[.worker_cpu_util, .ps_cpu_util] | map(. * 1000 | round / 1000)' | tr -d ' \n'))"
+        expect_eq "$run $arm: pods OOM-killed" "$(jq -r .pods_oom_killed "$sim")" "$(q .pods_oom_killed)"
+        # The simulator counts every name it gave a pod, eval the pods in the
+        # samples: a pod named but never sampled counts in the first only.
+        [ "$(q .pods)" -gt 0 ] && [ "$(q .pods)" -le "$(jq -r .pods "$sim")" ] ||
+            fail "$run $arm: eval counts $(q .pods) pods, the simulator named $(jq -r .pods "$sim")"
     done
     expect_eq "$run none: plans applied" 0 "$(jq -r .plans_applied "$d/sim-none.json")"
     [ "$(jq -r .plans_applied "$d/sim-dlbrain.json")" -gt 0 ] || fail "$run: dlbrain applied no plan"
@@ -43,5 +59,7 @@ ok "JCT mean ratio: mean of the runs"
 r=$(jq -c '.ratios["dlbrain/none"].cpu_util' "$a")
 expect_eq "CPU utilisation ratio: worst = min of the runs" "$(jq '.runs | min' <<<"$r")" "$(jq .worst <<<"$r")"
 grep -q '^JCT p95 ' "$SYS_DIR/out/aggregate.txt" || fail "no JCT p95 row in aggregate.txt"
+grep -q '^worker CPU utilisation ' "$SYS_DIR/out/aggregate.txt" || fail "no worker CPU utilisation row in aggregate.txt"
+expect_eq "worker CPU utilisation ratio: runs" 2 "$(jq '.ratios["dlbrain/dlrover"].worker_cpu_util.n' "$a")"
 ok "aggregate: $(head -n 1 "$SYS_DIR/out/aggregate.txt")"
 echo "44-compare: all checks passed"

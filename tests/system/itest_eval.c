@@ -4,10 +4,13 @@
  * tests/system/43-eval.sh, which starts PostgreSQL, exports DLBRAIN_PG_DSN,
  * and then checks what `dlbrain eval a b` makes of it.
  *
- * Environment a: the unit test's workload, every sample split over two pods
- * (ps-0 and worker-0, half each), 5 OOMs of 3 pods, 6 plans, 7 requests.
- * Environment b: the same but j1 fails at 600 s, j0 requests 3 cores (not
- * 4) from its second sample on, one OOM per pod, 2 plans, 2 requests. */
+ * Environment a: the unit test's workload, every sample's pods as the unit
+ * test splits them by role (j0: worker-0 and ps-0, j1: worker-0, j2:
+ * worker-0 and chief-0, a type that counts in the totals only; the same
+ * names in every job: 5 pods, not 3), 5 OOMs of 3 pods, 6 plans, 7 requests.
+ * Environment b: the same but j1 fails at 600 s, j0's worker requests 2
+ * cores (not 3) from its second sample on, one OOM per pod, 2 plans, 2
+ * requests. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,20 +46,34 @@ static void job_event(dlb_pg_t *pg, const char *uid, const char *state, int64_t 
     CHECK(dlb_pg_put_event(pg, &ev, NULL, 0, errstr, sizeof(errstr)));
 }
 
-/* One sample of job uid at s seconds: totals split over two pods. */
-static void sample(dlb_pg_t *pg, const char *uid, int64_t s, double cu, double cr, double mu_gib,
-                   double mr_gib)
+/* A pod's CPU used and requested (cores), memory used and requested (GiB). */
+typedef struct use {
+    double cu, cr, mu, mr;
+} use_t;
+
+/* One sample of job uid at s seconds: its worker-0, and its ps-0 and
+ * chief-0 unless NULL. */
+static void sample(dlb_pg_t *pg, const char *uid, int64_t s, use_t worker, const use_t *ps,
+                   const use_t *chief)
 {
-    dlb_pod_usage_t pods[2] = {{"ps-0", "ps", 0}, {"worker-0", "worker", 0}};
+    static const char *const names[] = {"worker-0", "ps-0", "chief-0"};
+    static const char *const types[] = {"worker", "ps", "chief"};
+    const use_t *use[] = {&worker, ps, chief};
+    dlb_pod_usage_t pods[3] = {0};
     dlb_event_t ev = {.type = DLB_EV_RUNTIME};
     dlb_runtime_sample_t *r = &ev.u.rt;
+    size_t n = 0;
 
-    for (int i = 0; i < 2; i++) {
-        snprintf(pods[i].name, sizeof(pods[i].name), "%s-%s", uid, i ? "worker-0" : "ps-0");
-        pods[i].cpu_used = cu / 2;
-        pods[i].cpu_requested = cr / 2;
-        pods[i].memory_used = (int64_t)(mu_gib / 2 * (double)GIB);
-        pods[i].memory_requested = (int64_t)(mr_gib / 2 * (double)GIB);
+    for (int i = 0; i < 3; i++) {
+        if (!use[i])
+            continue;
+        snprintf(pods[n].name, sizeof(pods[n].name), "%s", names[i]);
+        snprintf(pods[n].type, sizeof(pods[n].type), "%s", types[i]);
+        pods[n].cpu_used = use[i]->cu;
+        pods[n].cpu_requested = use[i]->cr;
+        pods[n].memory_used = (int64_t)(use[i]->mu * (double)GIB);
+        pods[n].memory_requested = (int64_t)(use[i]->mr * (double)GIB);
+        n++;
     }
     snprintf(r->event_id, sizeof(r->event_id), "%s-rt-%" PRId64, uid, s);
     snprintf(r->job_uid, sizeof(r->job_uid), "%s", uid);
@@ -64,7 +81,7 @@ static void sample(dlb_pg_t *pg, const char *uid, int64_t s, double cu, double c
     r->global_step = s;
     r->speed = 1;
     r->pods = pods;
-    r->pods_cnt = 2;
+    r->pods_cnt = n;
     CHECK(dlb_pg_put_event(pg, &ev, NULL, 0, errstr, sizeof(errstr)));
 }
 
@@ -128,7 +145,9 @@ static void request(dlb_pg_t *pg, int i, const char *stage, const char *optimize
 
 static void workload(dlb_pg_t *pg, int b)
 {
-    double j0_req = b ? 3 : 4;
+    double j0_req = b ? 2 : 3; /* j0's worker from its second sample on */
+    const use_t ps[] = {{0, 1, 0, 2}, {1, 1, 1, 2}, {0, 1, 1, 2}};
+    const use_t chief[] = {{.5, 1, .5, 1}, {1, 1, .5, 1}};
 
     job_event(pg, "j0", "created", 0);
     job_event(pg, "j0", "pending", 10);
@@ -145,14 +164,16 @@ static void workload(dlb_pg_t *pg, int b)
     job_event(pg, "j3", "running", 500);
     job_event(pg, "j4", "created", 300);
 
-    sample(pg, "j0", 60, 1, 2, 1, 4);
-    sample(pg, "j0", 120, 3, j0_req, 2, 4);
-    sample(pg, "j0", 240, 2, j0_req, 3, 4);
-    sample(pg, "j1", 120, 1, 1, 1, 2);
-    sample(pg, "j2", 100, 1, 2, 1, 2);
-    sample(pg, "j2", 130, 1, 2, 1, 2);
-    sample(pg, "j2", 160, 2, 2, 1, 2);
-    sample(pg, "j2", 190, 2, 2, 1, 2);
+    /* Totals (test_eval.c): j0 1/2 3/4 2/4 cores, 1/4 2/4 3/4 GiB; j1 1/1, 1/2;
+     * j2 1/2 1/2 2/2 2/2 cores, 1/2 GiB. */
+    sample(pg, "j0", 60, (use_t){1, 1, 1, 2}, &ps[0], NULL);
+    sample(pg, "j0", 120, (use_t){2, j0_req, 1, 2}, &ps[1], NULL);
+    sample(pg, "j0", 240, (use_t){2, j0_req, 2, 2}, &ps[2], NULL);
+    sample(pg, "j1", 120, (use_t){1, 1, 1, 2}, NULL, NULL);
+    sample(pg, "j2", 100, (use_t){.5, 1, .5, 1}, NULL, &chief[0]);
+    sample(pg, "j2", 130, (use_t){.5, 1, .5, 1}, NULL, &chief[0]);
+    sample(pg, "j2", 160, (use_t){1, 1, .5, 1}, NULL, &chief[1]);
+    sample(pg, "j2", 190, (use_t){1, 1, .5, 1}, NULL, &chief[1]);
 
     oom(pg, "j0", "j0-worker-0", 100);
     oom(pg, "j0", "j0-worker-1", 200);

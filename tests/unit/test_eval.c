@@ -24,6 +24,22 @@
  *   2    130  1 / 2         1 / 2         30
  *   2    160  2 / 2         1 / 2         30
  *   2    190  2 / 2         1 / 2         median(30, 30, 30) = 30
+ *
+ * The same samples by role (pod type): j0 has a worker and a PS, j1 a worker
+ * alone, j2 a worker and a chief, which counts in the totals only:
+ *
+ *   key  t    worker cpu  worker mem  ps cpu   ps mem   duration
+ *   0    60   1 / 1       1 / 2       0 / 1    0 / 2    60
+ *   0    120  2 / 3       1 / 2       1 / 1    1 / 2    120
+ *   0    240  2 / 3       2 / 2       0 / 1    1 / 2    90
+ *   1    120  1 / 1       1 / 2       -        -        30
+ *   2    100  .5 / 1      .5 / 1      -        -        30
+ *   2    130  .5 / 1      .5 / 1      -        -        30
+ *   2    160  1 / 1       .5 / 1      -        -        30
+ *   2    190  1 / 1       .5 / 1      -        -        30
+ *
+ * 6 pods (the loader's count): j0's worker-0, ps-0 and worker-1 (OOM-killed
+ * between samples), j1's worker-0, j2's worker-0 and chief-0.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -62,11 +78,16 @@ static dlb_eval_job_t jobs[] = {
     {T0 + 300 * S, T0 + 300 * S, -1, -1, ""},
 };
 
+/* Totals, then {worker, ps}: {cpu used, requested, memory used, requested}. */
 static dlb_eval_sample_t samples[] = {
-    {0, T0 + 60 * S, 1, 2, 1 * GiB, 4 * GiB},  {0, T0 + 120 * S, 3, 4, 2 * GiB, 4 * GiB},
-    {0, T0 + 240 * S, 2, 4, 3 * GiB, 4 * GiB}, {1, T0 + 120 * S, 1, 1, 1 * GiB, 2 * GiB},
-    {2, T0 + 100 * S, 1, 2, 1 * GiB, 2 * GiB}, {2, T0 + 130 * S, 1, 2, 1 * GiB, 2 * GiB},
-    {2, T0 + 160 * S, 2, 2, 1 * GiB, 2 * GiB}, {2, T0 + 190 * S, 2, 2, 1 * GiB, 2 * GiB},
+    {0, T0 + 60 * S, 1, 2, 1 * GiB, 4 * GiB, {{1, 1, 1 * GiB, 2 * GiB}, {0, 1, 0, 2 * GiB}}},
+    {0, T0 + 120 * S, 3, 4, 2 * GiB, 4 * GiB, {{2, 3, 1 * GiB, 2 * GiB}, {1, 1, 1 * GiB, 2 * GiB}}},
+    {0, T0 + 240 * S, 2, 4, 3 * GiB, 4 * GiB, {{2, 3, 2 * GiB, 2 * GiB}, {0, 1, 1 * GiB, 2 * GiB}}},
+    {1, T0 + 120 * S, 1, 1, 1 * GiB, 2 * GiB, {{1, 1, 1 * GiB, 2 * GiB}}},
+    {2, T0 + 100 * S, 1, 2, 1 * GiB, 2 * GiB, {{.5, 1, .5 * GiB, 1 * GiB}}},
+    {2, T0 + 130 * S, 1, 2, 1 * GiB, 2 * GiB, {{.5, 1, .5 * GiB, 1 * GiB}}},
+    {2, T0 + 160 * S, 2, 2, 1 * GiB, 2 * GiB, {{1, 1, .5 * GiB, 1 * GiB}}},
+    {2, T0 + 190 * S, 2, 2, 1 * GiB, 2 * GiB, {{1, 1, .5 * GiB, 1 * GiB}}},
 };
 
 /* Out of order on purpose: the figures must not depend on it. */
@@ -84,7 +105,7 @@ static dlb_eval_count_t plans[] = {
 
 static dlb_eval_input_t workload(void)
 {
-    return (dlb_eval_input_t){jobs, 5, samples, 8, ooms, 5, plans, 3, 7};
+    return (dlb_eval_input_t){jobs, 5, samples, 8, ooms, 5, plans, 3, 7, 6};
 }
 
 static void test_quantile(void **state)
@@ -139,6 +160,7 @@ static void test_jobs(void **state)
     assert_int_equal(f.stopped, 0);
     assert_int_equal(f.unfinished, 2);
     assert_int_equal(f.never_ran, 1);
+    assert_near(f.completion_rate, 0.4); /* j0 and j2 succeeded, of 5 */
     /* JCT: 660 1200 1800 */
     assert_int_equal(f.jct.n, 3);
     assert_near(f.jct.mean, 1220); /* 3660 / 3 */
@@ -182,6 +204,41 @@ static void test_usage(void **state)
     dlb_eval_figures_clear(&f);
 }
 
+static void test_roles(void **state)
+{
+    dlb_eval_input_t in = workload();
+    dlb_eval_figures_t f = {0};
+    char errstr[256];
+    (void)state;
+
+    assert_int_equal(dlb_eval_compute(&in, &f, errstr, sizeof(errstr)), 0);
+    /* Worker CPU used x s: j0 1*60 + 2*120 + 2*90 = 480, j1 1*30 = 30,
+     *                      j2 (.5 + .5 + 1 + 1)*30 = 90: 600
+     * requested x s:       j0 1*60 + 3*120 + 3*90 = 690, j1 30, j2 4*30 = 120: 840 */
+    assert_near(f.worker_cpu_util, 600.0 / 840.0);
+    /* Worker GiB used x s: j0 1*60 + 1*120 + 2*90 = 360, j1 30, j2 .5*120 = 60: 450
+     * requested x s:       j0 2*270 = 540, j1 2*30 = 60, j2 1*120 = 120: 720 */
+    assert_near(f.worker_mem_util, 450.0 / 720.0);
+    /* PS (j0 alone) CPU: 1*120 = 120 used over 1*270 = 270 requested;
+     * GiB: 1*120 + 1*90 = 210 over 2*270 = 540. */
+    assert_near(f.ps_cpu_util, 120.0 / 270.0);
+    assert_near(f.ps_mem_util, 210.0 / 540.0);
+    /* The totals take in j2's chief: as test_usage, not a role's figure. */
+    assert_near(f.cpu_util, 810.0 / 1230.0);
+    dlb_eval_figures_clear(&f);
+
+    /* j2 alone has no PS: nothing requested, no figure (not 0). Its worker
+     * used 3 of 4 cores over 4 samples of 30 s; .5 of 1 GiB throughout. */
+    in.samples = samples + 4;
+    in.samples_cnt = 4;
+    assert_int_equal(dlb_eval_compute(&in, &f, errstr, sizeof(errstr)), 0);
+    assert_near(f.worker_cpu_util, 0.75);
+    assert_near(f.worker_mem_util, 0.5);
+    assert_true(isnan(f.ps_cpu_util));
+    assert_true(isnan(f.ps_mem_util));
+    dlb_eval_figures_clear(&f);
+}
+
 static void test_ooms_plans(void **state)
 {
     dlb_eval_input_t in = workload();
@@ -195,6 +252,9 @@ static void test_ooms_plans(void **state)
     assert_int_equal(f.ooms, 5);
     assert_int_equal(f.oom_pods, 3);
     assert_int_equal(f.repeated_ooms, 2);
+    /* 3 of the 6 pods were OOM-killed. */
+    assert_int_equal(f.pods, 6);
+    assert_near(f.oom_pods_share, 0.5);
     /* 3 + 1 + 2 plans; create 3, running 1 + 2; opt_a 3 + 1, opt_b 2 */
     assert_int_equal(f.plans, 6);
     assert_int_equal(f.plan_requests, 7);
@@ -208,6 +268,12 @@ static void test_ooms_plans(void **state)
     assert_int_equal(f.by_optimizer[0].count, 4);
     assert_string_equal(f.by_optimizer[1].optimizer, "opt_b");
     assert_int_equal(f.by_optimizer[1].count, 2);
+    dlb_eval_figures_clear(&f);
+    /* Pods and no OOM: a share of 0, not no figure. */
+    in.ooms_cnt = 0;
+    assert_int_equal(dlb_eval_compute(&in, &f, errstr, sizeof(errstr)), 0);
+    assert_int_equal(f.oom_pods, 0);
+    assert_near(f.oom_pods_share, 0);
     dlb_eval_figures_clear(&f);
 }
 
@@ -267,11 +333,14 @@ static void test_bucket_ms(void **state)
     assert_int_equal(dlb_eval_bucket_ms(f, 1, 60), 1 * S);
 }
 
+static double jget(const cJSON *o, const char *path);
+
 static void test_empty(void **state)
 {
     dlb_eval_input_t in = {0};
     dlb_eval_figures_t f = {0};
-    char errstr[256];
+    cJSON *root, *e;
+    char *text, errstr[256];
     (void)state;
 
     snprintf(f.env, sizeof(f.env), "empty");
@@ -282,16 +351,33 @@ static void test_empty(void **state)
     assert_true(isnan(f.jct.p95));
     assert_true(isnan(f.makespan_s));
     assert_true(isnan(f.cpu_util));
+    assert_true(isnan(f.worker_cpu_util));
+    assert_true(isnan(f.ps_mem_util));
+    assert_true(isnan(f.completion_rate));
+    assert_int_equal(f.pods, 0);
+    assert_true(isnan(f.oom_pods_share));
     assert_near(f.cpu_req_core_h, 0);
     assert_int_equal(f.start_ms, 0);
     assert_int_equal(f.end_ms, 0);
     assert_int_equal(dlb_eval_series(&in, 1000, 3, &f, errstr, sizeof(errstr)), 0);
     assert_true(isnan(f.series.cpu_util[2]));
+    /* No figure is null in the JSON, not 0 or NaN (which is no JSON). */
+    assert_int_equal(dlb_eval_json(&f, 1, &text, errstr, sizeof(errstr)), 0);
+    assert_non_null(root = cJSON_Parse(text));
+    e = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "envs"), 0);
+    assert_true(isnan(jget(e, "completion_rate")));
+    assert_true(isnan(jget(e, "worker_cpu_util")));
+    assert_true(isnan(jget(e, "ps_mem_util")));
+    assert_true(isnan(jget(e, "pods_oom_killed_share")));
+    assert_near(jget(e, "pods"), 0);
+    cJSON_Delete(root);
+    free(text);
     dlb_eval_figures_clear(&f);
 }
 
 /* Two environments: the workload as "a" and again as "b" with j1's failure
- * at 600 s instead of 1200 s (JCT 660 600 1800: mean 1020, p50 660). */
+ * at 600 s instead of 1200 s (JCT 660 600 1800: mean 1020, p50 660) and 4
+ * pods, not 6 (the same 3 OOM-killed: a share of 75%). */
 static dlb_eval_figures_t *two_envs(void)
 {
     dlb_eval_figures_t *f = calloc(2, sizeof(*f));
@@ -303,6 +389,7 @@ static dlb_eval_figures_t *two_envs(void)
     memcpy(jb, jobs, sizeof(jb));
     jb[1].final_ms = T0 + 600 * S;
     b.jobs = jb;
+    b.pods = 4;
     snprintf(f[0].env, sizeof(f[0].env), "a");
     snprintf(f[1].env, sizeof(f[1].env), "b<&>");
     assert_int_equal(dlb_eval_compute(&a, &f[0], errstr, sizeof(errstr)), 0);
@@ -361,6 +448,16 @@ static void test_table(void **state)
     /* 1230 / 3600 = 0.342 core-hours */
     assert_string_equal(row_cells(text, "CPU core-hours requested"), "0.34 0.34 1.00x");
     assert_string_equal(row_cells(text, "repeated OOMs"), "2 2 1.00x");
+    /* 2 of 5 succeeded */
+    assert_string_equal(row_cells(text, "completion rate"), "40.0% 40.0% 1.00x");
+    /* 600 / 840 = 71.43%, 450 / 720 = 62.5%, 120 / 270 = 44.44%, 210 / 540 = 38.89% */
+    assert_string_equal(row_cells(text, "worker CPU utilisation"), "71.4% 71.4% 1.00x");
+    assert_string_equal(row_cells(text, "worker memory utilisation"), "62.5% 62.5% 1.00x");
+    assert_string_equal(row_cells(text, "PS CPU utilisation"), "44.4% 44.4% 1.00x");
+    assert_string_equal(row_cells(text, "PS memory utilisation"), "38.9% 38.9% 1.00x");
+    assert_string_equal(row_cells(text, "pods"), "6 4 0.67x");
+    assert_string_equal(row_cells(text, "pods OOM-killed"), "3 3 1.00x");
+    assert_string_equal(row_cells(text, "pods OOM-killed share"), "50.0% 75.0% 1.50x");
     assert_string_equal(row_cells(text, "  stopped"), "0 0 -");
     assert_string_equal(row_cells(text, "  plans by opt_a"), "4 4 1.00x");
     assert_string_equal(row_cells(text, "  plans job_stage_create"), "3 3 1.00x");
@@ -403,6 +500,17 @@ static void test_json(void **state)
     assert_near(jget(a, "cpu_util"), 810.0 / 1230.0);
     assert_near(jget(a, "mem_gib_hours.requested"), 1380.0 / 3600.0);
     assert_near(jget(a, "ooms.repeated"), 2);
+    assert_near(jget(a, "completion_rate"), 0.4);
+    assert_near(jget(a, "worker_cpu_util"), 600.0 / 840.0);
+    assert_near(jget(a, "worker_mem_util"), 450.0 / 720.0);
+    assert_near(jget(a, "ps_cpu_util"), 120.0 / 270.0);
+    assert_near(jget(a, "ps_mem_util"), 210.0 / 540.0);
+    assert_near(jget(a, "pods"), 6);
+    assert_near(jget(a, "pods_oom_killed"), 3);
+    assert_near(jget(a, "ooms.pods"), 3);
+    assert_near(jget(a, "pods_oom_killed_share"), 0.5);
+    assert_near(jget(b, "pods"), 4);
+    assert_near(jget(b, "pods_oom_killed_share"), 0.75);
     assert_near(jget(a, "plans.by_stage.job_stage_running"), 3);
     assert_near(jget(a, "plans.by_optimizer.opt_b"), 2);
     /* Series: bucket 1 of test_series; an empty bucket's utilisation is null. */
@@ -453,6 +561,11 @@ static void test_html(void **state)
     assert_null(strstr(html, "href="));
     /* b's JCT mean is better (lower): its ratio cell is green. */
     assert_non_null(strstr(html, "<td class=\"better\">0.84x</td>"));
+    /* A larger share of pods OOM-killed is worse: red. */
+    assert_non_null(strstr(html, "<tr><td>pods OOM-killed share</td><td>50.0%</td><td>75.0%</td>"
+                                 "<td class=\"worse\">1.50x</td></tr>"));
+    assert_non_null(strstr(html, "<tr><td>worker CPU utilisation</td><td>71.4%</td>"));
+    assert_non_null(strstr(html, "<tr><td>completion rate</td><td>40.0%</td>"));
     free(html);
     dlb_eval_figures_free(f, 2);
 }
@@ -512,13 +625,13 @@ static void test_svg(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_quantile),   cmocka_unit_test(test_weights),
-        cmocka_unit_test(test_jobs),       cmocka_unit_test(test_usage),
-        cmocka_unit_test(test_ooms_plans), cmocka_unit_test(test_series),
-        cmocka_unit_test(test_bucket_ms),  cmocka_unit_test(test_empty),
-        cmocka_unit_test(test_table),      cmocka_unit_test(test_json),
-        cmocka_unit_test(test_html),       cmocka_unit_test(test_html_switches),
-        cmocka_unit_test(test_svg),
+        cmocka_unit_test(test_quantile),      cmocka_unit_test(test_weights),
+        cmocka_unit_test(test_jobs),          cmocka_unit_test(test_usage),
+        cmocka_unit_test(test_roles),         cmocka_unit_test(test_ooms_plans),
+        cmocka_unit_test(test_series),        cmocka_unit_test(test_bucket_ms),
+        cmocka_unit_test(test_empty),         cmocka_unit_test(test_table),
+        cmocka_unit_test(test_json),          cmocka_unit_test(test_html),
+        cmocka_unit_test(test_html_switches), cmocka_unit_test(test_svg),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
