@@ -3,23 +3,41 @@
 # one consumer group over four partitions per topic. Every job's plan request
 # must be answered with that job's own earlier events (sent to other topics in
 # the same burst) already folded in, whichever member owns the partitions.
+# The demo's own jobs (its default seed and count), so its PostgreSQL, kept and
+# started again, holds the history docs/analysts.md's queries name: each must
+# run as written and return rows, and plan_outcomes.ooms_after must agree with
+# the tables (analysts-checks.sh).
 set -euo pipefail
 top=${DLB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${DLB_BUILD_DIR:-$top/build}
-out=$(mktemp /tmp/dlbrain-scale.XXXXXX)
-trap '[ "${KEEP:-0}" = 1 ] || rm -f "$out" "$out.log"' EXIT
+dir=$(mktemp -d /tmp/dlbrain-scale.XXXXXX)
+# The demo's run dir goes in here; the postgres user reaches its data dir.
+chmod 755 "$dir"
+out=$dir/plans.jsonl
+cleanup() {
+    local rc=$? run
+    for run in "$dir"/dlbrain-demo.*; do
+        [ -d "$run/pg" ] && "$top/scripts/pg" stop --dir "$run/pg" >/dev/null 2>&1
+    done
+    [ "${KEEP:-0}" = 1 ] && echo "kept $dir" || rm -rf "$dir"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 fail() { echo "FAIL - $*"; tail -n 30 "$out.log"; exit 1; }
 ok() { echo "ok - $*"; }
 
-DLB_BUILD_DIR=$build "$top/scripts/demo" --optimizers 2 --partitions 4 --jobs 18 --seed 7 \
-    --plans-out "$out" >"$out.log" 2>&1 || fail "the demo failed"
-summary=$(tail -n 1 "$out.log")
+DLBRAIN_ENV=dlbrain TMPDIR=$dir DLB_BUILD_DIR=$build "$top/scripts/demo" --optimizers 2 \
+    --partitions 4 --jobs 24 --seed 1 --keep --plans-out "$out" >"$out.log" 2>&1 ||
+    fail "the demo failed"
+# The last line is the kept run dir (stderr); the summary is the one before.
+summary=$(grep -E "^[0-9]+ jobs, " "$out.log" | tail -n 1)
 case $summary in
 *", 0 in DLQ") ok "demo: $summary" ;;
 *) fail "unexpected summary: $summary" ;;
 esac
-want=$("$build/dlbrain" simulate --phase history --jobs 9 --seed 7 --expect | sed -n 's/^plan_requests=//p')
-want=$((want + $("$build/dlbrain" simulate --phase live --jobs 18 --seed 7 --expect | sed -n 's/^plan_requests=//p')))
+want=$("$build/dlbrain" simulate --phase history --jobs 12 --seed 1 --expect | sed -n 's/^plan_requests=//p')
+want=$((want + $("$build/dlbrain" simulate --phase live --jobs 24 --seed 1 --expect | sed -n 's/^plan_requests=//p')))
 got=$(grep -c . "$out")
 [ "$got" = "$want" ] && ok "$got plans for $want requests" || fail "$got plans for $want requests"
 [ "$(jq -r .plan_id "$out" | sort -u | wc -l)" = "$want" ] && ok "plan ids unique" || fail "duplicate plan ids"
@@ -44,4 +62,15 @@ for o in dlrover.create dlrover.ps_initial dlbrain.oom dlbrain.worker_model dlbr
 done
 n=$(jq -r '.actions // [] | .[] | .action' "$out" | sort -u | xargs)
 [ "$n" = "relaunch replace" ] && ok "plan actions: $n" || fail "plan actions: [$n], want relaunch and replace"
+
+# The analysts' page on the demo's history: the demo stopped its PostgreSQL
+# and kept the data; start it again on it.
+run=$(echo "$dir"/dlbrain-demo.*)
+[ -d "$run/pg/data" ] || fail "the demo kept no PostgreSQL data in $dir"
+"$top/scripts/pg" start --dir "$run/pg" >/dev/null || fail "PostgreSQL did not start on the demo's data"
+# shellcheck disable=SC1091
+. "$run/pg/env"
+. "$top/tests/system/analysts-checks.sh"
+analysts_check_docs
+analysts_check_views dlbrain
 echo "12-scale: all checks passed"

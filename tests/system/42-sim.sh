@@ -3,8 +3,9 @@
 # (workload-4 starts with a BERT job, whose workers need more memory than
 # DLRover's cold-start 16 GiB, so an OOM is certain) run to their end in lock-step
 # with the dlbrain optimizer set; plans are requested and applied, an OOM is
-# answered with more memory, and a second run with the same seed in a fresh
-# environment gives the same summary.
+# answered with more memory (and plan_outcomes.ooms_after counts it for the
+# plan in effect, not for the plan that answered it), and a second run with
+# the same seed in a fresh environment gives the same summary.
 . "$(dirname "$0")/helpers.sh"
 
 WL=${DLB_SIM_WORKLOAD:-$SYS_TOP/data/pollux/workloads/workload-4.csv}
@@ -49,6 +50,11 @@ sys_wait_count_in plans "$(s plan_requests)" 60
 sys_wait_count_in "node_events WHERE kind = 'oom_killed'" "$(s ooms)" 60
 n=$(sys_sql "SELECT count(*) FROM $SCHEMA.node_events WHERE kind = 'oom_killed'")
 expect_eq "oom_killed node events in PostgreSQL" "$(s ooms)" "$n"
+# The simulated master asks for an OOM plan at the kill's time: the plan that
+# answered an OOM must not count it in plan_outcomes.ooms_after, the plan in
+# effect when it came must.
+. "$SYS_TOP/tests/system/analysts-checks.sh"
+analysts_check_views "$SCHEMA"
 
 run simb b
 strip() { jq -c 'del(.wall_s, .speedup)' "$1"; }

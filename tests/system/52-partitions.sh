@@ -177,7 +177,8 @@ grep -q "^runtime_samples 24 " "$SYS_DIR/before.txt" || fail "rows at version 11
 
 # The upgrade (any command migrates; this one also counts, deleting nothing).
 "$DLBRAIN" store prune -q -e "$U" -d 7 --dry-run >"$SYS_DIR/dry.txt" 2>&1 || fail "dry run: $(cat "$SYS_DIR/dry.txt")"
-expect_eq "schema at version 12" 12 "$(sys_sql "SELECT max(version) FROM $U.schema_migrations")"
+newest=$(find "$SYS_TOP/pipeline/store/sql" -name '[0-9][0-9][0-9]_*.sql' | sed 's|.*/||' | sort | tail -n 1)
+expect_eq "schema at the newest version" "$((10#${newest:0:3}))" "$(sys_sql "SELECT max(version) FROM $U.schema_migrations")"
 hashes "$U" >"$SYS_DIR/after.txt"
 diff "$SYS_DIR/before.txt" "$SYS_DIR/after.txt" >/dev/null &&
     ok "every row of every table and view kept byte for byte" ||

@@ -790,6 +790,49 @@ static void test_pg_analyst_views(void **unused)
     dlb_pg_destroy(pg);
 }
 
+/* plan_outcomes.ooms_after counts the OOM kills that came while the plan was
+ * in effect: after its time, up to and with the next plan's. Job c: plan c1
+ * at 100 s; OOM k1 at 200 s answered by plan c2 of the same ms (the
+ * simulator's master asks at the kill's time), and k2, stamped 0.5 s later by
+ * another clock, answered by c2 too; k3 at 300 s, the time of plan c3, which
+ * did not answer it; k4 at 350 s. k1 came under c1, k3 under c2, k4 under c3:
+ * no plan counts an OOM it answered. */
+static void test_pg_plan_outcomes_ooms_after(void **unused)
+{
+    char schema[64];
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "oomsafter");
+    pg = pg_open(schema);
+    assert_string_equal(
+        sql_str(
+            schema,
+            "WITH p AS (INSERT INTO plans (plan_id, job_uid, trigger_event_id, stage, "
+            "optimizer, reason, event_time_ms, groups, pods, raw, actions) VALUES "
+            "('plan-c1', 'c', 'q1', 'job_stage_worker_initial', 'model', '', 100000, '[]', "
+            "'[]', '', '[]'), ('plan-c2', 'c', 'q2', 'job_stage_running', 'oom', '', 200000, "
+            "'[]', '[]', '', '[]'), ('plan-c3', 'c', 'q3', 'job_stage_worker_running', "
+            "'model', '', 300000, '[]', '[]', '', '[]') RETURNING 1), "
+            "n AS (INSERT INTO node_events (event_id, job_uid, event_time_ms, kind, pod_name, "
+            "pod_type, pod_index, node_name, reason, message, memory_requested, raw) VALUES "
+            "('k1', 'c', 200000, 'oom_killed', 'c-worker-0', 'worker', 0, 'n1', '', '', 8, ''), "
+            "('k2', 'c', 200500, 'oom_killed', 'c-worker-1', 'worker', 1, 'n1', '', '', 8, ''), "
+            "('k3', 'c', 300000, 'oom_killed', 'c-worker-0', 'worker', 0, 'n1', '', '', 12, ''), "
+            "('k4', 'c', 350000, 'oom_killed', 'c-worker-1', 'worker', 1, 'n1', '', '', 12, '') "
+            "RETURNING 1), "
+            "o AS (INSERT INTO oom_plans VALUES ('c', 'c-worker-0', 'k1', 'plan-c2', 12, "
+            "200000), ('c', 'c-worker-1', 'k2', 'plan-c2', 12, 200000) RETURNING 1) "
+            "SELECT (SELECT count(*) FROM p) + (SELECT count(*) FROM n) + "
+            "(SELECT count(*) FROM o)"),
+        "9");
+    assert_string_equal(
+        sql_str(schema, "SELECT string_agg(concat_ws('|', plan_id, coalesce(next_plan_ms::text, "
+                        "'-'), ooms_after), ' ' ORDER BY plan_ms) FROM plan_outcomes"),
+        "plan-c1|200000|1 plan-c2|300000|1 plan-c3|-|1");
+    dlb_pg_destroy(pg);
+}
+
 static void test_pg_job_upsert_merges(void **unused)
 {
     char schema[64];
@@ -2756,6 +2799,7 @@ int main(void)
         cmocka_unit_test(test_pg_runtime_copy),
         cmocka_unit_test(test_pg_positions),
         cmocka_unit_test(test_pg_analyst_views),
+        cmocka_unit_test(test_pg_plan_outcomes_ooms_after),
         cmocka_unit_test(test_pg_job_upsert_merges),
         cmocka_unit_test(test_pg_plans_idempotent),
         cmocka_unit_test(test_pg_oom_plans),
