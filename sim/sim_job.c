@@ -550,8 +550,13 @@ static void pod_usage(dlb_pod_usage_t *u, const dlb_sim_pod_t *pod, double cpu, 
 
 /* A pod's use and request over the interval that ends at this sample, in
  * core-seconds and GiB-seconds: the sample stands for its interval. */
-static void account(dlb_sim_job_t *j, const dlb_pod_usage_t *u, int ps, double dt_s)
+static void account(dlb_sim_job_t *j, dlb_sim_pod_t *pod, const dlb_pod_usage_t *u, int ps,
+                    double dt_s)
 {
+    if (!pod->sampled) {
+        pod->sampled = 1;
+        j->pods_ran++;
+    }
     int c = ps ? DLB_SIM_USE_PS_CPU : DLB_SIM_USE_WK_CPU;
     int m = ps ? DLB_SIM_USE_PS_MEM : DLB_SIM_USE_WK_MEM;
 
@@ -592,7 +597,7 @@ static void sample(dlb_sim_job_t *j, int64_t now, int64_t dt_ms, const dlb_sim_s
         int64_t need = ps_need(j, k);
 
         pod_usage(u, pod, cpu, need);
-        account(j, u, 1, (double)dt_ms / 1000.0);
+        account(j, &j->ps[k], u, 1, (double)dt_ms / 1000.0);
     }
     for (int k = 0; k < j->wk_cnt; k++) {
         dlb_pod_usage_t *u = &pods[n++];
@@ -601,7 +606,7 @@ static void sample(dlb_sim_job_t *j, int64_t now, int64_t dt_ms, const dlb_sim_s
         int64_t need = (int64_t)((double)worker_need(j) * jitter(j, 0.005));
 
         pod_usage(u, pod, cpu, need);
-        account(j, u, 0, (double)dt_ms / 1000.0);
+        account(j, &j->wk[k], u, 0, (double)dt_ms / 1000.0);
         /* Each worker's own rate over the sample: a straggler shows slower
          * than its peers, and every worker varies a little around its own. */
         u->has_speed = 1;

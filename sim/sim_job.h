@@ -42,6 +42,7 @@ typedef struct dlb_sim_pod {
     double slow;     /* compute slowdown of a straggler's node, 1 = none */
     double factor;   /* the worker's persistent speed factor (sim_vary.h), 1 for a PS */
     double episode;  /* a transient slowdown while it lasts, 1 = none */
+    int sampled;     /* in a runtime sample yet: it ran */
     int ooms;        /* OOMKills of this pod */
     int64_t oom_mem; /* request at its last OOM, until a plan answers it (0 = none) */
     /* Node failures (sim_job.c, node failures): when its node failed, until it runs again
@@ -106,6 +107,7 @@ typedef struct dlb_sim_job {
     int64_t held_mem;
     double core_hours, memory_gib_hours; /* held while running, summed per tick */
     int ooms, oom_answered, plans_applied, stragglers_replaced, straggled;
+    int pods_ran;        /* pods in a runtime sample (the evaluator's pods) */
     int pods_oom_killed; /* pods OOMKilled at least once */
     /* Replace and relaunch actions applied, and of them those a pod did not
      * need: a replace of a worker whose node was not slow, a relaunch of a

@@ -207,7 +207,7 @@ static void summarise(const dlb_sim_opts_t *o, const dlb_sim_job_t *jobs, size_t
         s->node_relaunched += j->node_relaunched;
         s->node_down_s += (double)j->node_down_ms / 1000.0;
         s->oom_answered += j->oom_answered;
-        s->pods += j->next_ps_index + j->next_wk_index;
+        s->pods += j->pods_ran;
         s->pods_oom_killed += j->pods_oom_killed;
         for (int r = 0; r < 4; r++) {
             use[r] += j->use_s[r];

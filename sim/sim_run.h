@@ -64,8 +64,8 @@ typedef struct dlb_sim_summary {
     double node_down_s;                  /* pod-seconds from a failure to the pod's new start */
     double jct_mean_s, pending_mean_s;   /* over finished jobs */
     double core_hours, memory_gib_hours; /* requested by running pods */
-    /* Pods that ran (every name a job gave a pod) and of them those
-     * OOMKilled at least once; succeeded over all jobs. */
+    /* Pods that ran (in a runtime sample, as the evaluator counts them)
+     * and pods OOMKilled at least once; succeeded over all jobs. */
     long pods, pods_oom_killed;
     double completion_rate;
     /* Used over requested, pod-seconds weighted, over every running pod of
