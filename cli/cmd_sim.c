@@ -17,6 +17,7 @@
 #include "sim_history.h"
 #include "sim_psfit.h"
 #include "sim_model.h"
+#include "sim_node_file.h"
 #include "sim_run.h"
 #include "sim_workload.h"
 
@@ -47,8 +48,14 @@ static void usage(FILE *fp)
             "      --node-failures R   node failures per running pod-hour (default 0): the\n"
             "                          pod stops until a plan replaces it or, 300 s later,\n"
             "                          the master relaunches it\n"
-            "      --cluster-cores N   virtual cluster cores (default 3072)\n"
-            "      --cluster-memory G  virtual cluster memory, GiB (default 12288)\n"
+            "      --cluster-nodes FILE\n"
+            "                          the cluster as nodes of the shapes in FILE (CSV:\n"
+            "                          count,cpu_cores,memory_gib[,gpus,gpu_type,label];\n"
+            "                          data/pai/nodes.csv is a sample of Alibaba PAI's), each\n"
+            "                          pod placed as kube-scheduler scores nodes\n"
+            "      --cluster-cores N   without --cluster-nodes, the cluster is one pool of N\n"
+            "                          cores (default 3072)\n"
+            "      --cluster-memory G  and G GiB (default 12288)\n"
             "      --sample-interval S runtime sample and tick, virtual s (default 30)\n"
             "      --ask-every S       no periodic ask for S virtual s after a plan\n"
             "                          (default 300, DLRover's seconds_interval_to_optimize)\n"
@@ -233,6 +240,7 @@ enum {
     OPT_START = 256,
     OPT_TIME_SCALE,
     OPT_NODE_FAILURES,
+    OPT_NODES,
     OPT_CORES,
     OPT_MEMORY,
     OPT_SAMPLE,
@@ -264,6 +272,7 @@ int cmd_sim_main(int argc, char **argv)
         {"start", required_argument, 0, OPT_START},
         {"time-scale", required_argument, 0, OPT_TIME_SCALE},
         {"node-failures", required_argument, 0, OPT_NODE_FAILURES},
+        {"cluster-nodes", required_argument, 0, OPT_NODES},
         {"cluster-cores", required_argument, 0, OPT_CORES},
         {"cluster-memory", required_argument, 0, OPT_MEMORY},
         {"sample-interval", required_argument, 0, OPT_SAMPLE},
@@ -296,7 +305,9 @@ int cmd_sim_main(int argc, char **argv)
     dlb_sim_local_t *local = NULL;
     const char *workload = NULL, *out_path = NULL, *summary_path = NULL, *fit = NULL;
     const char *from_env = NULL, *jobs_path = NULL, *predict = NULL, *calibration = NULL;
-    const char *fit_ps = NULL;
+    const char *fit_ps = NULL, *nodes_path = NULL;
+    dlb_sim_node_t *nodes = NULL;
+    int pool_set = 0;
     int64_t from_ms = 0, to_ms = INT64_MAX;
     char errstr[512];
     double v = 0, jobs = 0, plan_timeout = 10000;
@@ -333,14 +344,19 @@ int cmd_sim_main(int argc, char **argv)
             if (parse_num(optarg, 0, 3600, &o.params.node_fail_per_hour))
                 bad = "--node-failures";
             break;
+        case OPT_NODES:
+            nodes_path = optarg;
+            break;
         case OPT_CORES:
             if (parse_num(optarg, 1, 1e9, &o.cluster_cores))
                 bad = "--cluster-cores";
+            pool_set = 1;
             break;
         case OPT_MEMORY:
             if (parse_num(optarg, 1, 1e9, &v))
                 bad = "--cluster-memory";
             o.cluster_memory = (int64_t)(v * (double)DLB_GIB);
+            pool_set = 1;
             break;
         case OPT_SAMPLE:
             if (parse_num(optarg, 1, 86400, &v))
@@ -449,8 +465,22 @@ int cmd_sim_main(int argc, char **argv)
         fprintf(stderr, "sim: --workload-from-env: %s\n", errstr);
         return 2;
     }
-    if (cli_conf_build_env(&co, &conf, "sim"))
+    if (nodes_path && pool_set) {
+        fprintf(stderr, "sim: --cluster-cores and --cluster-memory size the pool; with "
+                        "--cluster-nodes the nodes are the cluster\n");
+        return 2;
+    }
+    if (nodes_path) {
+        if (dlb_sim_node_file_load(nodes_path, &nodes, &o.nodes_cnt, errstr, sizeof(errstr))) {
+            fprintf(stderr, "sim: --cluster-nodes: %s\n", errstr);
+            return 2;
+        }
+        o.nodes = nodes;
+    }
+    if (cli_conf_build_env(&co, &conf, "sim")) {
+        free(nodes);
         return 1;
+    }
     conf_built = 1;
     rc = 1;
     o.params.limits = conf.limits;
@@ -523,6 +553,7 @@ out:
         rc = 1;
     }
     dlb_sim_workload_free(&wl);
+    free(nodes);
     if (conf_built)
         dlb_conf_destroy(&conf);
     return rc;

@@ -87,14 +87,17 @@ static void job_state(dlb_sim_job_t *j, int64_t now, const char *state, const ch
     publish(out, &ev);
 }
 
-/* A node event of pod; its node name drawn from rng (the job's own stream,
- * or its node-failure stream for those events). */
+/* A node event of pod, on its node; in a pool, a node name drawn from rng
+ * (the job's own stream, or its node-failure stream for those events). */
 static void node_event_rng(dlb_sim_job_t *j, dlb_rng_t *rng, int64_t now, const dlb_sim_pod_t *pod,
                            const char *kind, const char *phase, const char *reason,
                            dlb_sim_out_t *out)
 {
     dlb_event_t ev = {.type = DLB_EV_NODE};
     dlb_node_event_t *e = &ev.u.node;
+    /* Drawn on nodes too, so that a job's random stream does not depend on
+     * the cluster's kind. */
+    int drawn = (int)(dlb_rng_next(rng) % 500);
 
     next_id(j, e->event_id);
     e->event_time_ms = now;
@@ -103,7 +106,10 @@ static void node_event_rng(dlb_sim_job_t *j, dlb_rng_t *rng, int64_t now, const 
     snprintf(e->pod_name, sizeof(e->pod_name), "%s", pod->name);
     snprintf(e->pod_type, sizeof(e->pod_type), "%s", pod->ps ? "ps" : "worker");
     e->pod_index = pod->index;
-    snprintf(e->node_name, sizeof(e->node_name), "sim-node-%03d", (int)(dlb_rng_next(rng) % 500));
+    if (pod->node)
+        snprintf(e->node_name, sizeof(e->node_name), "%s", pod->node->name);
+    else
+        snprintf(e->node_name, sizeof(e->node_name), "sim-node-%03d", drawn);
     e->has_phase = 1;
     snprintf(e->phase, sizeof(e->phase), "%s", phase);
     snprintf(e->reason, sizeof(e->reason), "%s", reason);
@@ -256,6 +262,135 @@ static void pod_init(dlb_sim_job_t *j, dlb_sim_pod_t *pod, int ps)
     pod->factor = ps ? 1.0 : dlb_sim_vary_factor(&j->vary, &j->vary_rng);
 }
 
+/* ---- placement on nodes -------------------------------------------------- */
+
+/* With --cluster-nodes, every running pod is bound to a node
+ * (sim_cluster.h): placed one at a time as kube-scheduler places a pod, PS
+ * first, then the workers by index. In a pool nothing here binds anything
+ * (pod->node stays NULL). */
+
+static dlb_sim_pod_t *pod_at(dlb_sim_job_t *j, int ps, int k)
+{
+    return ps ? &j->ps[k] : &j->wk[k];
+}
+
+/* Place one pod (avoid: the node it leaves, taken only when no other fits).
+ * @returns 0, or -1 when it fits no node. */
+static int pod_bind(dlb_sim_cluster_t *c, dlb_sim_pod_t *pod, dlb_sim_node_t *avoid)
+{
+    int64_t cpu_m = dlb_sim_cpu_milli(pod->cpu_req);
+    dlb_sim_node_t *n = dlb_sim_cluster_pick(c, cpu_m, pod->mem_req, avoid);
+
+    if (!n)
+        return -1;
+    dlb_sim_cluster_bind(n, cpu_m, pod->mem_req);
+    pod->node = n;
+    pod->node_cpu_m = cpu_m;
+    pod->node_mem = pod->mem_req;
+    return 0;
+}
+
+static void pod_unbind(dlb_sim_pod_t *pod)
+{
+    if (!pod->node)
+        return;
+    dlb_sim_cluster_unbind(pod->node, pod->node_cpu_m, pod->node_mem);
+    pod->node = NULL;
+}
+
+static void unplace_all(dlb_sim_job_t *j)
+{
+    for (int k = 0; k < j->ps_cnt; k++)
+        pod_unbind(&j->ps[k]);
+    for (int k = 0; k < j->wk_cnt; k++)
+        pod_unbind(&j->wk[k]);
+}
+
+/* A job starts only when all its pods are placed (gang, as in a pool).
+ * @returns 0, or -1 with nothing bound. */
+static int place_all(dlb_sim_job_t *j, dlb_sim_cluster_t *c)
+{
+    for (int ps = 1; ps >= 0; ps--) {
+        for (int k = 0; k < (ps ? j->ps_cnt : j->wk_cnt); k++) {
+            if (pod_bind(c, pod_at(j, ps, k), NULL)) {
+                unplace_all(j);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* A replaced or relaunched pod is a new pod: placed again, away from the
+ * node it leaves when another node fits (where it was always does). */
+static void pod_move(dlb_sim_cluster_t *c, dlb_sim_pod_t *pod)
+{
+    dlb_sim_node_t *from = pod->node;
+
+    if (!from)
+        return;
+    pod_unbind(pod);
+    pod_bind(c, pod, from);
+}
+
+/* Old pod k of the group is gone from j, or j's has other requests (a new
+ * pod: Kubernetes cannot resize one). */
+static int pod_renewed(dlb_sim_job_t *j, dlb_sim_job_t *old, int ps, int k)
+{
+    const dlb_sim_pod_t *a = pod_at(j, ps, k), *b = pod_at(old, ps, k);
+
+    return k >= (ps ? j->ps_cnt : j->wk_cnt) || a->cpu_req != b->cpu_req ||
+           a->mem_req != b->mem_req;
+}
+
+/* A running job's plan on nodes, j changed from old: the pods gone or
+ * renewed give back their nodes, then the renewed and new pods are placed,
+ * PS first. A new worker that fits no node is cut with the ones after it;
+ * any other pod that fits none drops the plan: every pod is bound as in old
+ * again (@returns -1; the caller restores j from old). */
+static int place_plan(dlb_sim_job_t *j, dlb_sim_job_t *old, dlb_sim_cluster_t *c)
+{
+    for (int ps = 1; ps >= 0; ps--) {
+        for (int k = 0; k < (ps ? old->ps_cnt : old->wk_cnt); k++) {
+            const dlb_sim_pod_t *b = pod_at(old, ps, k);
+
+            if (!b->node || !pod_renewed(j, old, ps, k))
+                continue;
+            dlb_sim_cluster_unbind(b->node, b->node_cpu_m, b->node_mem);
+            if (k < (ps ? j->ps_cnt : j->wk_cnt))
+                pod_at(j, ps, k)->node = NULL;
+        }
+    }
+    for (int ps = 1; ps >= 0; ps--) {
+        for (int k = 0; k < (ps ? j->ps_cnt : j->wk_cnt); k++) {
+            dlb_sim_pod_t *pod = pod_at(j, ps, k);
+
+            if (pod->node || !pod_bind(c, pod, NULL))
+                continue;
+            if (!ps && k >= old->wk_cnt) {
+                j->next_wk_index -= j->wk_cnt - k;
+                j->wk_cnt = k;
+                return 0;
+            }
+            /* Undo: the pods placed here, then the old pods back. */
+            for (int q = 1; q >= 0; q--)
+                for (int i = 0; i < (q ? j->ps_cnt : j->wk_cnt); i++)
+                    if (i >= (q ? old->ps_cnt : old->wk_cnt) || pod_renewed(j, old, q, i))
+                        pod_unbind(pod_at(j, q, i));
+            for (int q = 1; q >= 0; q--) {
+                for (int i = 0; i < (q ? old->ps_cnt : old->wk_cnt); i++) {
+                    const dlb_sim_pod_t *b = pod_at(old, q, i);
+
+                    if (b->node && pod_renewed(j, old, q, i))
+                        dlb_sim_cluster_bind(b->node, b->node_cpu_m, b->node_mem);
+                }
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* ---- node failures ------------------------------------------------------- */
 
 /* Node failures of the simulated cluster (--node-failures, off by default:
@@ -269,8 +404,9 @@ static void pod_init(dlb_sim_job_t *j, dlb_sim_pod_t *pod, int ps)
  * - none: Kubernetes evicts the pod after the node's not-ready toleration
  *   and DLRover's master relaunches it (params->node_wait_ms, 300 s), then
  *   the restart.
- * Node names are drawn as sim_job.c draws them; the simulator places no
- * two pods of a job on one node knowingly. */
+ * A failure takes one pod, not the other pods on its node. A pod that
+ * comes back is placed again away from the failed node (on nodes;
+ * placement on nodes). */
 
 static void nodes_init(dlb_sim_job_t *j, uint64_t seed, size_t i)
 {
@@ -279,24 +415,26 @@ static void nodes_init(dlb_sim_job_t *j, uint64_t seed, size_t i)
     dlb_rng_next(&j->node_rng);
 }
 
-/* The pod runs again at now (replaced or relaunched). */
+/* The pod runs again at now (replaced or relaunched), on another node. */
 static void node_back(dlb_sim_job_t *j, dlb_sim_pod_t *pod, int64_t now, const char *reason,
-                      dlb_sim_out_t *out)
+                      dlb_sim_cluster_t *c, dlb_sim_out_t *out)
 {
     j->node_down_ms += now - pod->down_ms;
     pod->down_ms = 0;
+    pod_move(c, pod);
     node_event_rng(j, &j->node_rng, now, pod, "pod_phase", "Running", reason, out);
 }
 
 /* One pod: relaunched when its wait is over; else, when up, maybe its node
  * fails. @returns 1 when it was down before now and still is. */
 static int node_pod_tick(dlb_sim_job_t *j, dlb_sim_pod_t *pod, int64_t now,
-                         const dlb_sim_params_t *p, double fail_p, int *failed, dlb_sim_out_t *out)
+                         const dlb_sim_params_t *p, double fail_p, int *failed,
+                         dlb_sim_cluster_t *c, dlb_sim_out_t *out)
 {
     if (pod->down_ms) {
         if (now < pod->down_ms + p->node_wait_ms)
             return 1;
-        node_back(j, pod, now, "Relaunched", out);
+        node_back(j, pod, now, "Relaunched", c, out);
         j->node_relaunched++;
         if (j->stall_until_ms < now + p->restart_ms)
             j->stall_until_ms = now + p->restart_ms;
@@ -311,7 +449,8 @@ static int node_pod_tick(dlb_sim_job_t *j, dlb_sim_pod_t *pod, int64_t now,
     return 0;
 }
 
-static int nodes_tick(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p, dlb_sim_out_t *out)
+static int nodes_tick(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p,
+                      dlb_sim_cluster_t *c, dlb_sim_out_t *out)
 {
     double fail_p;
     int down = 0, failed = 0;
@@ -320,20 +459,21 @@ static int nodes_tick(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p, 
         return 0;
     fail_p = 1.0 - exp(-p->node_fail_per_hour * (double)p->sample_ms / 3.6e6);
     for (int k = 0; k < j->ps_cnt; k++)
-        down |= node_pod_tick(j, &j->ps[k], now, p, fail_p, &failed, out);
+        down |= node_pod_tick(j, &j->ps[k], now, p, fail_p, &failed, c, out);
     for (int k = 0; k < j->wk_cnt; k++)
-        down |= node_pod_tick(j, &j->wk[k], now, p, fail_p, &failed, out);
+        down |= node_pod_tick(j, &j->wk[k], now, p, fail_p, &failed, c, out);
     /* A master that reads plans asks at once, as it asks at an OOM. */
     if (failed)
         ask(j, now, DLB_STAGE_WORKER_RUNNING, NULL, NULL, out);
     return down;
 }
 
-static int nodes_replace(dlb_sim_job_t *j, dlb_sim_pod_t *pod, int64_t now, dlb_sim_out_t *out)
+static int nodes_replace(dlb_sim_job_t *j, dlb_sim_pod_t *pod, int64_t now, dlb_sim_cluster_t *c,
+                         dlb_sim_out_t *out)
 {
     if (!pod->down_ms)
         return pod->replaced_ms && pod->replaced_ms == now ? -1 : 0;
-    node_back(j, pod, now, "Replaced", out);
+    node_back(j, pod, now, "Replaced", c, out);
     pod->replaced_ms = now;
     j->node_replaced++;
     return 1;
@@ -461,8 +601,16 @@ static void hold(dlb_sim_job_t *j, dlb_sim_cluster_t *c)
     j->held_mem = mem;
 }
 
-void dlb_sim_job_start(dlb_sim_job_t *j, int64_t now, dlb_sim_cluster_t *c, dlb_sim_out_t *out)
+int dlb_sim_job_start(dlb_sim_job_t *j, int64_t now, dlb_sim_cluster_t *c, dlb_sim_out_t *out)
 {
+    double cores;
+    int64_t mem;
+
+    /* The total first: on nodes too, a job the free total cannot hold has
+     * no placement to look for. */
+    dlb_sim_job_totals(j, &cores, &mem);
+    if (!dlb_sim_cluster_fits(c, cores, mem) || (c->nodes_cnt && place_all(j, c)))
+        return 0;
     j->state = DLB_SIM_RUNNING;
     j->start_ms = now;
     hold(j, c);
@@ -471,6 +619,7 @@ void dlb_sim_job_start(dlb_sim_job_t *j, int64_t now, dlb_sim_cluster_t *c, dlb_
         node_event(j, now, &j->ps[k], "pod_phase", "Running", "Started", out);
     for (int k = 0; k < j->wk_cnt; k++)
         node_event(j, now, &j->wk[k], "pod_phase", "Running", "Started", out);
+    return 1;
 }
 
 static void finish(dlb_sim_job_t *j, int64_t now, dlb_sim_state_t st, const char *reason,
@@ -480,6 +629,7 @@ static void finish(dlb_sim_job_t *j, int64_t now, dlb_sim_state_t st, const char
     j->end_ms = now;
     snprintf(j->exit_reason, sizeof(j->exit_reason), "%s", reason);
     dlb_sim_cluster_take(c, -j->held_cores, -j->held_mem);
+    unplace_all(j);
     j->held_cores = 0;
     j->held_mem = 0;
     job_state(j, now, st == DLB_SIM_SUCCEEDED ? "succeeded" : "failed", reason, 0, out);
@@ -777,7 +927,7 @@ void dlb_sim_job_tick(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p,
 
     if (j->state != DLB_SIM_RUNNING)
         return;
-    if (nodes_tick(j, now, p, out) && j->stall_until_ms < now)
+    if (nodes_tick(j, now, p, c, out) && j->stall_until_ms < now)
         j->stall_until_ms = now; /* a pod is down: the synchronous job waits */
     if (from < j->start_ms)
         from = j->start_ms;
@@ -913,7 +1063,12 @@ int dlb_sim_job_apply(dlb_sim_job_t *j, const dlb_plan_request_t *req, const dlb
             changed = 1;
         }
     }
-    if (j->state == DLB_SIM_RUNNING) {
+    if (j->state == DLB_SIM_RUNNING && c->nodes_cnt) {
+        if (place_plan(j, &old, c)) {
+            *j = old;
+            return 0;
+        }
+    } else if (j->state == DLB_SIM_RUNNING) {
         double cores, held = j->held_cores;
         int64_t mem, held_mem = j->held_mem;
 
@@ -937,9 +1092,13 @@ int dlb_sim_job_apply(dlb_sim_job_t *j, const dlb_plan_request_t *req, const dlb
         if (!pod)
             continue;
         /* A pod replaced at this instant already is gone: a no-op. */
-        if (!strcmp(plan->actions[i].action, DLB_ACTION_REPLACE) &&
-            (replaced_down = nodes_replace(j, pod, now, out)) < 0)
-            continue;
+        if (!strcmp(plan->actions[i].action, DLB_ACTION_REPLACE)) {
+            replaced_down = nodes_replace(j, pod, now, c, out);
+            if (replaced_down < 0)
+                continue;
+            if (!replaced_down)
+                pod_move(c, pod); /* its node did not fail: placed again all the same */
+        }
         /* A replaced pod starts on another node: a straggler's slow node
          * is left behind, a transient episode too, and the new node has a
          * speed of its own. A relaunch restarts it where it is. Either is

@@ -49,6 +49,10 @@ typedef struct dlb_sim_pod {
      * (0 = up), and when a plan last replaced it after one (0 = never). */
     int64_t down_ms;
     int64_t replaced_ms;
+    /* Placement (sim_job.c, placement on nodes): its node, NULL in a pool
+     * and until placed, and the requests bound there. */
+    dlb_sim_node_t *node;
+    int64_t node_cpu_m, node_mem;
 } dlb_sim_pod_t;
 
 /* DLRover's JobOptStage as PSJobResourceOptimizer steps through it. */
@@ -165,8 +169,12 @@ void dlb_sim_job_arrive(dlb_sim_job_t *j, int64_t now, dlb_sim_out_t *out);
 /** @brief Cores and memory of every pod, as requested. */
 void dlb_sim_job_totals(const dlb_sim_job_t *j, double *cores, int64_t *memory);
 
-/** @brief Start a pending job: running event, pod events, takes its resources. */
-void dlb_sim_job_start(dlb_sim_job_t *j, int64_t now, dlb_sim_cluster_t *c, dlb_sim_out_t *out);
+/** @brief Start a pending job when all its pods fit (gang): in a pool, when
+ *         the free total holds them; on nodes, when each pod, PS first, is
+ *         placed as kube-scheduler places it. Then the running event and the
+ *         pod events, and it holds its resources.
+ *  @returns 1 when it started, 0 when it does not fit (nothing changed). */
+int dlb_sim_job_start(dlb_sim_job_t *j, int64_t now, dlb_sim_cluster_t *c, dlb_sim_out_t *out);
 
 /** @brief One sample interval ending at now: progress, OOMKills, the runtime
  *         sample, the requests due; completion (or failure) frees the cluster. */
@@ -186,7 +194,8 @@ void dlb_sim_job_fail(dlb_sim_job_t *j, int64_t now, const char *reason, dlb_sim
 
 /** @brief Apply the plan answering req within the limits (and, for a running
  *         job, the free cluster: a worker increase is cut to what fits, a plan
- *         that still does not fit is dropped).
+ *         that still does not fit is dropped; on nodes, a changed pod is a
+ *         new pod, placed again, and a new worker that no node fits is cut).
  *  @returns 1 when something changed, 0 when nothing did. */
 int dlb_sim_job_apply(dlb_sim_job_t *j, const dlb_plan_request_t *req, const dlb_plan_t *plan,
                       int64_t now, const dlb_sim_params_t *p, dlb_sim_cluster_t *c,

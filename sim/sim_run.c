@@ -133,15 +133,10 @@ static void schedule(const dlb_sim_opts_t *o, dlb_sim_job_t *jobs, size_t n, int
 
     for (size_t i = 0; i < n; i++) {
         dlb_sim_job_t *j = &jobs[i];
-        double cores;
-        int64_t mem;
 
         if (j->state != DLB_SIM_PENDING)
             continue;
-        dlb_sim_job_totals(j, &cores, &mem);
-        if (!blocked && dlb_sim_cluster_fits(c, cores, mem)) {
-            dlb_sim_job_start(j, now, c, out);
-        } else {
+        if (blocked || !dlb_sim_job_start(j, now, c, out)) {
             blocked = 1;
             if (o->pending_timeout_ms > 0 && now - j->arrival_ms >= o->pending_timeout_ms)
                 dlb_sim_job_fail(j, now, "PendingTimeout", c, out);
@@ -243,6 +238,34 @@ static void summarise(const dlb_sim_opts_t *o, const dlb_sim_job_t *jobs, size_t
     s->node_events = out->node_events;
     s->plan_requests = out->requests;
     s->ooms = out->ooms;
+    s->nodes = (long)o->nodes_cnt;
+}
+
+/* The cluster of the run: o's nodes, nothing bound, or the pool. */
+static int cluster_init(const dlb_sim_opts_t *o, dlb_sim_cluster_t *c, char *errstr,
+                        size_t errstr_size)
+{
+    memset(c, 0, sizeof(*c));
+    c->cores = o->cluster_cores;
+    c->memory = o->cluster_memory;
+    if (!o->nodes_cnt)
+        return 0;
+    if (!(c->nodes = calloc(o->nodes_cnt, sizeof(*c->nodes))))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory for %zu nodes",
+                          o->nodes_cnt);
+    c->nodes_cnt = o->nodes_cnt;
+    c->cores = 0;
+    c->memory = 0;
+    for (size_t i = 0; i < o->nodes_cnt; i++) {
+        dlb_sim_node_t *nd = &c->nodes[i];
+
+        *nd = o->nodes[i];
+        nd->cpu_used_m = nd->memory_used = 0;
+        nd->pods = 0;
+        c->cores += (double)nd->cpu_m / 1000.0;
+        c->memory += nd->memory;
+    }
+    return 0;
 }
 
 int dlb_sim_run(const dlb_sim_opts_t *o, const dlb_sim_io_t *io, dlb_sim_summary_t *sum,
@@ -250,18 +273,23 @@ int dlb_sim_run(const dlb_sim_opts_t *o, const dlb_sim_io_t *io, dlb_sim_summary
 {
     const dlb_sim_workload_t *wl = o->wl;
     dlb_sim_out_t out = {0};
-    dlb_sim_cluster_t c = {o->cluster_cores, o->cluster_memory, 0, 0};
+    dlb_sim_cluster_t c;
     dlb_sim_job_t *jobs;
     int64_t t = o->start_ms, t0 = dlb_lat_clock_ns(), dt = o->params.sample_ms;
     size_t next = 0, n = wl->n;
+    long ticks = 0, pending_ticks = 0;
     int err = 0;
 
     memset(sum, 0, sizeof(*sum));
     if (dt <= 0 || o->params.time_scale <= 0)
         return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
                           "sample interval and time scale must be positive");
-    if (!(jobs = calloc(n ? n : 1, sizeof(*jobs))))
+    if ((err = cluster_init(o, &c, errstr, errstr_size)))
+        return err;
+    if (!(jobs = calloc(n ? n : 1, sizeof(*jobs)))) {
+        free(c.nodes);
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory for %zu jobs", n);
+    }
     for (size_t i = 0; i < n && !err; i++) {
         /* A model with no measurements runs only under a named profile (a
          * job from history brings its own). */
@@ -274,7 +302,7 @@ int dlb_sim_run(const dlb_sim_opts_t *o, const dlb_sim_io_t *io, dlb_sim_summary
     out.publish = io->publish;
     out.opaque = io->opaque;
     while (!err && !(o->stop && *o->stop)) {
-        int active = 0;
+        int active = 0, pending = 0;
         double cores_h = 0;
         int64_t mem_h = 0;
 
@@ -299,6 +327,8 @@ int dlb_sim_run(const dlb_sim_opts_t *o, const dlb_sim_io_t *io, dlb_sim_summary
         for (size_t i = 0; i < n; i++) {
             if (jobs[i].state == DLB_SIM_RUNNING || jobs[i].state == DLB_SIM_PENDING)
                 active++;
+            if (jobs[i].state == DLB_SIM_PENDING)
+                pending++;
             if (jobs[i].state == DLB_SIM_RUNNING) {
                 cores_h += jobs[i].held_cores;
                 mem_h += jobs[i].held_mem;
@@ -309,6 +339,16 @@ int dlb_sim_run(const dlb_sim_opts_t *o, const dlb_sim_io_t *io, dlb_sim_summary
         }
         sum->core_hours += cores_h * (double)dt / 3.6e6;
         sum->memory_gib_hours += (double)mem_h / (double)DLB_GIB * (double)dt / 3.6e6;
+        if (active) {
+            ticks++;
+            sum->alloc_cpu_share += c.cores_used / c.cores;
+            sum->alloc_memory_share += (double)c.memory_used / (double)c.memory;
+        }
+        if (pending) {
+            pending_ticks++;
+            sum->pending_free_cpu_share += 1.0 - c.cores_used / c.cores;
+            sum->pending_free_memory_share += 1.0 - (double)c.memory_used / (double)c.memory;
+        }
         if (!active && next >= n)
             break;
         if (!active) {
@@ -322,11 +362,20 @@ int dlb_sim_run(const dlb_sim_opts_t *o, const dlb_sim_io_t *io, dlb_sim_summary
             break;
     }
     summarise(o, jobs, n, &out, dlb_lat_clock_ns() - t0, t, sum);
+    if (ticks) {
+        sum->alloc_cpu_share /= (double)ticks;
+        sum->alloc_memory_share /= (double)ticks;
+    }
+    if (pending_ticks) {
+        sum->pending_free_cpu_share /= (double)pending_ticks;
+        sum->pending_free_memory_share /= (double)pending_ticks;
+    }
     if (o->jobs_csv)
         jobs_csv(o, jobs, n);
     dlb_sim_out_reset(&out);
     free(out.reqs);
     free(jobs);
+    free(c.nodes);
     return err;
 }
 
@@ -352,6 +401,10 @@ void dlb_sim_summary_print(const dlb_sim_summary_t *s, FILE *fp)
     if (s->node_failures)
         fprintf(fp, " node_failures=%ld node_replaced=%ld node_relaunched=%ld node_down_s=%.0f",
                 s->node_failures, s->node_replaced, s->node_relaunched, s->node_down_s);
+    /* Only a run on nodes (--cluster-nodes) has these. */
+    if (s->nodes)
+        fprintf(fp, " nodes=%ld alloc_cpu_share=%.3f pending_free_cpu_share=%.3f", s->nodes,
+                s->alloc_cpu_share, s->pending_free_cpu_share);
     fputc('\n', fp);
 }
 
@@ -367,14 +420,15 @@ int dlb_sim_summary_json(const dlb_sim_summary_t *s, FILE *fp)
         "\"pending_mean_s\":%.1f,\"core_hours\":%.2f,\"memory_gib_hours\":%.2f,"
         "\"node_failures\":%ld,\"node_replaced\":%ld,\"node_relaunched\":%ld,"
         "\"node_down_s\":%.0f,\"replaces\":%ld,\"replaces_unneeded\":%ld,"
-        "\"relaunches\":%ld,\"relaunches_unneeded\":%ld,\"pods\":%ld,\"pods_oom_killed\":%ld",
+        "\"relaunches\":%ld,\"relaunches_unneeded\":%ld,\"pods\":%ld,\"pods_oom_killed\":%ld,"
+        "\"nodes\":%ld",
         s->jobs, s->succeeded, s->failed, s->unfinished, (double)s->virtual_ms / 1000.0, s->wall_s,
         s->speedup, s->events, s->samples, s->node_events, s->plan_requests, s->plans_received,
         s->plans_applied, s->plans_missing, s->ooms, s->oom_answered, s->hot_ps_jobs,
         s->straggler_jobs, s->stragglers_replaced, s->jct_mean_s, s->pending_mean_s, s->core_hours,
         s->memory_gib_hours, s->node_failures, s->node_replaced, s->node_relaunched, s->node_down_s,
         s->replaces, s->replaces_unneeded, s->relaunches, s->relaunches_unneeded, s->pods,
-        s->pods_oom_killed);
+        s->pods_oom_killed, s->nodes);
     const struct {
         const char *key;
         double v;
@@ -382,7 +436,11 @@ int dlb_sim_summary_json(const dlb_sim_summary_t *s, FILE *fp)
                   {"worker_cpu_util", s->worker_cpu_util},
                   {"worker_mem_util", s->worker_mem_util},
                   {"ps_cpu_util", s->ps_cpu_util},
-                  {"ps_mem_util", s->ps_mem_util}};
+                  {"ps_mem_util", s->ps_mem_util},
+                  {"alloc_cpu_share", s->alloc_cpu_share},
+                  {"alloc_memory_share", s->alloc_memory_share},
+                  {"pending_free_cpu_share", s->pending_free_cpu_share},
+                  {"pending_free_memory_share", s->pending_free_memory_share}};
 
     /* JSON has no NaN: a ratio of nothing is null. */
     for (size_t i = 0; r >= 0 && i < sizeof(ratios) / sizeof(ratios[0]); i++)

@@ -39,8 +39,10 @@ typedef struct dlb_sim_opts {
     uint64_t seed;
     int64_t start_ms;
     dlb_sim_params_t params;
-    double cluster_cores;
-    int64_t cluster_memory;     /* bytes */
+    double cluster_cores;        /* the pool, when there are no nodes */
+    int64_t cluster_memory;      /* bytes */
+    const dlb_sim_node_t *nodes; /* the nodes' shapes (sim_node_file.h); NULL: the pool */
+    size_t nodes_cnt;
     int64_t pending_timeout_ms; /* a job pending longer fails (PendingTimeout) */
     int64_t max_virtual_ms;     /* stop after this much virtual time (0: until done) */
     volatile sig_atomic_t *stop;
@@ -71,6 +73,14 @@ typedef struct dlb_sim_summary {
     /* Used over requested, pod-seconds weighted, over every running pod of
      * the role (NaN when none ran). */
     double worker_cpu_util, worker_mem_util, ps_cpu_util, ps_mem_util;
+    /* The cluster: its nodes (0: a pool); the mean share of its cores and
+     * memory that running pods requested, over the ticks with a job running
+     * or pending; and the mean share left free over the ticks a job was
+     * pending (capacity it could not use: too little, or in the wrong
+     * places). */
+    long nodes;
+    double alloc_cpu_share, alloc_memory_share;
+    double pending_free_cpu_share, pending_free_memory_share;
 } dlb_sim_summary_t;
 
 /** @brief Default options: 30 s samples (and master checks), DLRover's
@@ -79,7 +89,9 @@ typedef struct dlb_sim_summary {
  *         limits, 1024 cores and 4 TiB of cluster, 4 h pending timeout. */
 void dlb_sim_opts_init(dlb_sim_opts_t *o);
 
-/** @brief Run the workload to its end (or max_virtual_ms, or stop).
+/** @brief Run the workload to its end (or max_virtual_ms, or stop), on
+ *         o->nodes when it has some (copied: o is not changed), else on the
+ *         pool of cluster_cores and cluster_memory.
  *  @returns 0, or the first error of io or of the set-up (errstr says). */
 int dlb_sim_run(const dlb_sim_opts_t *o, const dlb_sim_io_t *io, dlb_sim_summary_t *sum,
                 char *errstr, size_t errstr_size);

@@ -1,5 +1,6 @@
 /* Simulator determinism: the same workload, seed and options give the same
- * event stream byte for byte (encoded Avro); another seed gives another;
+ * event stream byte for byte (encoded Avro), in a pool and on nodes; another
+ * seed gives another;
  * every event validates; a plan raising an OOM'd pod's memory is applied
  * and counted, none (the baseline) leaves repeated OOMs. */
 #include <setjmp.h>
@@ -86,7 +87,20 @@ static int teardown(void **state)
     return 0;
 }
 
-static void run(uint64_t seed, int plans, stream_t *s, dlb_sim_summary_t *sum)
+/* 16 nodes of two shapes, 1,024 cores in all, as --cluster-nodes gives them. */
+static dlb_sim_node_t nodes[16];
+
+static void nodes_init(void)
+{
+    for (int i = 0; i < 16; i++) {
+        memset(&nodes[i], 0, sizeof(nodes[i]));
+        snprintf(nodes[i].name, sizeof(nodes[i].name), "det-%04d", i);
+        nodes[i].cpu_m = i < 8 ? 96000 : 32000;
+        nodes[i].memory = (i < 8 ? 384 : 256) * DLB_GIB;
+    }
+}
+
+static void run_on(uint64_t seed, int plans, int on_nodes, stream_t *s, dlb_sim_summary_t *sum)
 {
     dlb_sim_opts_t o;
     dlb_sim_io_t io = {.publish = publish, .exchange = plans ? oom_exchange : NULL, .opaque = s};
@@ -98,6 +112,11 @@ static void run(uint64_t seed, int plans, stream_t *s, dlb_sim_summary_t *sum)
     o.wl = &wl;
     o.seed = seed;
     o.params.time_scale = 0.1;
+    if (on_nodes) {
+        nodes_init();
+        o.nodes = nodes;
+        o.nodes_cnt = 16;
+    }
     if (dlb_sim_run(&o, &io, sum, errstr, sizeof(errstr)))
         fail_msg("%s", errstr);
     dlb_catalog_destroy(s->cat);
@@ -105,6 +124,11 @@ static void run(uint64_t seed, int plans, stream_t *s, dlb_sim_summary_t *sum)
     assert_int_equal(sum->jobs, 30);
     assert_int_equal(sum->unfinished, 0);
     assert_int_equal(sum->succeeded + sum->failed, 30);
+}
+
+static void run(uint64_t seed, int plans, stream_t *s, dlb_sim_summary_t *sum)
+{
+    run_on(seed, plans, 0, s, sum);
 }
 
 static void test_same_seed_same_bytes(void **state)
@@ -129,6 +153,29 @@ static void test_same_seed_same_bytes(void **state)
     free(a.buf);
     free(b.buf);
     free(c.buf);
+}
+
+/* On nodes: the same seed gives the same bytes; the placement (node names,
+ * start times) makes them differ from the pool's. */
+static void test_same_seed_same_bytes_on_nodes(void **state)
+{
+    stream_t a, b, pool;
+    dlb_sim_summary_t sa, sb, sp;
+
+    (void)state;
+    run_on(1, 1, 1, &a, &sa);
+    run_on(1, 1, 1, &b, &sb);
+    run_on(1, 1, 0, &pool, &sp);
+    assert_int_equal(sa.nodes, 16);
+    assert_true(a.len > 100000);
+    assert_int_equal(a.len, b.len);
+    assert_memory_equal(a.buf, b.buf, a.len);
+    assert_true(sa.plans_applied > 0);
+    assert_int_equal(sa.plans_applied, sb.plans_applied);
+    assert_true(pool.len != a.len || memcmp(a.buf, pool.buf, a.len) != 0);
+    free(a.buf);
+    free(b.buf);
+    free(pool.buf);
 }
 
 static void test_oom_plans_applied(void **state)
@@ -268,6 +315,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_seed_same_bytes),
+        cmocka_unit_test(test_same_seed_same_bytes_on_nodes),
         cmocka_unit_test(test_oom_plans_applied),
         cmocka_unit_test(test_master_order),
     };
