@@ -535,14 +535,14 @@ static int promote_mark(const dlb_conf_t *conf, PGconn *pg, int64_t id, const ch
         return 0;
     }
     if (dlb_env_roles_get(pg, &roles, sub, sizeof(sub)))
-        snprintf(who, sizeof(who), "the relay that holds the failover lease writes them");
+        snprintf(who, sizeof(who), "The relay that holds the failover lease writes them");
     else if (roles.lease_holder[0] && roles.lease_live)
         snprintf(who, sizeof(who),
-                 "the relay holding the failover lease (%.128s) writes them at its next check",
+                 "The relay holding the failover lease (%.128s) writes them at its next check",
                  roles.lease_holder);
     else
         snprintf(who, sizeof(who),
-                 "no relay holds the failover lease now: the first one to take it writes them");
+                 "No relay holds the failover lease now: the first one to take it writes them");
     fprintf(stderr,
             "env promote: switch %lld is recorded (%s is real in the registry), but its markers "
             "are not in %s.*: %s. Until they are, %s answers the front. %s; or run 'dlbrain env "
