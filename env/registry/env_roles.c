@@ -306,11 +306,15 @@ int dlb_env_mark_last(PGconn *pg, const char *front, int64_t *switch_id, char *e
     int err;
 
     *switch_id = 0;
-    if ((err =
-             dlb_env_reg_exec(pg,
-                              "SELECT COALESCE(max((detail->>'switch')::bigint), 0) FROM " S
-                              "env_history WHERE action = 'mark' AND detail->>'front' = $1",
-                              1, values, &res, "reading the switch markers", errstr, errstr_size)))
+    /* Only a mark row naming what its switch promoted counts: one that does
+     * not (markers an older dlbrain wrote as "<id>:(null)", which no relay
+     * takes for a switch) leaves the switch to be marked again. */
+    if ((err = dlb_env_reg_exec(
+             pg,
+             "SELECT COALESCE(max(p.id), 0) FROM " S "env_history m JOIN " S
+             "env_history p ON p.action = 'promote' AND p.name = m.name AND p.id = "
+             "(m.detail->>'switch')::bigint WHERE m.action = 'mark' AND m.detail->>'front' = $1",
+             1, values, &res, "reading the switch markers", errstr, errstr_size)))
         return err;
     *switch_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
@@ -341,9 +345,10 @@ int dlb_env_promote(PGconn *pg, const char *name, int pin, const char *by_user, 
             goto out;
         if (pinned) {
             err = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
-                             "automatic failover is pinned off, and promoting %s without the pin "
-                             "would leave it off: nothing changed; run 'dlbrain env unpin' first "
-                             "to arm it again, or promote without --no-pin to keep it pinned",
+                             "the choice is pinned (automatic failover off until 'dlbrain env "
+                             "unpin'), and promoting %s with --no-pin would leave the pin in "
+                             "place: nothing changed; unpin first to arm automatic failover "
+                             "again, or promote without --no-pin to keep it pinned",
                              name);
             goto out;
         }

@@ -80,7 +80,7 @@ int dlb_env_mark_record(PGconn *pg, const char *env, const char *detail, const c
                         char *errstr, size_t errstr_size);
 
 /** @brief The newest switch whose markers front holds (a mark row with that
- *         front), 0 when none. */
+ *         front naming the environment the switch promoted), 0 when none. */
 int dlb_env_mark_last(PGconn *pg, const char *front, int64_t *switch_id, char *errstr,
                       size_t errstr_size);
 

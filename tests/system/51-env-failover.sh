@@ -207,7 +207,7 @@ ok "the relay without the lease reports the pin and the window as the decider do
 # --no-pin would leave the pin in place: refused, nothing changes.
 rows=$(sys_sql "SELECT count(*) FROM dlbrain_registry.env_history")
 out=$(env_cli promote green --no-pin 2>&1) && fail "env promote --no-pin while pinned was accepted: $out"
-grep -q "pinned off" <<<"$out" && grep -q "env unpin" <<<"$out" || fail "--no-pin while pinned: unclear error: $out"
+grep -q "would leave the pin in place: nothing changed" <<<"$out" && grep -q "env unpin" <<<"$out" || fail "--no-pin while pinned: unclear error: $out"
 expect_eq "history rows after the refusal" "$rows" "$(sys_sql "SELECT count(*) FROM dlbrain_registry.env_history")"
 real_is red || fail "the refused promotion switched"
 env_cli show red | grep -q '^failover: *off: pinned' || fail "env show after the refused --no-pin"

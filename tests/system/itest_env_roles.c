@@ -1,6 +1,6 @@
 /* The registry's failover roles against a real PostgreSQL
  * (env/registry/env_roles.h): what dlb_env_roles_get reads, the pin and
- * env promote --no-pin, who a mark row names.
+ * env promote --no-pin, who a mark row names and which ones count.
  *
  * Run by tests/system/54-env-roles.sh, which starts PostgreSQL and exports
  * DLBRAIN_PG_DSN. Every test starts from an empty registry. */
@@ -205,12 +205,50 @@ static void test_mark_by(void **state)
     assert_string_equal(by, "failover");
 }
 
+static void mark_row(PGconn *pg, const char *name, int64_t id, const char *front)
+{
+    char q[512];
+
+    snprintf(q, sizeof(q),
+             "INSERT INTO " DLB_ENV_REGISTRY_SCHEMA ".env_history (action, name, by_user, detail) "
+             "VALUES ('mark', '%s', 'tester', '{\"switch\": %lld, \"front\": \"%s\"}')",
+             name, (long long)id, front);
+    sql(pg, q);
+}
+
+/* Which switches count as marked at a front: a mark row naming another
+ * environment than its switch promoted (the "(null)" rows an older dlbrain
+ * wrote, whose markers no relay took for a switch) does not, so the
+ * decider marks that switch again. */
+static void test_mark_last(void **state)
+{
+    PGconn *pg = *state;
+    char was[DLB_ENV_NAME_MAX + 1];
+    int64_t id = 0, marked = -1;
+
+    assert_int_equal(
+        dlb_env_promote(pg, "green", 0, "tester", was, sizeof(was), &id, errstr, sizeof(errstr)),
+        0);
+    assert_int_equal(dlb_env_mark_last(pg, "dlbrain", &marked, errstr, sizeof(errstr)), 0);
+    assert_int_equal(marked, 0);
+    mark_row(pg, "(null)", id, "dlbrain");
+    assert_int_equal(dlb_env_mark_last(pg, "dlbrain", &marked, errstr, sizeof(errstr)), 0);
+    assert_int_equal(marked, 0);
+    mark_row(pg, "green", id, "other");
+    assert_int_equal(dlb_env_mark_last(pg, "dlbrain", &marked, errstr, sizeof(errstr)), 0);
+    assert_int_equal(marked, 0);
+    mark_row(pg, "green", id, "dlbrain");
+    assert_int_equal(dlb_env_mark_last(pg, "dlbrain", &marked, errstr, sizeof(errstr)), 0);
+    assert_int_equal(marked, id);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_roles_last_switch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_pin_while_pinned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mark_by, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mark_last, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
