@@ -494,12 +494,94 @@ out:
     return rc;
 }
 
+/* Exit status of env promote when the switch is recorded but its markers
+ * are not in the front's topics: not 1 (nothing changed, try again), not 0
+ * (in effect at the front). */
+#define PROMOTE_UNMARKED 3
+
+/* Write the markers of switch id (name became real; was: the former real
+ * one, NULL when unknown). @returns 0 when they are in the front's topics,
+ * written here or meanwhile by the failover decider, else PROMOTE_UNMARKED
+ * after saying so. */
+static int promote_mark(const dlb_conf_t *conf, PGconn *pg, int64_t id, const char *name,
+                        const char *was)
+{
+    dlb_env_roles_t roles;
+    char errstr[1024], sub[512], who[256];
+    int64_t marked = 0;
+    int written = 0;
+
+    /* The switch takes effect at the front at its markers: the requests
+     * after them in each partition are the new real one's to answer. */
+    if (!dlb_switch_mark(conf, pg, id, name, by_user(), &written, errstr, sizeof(errstr))) {
+        printf("switch %lld marked in %d partition(s) of %s.*: the requests after the markers "
+               "are %s's to answer\n",
+               (long long)id, written, conf->env, name);
+        return 0;
+    }
+    if (written > 0) { /* in Kafka, only the mark row is missing */
+        fprintf(stderr,
+                "env promote: switch %lld marked in %d partition(s) of %s.*, but not recorded "
+                "in the history (%s): the relay holding the failover lease marks it again\n",
+                (long long)id, written, conf->env, errstr);
+        return 0;
+    }
+    /* The decider writes the markers of a switch 10 s old, and giving up on
+     * Kafka takes longer than that: it may have done it meanwhile. */
+    if (!dlb_env_mark_last(pg, conf->env, &marked, sub, sizeof(sub)) && marked >= id) {
+        printf("switch %lld marked in %s.* by the relay holding the failover lease (here: %s): "
+               "the requests after the markers are %s's to answer\n",
+               (long long)id, conf->env, errstr, name);
+        return 0;
+    }
+    if (dlb_env_roles_get(pg, &roles, sub, sizeof(sub)))
+        snprintf(who, sizeof(who), "The relay that holds the failover lease writes them");
+    else if (roles.lease_holder[0] && roles.lease_live)
+        snprintf(who, sizeof(who),
+                 "The relay holding the failover lease (%.128s) writes them at its next check",
+                 roles.lease_holder);
+    else
+        snprintf(who, sizeof(who),
+                 "No relay holds the failover lease now: the first one to take it writes them");
+    fprintf(stderr,
+            "env promote: switch %lld is recorded (%s is real in the registry), but its markers "
+            "are not in %s.*: %s. Until they are, %s answers the front. %s; or run 'dlbrain env "
+            "promote %s' again once Kafka is reachable\n",
+            (long long)id, name, conf->env, errstr,
+            was && *was ? was
+            : was       ? "no environment"
+                        : "the former real environment",
+            who, name);
+    return PROMOTE_UNMARKED;
+}
+
+/* name is real already: the markers of the switch that made it real, when
+ * none reached the front (a promote that could not reach Kafka). */
+static int promote_mark_missing(const dlb_conf_t *conf, PGconn *pg, const char *name)
+{
+    dlb_env_roles_t roles;
+    char errstr[1024];
+    int64_t marked = 0;
+
+    if (dlb_env_roles_get(pg, &roles, errstr, sizeof(errstr)) ||
+        dlb_env_mark_last(pg, conf->env, &marked, errstr, sizeof(errstr))) {
+        fprintf(stderr, "env promote: looking for unmarked switches: %s\n", errstr);
+        return 1;
+    }
+    if (!roles.last_switch_id || strcmp(roles.last_switch_env, name) ||
+        marked >= roles.last_switch_id)
+        return 0;
+    printf("switch %lld (%s real) has no markers in %s.*: writing them\n",
+           (long long)roles.last_switch_id, name, conf->env);
+    return promote_mark(conf, pg, roles.last_switch_id, name, NULL);
+}
+
 static int act_promote(const cli_args_t *a, const dlb_conf_t *conf)
 {
     PGconn *pg = NULL;
     char errstr[1024], was[DLB_ENV_NAME_MAX + 1];
     int64_t id = 0;
-    int rc = 1, written;
+    int rc = 1;
 
     if (reg_open(a, conf, &pg))
         return 1;
@@ -511,22 +593,8 @@ static int act_promote(const cli_args_t *a, const dlb_conf_t *conf)
     printf("environment %s is real%s%s%s%s\n", a->pos[0], was[0] ? " (" : "", was,
            was[0] ? " is virtual now)" : "",
            a->opt['P'] ? "" : "; pinned: automatic failover off until 'dlbrain env unpin'");
-    rc = 0;
-    if (!id)
-        goto out;
-    /* The switch takes effect at the front at its markers: the requests
-     * after them in each partition are the new real one's to answer. */
-    if (dlb_switch_mark(conf, pg, id, a->pos[0], &written, errstr, sizeof(errstr)))
-        fprintf(stderr,
-                "env promote: switch %lld committed, but its markers are not in %s.* yet (%s): "
-                "the relay that decides failover writes them within %d s; until then %s answers "
-                "the front\n",
-                (long long)id, conf->env, errstr, 10 + conf->failover.check_ms / 1000,
-                was[0] ? was : "no environment");
-    else
-        printf("switch %lld marked in %d partition(s) of %s.*: the requests after the markers "
-               "are %s's to answer\n",
-               (long long)id, written, conf->env, a->pos[0]);
+    rc =
+        id ? promote_mark(conf, pg, id, a->pos[0], was) : promote_mark_missing(conf, pg, a->pos[0]);
 out:
     PQfinish(pg);
     return rc;

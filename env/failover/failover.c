@@ -30,6 +30,7 @@ struct dlb_failover {
     char holder[128];
     int leader; /* held the lease at the last tick */
     dlb_failover_verdict_t last_verdict;
+    int last_logged;                    /* the last verdict was logged (only the leader logs it) */
     char standby[DLB_ENV_NAME_MAX + 1]; /* of the last tick, for its metric */
     dlb_series_t *m_leader, *m_jobs, *m_failed, *m_share, *m_late, *m_threshold, *m_pinned,
         *m_switches, *m_standby, *m_verdict;
@@ -108,7 +109,8 @@ static void metrics_roles(dlb_failover_t *f, const dlb_env_roles_t *roles, dlb_f
     if (v != f->last_verdict) {
         dlb_metric_hide(f->m_verdict);
         f->m_verdict = dlb_metric_gauge("dlbrain_failover_verdict",
-                                        "1 for the policy's last verdict on the leader: trip, "
+                                        "1 for the policy's last verdict (every relay evaluates, "
+                                        "the leader acts on it): trip, "
                                         "healthy, few_jobs, cooldown, pinned, no_standby, no_real",
                                         "verdict", DLB_LV(dlb_failover_verdict_name(v)));
     }
@@ -249,7 +251,7 @@ static int mark(dlb_failover_t *f, PGconn *pg, int64_t id, const char *env, char
 {
     int written, err;
 
-    if ((err = dlb_switch_mark(f->conf, pg, id, env, &written, errstr, size)))
+    if ((err = dlb_switch_mark(f->conf, pg, id, env, "failover", &written, errstr, size)))
         return err;
     dlb_info("failover: switch %" PRId64 " (%s real) marked in %d partition(s) of %s.*", id, env,
              written, f->conf->env);
@@ -298,11 +300,11 @@ int dlb_failover_tick(dlb_failover_t *f, PGconn *pg, dlb_failover_tick_t *out, c
                  held ? "this relay decides" : "another process decides");
     f->leader = held;
     dlb_metric_set(f->m_leader, held);
-    if (!held)
-        return 0;
-    out->leader = 1;
+    out->leader = held;
+    /* Every relay reads and evaluates, so each one's gauges say what the
+     * registry and the real environment say; only the leader acts. */
     if ((err = dlb_env_roles_get(pg, &roles, errstr, errstr_size)) ||
-        (err = mark_missing(f, pg, &roles, errstr, errstr_size)))
+        (held && (err = mark_missing(f, pg, &roles, errstr, errstr_size))))
         return err;
     st.has_real = roles.real[0] != '\0';
     st.has_standby = roles.standby[0] != '\0';
@@ -328,13 +330,14 @@ int dlb_failover_tick(dlb_failover_t *f, PGconn *pg, dlb_failover_tick_t *out, c
     dlb_metric_set(f->m_share, fig.share);
     dlb_metric_set(f->m_late, fig.late_share);
     metrics_roles(f, &roles, v);
-    if (v != f->last_verdict)
+    if (held && (v != f->last_verdict || held != f->last_logged))
         dlb_info("failover: %s (real %s, standby %s): %" PRId64 " of %" PRId64
                  " job(s) failed in the window",
                  dlb_failover_verdict_name(v), roles.real[0] ? roles.real : "none",
                  roles.standby[0] ? roles.standby : "none", fig.failed, fig.jobs);
     f->last_verdict = v;
-    if (v != DLB_FAILOVER_TRIP)
+    f->last_logged = held;
+    if (!held || v != DLB_FAILOVER_TRIP)
         return 0;
     if (fig.by_late)
         snprintf(reason, sizeof(reason),

@@ -5,8 +5,10 @@
  * (real, standby, pin, last switch), reads the real environment's own job
  * outcomes from its PostgreSQL schema (the succeeded and failed job events
  * its optimizer stored from its input stream) and, with env.failover.late.ms,
- * its plan requests with when their plans were stored, asks the policy
- * (failover_policy.h), and when it trips makes the switch in one registry
+ * its plan requests with when their plans were stored, and asks the policy
+ * (failover_policy.h): every relay does, so the gauges of each say what the
+ * registry says. The leader alone acts: when the policy trips it makes the
+ * switch in one registry
  * transaction that checks everything again (dlb_env_failover_switch), with
  * the reason and the figures in the history, a log line and metrics; then
  * it writes the switch's markers into the front's topics (switch_mark.h), and

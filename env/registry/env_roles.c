@@ -18,26 +18,34 @@ int dlb_env_roles_get(PGconn *pg, dlb_env_roles_t *out, char *errstr, size_t err
     int err;
 
     memset(out, 0, sizeof(*out));
+    /* Ten columns, read by number below: keep the two in step. */
     if ((err = dlb_env_reg_exec(
              pg,
-             "SELECT (SELECT name FROM " S
-             "environments WHERE kind = 'real' AND dropped_at IS NULL), "
-             "(SELECT name FROM " S "environments WHERE standby AND dropped_at IS NULL), "
+             "SELECT (SELECT name FROM " S "environments WHERE kind = 'real' AND dropped_at IS "
+             "NULL), (SELECT name FROM " S "environments WHERE standby AND dropped_at IS NULL), "
              "f.pinned, COALESCE(f.lease_holder, ''), COALESCE(" MS(
                  "f.lease_until") ", 0), "
                                   "COALESCE(f.lease_until > now(), false), COALESCE(h.id, 0), "
                                   "COALESCE(" MS("h.at") ", 0), " MS(
-                                      "now()") " FROM " S
-                                               "failover f LEFT JOIN (SELECT id, at FROM " S
-                                               "env_history "
-                                               "WHERE action = 'promote' ORDER BY id DESC LIMIT 1) "
-                                               "h ON true",
+                                      "now()") ", COALESCE(h.name, '') FROM " S
+                                               "failover f LEFT JOIN (SELECT id, at, name FROM " S
+                                               "env_history WHERE "
+                                               "action = 'promote' ORDER BY id DESC LIMIT 1) h ON "
+                                               "true",
              0, NULL, &res, "reading the failover roles", errstr, errstr_size)))
         return err;
     if (PQntuples(res) != 1) {
         PQclear(res);
         return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC,
                           "the registry's failover row is missing");
+    }
+    /* A column read past the end is NULL, which "%s" prints as "(null)": a
+     * name no environment can have, written into markers and history. */
+    if (PQnfields(res) != 10) {
+        err = PQnfields(res);
+        PQclear(res);
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC,
+                          "reading the failover roles: %d columns, expected 10", err);
     }
     snprintf(out->real, sizeof(out->real), "%s", PQgetvalue(res, 0, 0));
     snprintf(out->standby, sizeof(out->standby), "%s", PQgetvalue(res, 0, 1));
@@ -136,18 +144,28 @@ out:
     return err;
 }
 
-int dlb_env_reg_pin_locked(PGconn *pg, int pinned, const char *real, const char *by_user,
-                           char *errstr, size_t size)
+/* Inside a change transaction: whether the choice is pinned, locked. */
+static int pinned_locked(PGconn *pg, int *pinned, char *errstr, size_t size)
 {
-    const char *values[1] = {pinned ? "t" : "f"};
     PGresult *res;
-    int err, cur;
+    int err;
 
     if ((err = dlb_env_reg_exec(pg, "SELECT pinned FROM " S "failover FOR UPDATE", 0, NULL, &res,
                                 "reading the pin", errstr, size)))
         return err;
-    cur = PQntuples(res) && !strcmp(PQgetvalue(res, 0, 0), "t");
+    *pinned = PQntuples(res) && !strcmp(PQgetvalue(res, 0, 0), "t");
     PQclear(res);
+    return 0;
+}
+
+int dlb_env_reg_pin_locked(PGconn *pg, int pinned, const char *real, const char *by_user,
+                           char *errstr, size_t size)
+{
+    const char *values[1] = {pinned ? "t" : "f"};
+    int err, cur;
+
+    if ((err = pinned_locked(pg, &cur, errstr, size)))
+        return err;
     if (cur == !!pinned)
         return 0;
     if ((err = dlb_env_reg_exec(pg, "UPDATE " S "failover SET pinned = $1::boolean", 1, values,
@@ -272,12 +290,12 @@ out:
     return err;
 }
 
-int dlb_env_mark_record(PGconn *pg, const char *env, const char *detail, char *errstr,
-                        size_t errstr_size)
+int dlb_env_mark_record(PGconn *pg, const char *env, const char *detail, const char *by_user,
+                        char *errstr, size_t errstr_size)
 {
     /* Not a change of the registry: no lock, one statement. */
     return dlb_env_reg_history_add(pg, "mark", env, "$4::jsonb", (const char *const[]){detail}, 1,
-                                   NULL, errstr, errstr_size);
+                                   by_user, errstr, errstr_size);
 }
 
 int dlb_env_mark_last(PGconn *pg, const char *front, int64_t *switch_id, char *errstr,
@@ -288,11 +306,15 @@ int dlb_env_mark_last(PGconn *pg, const char *front, int64_t *switch_id, char *e
     int err;
 
     *switch_id = 0;
-    if ((err =
-             dlb_env_reg_exec(pg,
-                              "SELECT COALESCE(max((detail->>'switch')::bigint), 0) FROM " S
-                              "env_history WHERE action = 'mark' AND detail->>'front' = $1",
-                              1, values, &res, "reading the switch markers", errstr, errstr_size)))
+    /* Only a mark row naming what its switch promoted counts: one that does
+     * not (markers an older dlbrain wrote as "<id>:(null)", which no relay
+     * takes for a switch) leaves the switch to be marked again. */
+    if ((err = dlb_env_reg_exec(
+             pg,
+             "SELECT COALESCE(max(p.id), 0) FROM " S "env_history m JOIN " S
+             "env_history p ON p.action = 'promote' AND p.name = m.name AND p.id = "
+             "(m.detail->>'switch')::bigint WHERE m.action = 'mark' AND m.detail->>'front' = $1",
+             1, values, &res, "reading the switch markers", errstr, errstr_size)))
         return err;
     *switch_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
@@ -313,6 +335,24 @@ int dlb_env_promote(PGconn *pg, const char *name, int pin, const char *by_user, 
         return err;
     if ((err = live_locked(pg, name, &is_real, errstr, errstr_size)))
         goto out;
+    /* Not pinning leaves a pin someone set in place: the promote row would
+     * say "pinned": false while automatic failover stays off. Re-arming it
+     * is a decision of its own (unpin), not a side effect of a flag. */
+    if (!pin) {
+        int pinned;
+
+        if ((err = pinned_locked(pg, &pinned, errstr, errstr_size)))
+            goto out;
+        if (pinned) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                             "the choice is pinned (automatic failover off until 'dlbrain env "
+                             "unpin'), and promoting %s with --no-pin would leave the pin in "
+                             "place: nothing changed; unpin first to arm automatic failover "
+                             "again, or promote without --no-pin to keep it pinned",
+                             name);
+            goto out;
+        }
+    }
     if (is_real) { /* nothing to switch: promoting twice is not an error */
         if (pin && (err = dlb_env_reg_pin_locked(pg, 1, name, by_user, errstr, errstr_size)))
             goto out;

@@ -74,12 +74,13 @@ int dlb_env_failover_switch(PGconn *pg, const char *holder, const char *expect_r
 
 /** @brief Record where the markers of a switch went (switch_mark.h): a
  *         "mark" row naming env, detail a JSON object (switch, front,
- *         offsets). */
-int dlb_env_mark_record(PGconn *pg, const char *env, const char *detail, char *errstr,
-                        size_t errstr_size);
+ *         offsets), by by_user (who wrote them: the promoting user, or
+ *         "failover" for the decider; NULL: the database user). */
+int dlb_env_mark_record(PGconn *pg, const char *env, const char *detail, const char *by_user,
+                        char *errstr, size_t errstr_size);
 
 /** @brief The newest switch whose markers front holds (a mark row with that
- *         front), 0 when none. */
+ *         front naming the environment the switch promoted), 0 when none. */
 int dlb_env_mark_last(PGconn *pg, const char *front, int64_t *switch_id, char *errstr,
                       size_t errstr_size);
 
@@ -87,12 +88,15 @@ int dlb_env_mark_last(PGconn *pg, const char *front, int64_t *switch_id, char *e
  *         "demote" and a "promote" history row (detail: was, cause "manual",
  *         pinned). When name is the standby, it is one no longer.
  *  @param pin        also pin the choice: automatic failover stays off until
- *                    dlb_env_pin_set(pg, 0, ...) (env_roles.h)
+ *                    dlb_env_pin_set(pg, 0, ...) (env_roles.h); 0 is refused
+ *                    while the choice is pinned (the promotion would leave
+ *                    the pin in place: unpin first)
  *  @param was        set to the previous real one ("" when none or name was
  *                    real already, then nothing changes but the pin)
  *  @param switch_id  set to the promote row's id (0 when nothing changed);
  *                    NULL when not wanted
- *  @returns 0, DLB_ERR_NOTFOUND (unknown or dropped), or another error. */
+ *  @returns 0, DLB_ERR_NOTFOUND (unknown or dropped), DLB_ERR_INVALID (pin 0
+ *           while pinned: nothing changed), or another error. */
 int dlb_env_promote(PGconn *pg, const char *name, int pin, const char *by_user, char *was,
                     size_t was_size, int64_t *switch_id, char *errstr, size_t errstr_size);
 

@@ -31,6 +31,9 @@ static const char *const fan_in[] = {DLB_TOPIC_PLANS, DLB_TOPIC_CONFIGS, NULL};
 /* Short topic names of the records metric: fan_out's then fan_in's. */
 #define RELAY_TOPICS 7
 
+/* What happened to a record, the first index of relay_t.records. */
+enum { ACT_COPIED, ACT_FORWARDED, ACT_DROPPED, ACT_DLQ, ACT_CNT };
+
 typedef struct renv {
     char name[DLB_ENV_NAME_MAX + 1];
     int usable; /* its topics exist: relayed to and from */
@@ -65,19 +68,17 @@ typedef struct relay {
     size_t parts_cnt, parts_cap;
     int64_t dropped;    /* answers of virtual environments */
     int64_t marks_read; /* switch markers that moved a partition's stamp */
+    int front_dlq;      /* <front>.dlq exists: 1, missing: -1, not looked up: 0 */
     /* dlbrain_relay_records_total per [action][short topic]; the batch's
      * counts are added once its transaction committed. */
-    dlb_series_t *records[3][RELAY_TOPICS];
-    int64_t pending[3][RELAY_TOPICS];
+    dlb_series_t *records[ACT_CNT][RELAY_TOPICS];
+    int64_t pending[ACT_CNT][RELAY_TOPICS];
     dlb_series_t *real_env;   /* dlbrain_relay_real_environment of r->real */
     dlb_series_t *switches;   /* dlbrain_relay_switches_total: changes of r->real seen */
     dlb_failover_t *failover; /* the automatic failover decider (failover.h) */
     int64_t failover_at;
     dlb_series_t *usable, *assigns, *revokes, *txn_ok, *txn_aborted, *err_kafka;
 } relay_t;
-
-/* What happened to a record, the first index of relay_t.records. */
-enum { ACT_COPIED, ACT_FORWARDED, ACT_DROPPED };
 
 /* The metrics index of a short topic name (RELAY_TOPICS - 1 if unknown). */
 static int topic_index(const char *shortname)
@@ -99,18 +100,22 @@ static dlb_series_t *records_series(const char *topic, const char *action)
                               "Records the relay committed, by short topic name and action: "
                               "copied (a front event into each environment), forwarded (the real "
                               "environment's answer to the front), dropped (a virtual "
-                              "environment's answer)",
+                              "environment's answer), dlq (a malformed switch marker of the "
+                              "front, to <front>.dlq)",
                               "topic,action", DLB_LV(topic, action));
 }
 
 static void metrics_setup(relay_t *r)
 {
-    static const char *const acts[3] = {"copied", "forwarded", "dropped"};
+    static const char *const acts[ACT_CNT] = {"copied", "forwarded", "dropped", "dlq"};
     int i = 0;
 
-    /* fan_out's topics are copied; fan_in's forwarded or dropped */
-    for (const char *const *t = fan_out; *t; t++, i++)
+    /* fan_out's topics are copied (their malformed markers dead-lettered);
+     * fan_in's forwarded or dropped */
+    for (const char *const *t = fan_out; *t; t++, i++) {
         r->records[ACT_COPIED][i] = records_series(*t, acts[ACT_COPIED]);
+        r->records[ACT_DLQ][i] = records_series(*t, acts[ACT_DLQ]);
+    }
     for (const char *const *t = fan_in; *t; t++, i++)
         for (int a = ACT_FORWARDED; a <= ACT_DROPPED; a++)
             r->records[a][i] = records_series(*t, acts[a]);
@@ -543,6 +548,60 @@ static int answer_forwarded(const relay_t *r, const rd_kafka_message_t *m, const
     return !strcmp(src, r->real);
 }
 
+/* Whether the front has its dead-letter topic, looked up once it is needed
+ * (a topic asked for by name could be created by the broker). */
+static int front_dlq_exists(relay_t *r)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t kerr;
+    char topic[256];
+
+    if (r->front_dlq > 0)
+        return 1;
+    dlb_conf_topic(r->conf, DLB_TOPIC_DLQ, topic, sizeof(topic));
+    if ((kerr = rd_kafka_metadata(r->producer, 1, NULL, &md, META_TIMEOUT_MS))) {
+        dlb_warn("kafka metadata: %s; taking %s to exist", rd_kafka_err2str(kerr), topic);
+        return 1; /* a missing one fails the batch, which is retried */
+    }
+    r->front_dlq = -1;
+    for (int i = 0; i < md->topic_cnt && r->front_dlq < 0; i++)
+        if (!md->topics[i].err && !strcmp(md->topics[i].topic, topic))
+            r->front_dlq = 1;
+    rd_kafka_metadata_destroy(md);
+    return r->front_dlq > 0;
+}
+
+/* A record of a front topic with a dlb.switch header that is no stamp
+ * (raw): nobody can tell whom the records after it are for, so the
+ * partition's stamp stays; it is not copied into any environment (whose
+ * consumers would dead-letter it as an event) but into the front's DLQ,
+ * where it can be looked at, in the batch's transaction. *sent: 1 when it
+ * went there. */
+static int marker_refused(relay_t *r, const rd_kafka_message_t *m, const char *raw, int *sent,
+                          char *errstr, size_t size)
+{
+    char msg[256];
+
+    *sent = 0;
+    snprintf(msg, sizeof(msg),
+             "a switch marker whose %s header '%s' is not <switch number>:<environment>: not "
+             "copied into the environments, no switch taken",
+             DLB_SWITCH_HEADER, raw);
+    if (!front_dlq_exists(r)) {
+        dlb_err("relay: %s [%" PRId32 "] offset %" PRId64 ": %s; %s.%s does not exist: dropped",
+                rd_kafka_topic_name(m->rkt), m->partition, m->offset, msg, r->conf->env,
+                DLB_TOPIC_DLQ);
+        return 0;
+    }
+    dlb_warn("relay: %s [%" PRId32 "] offset %" PRId64 ": %s; to %s.%s",
+             rd_kafka_topic_name(m->rkt), m->partition, m->offset, msg, r->conf->env,
+             DLB_TOPIC_DLQ);
+    if (dlb_kafka_dlq_send(r->producer, r->conf, m, "relay", DLB_ERR_INVALID, msg, errstr, size))
+        return DLB_ERR_TRANSIENT;
+    *sent = 1;
+    return 0;
+}
+
 /* Produce what the batch's records turn into. */
 static int relay_records(relay_t *r, int64_t *outputs, char *errstr, size_t size)
 {
@@ -557,13 +616,25 @@ static int relay_records(relay_t *r, int64_t *outputs, char *errstr, size_t size
         const char *dot = strchr(name, '.');
         const renv_t *src;
         dlb_switch_stamp_t mk;
+        dlb_switch_kind_t kind;
 
         if (topic_is(name, r->conf->env, front_len, fan_out)) {
             rpart_t *p = part_find(r, name, m->partition); /* parts_load() met it */
+            char raw[DLB_SWITCH_RAW_MAX];
 
-            if (dlb_switch_marker_get(m, &mk)) { /* not an event: never copied */
+            /* A marker is not an event: never copied, malformed or not. */
+            if ((kind = dlb_switch_marker_get(m, &mk, raw, sizeof(raw))) == DLB_SWITCH_MARKER) {
                 if (p)
                     part_mark(r, p, m, &mk);
+                continue;
+            }
+            if (kind == DLB_SWITCH_MALFORMED) {
+                int sent = 0;
+
+                if ((err = marker_refused(r, m, raw, &sent, errstr, size)))
+                    return err;
+                *outputs += sent;
+                r->pending[ACT_DLQ][topic_index(name + front_len + 1)] += sent;
                 continue;
             }
             for (size_t k = 0; k < r->envs_cnt; k++) {
@@ -690,7 +761,7 @@ static int batch_publish(relay_t *r, int *fatal, char *errstr, size_t size)
         !(err = txn_step(r, STEP_COMMIT, NULL, fatal, errstr, size))) {
         r->st->outputs += outputs;
         r->st->accepted += (int64_t)r->batch_cnt;
-        for (int a = 0; a < 3; a++)
+        for (int a = 0; a < ACT_CNT; a++)
             for (int i = 0; i < RELAY_TOPICS; i++)
                 dlb_metric_add(r->records[a][i], (uint64_t)r->pending[a][i]);
         dlb_metric_add(r->txn_ok, 1);

@@ -11,7 +11,8 @@
  *   - stamps each copy (header dlb.real) with the environment that answers
  *     it at the front: per front partition, the one of the newest switch
  *     marker read there (env/switch/switch_mark.h), committed with the
- *     partition's offset as its metadata;
+ *     partition's offset as its metadata. Markers are read, never copied: one
+ *     whose stamp does not parse goes to the front's DLQ instead;
  *   - reads every live environment's plans and configs (read_committed) and
  *     forwards to the front's plans / configs only the answers whose stamp
  *     names the environment that made them, with a header dlb.env naming it;

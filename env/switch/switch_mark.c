@@ -22,8 +22,14 @@ const char *const dlb_switch_topics[] = {DLB_TOPIC_JOB_EVENTS,      DLB_TOPIC_ME
 
 int dlb_switch_stamp_format(const dlb_switch_stamp_t *s, char *buf, size_t size)
 {
-    int n = snprintf(buf, size, "%" PRId64 ":%s", s->id, s->env);
+    char errstr[8];
+    int n;
 
+    /* What parse refuses must never be written: a relay could not tell
+     * whom the records after it are for. */
+    if (s->id < 0 || dlb_env_name_check(s->env, errstr, sizeof(errstr)))
+        return -1;
+    n = snprintf(buf, size, "%" PRId64 ":%s", s->id, s->env);
     return n < 0 || (size_t)n >= size ? -1 : n;
 }
 
@@ -50,17 +56,33 @@ int dlb_switch_stamp_parse(const void *val, size_t len, dlb_switch_stamp_t *out)
     return 0;
 }
 
-int dlb_switch_marker_get(const rd_kafka_message_t *m, dlb_switch_stamp_t *out)
+dlb_switch_kind_t dlb_switch_headers_marker(const rd_kafka_headers_t *hdrs, dlb_switch_stamp_t *out,
+                                            char *raw, size_t raw_size)
 {
-    rd_kafka_headers_t *hdrs;
-    const void *val;
-    size_t len;
+    const unsigned char *val;
+    size_t len, n = 0;
+
+    memset(out, 0, sizeof(*out));
+    if (raw && raw_size)
+        raw[0] = '\0';
+    if (!hdrs || rd_kafka_header_get_last(hdrs, DLB_SWITCH_HEADER, (const void **)&val, &len))
+        return DLB_SWITCH_NONE;
+    for (; raw && val && n < len && n + 1 < raw_size; n++)
+        raw[n] = val[n] >= 0x20 && val[n] < 0x7f ? (char)val[n] : '?';
+    if (raw && raw_size)
+        raw[n] = '\0';
+    return dlb_switch_stamp_parse(val, len, out) ? DLB_SWITCH_MALFORMED : DLB_SWITCH_MARKER;
+}
+
+dlb_switch_kind_t dlb_switch_marker_get(const rd_kafka_message_t *m, dlb_switch_stamp_t *out,
+                                        char *raw, size_t raw_size)
+{
+    rd_kafka_headers_t *hdrs = NULL;
 
     /* rd_kafka_message_headers() parses them once; it takes a non-const. */
-    if (rd_kafka_message_headers((rd_kafka_message_t *)m, &hdrs) ||
-        rd_kafka_header_get_last(hdrs, DLB_SWITCH_HEADER, &val, &len))
-        return 0;
-    return dlb_switch_stamp_parse(val, len, out) == 0;
+    if (rd_kafka_message_headers((rd_kafka_message_t *)m, &hdrs))
+        hdrs = NULL;
+    return dlb_switch_headers_marker(hdrs, out, raw, raw_size);
 }
 
 /* One marker's partition and, once acknowledged, its offset (-1 before). */
@@ -107,8 +129,8 @@ out:
     return s;
 }
 
-int dlb_switch_mark(const dlb_conf_t *front, PGconn *pg, int64_t id, const char *env, int *written,
-                    char *errstr, size_t errstr_size)
+int dlb_switch_mark(const dlb_conf_t *front, PGconn *pg, int64_t id, const char *env,
+                    const char *by_user, int *written, char *errstr, size_t errstr_size)
 {
     static const char *const base[] = {"enable.idempotence", "true", "acks", "all", NULL};
     const struct rd_kafka_metadata *md = NULL;
@@ -122,9 +144,15 @@ int dlb_switch_mark(const dlb_conf_t *front, PGconn *pg, int64_t id, const char 
     int err = 0;
 
     *written = 0;
-    snprintf(stamp.env, sizeof(stamp.env), "%s", env);
+    /* A name too long stays "", which the format refuses: cut to fit, it
+     * could be another environment's. */
+    if (env && strlen(env) < sizeof(stamp.env))
+        snprintf(stamp.env, sizeof(stamp.env), "%s", env);
     if (dlb_switch_stamp_format(&stamp, val, sizeof(val)) < 0)
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "switch stamp too long");
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "switch %" PRId64 " to '%.64s': not a switch number and an environment "
+                          "name; no marker written",
+                          id, env ? env : "");
     if (!(kc = dlb_kafka_conf_new(front, base, NULL, errstr, errstr_size)))
         return DLB_ERR_CONF;
     rd_kafka_conf_set_dr_msg_cb(kc, dr_cb);
@@ -197,7 +225,7 @@ int dlb_switch_mark(const dlb_conf_t *front, PGconn *pg, int64_t id, const char 
         err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
         goto out;
     }
-    err = dlb_env_mark_record(pg, env, detail, errstr, errstr_size);
+    err = dlb_env_mark_record(pg, env, detail, by_user, errstr, errstr_size);
 out:
     free(detail);
     free(marks);

@@ -24,6 +24,8 @@
 #include "env_registry.h"
 
 #define DLB_SWITCH_HEADER "dlb.switch"
+/* Room for a header value shown in a message (dlb_switch_headers_marker). */
+#define DLB_SWITCH_RAW_MAX 96
 
 /* The front's topics that carry markers: those the relay copies into the
  * environments (the inputs of their consumers), NULL-terminated. */
@@ -36,7 +38,10 @@ typedef struct dlb_switch_stamp {
     char env[DLB_ENV_NAME_MAX + 1]; /* "" = none */
 } dlb_switch_stamp_t;
 
-/** @brief "<id>:<env>" into buf. @returns its length, or -1 when it does not fit. */
+/** @brief "<id>:<env>" into buf.
+ *  @returns its length, or -1 when it does not fit or is no stamp
+ *           dlb_switch_stamp_parse() takes (id negative, env empty or not a
+ *           valid environment name): a marker must never carry one. */
 int dlb_switch_stamp_format(const dlb_switch_stamp_t *s, char *buf, size_t size);
 
 /** @brief Parse "<id>:<env>" (len bytes, not NUL-terminated).
@@ -44,18 +49,36 @@ int dlb_switch_stamp_format(const dlb_switch_stamp_t *s, char *buf, size_t size)
  *           valid environment name or empty). */
 int dlb_switch_stamp_parse(const void *val, size_t len, dlb_switch_stamp_t *out);
 
-/** @returns 1 when m is a switch marker with a valid stamp (*out), else 0. */
-int dlb_switch_marker_get(const rd_kafka_message_t *m, dlb_switch_stamp_t *out);
+/* What a record of a front topic is, by its dlb.switch header: any record
+ * with the header is a marker, never an event to copy. */
+typedef enum dlb_switch_kind {
+    DLB_SWITCH_NONE = 0,      /* no header: an event */
+    DLB_SWITCH_MARKER = 1,    /* a marker with a valid stamp */
+    DLB_SWITCH_MALFORMED = 2, /* the header, but its value is no stamp */
+} dlb_switch_kind_t;
+
+/** @brief Classify by headers hdrs (NULL: none).
+ *  @param out  the stamp when DLB_SWITCH_MARKER
+ *  @param raw  when not NULL: the header's value as text, bytes outside
+ *              printable ASCII as '?', cut to raw_size - 1 ("" when none) */
+dlb_switch_kind_t dlb_switch_headers_marker(const rd_kafka_headers_t *hdrs, dlb_switch_stamp_t *out,
+                                            char *raw, size_t raw_size);
+
+/** @brief dlb_switch_headers_marker() of m's headers. */
+dlb_switch_kind_t dlb_switch_marker_get(const rd_kafka_message_t *m, dlb_switch_stamp_t *out,
+                                        char *raw, size_t raw_size);
 
 /** @brief Write the markers of switch id (env became real) into every
  *         partition of the front's marker topics (front->env's prefix),
  *         wait for each to be acknowledged, and record where they went as a
- *         "mark" history row (detail: switch, front, offsets per topic and
- *         partition). Writing them twice is harmless: the second is ignored.
+ *         "mark" history row by by_user (detail: switch, front, offsets per
+ *         topic and partition). Writing them twice is harmless: the second
+ *         is ignored.
  *  @param written  set to the number of markers acknowledged
- *  @returns 0; DLB_ERR_TRANSIENT (Kafka: a marker not acknowledged in time,
- *           or a front topic missing); or the registry's error. */
-int dlb_switch_mark(const dlb_conf_t *front, PGconn *pg, int64_t id, const char *env, int *written,
-                    char *errstr, size_t errstr_size);
+ *  @returns 0; DLB_ERR_INVALID (id and env make no valid stamp: nothing
+ *           written); DLB_ERR_TRANSIENT (Kafka: a marker not acknowledged in
+ *           time, or a front topic missing); or the registry's error. */
+int dlb_switch_mark(const dlb_conf_t *front, PGconn *pg, int64_t id, const char *env,
+                    const char *by_user, int *written, char *errstr, size_t errstr_size);
 
 #endif

@@ -9,7 +9,13 @@
 #    (share over the window, minimum jobs): the real one becomes virtual and
 #    the standby real in one transaction, with reason and figures in history;
 #  - no switch inside the cool-down, none while pinned by a manual promotion,
-#    and the next one after `env unpin` once the cool-down is over.
+#    and the next one after `env unpin` once the cool-down is over; `env
+#    promote --no-pin` refused while pinned; the relay without the lease
+#    reports the registry's pin and the same window as the decider;
+#  - a switch whose markers `env promote` could not write (the broker
+#    unreachable): exit status 3, then the relay holding the lease writes
+#    them (`<switch>:<env>`, a mark row by failover) and they take effect;
+#    no marker is ever copied into an environment.
 . "$(dirname "$0")/helpers.sh"
 
 parts=2
@@ -191,6 +197,21 @@ wait_for 60 "red to store the failures" stored red bad4 5
 wait_for 30 "the policy's pinned verdict" bash -c "[ \"\$(curl -sf $url/metrics | awk '\$1 == \"dlbrain_failover_verdict{verdict=\\\"pinned\\\"}\" {print \$2}')\" = 1 ]"
 real_is red || fail "switched while pinned"
 ok "pinned by env promote: 5 failed jobs of red do not switch"
+# Every relay reports what the registry says, not only the decider.
+expect_eq "the restarted relay still waits" 0 "$(metric "$url_new" dlbrain_failover_leader)"
+both() { [ "$(metric "$url" "$1") $(metric "$url_new" "$1")" = "$2 $2" ]; }
+wait_for 10 "both relays to report the pin" both dlbrain_failover_pinned 1
+wait_for 10 "both relays to report the pinned verdict" both 'dlbrain_failover_verdict{verdict="pinned"}' 1
+wait_for 10 "both relays to report red's 5 jobs in the window" both dlbrain_failover_window_jobs 5
+ok "the relay without the lease reports the pin and the window as the decider does"
+# --no-pin would leave the pin in place: refused, nothing changes.
+rows=$(sys_sql "SELECT count(*) FROM dlbrain_registry.env_history")
+out=$(env_cli promote green --no-pin 2>&1) && fail "env promote --no-pin while pinned was accepted: $out"
+grep -q "would leave the pin in place: nothing changed" <<<"$out" && grep -q "env unpin" <<<"$out" || fail "--no-pin while pinned: unclear error: $out"
+expect_eq "history rows after the refusal" "$rows" "$(sys_sql "SELECT count(*) FROM dlbrain_registry.env_history")"
+real_is red || fail "the refused promotion switched"
+env_cli show red | grep -q '^failover: *off: pinned' || fail "env show after the refused --no-pin"
+ok "env promote --no-pin while pinned is refused, nothing changed: $out"
 env_cli unpin | grep -q unpinned || fail "env unpin"
 wait_for 30 "the failover red -> green after unpin" real_is green
 expect_eq "history from the manual promotion" "demote blue|promote red|unpin red|demote red|promote green" \
@@ -205,11 +226,33 @@ ok "env unpin: red's failures switch red -> green"
 # between; then every request must have been answered at the front exactly once,
 # by the environment of the newest switch marker before it in its partition.
 for r in relay1 relay2; do kill_relay $r; done
+# A switch whose markers env promote cannot write (no broker there) is recorded,
+# says so with exit status 3, and gets them from the relay that takes the lease.
+real_is green || fail "green is not real before the late switch"
+rc=0
+env_cli promote red --no-pin -b 127.0.0.1:1 >"$SYS_DIR/promote.out" 2>&1 || rc=$?
+expect_eq "exit status of a promote without markers" 3 "$rc"
+late_id=$(sed -n 's/.*switch \([0-9]*\) is recorded (red is real in the registry), but its markers are not in dlbrain\.\*.*/\1/p' "$SYS_DIR/promote.out")
+[ -n "$late_id" ] || fail "promote without markers: $(cat "$SYS_DIR/promote.out")"
+grep -q "green answers the front" "$SYS_DIR/promote.out" && grep -q "writes them" "$SYS_DIR/promote.out" &&
+    grep -q "dlbrain env promote red' again" "$SYS_DIR/promote.out" || fail "promote without markers: $(cat "$SYS_DIR/promote.out")"
+real_is red || fail "red is not real after its switch was recorded"
+env_cli show red 2>&1 >/dev/null | grep "out of range" && fail "env show red: a column read out of range"
+ok "env promote with the broker away: exit 3, switch $late_id recorded, red real, green answering until the markers"
 fo=(-X env.failover.window.s=120 -X env.failover.min.jobs=4 -X env.failover.threshold=0.5
     -X env.failover.cooldown.s=5 -X env.failover.check.ms=300 -X env.failover.lease.s=3
     -X env.failover.late.ms=60000 -X env.failover.late.min.requests=1000000)
 start_relay relay1
 start_relay relay2
+late_marked() { [ "$(sys_sql "SELECT count(*) FROM dlbrain_registry.env_history WHERE action = 'mark' AND (detail->>'switch')::bigint = $1")" -ge 1 ]; }
+wait_for 60 "the relay holding the lease to mark switch $late_id" late_marked "$late_id"
+expect_eq "the late mark row: name, by" "red failover" \
+    "$(sys_sql "SELECT name || ' ' || by_user FROM dlbrain_registry.env_history WHERE action = 'mark' AND (detail->>'switch')::bigint = $late_id")"
+expect_eq "markers of switch $late_id in dlbrain.plan-requests" "$parts" \
+    "$(kcat -C -b "$DLBRAIN_BROKERS" -t dlbrain.plan-requests -e -q -f '%h\n' | grep -c "dlb\.switch=$late_id:red$")"
+grep -q "failover: switch $late_id (red real) has no markers in dlbrain.\* after 10 s; writing them" "$SYS_DIR"/relay*.log ||
+    fail "no relay said it wrote the markers of switch $late_id"
+ok "the relay holding the lease wrote switch $late_id's markers ($late_id:red, a mark row by failover)"
 env_cli standby --clear >/dev/null
 jobs=(lj1 lj2 lj3 lj4 lj5 lj6)
 for j in "${jobs[@]}"; do
@@ -241,6 +284,16 @@ manual() { # manual ENV: env promote ENV --no-pin, checked
     real_is "$1" || fail "$1 is not real after env promote"
     sleep 2
 }
+late() { # late ENV: env promote ENV --no-pin with the front's broker away while the relays run
+    local rc=0
+    env_cli promote "$1" --no-pin -b 127.0.0.1:1 >"$SYS_DIR/promote.out" 2>&1 || rc=$?
+    # giving up on Kafka takes 30 s; the relay with the lease marks a switch 10 s old
+    expect_eq "env promote $1 with the broker away (the relay wrote the markers)" 0 "$rc"
+    grep -q "marked in dlbrain.\* by the relay holding the failover lease" "$SYS_DIR/promote.out" ||
+        fail "env promote $1: $(cat "$SYS_DIR/promote.out")"
+    real_is "$1" || fail "$1 is not real after env promote"
+    sleep 2
+}
 auto() { # auto FROM TO TAG: TO standby, FROM's jobs fail after the cool-down, TO real
     env_cli standby "$2" >/dev/null || fail "env standby $2"
     sleep 6
@@ -260,7 +313,7 @@ wait_for 30 "the restarted relay to read its stamps from the committed offsets" 
 manual green
 auto green blue c3
 kill_relay relay2; start_relay relay2
-manual red
+late red
 auto red green c5
 manual blue
 kill_relay relay1; start_relay relay1
@@ -276,7 +329,7 @@ expect_eq "switches in this part" 10 \
 expect_eq "of them automatic" 4 \
     "$(sys_sql "SELECT count(*) FROM (SELECT * FROM dlbrain_registry.env_history WHERE action = 'promote' ORDER BY id DESC LIMIT 10) h WHERE detail->>'cause' = 'failover'")"
 sent=$(wc -l <"$SYS_DIR/sent")
-ok "$sent requests sent through 10 switches (6 manual, 4 by the policy) and 4 relay kills"
+ok "$sent requests sent through 10 switches (6 manual, one of them marked late by a relay, 4 by the policy) and 4 relay kills"
 
 # front_dump TOPIC FILE: the whole topic, as env_switch_check.py reads it
 front_dump() { kcat -C -b "$DLBRAIN_BROKERS" -t "$1" -e -q -f '%p %o %S %h\n%s' >"$2"; }
@@ -294,6 +347,26 @@ expect_eq "promote rows without a mark row" 0 \
 expect_eq "automatic switches closer than the cool-down to the switch before" 0 \
     "$(sys_sql "SELECT count(*) FROM (SELECT detail->>'cause' AS cause, at - lag(at) OVER (ORDER BY id) AS gap FROM dlbrain_registry.env_history WHERE action = 'promote') h WHERE cause = 'failover' AND gap < interval '5 s'")"
 ok "every switch is marked in the history; no automatic switch inside the cool-down"
+me=${USER:-$(id -un)}
+expect_eq "mark rows not by $me or failover" 0 \
+    "$(sys_sql "SELECT count(*) FROM dlbrain_registry.env_history WHERE action = 'mark' AND by_user NOT IN ('$me', 'failover')")"
+expect_eq "mark rows of automatic switches not by failover" 0 \
+    "$(sys_sql "SELECT count(*) FROM dlbrain_registry.env_history m JOIN dlbrain_registry.env_history p ON p.id = (m.detail->>'switch')::bigint WHERE m.action = 'mark' AND p.detail->>'cause' = 'failover' AND m.by_user <> 'failover'")"
+[ "$(sys_sql "SELECT count(*) FROM dlbrain_registry.env_history WHERE action = 'mark' AND by_user = '$me'")" -ge 5 ] ||
+    fail "the mark rows of env promote do not name $me"
+ok "mark rows name who wrote the markers: $me (env promote) or failover (the relay)"
+# markers are read, never copied: no environment's topic holds one, no DLQ
+# holds anything, and none was malformed (the front's DLQ is empty)
+for e in blue green red; do
+    for t in job-events metrics k8s-events plan-requests config-requests; do
+        expect_eq "markers copied into $e.$t" 0 \
+            "$(kcat -C -b "$DLBRAIN_BROKERS" -t "$e.$t" -e -q -f '%h\n' | grep -c 'dlb\.switch=' || true)"
+    done
+    expect_eq "records in $e.dlq" 0 "$(kcat -C -b "$DLBRAIN_BROKERS" -t "$e.dlq" -e -q -f '%o\n' | wc -l)"
+done
+expect_eq "records in dlbrain.dlq" 0 "$(kcat -C -b "$DLBRAIN_BROKERS" -t dlbrain.dlq -e -q -f '%o\n' | wc -l)"
+grep -h "out of range" "$SYS_DIR"/relay*.log && fail "libpq: a column read out of range"
+ok "no marker in any environment's topics, nothing dead-lettered, no column read out of range"
 grep -h "failover: .*reading the" "$SYS_DIR"/relay*.log && fail "the decider could not read its inputs"
 ok "the decider read the job outcomes and the plan requests (late plans) without an error"
 

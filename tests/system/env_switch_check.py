@@ -11,8 +11,9 @@ a line. SENT: the request ids the test sent, one a line.
 
 The rule: a request is for the environment of the newest switch marker before
 it in its partition (a marker of an older switch than one read already does
-not count). Checks: every sent request is in the front topic once and after a
-marker; every one has exactly one answer at the front, from the environment
+not count). Checks: every dlb.switch header is "<switch>:<environment>"
+(a malformed marker would name no one); every sent request is in the front
+topic once and after a marker; every one has exactly one answer at the front, from the environment
 the rule names (its dlb.env header); no answer to anything else; each mark
 row's offsets are markers of its switch. Prints a summary; exit 1 on any
 failure, naming the first ones."""
@@ -21,7 +22,8 @@ import re
 import sys
 
 RID = re.compile(rb"ld[0-9]+-[0-9]+")
-SWITCH = re.compile(r"dlb\.switch=([0-9]+):([a-z][a-z0-9_]*)")
+SWITCH = re.compile(r"dlb\.switch=([0-9]+):([a-z][a-z0-9_]*)(?:,|$)")
+ANY_SWITCH = re.compile(r"dlb\.switch=([^,]*)")
 ENV = re.compile(r"dlb\.env=([a-z][a-z0-9_]*)")
 
 
@@ -49,6 +51,9 @@ def main():
     switches = set()
     for part, off, hdrs, value in records(req_path):
         m = SWITCH.search(hdrs)
+        if not m and ANY_SWITCH.search(hdrs):
+            errors.append(f"a malformed marker at [{part}] {off}: {hdrs!r}")
+            continue
         if m:
             sw, env = int(m.group(1)), m.group(2)
             markers[(part, off)] = sw

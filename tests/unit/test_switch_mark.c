@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -59,6 +60,74 @@ static void test_too_small(void **state)
     assert_int_equal(dlb_switch_stamp_format(&s, buf, sizeof(buf)), -1);
 }
 
+/* A marker must never carry what parse refuses: "17:(null)" was written
+ * once, from a name read out of a query's range, and no relay knew it. */
+static void test_format_refuses(void **state)
+{
+    static const char *const bad[] = {"(null)", "", "Blue", "a-b", "pg_x", "1blue", NULL};
+    dlb_switch_stamp_t s = {.id = 17};
+    char buf[64];
+    (void)state;
+
+    for (const char *const *b = bad; *b; b++) {
+        snprintf(s.env, sizeof(s.env), "%s", *b);
+        assert_int_equal(dlb_switch_stamp_format(&s, buf, sizeof(buf)), -1);
+    }
+    s.id = -1;
+    snprintf(s.env, sizeof(s.env), "green");
+    assert_int_equal(dlb_switch_stamp_format(&s, buf, sizeof(buf)), -1);
+}
+
+/* Any record with a dlb.switch header is a marker, never an event: valid
+ * ones name their switch, the others are told apart (the relay
+ * dead-letters them instead of copying them into every environment). */
+static void test_headers(void **state)
+{
+    rd_kafka_headers_t *h;
+    dlb_switch_stamp_t s;
+    char raw[16];
+    (void)state;
+
+    assert_int_equal(dlb_switch_headers_marker(NULL, &s, raw, sizeof(raw)), DLB_SWITCH_NONE);
+    assert_string_equal(raw, "");
+
+    h = rd_kafka_headers_new(2);
+    rd_kafka_header_add(h, "dlb.real", -1, "blue", -1);
+    assert_int_equal(dlb_switch_headers_marker(h, &s, raw, sizeof(raw)), DLB_SWITCH_NONE);
+    rd_kafka_header_add(h, DLB_SWITCH_HEADER, -1, "17:cand", -1);
+    assert_int_equal(dlb_switch_headers_marker(h, &s, raw, sizeof(raw)), DLB_SWITCH_MARKER);
+    assert_int_equal(s.id, 17);
+    assert_string_equal(s.env, "cand");
+    assert_string_equal(raw, "17:cand");
+    rd_kafka_headers_destroy(h);
+
+    h = rd_kafka_headers_new(1);
+    rd_kafka_header_add(h, DLB_SWITCH_HEADER, -1, "17:(null)", -1);
+    assert_int_equal(dlb_switch_headers_marker(h, &s, raw, sizeof(raw)), DLB_SWITCH_MALFORMED);
+    assert_int_equal(s.id, 0);
+    assert_string_equal(raw, "17:(null)");
+    /* the last header counts, as librdkafka's get_last reads it */
+    rd_kafka_header_add(h, DLB_SWITCH_HEADER, -1, "18:green", -1);
+    assert_int_equal(dlb_switch_headers_marker(h, &s, NULL, 0), DLB_SWITCH_MARKER);
+    assert_int_equal(s.id, 18);
+    rd_kafka_headers_destroy(h);
+
+    /* no value, and bytes that are no text: shown printable, cut to fit */
+    h = rd_kafka_headers_new(1);
+    rd_kafka_header_add(h, DLB_SWITCH_HEADER, -1, NULL, 0);
+    assert_int_equal(dlb_switch_headers_marker(h, &s, raw, sizeof(raw)), DLB_SWITCH_MALFORMED);
+    assert_string_equal(raw, "");
+    rd_kafka_headers_destroy(h);
+    h = rd_kafka_headers_new(1);
+    rd_kafka_header_add(h, DLB_SWITCH_HEADER, -1,
+                        "3:\x01\xff"
+                        "abcdefghijklmnopq",
+                        21);
+    assert_int_equal(dlb_switch_headers_marker(h, &s, raw, sizeof(raw)), DLB_SWITCH_MALFORMED);
+    assert_string_equal(raw, "3:??abcdefghijk");
+    rd_kafka_headers_destroy(h);
+}
+
 static void test_topics(void **state)
 {
     size_t n = 0;
@@ -75,10 +144,9 @@ static void test_topics(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_too_small),
-        cmocka_unit_test(test_topics),
+        cmocka_unit_test(test_round_trip), cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_too_small),  cmocka_unit_test(test_format_refuses),
+        cmocka_unit_test(test_headers),    cmocka_unit_test(test_topics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
