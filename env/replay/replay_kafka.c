@@ -59,7 +59,6 @@ typedef struct ksource {
     stream_t **streams;
     size_t cnt;
     dlb_catalog_t *cat;
-    dlb_codec_decoder_t *dec;
 } ksource_t;
 
 static void ksource_free(ksource_t *k)
@@ -75,7 +74,6 @@ static void ksource_free(ksource_t *k)
         rd_kafka_consumer_close(k->rk);
         rd_kafka_destroy(k->rk);
     }
-    dlb_codec_decoder_destroy(k->dec);
     dlb_catalog_destroy(k->cat);
 }
 
@@ -229,28 +227,23 @@ static stream_t *ksource_find(ksource_t *k, const rd_kafka_message_t *m)
     return NULL;
 }
 
-/* The event time of m into *t: the time in its event, or for a record
- * that does not decode (the source's consumers dead-lettered it) its record
- * time, the best there is. A schema id the registry could not be asked
- * about is an error: the record may well decode later. */
+/* The event time of m into *t (the codec reads it without building the
+ * event): the time in its event, or for a record that does not decode (the
+ * source's consumers dead-lettered it) its record time, the best there is.
+ * A schema id the registry could not be asked about is an error: the record
+ * may well decode later. */
 static int ksource_event_time(ksource_t *k, const stream_t *s, const rd_kafka_message_t *m,
                               int64_t *t, char *errstr, size_t errstr_size)
 {
-    dlb_event_t ev;
     char sub[512];
-    int rc;
+    int64_t ev = 0;
+    int rc =
+        dlb_codec_event_time(k->cat, m->payload, m->payload ? m->len : 0, &ev, sub, sizeof(sub));
 
-    *t = rd_kafka_message_timestamp(m, NULL);
-    rc = dlb_codec_decoder_decode(k->dec, m->payload, m->payload ? m->len : 0, &ev, sub,
-                                  sizeof(sub));
     if (rc == DLB_ERR_TRANSIENT || rc == DLB_ERR_NOMEM)
         return dlb_seterr(errstr, errstr_size, rc, "decode %s [%" PRId32 "] offset %" PRId64 ": %s",
                           k->names[s->t], m->partition, m->offset, sub);
-    if (!rc) {
-        if (dlb_event_time_ms(&ev) > 0)
-            *t = dlb_event_time_ms(&ev);
-        dlb_event_clear(&ev);
-    }
+    *t = !rc && ev > 0 ? ev : rd_kafka_message_timestamp(m, NULL);
     return 0;
 }
 
@@ -260,7 +253,7 @@ static int ksource_fill(ksource_t *k, dlb_replay_t *r, rd_kafka_message_t *m, ch
                         size_t errstr_size)
 {
     stream_t *s = m->rkt ? ksource_find(k, m) : NULL;
-    int64_t t;
+    int64_t t = 0;
     int rc;
 
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
@@ -367,7 +360,6 @@ int dlb_replay_from_kafka(const dlb_conf_t *conf, dlb_replay_t *r, char *errstr,
     }
     rd_kafka_poll_set_consumer(k.rk);
     if ((rc = dlb_catalog_new(&k.cat, errstr, errstr_size)) ||
-        (rc = dlb_codec_decoder_new(k.cat, &k.dec, errstr, errstr_size)) ||
         (rc = ksource_partitions(&k, r, errstr, errstr_size)) ||
         (rc = ksource_assign(&k, r, errstr, errstr_size)))
         goto out;
