@@ -149,10 +149,19 @@ static int offs_query(rd_kafka_t *rk, const char *topic, topic_offs_t *t, char *
     if (!(t->lo = calloc((size_t)t->cnt, sizeof(int64_t))) ||
         !(t->hi = calloc((size_t)t->cnt, sizeof(int64_t))))
         return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
-    for (int p = 0; p < t->cnt; p++)
-        if ((e = rd_kafka_query_watermark_offsets(rk, topic, p, &t->lo[p], &t->hi[p], 10000)))
+    for (int p = 0; p < t->cnt; p++) {
+        int64_t deadline = dlb_clock_mono_ms() + 10000;
+        /* A topic made a moment ago: its partition's leader may not take
+         * requests yet, though the metadata names it. */
+        while ((e = rd_kafka_query_watermark_offsets(rk, topic, p, &t->lo[p], &t->hi[p], 10000)) &&
+               (e == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION ||
+                e == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE) &&
+               dlb_clock_mono_ms() < deadline)
+            usleep(200000);
+        if (e)
             return dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "watermarks of %s [%d]: %s", topic,
                               p, rd_kafka_err2str(e));
+    }
     return 0;
 }
 

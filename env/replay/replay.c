@@ -84,6 +84,44 @@ out:
 
 /* ---- run ------------------------------------------------------------------- */
 
+/* A replay that copied nothing: say what was looked at, so a range of the
+ * wrong times (or a source without them) is told from a failure. */
+static int empty_range(const dlb_replay_opts_t *o, const dlb_replay_stats_t *st, char *errstr,
+                       size_t errstr_size)
+{
+    char from[40], to[40], first[40], last[40], ahead[64] = "", late[64] = "", unread[200] = "";
+
+    dlb_replay_format_time(o->from_ms, from, sizeof(from));
+    dlb_replay_format_time(o->to_ms, to, sizeof(to));
+    if (o->from_pg)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND,
+                          "nothing to replay: no event in the PostgreSQL history of %s (schema "
+                          "%s) has an event time in [%s, %s); --allow-empty accepts an empty "
+                          "replay",
+                          o->source, o->schema, from, to);
+    if (o->max_ahead_ms >= 0)
+        snprintf(ahead, sizeof(ahead), "more than %g s before --from (--max-ahead)",
+                 (double)o->max_ahead_ms / 1000.0);
+    if (o->max_late_ms >= 0)
+        snprintf(late, sizeof(late), "more than %g s after --to (--max-late)",
+                 (double)o->max_late_ms / 1000.0);
+    if (*ahead || *late)
+        snprintf(unread, sizeof(unread), "; records stamped %s%s%s were not read", ahead,
+                 *ahead && *late ? " or " : "", late);
+    if (!st->read)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND,
+                          "nothing to replay: no record of %s's topics is stamped where events "
+                          "of [%s, %s) can be%s; --allow-empty accepts an empty replay",
+                          o->source, from, to, unread);
+    return dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND,
+                      "nothing to replay: none of the %" PRId64 " records read from %s's topics "
+                      "has an event time in [%s, %s) (theirs are %s .. %s)%s; --allow-empty "
+                      "accepts an empty replay",
+                      st->read, o->source, from, to,
+                      dlb_replay_format_time(st->seen_first, first, sizeof(first)),
+                      dlb_replay_format_time(st->seen_last, last, sizeof(last)), unread);
+}
+
 static int check_opts(const dlb_replay_opts_t *o, dlb_replay_stats_t *st, char *errstr,
                       size_t errstr_size)
 {
@@ -99,6 +137,9 @@ static int check_opts(const dlb_replay_opts_t *o, dlb_replay_stats_t *st, char *
                           "empty time range: --from must be before --to");
     if (o->speed < 0)
         return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "speed must be positive");
+    if (o->max_ahead_ms < -1 || o->max_late_ms < -1)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "max-ahead and max-late must be -1 (no bound) or at least 0");
     if (o->from_pg && (!o->schema || !*o->schema))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "no PostgreSQL schema");
     for (; *topics; topics++) {
@@ -164,6 +205,8 @@ int dlb_replay_run(const dlb_conf_t *conf, const dlb_replay_opts_t *o, dlb_repla
     if (!rc && dlb_replay_stopped(&r))
         rc =
             dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC, "stopped before the end of the range");
+    if (!rc && !st->in && !o->allow_empty)
+        rc = empty_range(o, st, errstr, errstr_size);
 out:
     /* Offset ranges count transaction markers too: a finished replay is 100%. */
     if (!rc || st->total < st->read)

@@ -64,13 +64,13 @@ int dlb_replay_stopped(const dlb_replay_t *r);
  *         now when force is set. */
 void dlb_replay_tick(dlb_replay_t *r, int force);
 
-/** @brief Count one record read in topic t.
- *  @returns 1 when its timestamp is in the range, else 0 (counted skipped). */
+/** @brief Count one record read in topic t, of event time ts.
+ *  @returns 1 when ts is in the range, else 0 (counted skipped). */
 int dlb_replay_in_range(dlb_replay_t *r, size_t t, int64_t ts);
 
-/** @brief Produce one record to the target's topic t, paced by its
- *         timestamp ts when a speed is set. hdrs (may be NULL) is taken over
- *         in every case.
+/** @brief Produce one record to the target's topic t, stamped now, paced
+ *         by its event time ts when a speed is set. hdrs (may be NULL) is
+ *         taken over in every case.
  *  @returns 0, DLB_ERR_NOMEM or DLB_ERR_TRANSIENT (the producer refused it). */
 int dlb_replay_send(dlb_replay_t *r, size_t t, const void *key, size_t key_len, const void *value,
                     size_t len, rd_kafka_headers_t *hdrs, int64_t ts, char *errstr,
@@ -83,7 +83,8 @@ const char *dlb_replay_history_table(const char *topic);
 /* ---- the sources ---- */
 
 /** @brief The Kafka source (replay_kafka.c): every partition of the source's
- *         topics read by offset over the range, merged by timestamp. */
+ *         topics read over the offsets whose record times may hold events of
+ *         the range, each record's event time decoded, merged by it. */
 int dlb_replay_from_kafka(const dlb_conf_t *conf, dlb_replay_t *r, char *errstr,
                           size_t errstr_size);
 

@@ -1,6 +1,12 @@
 /* replay's Kafka source: every partition of the source environment's topics
- * read by offset over the time range (offsets for --from and --to), one
- * buffered stream per partition, merged by record timestamp into the sink. */
+ * read by offset, one buffered stream per partition, each record decoded for
+ * its event time, those in the range merged by event time into the sink.
+ *
+ * The range is of event times; the broker finds offsets by record time (when
+ * the record was produced). Each partition is read from its first record
+ * stamped at or after from_ms - max_ahead_ms up to its first one stamped at
+ * or after to_ms + max_late_ms (replay.h), each bound the watermark when
+ * unbounded. */
 #include "replay_internal.h"
 
 #include <inttypes.h>
@@ -10,8 +16,9 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include "clock.h"
 #include "after.h"
+#include "clock.h"
+#include "codec.h"
 #include "err.h"
 #include "kafka.h"
 #include "log.h"
@@ -26,6 +33,7 @@ typedef struct stream {
     int32_t partition;
     int64_t start, end; /* offsets [start, end) */
     rd_kafka_message_t *buf[STREAM_CAP];
+    int64_t ev[STREAM_CAP]; /* the event time of each buffered record */
     size_t head, cnt;
     int paused, done;
 } stream_t;
@@ -50,6 +58,7 @@ typedef struct ksource {
     char names[DLB_REPLAY_MAX_TOPICS][256]; /* "<source>.<topic>" */
     stream_t **streams;
     size_t cnt;
+    dlb_catalog_t *cat;
 } ksource_t;
 
 static void ksource_free(ksource_t *k)
@@ -65,6 +74,7 @@ static void ksource_free(ksource_t *k)
         rd_kafka_consumer_close(k->rk);
         rd_kafka_destroy(k->rk);
     }
+    dlb_catalog_destroy(k->cat);
 }
 
 static int ksource_add(ksource_t *k, size_t t, int32_t partition)
@@ -113,9 +123,9 @@ static int ksource_partitions(ksource_t *k, dlb_replay_t *r, char *errstr, size_
     return 0;
 }
 
-/* Narrow every stream's start (or end) to the offset of its first record at
- * or after ms; a stream without such a record starts (or ends) at its end,
- * a partition the broker cannot answer for keeps its watermark. */
+/* Narrow every stream's start (or end) to the offset of its first record
+ * stamped at or after ms; a stream without such a record starts (or ends) at
+ * its end, a partition the broker cannot answer for keeps its watermark. */
 static int ksource_offsets_for(ksource_t *k, dlb_replay_t *r, int64_t ms, int is_end, char *errstr,
                                size_t errstr_size)
 {
@@ -140,11 +150,11 @@ static int ksource_offsets_for(ksource_t *k, dlb_replay_t *r, int64_t ms, int is
         const rd_kafka_topic_partition_t *p = &l->elems[i];
 
         if (err || p->err) {
-            /* Keep the watermark: every record is then read and filtered by
-             * its timestamp, which is slower but as exact. */
+            /* Keep the watermark: more records are then read and filtered
+             * by event time, which is slower but as exact. */
             if (!warned++)
                 dlb_warn("replay: %s [%" PRId32 "]: no offset for time %" PRId64
-                         " (%s); reading from the watermark and filtering by timestamp",
+                         " (%s); reading from the watermark and filtering by event time",
                          p->topic, p->partition, ms, rd_kafka_err2str(err ? err : p->err));
         } else if (p->offset >= 0 && p->offset >= s->start && p->offset <= s->end) {
             *field = p->offset;
@@ -158,11 +168,13 @@ static int ksource_offsets_for(ksource_t *k, dlb_replay_t *r, int64_t ms, int is
 }
 
 /* Offsets [start, end) of each partition: the watermarks narrowed by the
- * offsets for --from and --to; then assign those with records. */
+ * offsets for the record times that may hold events of the range; then
+ * assign those with records. */
 static int ksource_assign(ksource_t *k, dlb_replay_t *r, char *errstr, size_t errstr_size)
 {
     rd_kafka_topic_partition_list_t *l;
     rd_kafka_resp_err_t err;
+    int64_t ahead = r->o->max_ahead_ms, late = r->o->max_late_ms;
     int rc;
 
     for (size_t i = 0; i < k->cnt; i++) {
@@ -176,8 +188,13 @@ static int ksource_assign(ksource_t *k, dlb_replay_t *r, char *errstr, size_t er
     }
     if (k->cnt == 0)
         return 0;
-    if ((rc = ksource_offsets_for(k, r, r->o->from_ms, 0, errstr, errstr_size)) ||
-        (rc = ksource_offsets_for(k, r, r->o->to_ms, 1, errstr, errstr_size)))
+    /* Times at or below 0 are not times to the broker (-1 latest, -2
+     * earliest): from the low watermark then, as when unbounded. */
+    if (ahead >= 0 && r->o->from_ms > ahead &&
+        (rc = ksource_offsets_for(k, r, r->o->from_ms - ahead, 0, errstr, errstr_size)))
+        return rc;
+    if (late >= 0 && r->o->to_ms > 0 && r->o->to_ms <= INT64_MAX - late &&
+        (rc = ksource_offsets_for(k, r, r->o->to_ms + late, 1, errstr, errstr_size)))
         return rc;
     if (!(l = rd_kafka_topic_partition_list_new((int)k->cnt)))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
@@ -210,10 +227,34 @@ static stream_t *ksource_find(ksource_t *k, const rd_kafka_message_t *m)
     return NULL;
 }
 
-/* Take one message or event from the consumer into its stream's buffer. */
-static int ksource_fill(ksource_t *k, rd_kafka_message_t *m, char *errstr, size_t errstr_size)
+/* The event time of m into *t (the codec reads it without building the
+ * event): the time in its event, or for a record that does not decode (the
+ * source's consumers dead-lettered it) its record time, the best there is.
+ * A schema id the registry could not be asked about is an error: the record
+ * may well decode later. */
+static int ksource_event_time(ksource_t *k, const stream_t *s, const rd_kafka_message_t *m,
+                              int64_t *t, char *errstr, size_t errstr_size)
+{
+    char sub[512];
+    int64_t ev = 0;
+    int rc =
+        dlb_codec_event_time(k->cat, m->payload, m->payload ? m->len : 0, &ev, sub, sizeof(sub));
+
+    if (rc == DLB_ERR_TRANSIENT || rc == DLB_ERR_NOMEM)
+        return dlb_seterr(errstr, errstr_size, rc, "decode %s [%" PRId32 "] offset %" PRId64 ": %s",
+                          k->names[s->t], m->partition, m->offset, sub);
+    *t = !rc && ev > 0 ? ev : rd_kafka_message_timestamp(m, NULL);
+    return 0;
+}
+
+/* Take one message or event from the consumer: a record whose event time is
+ * in the range into its stream's buffer, others counted and dropped. */
+static int ksource_fill(ksource_t *k, dlb_replay_t *r, rd_kafka_message_t *m, char *errstr,
+                        size_t errstr_size)
 {
     stream_t *s = m->rkt ? ksource_find(k, m) : NULL;
+    int64_t t = 0;
+    int rc;
 
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
         /* The end of what is committed now: nothing more of the range. */
@@ -225,7 +266,7 @@ static int ksource_fill(ksource_t *k, rd_kafka_message_t *m, char *errstr, size_
         return 0;
     }
     if (m->err) {
-        int rc = 0;
+        rc = 0;
         if (m->err == RD_KAFKA_RESP_ERR__FATAL || m->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE ||
             m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET)
             /* Retention deleted the range while we read it: the replay
@@ -245,26 +286,32 @@ static int ksource_fill(ksource_t *k, rd_kafka_message_t *m, char *errstr, size_
         rd_kafka_message_destroy(m);
         return 0;
     }
-    s->buf[(s->head + s->cnt) % STREAM_CAP] = m;
-    s->cnt++;
+    if ((rc = ksource_event_time(k, s, m, &t, errstr, errstr_size))) {
+        rd_kafka_message_destroy(m);
+        return rc;
+    }
     if (m->offset + 1 >= s->end) {
         s->done = 1;
         stream_pause(k->rk, k->names[s->t], s, 1);
-    } else if (s->cnt == STREAM_CAP) {
-        stream_pause(k->rk, k->names[s->t], s, 1);
     }
+    if (!dlb_replay_in_range(r, s->t, t)) {
+        rd_kafka_message_destroy(m);
+        return 0;
+    }
+    s->buf[(s->head + s->cnt) % STREAM_CAP] = m;
+    s->ev[(s->head + s->cnt) % STREAM_CAP] = t;
+    s->cnt++;
+    if (!s->done && s->cnt == STREAM_CAP)
+        stream_pause(k->rk, k->names[s->t], s, 1);
     return 0;
 }
 
-/* Copy one merged record to the target. */
-static int ksource_send(dlb_replay_t *r, const stream_t *s, rd_kafka_message_t *m, char *errstr,
-                        size_t errstr_size)
+/* Copy one merged record, of event time ts, to the target. */
+static int ksource_send(dlb_replay_t *r, const stream_t *s, rd_kafka_message_t *m, int64_t ts,
+                        char *errstr, size_t errstr_size)
 {
     rd_kafka_headers_t *hdrs = NULL, *copy = NULL;
-    int64_t ts = rd_kafka_message_timestamp(m, NULL);
 
-    if (!dlb_replay_in_range(r, s->t, ts))
-        return 0;
     if (!rd_kafka_message_headers(m, &hdrs) && !(copy = rd_kafka_headers_copy(hdrs)))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     /* Its offsets are the source's; the replay's order is by event time. */
@@ -312,7 +359,8 @@ int dlb_replay_from_kafka(const dlb_conf_t *conf, dlb_replay_t *r, char *errstr,
         return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF, "kafka consumer: %s", sub);
     }
     rd_kafka_poll_set_consumer(k.rk);
-    if ((rc = ksource_partitions(&k, r, errstr, errstr_size)) ||
+    if ((rc = dlb_catalog_new(&k.cat, errstr, errstr_size)) ||
+        (rc = ksource_partitions(&k, r, errstr, errstr_size)) ||
         (rc = ksource_assign(&k, r, errstr, errstr_size)))
         goto out;
     if (k.cnt && (!(ts = calloc(k.cnt, sizeof(*ts))) || !(ready = calloc(k.cnt, sizeof(*ready))))) {
@@ -345,7 +393,7 @@ int dlb_replay_from_kafka(const dlb_conf_t *conf, dlb_replay_t *r, char *errstr,
                 continue;
             }
             last_msg = dlb_clock_mono_ms();
-            if ((rc = ksource_fill(&k, m, errstr, errstr_size)))
+            if ((rc = ksource_fill(&k, r, m, errstr, errstr_size)))
                 goto out;
             continue;
         }
@@ -353,18 +401,19 @@ int dlb_replay_from_kafka(const dlb_conf_t *conf, dlb_replay_t *r, char *errstr,
             s = k.streams[i];
             ready[i] = s->cnt > 0;
             if (ready[i])
-                ts[i] = rd_kafka_message_timestamp(s->buf[s->head], NULL);
+                ts[i] = s->ev[s->head];
         }
         if ((i = dlb_replay_merge_pick(ts, ready, k.cnt)) == k.cnt)
             break; /* every stream done and drained */
         s = k.streams[i];
         {
             rd_kafka_message_t *m = s->buf[s->head];
+            int64_t t = s->ev[s->head];
             s->head = (s->head + 1) % STREAM_CAP;
             s->cnt--;
             if (s->paused && !s->done && s->cnt < STREAM_CAP / 2)
                 stream_pause(k.rk, k.names[s->t], s, 0);
-            rc = ksource_send(r, s, m, errstr, errstr_size);
+            rc = ksource_send(r, s, m, t, errstr, errstr_size);
             rd_kafka_message_destroy(m);
             if (rc)
                 goto out;

@@ -120,7 +120,7 @@ void dlb_replay_summary(FILE *fp, const dlb_replay_opts_t *o, const dlb_replay_s
         fprintf(fp, ", %" PRId64 " delivery failure(s)", st->failed);
     fprintf(fp, "\n");
     if (st->in > 0)
-        fprintf(fp, "records: %s .. %s\n",
+        fprintf(fp, "event times: %s .. %s\n",
                 dlb_replay_format_time(st->first_ts, first, sizeof(first)),
                 dlb_replay_format_time(st->last_ts, last, sizeof(last)));
     fprintf(fp, "duration: %.3f s, %.0f records/s\n", secs, secs > 0 ? (double)st->in / secs : 0.0);
@@ -265,7 +265,10 @@ static void pace(dlb_replay_t *r, int64_t ts)
 
 int dlb_replay_in_range(dlb_replay_t *r, size_t t, int64_t ts)
 {
-    r->st->read++;
+    if (!r->st->read++ || ts < r->st->seen_first)
+        r->st->seen_first = ts;
+    if (r->st->read == 1 || ts > r->st->seen_last)
+        r->st->seen_last = ts;
     if (ts >= r->o->from_ms && ts < r->o->to_ms)
         return 1;
     r->st->skipped++;
@@ -287,10 +290,14 @@ int dlb_replay_send(dlb_replay_t *r, size_t t, const void *key, size_t key_len, 
     }
     pace(r, ts);
     for (;;) {
+        /* No timestamp: the record is stamped now. Stamped with its event
+         * time, the broker's time retention would count its age from then
+         * and delete an old range's copy at once; the event time is in the
+         * value, where the consumers read it. */
         err = rd_kafka_producev(r->producer, RD_KAFKA_V_TOPIC(r->target[t]),
                                 RD_KAFKA_V_KEY((void *)key, key_len),
-                                RD_KAFKA_V_VALUE((void *)value, len), RD_KAFKA_V_TIMESTAMP(ts),
-                                RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(OPQ(job, t)),
+                                RD_KAFKA_V_VALUE((void *)value, len), RD_KAFKA_V_HEADERS(hdrs),
+                                RD_KAFKA_V_OPAQUE(OPQ(job, t)),
                                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
         if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL || dlb_replay_stopped(r))
             break;

@@ -1,5 +1,5 @@
 /* replay's times (replay.h): RFC 3339, milliseconds since the epoch, now,
- * or relative to now; formatted as RFC 3339 UTC. */
+ * or relative to now; durations; formatted as RFC 3339 UTC. */
 #include "replay.h"
 
 #include <ctype.h>
@@ -24,12 +24,11 @@ static int digits(const char **p, int n, int *v)
     return 0;
 }
 
-static int parse_relative(const char *s, int64_t now, int64_t *out)
+/* A sum of spans, "1h30m", "500ms": *total_ms. */
+static int parse_span(const char *s, int64_t *total_ms)
 {
-    int sign = *s == '-' ? -1 : 1;
     int64_t total = 0;
 
-    s++;
     if (!*s)
         return -1;
     while (*s) {
@@ -53,10 +52,21 @@ static int parse_relative(const char *s, int64_t now, int64_t *out)
         } else {
             return -1;
         }
-        if (n > INT64_MAX / unit / 2)
+        if (n > INT64_MAX / unit / 2 || total > INT64_MAX / 2 - n * unit)
             return -1;
         total += n * unit;
     }
+    *total_ms = total;
+    return 0;
+}
+
+static int parse_relative(const char *s, int64_t now, int64_t *out)
+{
+    int sign = *s == '-' ? -1 : 1;
+    int64_t total;
+
+    if (parse_span(s + 1, &total))
+        return -1;
     *out = now + sign * total;
     return 0;
 }
@@ -145,6 +155,24 @@ int dlb_replay_parse_time(const char *s, int64_t now, int64_t *out_ms, char *err
     return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
                       "time \"%s\": expected RFC 3339 (2026-01-01T00:00:00Z), ms since the epoch, "
                       "now, or relative like -1h, -15m, -90s, -500ms",
+                      s);
+}
+
+int dlb_replay_parse_duration(const char *s, int64_t *out_ms, char *errstr, size_t errstr_size)
+{
+    if (!strcmp(s, "none")) {
+        *out_ms = -1;
+        return 0;
+    }
+    if (!strcmp(s, "0")) {
+        *out_ms = 0;
+        return 0;
+    }
+    if (!parse_span(s, out_ms))
+        return 0;
+    return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                      "duration \"%s\": expected none, 0, or a span like 1h, 15m, 90s, 2d, "
+                      "500ms, 1h30m",
                       s);
 }
 

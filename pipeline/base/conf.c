@@ -130,7 +130,8 @@ static const key_def_t keys[] = {
     {"event.time.skew.s", K_INT, N(skew_s), "86400",
      "An event whose event_time_ms is further ahead of its record's broker timestamp than this "
      "goes to the DLQ (validate): a far-future time would hold the ordering barrier and every "
-     "window open. 0 = no check. Clocks of the cluster's agents may run ahead by this much."},
+     "window open. 0 = no check. Clocks of the cluster's agents may run ahead by this much. "
+     "dlbrain replay from Kafka assumes the same bound by default (--max-ahead)."},
     {"message.max.bytes", K_I64, N(max_message_bytes), "1048576",
      "Largest message a consumer decodes; larger ones go to the DLQ."},
     {"optimizer.set", K_OPTSET, F(optimizer_set), "dlbrain", "Optimizer set: dlrover or dlbrain."},

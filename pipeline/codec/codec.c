@@ -534,6 +534,55 @@ out:
     return err;
 }
 
+/* @returns 1 when the writer schema's record leads with event_id (a string)
+ * and event_time_ms (a long), as every schema of schemas/ does. */
+static int leads_with_time(avro_schema_t sch)
+{
+    const char *n0, *n1;
+
+    sch = dlb_avro_deref(sch);
+    if (!is_avro_record(sch) || avro_schema_record_size(sch) < 2 ||
+        !(n0 = avro_schema_record_field_name(sch, 0)) ||
+        !(n1 = avro_schema_record_field_name(sch, 1)))
+        return 0;
+    return !strcmp(n0, "event_id") &&
+           is_avro_string(dlb_avro_deref(avro_schema_record_field_get_by_index(sch, 0))) &&
+           !strcmp(n1, "event_time_ms") &&
+           is_avro_int64(dlb_avro_deref(avro_schema_record_field_get_by_index(sch, 1)));
+}
+
+int dlb_codec_event_time(const dlb_catalog_t *cat, const void *buf, size_t len, int64_t *ms,
+                         char *errstr, size_t errstr_size)
+{
+    const uint8_t *body = (const uint8_t *)buf + DLB_FRAME_HEADER;
+    const dlb_schema_entry_t *e;
+    dlb_event_t ev;
+    int32_t id;
+    int err;
+
+    if ((err = dlb_codec_peek(buf, len, &id, errstr, errstr_size)) ||
+        (err = dlb_catalog_by_wire_id(cat, id, &e, errstr, errstr_size)))
+        return err;
+    if (leads_with_time(e->schema)) {
+        scan_t s = {body,       body + (len - DLB_FRAME_HEADER), body, 0, e->type, NULL, 0, errstr,
+                    errstr_size};
+        int64_t id_len;
+
+        /* The whole message walked first, as a decode would: a time read
+         * from a record that is not one would be a guess. */
+        if ((err = scan_message(e->schema, e->type, body, len - DLB_FRAME_HEADER, errstr,
+                                errstr_size)) ||
+            (err = scan_long(&s, &id_len)) || (err = scan_skip(&s, (uint64_t)id_len)))
+            return err;
+        return scan_long(&s, ms);
+    }
+    if ((err = dlb_codec_decode(cat, buf, len, &ev, errstr, errstr_size)))
+        return err;
+    *ms = dlb_event_time_ms(&ev);
+    dlb_event_clear(&ev);
+    return 0;
+}
+
 int dlb_codec_decode(const dlb_catalog_t *cat, const void *buf, size_t len, dlb_event_t *ev,
                      char *errstr, size_t errstr_size)
 {

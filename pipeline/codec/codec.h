@@ -57,6 +57,17 @@ int dlb_codec_decoder_decode(dlb_codec_decoder_t *d, const void *buf, size_t len
  * held otherwise, and building them is a small part of decoding it). */
 #define DLB_CODEC_KEEP_BYTES (64 * 1024)
 
+/** @brief The event time of a framed message, without building the event:
+ *         the bytes are checked against the writer schema as a decode checks
+ *         them, then the time is read from the head of the record (every
+ *         schema leads with event_id and event_time_ms; a writer schema that
+ *         does not is decoded in full). What a replay sorts and filters by.
+ *  @returns 0 (*ms set), DLB_ERR_FRAMING, DLB_ERR_SCHEMA_ID, DLB_ERR_DECODE,
+ *           or what resolving an external registry's id returns
+ *           (DLB_ERR_TRANSIENT when it could not be asked). */
+int dlb_codec_event_time(const dlb_catalog_t *cat, const void *buf, size_t len, int64_t *ms,
+                         char *errstr, size_t errstr_size);
+
 /** @brief Read only the header. @returns 0 or DLB_ERR_FRAMING. */
 int dlb_codec_peek(const void *buf, size_t len, int32_t *schema_id, char *errstr,
                    size_t errstr_size);

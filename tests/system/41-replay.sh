@@ -2,10 +2,12 @@
 # dlbrain replay: three phases of events (A, B, C) go into the real
 # environment src; B's time range is replayed into virtual environments from
 # Kafka and from the PostgreSQL history. Per topic and job: count in = count
-# out, the same records (key, timestamp, value bytes) in the same order,
-# nothing from A or C; a bad record is copied unchanged; --speed paces the
+# out, the same records (key, value bytes) in the same order, each stamped
+# when the replay produced it, nothing from A or C; a bad record (no event
+# time: its record time stands for it) is copied unchanged; --speed paces the
 # replay; replaying into the source, the real or an unregistered environment
-# is refused.
+# is refused. Event times against record times, retention and empty ranges:
+# 56-replay-event-time.sh.
 . "$(dirname "$0")/helpers.sh"
 
 JOBS=${REPLAY_JOBS:-6}
@@ -87,15 +89,21 @@ dump() {
             "$PY" "$SYS_DIR/dump.py" "$t"
     done
 }
-# per_job FILE: group lines by topic and key keeping their order (sort -s).
-per_job() { sort -s -k1,2 "$1"; }
+# per_job FILE: group lines by topic and key keeping their order (sort -s),
+# without the record timestamps: a copy is stamped when it was produced.
+per_job() { cut -d' ' -f1,2,4,5 "$1" | sort -s -k1,2; }
+# stamped_since FILE T: every record of FILE has a timestamp of T or later.
+stamped_since() { awk -v t="$2" '$3 < t {bad++} END {exit bad > 0}' "$1"; }
 
 dump src >"$SYS_DIR/src.all"
 expect_eq "records in src" $((per_phase * 6 + 1)) "$(wc -l <"$SYS_DIR/src.all")"
-awk -v a="$T1" -v b="$T2" '$3 >= a && $3 < b' "$SYS_DIR/src.all" >"$SYS_DIR/src.range"
+# The range is of event times: phase B's events, and the bad record, whose
+# record time is in the range.
+awk -v a="$T1" -v b="$T2" '$5 ~ /^ev-B/ || ($5 == "-" && $3 >= a && $3 < b)' "$SYS_DIR/src.all" >"$SYS_DIR/src.range"
 expect_eq "records of src in [T1, T2)" $((per_phase * 4 + 1)) "$(wc -l <"$SYS_DIR/src.range")"
 
 # ---- Kafka, as fast as possible, the source from the registry (src is real) ----
+t_rep=$(now_ms)
 "$DLBRAIN" replay --from "$T1" --to "$T2" --into dst --progress >"$SYS_DIR/summary.txt" 2>"$SYS_DIR/replay.log" ||
     fail "replay into dst: $(cat "$SYS_DIR/replay.log")"
 cat "$SYS_DIR/summary.txt"
@@ -121,12 +129,14 @@ else
     fail "counts per topic and job differ"
 fi
 if diff -u <(per_job "$SYS_DIR/src.range") <(per_job "$SYS_DIR/dst.all"); then
-    ok "per topic and job: same keys, timestamps, value bytes, event ids, same order"
+    ok "per topic and job: same keys, value bytes, event ids, same order"
 else
     fail "replayed records differ from the source's"
 fi
-expect_eq "the bad record, byte for byte" "$(grep ' -$' "$SYS_DIR/src.range" | cut -d' ' -f1-4)" \
-    "$(grep ' -$' "$SYS_DIR/dst.all" | cut -d' ' -f1-4)"
+stamped_since "$SYS_DIR/dst.all" "$t_rep" && ok "every copy stamped when the replay produced it" ||
+    fail "a copy has a timestamp before the replay started ($t_rep): $(sort -n -k3 "$SYS_DIR/dst.all" | head -n 1)"
+expect_eq "the bad record, byte for byte" "$(grep ' -$' "$SYS_DIR/src.range" | cut -d' ' -f1,2,4)" \
+    "$(grep ' -$' "$SYS_DIR/dst.all" | cut -d' ' -f1,2,4)"
 
 # ---- paced: N x real time ----------------------------------------------------
 span=$(awk 'NR == 1 || $3 < lo {lo = $3} $3 > hi {hi = $3} END {print hi - lo}' "$SYS_DIR/src.range")
@@ -153,12 +163,13 @@ for table in job_events runtime_samples node_events plan_requests; do
     DLBRAIN_ENV=src sys_wait_count "$table" $((JOBS * 6)) 60
 done
 ok "the history of src holds every event"
+t_rep2=$(now_ms)
 "$DLBRAIN" replay --from "$T1" --to "$T2" --source src --into dst2 --from-pg >"$SYS_DIR/summary2.txt" 2>"$SYS_DIR/replay2.log" ||
     fail "replay from PostgreSQL: $(cat "$SYS_DIR/replay2.log")"
 grep -q "^replay src -> dst2 from postgresql" "$SYS_DIR/summary2.txt" && ok "summary names the history" ||
     fail "$(cat "$SYS_DIR/summary2.txt")"
 dump dst2 >"$SYS_DIR/dst2.all"
-# The history keeps decodable events only, stamped with their event time.
+# The history keeps decodable events only.
 ids() { awk '$5 != "-" {print $1, $2, $4, $5}' "$1" | sort -s -k1,2; }
 expect_eq "records in dst2" $((per_phase * 4)) "$(wc -l <"$SYS_DIR/dst2.all")"
 if diff -u <(ids "$SYS_DIR/dst.all") <(ids "$SYS_DIR/dst2.all"); then
@@ -166,6 +177,8 @@ if diff -u <(ids "$SYS_DIR/dst.all") <(ids "$SYS_DIR/dst2.all"); then
 else
     fail "the history replay differs from the topic replay"
 fi
+stamped_since "$SYS_DIR/dst2.all" "$t_rep2" && ok "from PostgreSQL: every copy stamped when produced" ||
+    fail "a copy from PostgreSQL has a timestamp before the replay started ($t_rep2): $(sort -n -k3 "$SYS_DIR/dst2.all" | head -n 1)"
 # The same range a second time adds the same records again: a replay copies,
 # the target's consumers drop what they already have by event id.
 "$DLBRAIN" replay --from "$T1" --to "$T2" --source src --into dst4 --from-pg --topics metrics,job-events -q ||

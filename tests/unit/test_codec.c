@@ -1349,6 +1349,109 @@ static void test_decoder_reuse(void **state)
     free(pods);
 }
 
+/* dlb_codec_event_time: the time of every sample, written with the newest
+ * schema and with each older one, read without building the event; what a
+ * decode refuses (a cut, a trailing byte) refused too; a writer schema that
+ * does not lead with the time read through a full decode. */
+static void test_event_time(void **state)
+{
+    static const char id_time[] =
+        "    {\"name\": \"event_id\", \"type\": \"string\"},\n"
+        "    {\"name\": \"event_time_ms\", \"type\": {\"type\": \"long\", \"logicalType\": "
+        "\"timestamp-millis\"}},\n";
+    static const char time_id[] =
+        "    {\"name\": \"event_time_ms\", \"type\": {\"type\": \"long\", \"logicalType\": "
+        "\"timestamp-millis\"}},\n"
+        "    {\"name\": \"event_id\", \"type\": \"string\"},\n";
+    tfile_t files[] = {
+        {"catalog.tsv",
+         "1\truntime_sample\tswapped.avsc\n2\truntime_sample\truntime_sample_v3.avsc\n"},
+        {"swapped.avsc", NULL},
+        {"runtime_sample_v3.avsc", NULL},
+    };
+    static const uint8_t unknown_id[] = {0, 0, 0, 3, 0xe7, 2, 'x'};
+    dlb_catalog_t *c = NULL;
+    char dir[64], err[512] = "", *swapped;
+    int64_t ms;
+    size_t checked = 0, runtime = 0;
+
+    (void)state;
+    for (int which = 0; which < FX_SAMPLES; which++) {
+        dlb_event_t ev;
+        uint8_t *buf, *longer;
+        size_t len;
+
+        fx_sample(&ev, which);
+        assert_int_equal(dlb_codec_encode(cat, &ev, (void **)&buf, &len, err, sizeof(err)), 0);
+        ms = -1;
+        if (dlb_codec_event_time(cat, buf, len, &ms, err, sizeof(err)))
+            fail_msg("sample %d: %s", which, err);
+        assert_int_equal(ms, dlb_event_time_ms(&ev));
+        for (size_t cut = 0; cut < len; cut++)
+            assert_int_equal(dlb_codec_event_time(cat, buf, cut, &ms, err, sizeof(err)),
+                             cut < DLB_FRAME_HEADER ? DLB_ERR_FRAMING : DLB_ERR_DECODE);
+        assert_non_null(longer = calloc(1, len + 1));
+        memcpy(longer, buf, len);
+        assert_int_equal(dlb_codec_event_time(cat, longer, len + 1, &ms, err, sizeof(err)),
+                         DLB_ERR_DECODE);
+        assert_non_null(strstr(err, "trailing"));
+        free(longer);
+        free(buf);
+        for (size_t k = 0; k < dlb_catalog_count(cat); k++) {
+            const dlb_schema_entry_t *old = dlb_catalog_at(cat, k);
+            char *json;
+            if (old->type != ev.type || !old->resolver)
+                continue;
+            buf = ow_frame(cat, old->id, &ev, &len, &json);
+            ms = -1;
+            if (dlb_codec_event_time(cat, buf, len, &ms, err, sizeof(err)))
+                fail_msg("sample %d as id %d: %s", which, (int)old->id, err);
+            assert_int_equal(ms, dlb_event_time_ms(&ev));
+            checked++;
+            free(buf);
+            cJSON_free(json);
+        }
+        dlb_event_clear(&ev);
+    }
+    assert_true(checked >= 6);
+    assert_int_equal(dlb_codec_event_time(cat, "", 0, &ms, err, sizeof(err)), DLB_ERR_FRAMING);
+    assert_int_equal(
+        dlb_codec_event_time(cat, unknown_id, sizeof(unknown_id), &ms, err, sizeof(err)),
+        DLB_ERR_SCHEMA_ID);
+
+    /* An older writer whose record starts with the time, not the id. */
+    swapped = replace(embedded("runtime_sample_v3.avsc"), id_time, time_id);
+    files[1].text = swapped;
+    make_dir(dir, files, 3);
+    if (dlb_catalog_load_dir(&c, dir, err, sizeof(err)))
+        fail_msg("load: %s", err);
+    remove_dir(dir, files, 3);
+    for (int which = 0; which < FX_SAMPLES; which++) {
+        dlb_event_t ev;
+        uint8_t *buf;
+        size_t len;
+        char *json;
+
+        fx_sample(&ev, which);
+        if (ev.type == DLB_EV_RUNTIME) {
+            buf = ow_frame(c, 1, &ev, &len, &json);
+            ms = -1;
+            if (dlb_codec_event_time(c, buf, len, &ms, err, sizeof(err)))
+                fail_msg("sample %d, swapped writer: %s", which, err);
+            assert_int_equal(ms, dlb_event_time_ms(&ev));
+            assert_int_equal(dlb_codec_event_time(c, buf, len - 1, &ms, err, sizeof(err)),
+                             DLB_ERR_DECODE);
+            runtime++;
+            free(buf);
+            cJSON_free(json);
+        }
+        dlb_event_clear(&ev);
+    }
+    assert_true(runtime >= 1);
+    dlb_catalog_destroy(c);
+    free(swapped);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1379,6 +1482,7 @@ int main(void)
         cmocka_unit_test(test_request_v2_bounds),
         cmocka_unit_test(test_block_count_overflow),
         cmocka_unit_test(test_decoder_reuse),
+        cmocka_unit_test(test_event_time),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

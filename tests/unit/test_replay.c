@@ -1,5 +1,5 @@
-/* dlb_replay_*: the k-way merge step that orders a replay, time parsing and
- * formatting, the progress line. Expectations worked out by hand; the times
+/* dlb_replay_*: the k-way merge step that orders a replay, time and duration
+ * parsing, time formatting, the progress line. Expectations worked out by hand; the times
  * from the pipeline fixture's T0 = 1767225600000 = 2026-01-01T00:00:00Z. */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -82,6 +82,35 @@ static void test_parse_time_bad(void **state)
         if (dlb_replay_parse_time(*s, NOW, &ms, errstr, sizeof(errstr)) != DLB_ERR_INVALID)
             fail_msg("\"%s\" parsed as %" PRId64, *s, ms);
         assert_non_null(strstr(errstr, "RFC 3339"));
+    }
+}
+
+/* --max-late: a span, 0, or none (-1: no bound). */
+static void test_parse_duration(void **state)
+{
+    static const struct {
+        const char *s;
+        int64_t ms;
+    } good[] = {{"none", -1},      {"0", 0},           {"500ms", 500},
+                {"90s", 90000},    {"15m", 900000},    {"1h", 3600000},
+                {"2d", 172800000}, {"1h30m", 5400000}, {"1d12h", 129600000}};
+    static const char *const bad[] = {
+        "", "-1h", "+1h", "1", "1x", "h", "1h5", "never", "99999999999999999999d", NULL};
+    char errstr[256];
+    int64_t ms;
+    (void)state;
+
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        ms = -12345;
+        if (dlb_replay_parse_duration(good[i].s, &ms, errstr, sizeof(errstr)))
+            fail_msg("\"%s\" did not parse: %s", good[i].s, errstr);
+        assert_int_equal(ms, good[i].ms);
+    }
+    for (const char *const *s = bad; *s; s++) {
+        errstr[0] = '\0';
+        if (dlb_replay_parse_duration(*s, &ms, errstr, sizeof(errstr)) != DLB_ERR_INVALID)
+            fail_msg("\"%s\" parsed as %" PRId64, *s, ms);
+        assert_non_null(strstr(errstr, "duration"));
     }
 }
 
@@ -213,9 +242,10 @@ static void test_progress_line(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_time),   cmocka_unit_test(test_parse_time_bad),
-        cmocka_unit_test(test_format_time),  cmocka_unit_test(test_merge_by_hand),
-        cmocka_unit_test(test_merge_random), cmocka_unit_test(test_progress_line),
+        cmocka_unit_test(test_parse_time),     cmocka_unit_test(test_parse_time_bad),
+        cmocka_unit_test(test_format_time),    cmocka_unit_test(test_merge_by_hand),
+        cmocka_unit_test(test_merge_random),   cmocka_unit_test(test_progress_line),
+        cmocka_unit_test(test_parse_duration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
