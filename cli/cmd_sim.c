@@ -50,12 +50,12 @@ static void usage(FILE *fp)
             "                          the master relaunches it\n"
             "      --cluster-nodes FILE\n"
             "                          the cluster as nodes of the shapes in FILE (CSV:\n"
-            "                          count,cpu_cores,memory_gib[,gpus,gpu_type,label];\n"
-            "                          data/pai/nodes.csv is a sample of Alibaba PAI's), each\n"
-            "                          pod placed as kube-scheduler scores nodes\n"
-            "      --cluster-cores N   without --cluster-nodes, the cluster is one pool of N\n"
-            "                          cores (default 3072)\n"
-            "      --cluster-memory G  and G GiB (default 12288)\n"
+            "                          count,cpu_cores,memory_gib[,gpus,gpu_type,label]), each\n"
+            "                          pod placed as kube-scheduler scores nodes; default: the\n"
+            "                          built-in data/pai/nodes.csv, 50 of Alibaba PAI's machines\n"
+            "      --cluster-cores N   instead of nodes, one pool of N cores (the quick run;\n"
+            "                          default 4128, the nodes' total)\n"
+            "      --cluster-memory G  and G GiB (default 24960)\n"
             "      --sample-interval S runtime sample and tick, virtual s (default 30)\n"
             "      --ask-every S       no periodic ask for S virtual s after a plan\n"
             "                          (default 300, DLRover's seconds_interval_to_optimize)\n"
@@ -470,8 +470,12 @@ int cmd_sim_main(int argc, char **argv)
                         "--cluster-nodes the nodes are the cluster\n");
         return 2;
     }
-    if (nodes_path) {
-        if (dlb_sim_node_file_load(nodes_path, &nodes, &o.nodes_cnt, errstr, sizeof(errstr))) {
+    /* The cluster: nodes, from the file or the built-in PAI sample, unless
+     * the pool's size is given. */
+    if (nodes_path || !pool_set) {
+        if (nodes_path
+                ? dlb_sim_node_file_load(nodes_path, &nodes, &o.nodes_cnt, errstr, sizeof(errstr))
+                : dlb_sim_nodes_default(&nodes, &o.nodes_cnt, errstr, sizeof(errstr))) {
             fprintf(stderr, "sim: --cluster-nodes: %s\n", errstr);
             return 2;
         }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "conf.h"
+#include "embedded.h"
 #include "err.h"
 #include "vec.h"
 
@@ -167,10 +168,10 @@ static int read_row(char *line, const int *col, int cols, int *count, dlb_sim_no
     return 0;
 }
 
-int dlb_sim_node_file_load(const char *path, dlb_sim_node_t **nodes, size_t *n, char *errstr,
-                           size_t errstr_size)
+/* Read fp (named path in errors) to its end and close it. */
+static int load_stream(FILE *fp, const char *path, dlb_sim_node_t **nodes, size_t *n, char *errstr,
+                       size_t errstr_size)
 {
-    FILE *fp = fopen(path, "r");
     char line[1024], why[256], label[LABEL_MAX + 1];
     int col[COLS], cols = 0, lineno = 0, header = 0, err = 0;
     dlb_sim_node_t *v = NULL;
@@ -178,8 +179,6 @@ int dlb_sim_node_file_load(const char *path, dlb_sim_node_t **nodes, size_t *n, 
 
     *nodes = NULL;
     *n = 0;
-    if (!fp)
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND, "%s: %s", path, strerror(errno));
     while (!err && fgets(line, sizeof(line), fp)) {
         dlb_sim_node_t shape;
         int count;
@@ -236,4 +235,33 @@ int dlb_sim_node_file_load(const char *path, dlb_sim_node_t **nodes, size_t *n, 
     *nodes = v;
     *n = cnt;
     return 0;
+}
+
+int dlb_sim_node_file_load(const char *path, dlb_sim_node_t **nodes, size_t *n, char *errstr,
+                           size_t errstr_size)
+{
+    FILE *fp = fopen(path, "r");
+
+    *nodes = NULL;
+    *n = 0;
+    if (!fp)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND, "%s: %s", path, strerror(errno));
+    return load_stream(fp, path, nodes, n, errstr, errstr_size);
+}
+
+/* data/pai/nodes.csv, compiled in (CMakeLists.txt). */
+extern const dlb_embedded_t dlb_embedded_sim[];
+
+int dlb_sim_nodes_default(dlb_sim_node_t **nodes, size_t *n, char *errstr, size_t errstr_size)
+{
+    const dlb_embedded_t *e = dlb_embedded_find(dlb_embedded_sim, "nodes.csv");
+    FILE *fp = e ? fmemopen((void *)e->data, e->len, "r") : NULL;
+
+    *nodes = NULL;
+    *n = 0;
+    if (!fp)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM,
+                          "the built-in cluster (data/pai/nodes.csv): %s",
+                          e ? strerror(errno) : "not compiled in");
+    return load_stream(fp, "data/pai/nodes.csv (built in)", nodes, n, errstr, errstr_size);
 }

@@ -31,4 +31,4 @@ ok "a drifted world fails: $(grep -c 'OUT OF BAND' "$SYS_DIR/drift.md") figures 
 "$DLBRAIN" sim --calibration "$SYS_DIR/nowhere" 2>"$SYS_DIR/missing.log" && fail "no data passed"
 grep -q 'nowhere/production/targets.csv' "$SYS_DIR/missing.log" || fail "the error names no file"
 ok "missing data named"
-echo "56-sim-calibration: all checks passed"
+echo "57-sim-calibration: all checks passed"

@@ -88,4 +88,4 @@ refused "a bad row" "$SYS_DIR/bad.csv:4: memory_gib 'lots'" --cluster-nodes "$SY
 refused "a missing file" "$SYS_DIR/none.csv: No such file" --cluster-nodes "$SYS_DIR/none.csv"
 refused "a pool size with nodes" "with --cluster-nodes the nodes are the cluster" \
     --cluster-nodes "$NODES" --cluster-cores 64
-echo "54-sim-nodes: all checks passed"
+echo "58-sim-nodes: all checks passed"
