@@ -80,8 +80,9 @@ typedef struct relay {
     char front_missing[512];
     int consumer_fatal;
     dlb_kafka_fence_t producer_fenced, consumer_fenced;
-    int64_t txn_began, progress_at; /* monotonic ms: a transaction begun, a batch committed */
-    char last_failure[512];
+    int64_t txn_began;      /* monotonic ms: the last transaction began */
+    int64_t failing_since;  /* monotonic ms: the first of the batch failures since a commit */
+    char last_failure[512]; /* "" since the last commit */
     dlb_series_t *usable, *assigns, *revokes, *txn_ok, *txn_aborted, *err_kafka;
 } relay_t;
 
@@ -823,9 +824,9 @@ static void relay_health(relay_t *r)
 
     if (!r->front_ok)
         snprintf(why, sizeof(why), "the front's topics %s do not exist", r->front_missing);
-    else if (limit > 0 && r->last_failure[0] && now - r->progress_at > limit)
-        snprintf(why, sizeof(why), "no batch committed for %lld s: %s",
-                 (long long)((now - r->progress_at) / 1000), r->last_failure);
+    else if (limit > 0 && r->last_failure[0] && now - r->failing_since > limit)
+        snprintf(why, sizeof(why), "every batch failed for %lld s: %s",
+                 (long long)((now - r->failing_since) / 1000), r->last_failure);
     dlb_metrics_stalled(why);
 }
 
@@ -995,7 +996,6 @@ int dlb_relay_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_strea
         if (!batch_publish(&r, &fatal, sub, sizeof(sub))) {
             stats->batches++;
             batch_clear(&r);
-            r.progress_at = dlb_clock_mono_ms();
             r.last_failure[0] = '\0';
             continue;
         }
@@ -1003,7 +1003,7 @@ int dlb_relay_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_strea
             break;
         stats->retries++;
         if (!r.last_failure[0])
-            r.progress_at = dlb_clock_mono_ms(); /* failing since */
+            r.failing_since = dlb_clock_mono_ms();
         snprintf(r.last_failure, sizeof(r.last_failure), "%.500s", sub);
         r.front_recheck = 1; /* a front topic deleted? */
         dlb_err("batch of %zu record(s) failed: %s; rewinding and retrying in %d ms", r.batch_cnt,
