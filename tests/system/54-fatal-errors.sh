@@ -49,6 +49,7 @@ mock_fatal() {
     "$DLBRAIN" mock-kafka -n 1 -p 1 -w "$SYS_DIR/bootstrap" "${f[@]}" \
         >/dev/null 2>"$SYS_DIR/mock-$name.log" &
     mock_pid=$!
+    SYS_PIDS+=($mock_pid)
     for _ in $(seq 1 100); do [ -s "$SYS_DIR/bootstrap" ] && break; sleep 0.1; done
     [ -s "$SYS_DIR/bootstrap" ] || fail "mock-kafka for $name did not start"
     export DLBRAIN_BROKERS
@@ -57,6 +58,7 @@ mock_fatal() {
 mock_stop() {
     kill -TERM "$mock_pid"
     wait "$mock_pid" || fail "mock-kafka exited with status $?"
+    forget "$mock_pid"
 }
 # stops_fatal NAME PID [LOG_PATTERN]: PID stops within 30 s, non-zero, its
 # log naming the error (default: its producer refused).
