@@ -20,7 +20,11 @@ static void usage(FILE *fp)
         "kept per partition, transactions accepted but not implemented.\n\n"
         "  -n, --brokers-count N     mock brokers (default 3)\n"
         "  -p, --partitions N        partitions per topic (= -X topic.partitions=N, default 12)\n"
-        "  -w, --bootstrap-file F    also write the bootstrap servers to F\n" CLI_COMMON_HELP);
+        "  -w, --bootstrap-file F    also write the bootstrap servers to F\n"
+        "  -f, --fail-request K:ERR  answer the next request of Kafka API number K (22\n"
+        "                            InitProducerId, 0 Produce ...) with librdkafka's error\n"
+        "                            ERR (e.g. CLUSTER_AUTHORIZATION_FAILED), for fault\n"
+        "                            tests; repeat to queue more\n" CLI_COMMON_HELP);
 }
 
 int cmd_mock_kafka_main(int argc, char **argv)
@@ -28,16 +32,18 @@ int cmd_mock_kafka_main(int argc, char **argv)
     static const struct option longopts[] = {{"brokers-count", required_argument, 0, 'n'},
                                              {"partitions", required_argument, 0, 'p'},
                                              {"bootstrap-file", required_argument, 0, 'w'},
+                                             {"fail-request", required_argument, 0, 'f'},
                                              CLI_COMMON_LONG,
                                              {0, 0, 0, 0}};
     cli_opts_t o = {0};
     dlb_conf_t conf;
     dlb_mock_t *mock = NULL;
-    const char *file = NULL;
+    const char *file = NULL, *fails[16];
+    size_t fails_cnt = 0;
     char errstr[512], buf[1100], pkv[64];
     int c, n = 3, rc = 1;
 
-    while ((c = getopt_long(argc, argv, "n:p:w:" CLI_COMMON_SHORT, longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "n:p:w:f:" CLI_COMMON_SHORT, longopts, NULL)) != -1) {
         switch (c) {
         case 'n':
             n = atoi(optarg);
@@ -50,6 +56,13 @@ int cmd_mock_kafka_main(int argc, char **argv)
         case 'w':
             file = optarg;
             break;
+        case 'f':
+            if (fails_cnt == sizeof(fails) / sizeof(fails[0])) {
+                fprintf(stderr, "dlbrain mock-kafka: at most %zu --fail-request\n", fails_cnt);
+                return 2;
+            }
+            fails[fails_cnt++] = optarg;
+            break;
         default:
             if ((rc = cli_default_opt(&o, c, optarg, usage)) >= 0)
                 return rc;
@@ -61,6 +74,12 @@ int cmd_mock_kafka_main(int argc, char **argv)
     if (dlb_mock_start(&mock, n, &conf, errstr, sizeof(errstr))) {
         dlb_err("%s; exiting", errstr);
         goto out;
+    }
+    for (size_t i = 0; i < fails_cnt; i++) {
+        if (dlb_mock_fail_request(mock, fails[i], errstr, sizeof(errstr))) {
+            dlb_err("--fail-request %s; exiting", errstr);
+            goto out;
+        }
     }
     /* stdout carries exactly one line, the bootstrap servers, for scripts. */
     printf("%s\n", dlb_mock_bootstraps(mock));

@@ -583,6 +583,11 @@ static int kafka_exchange(void *opaque, const dlb_plan_request_t *reqs, size_t n
 
         if (!m)
             continue;
+        if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+            /* No plan would come: the run stops rather than go on without. */
+            rd_kafka_message_destroy(m);
+            return dlb_kafka_fatal(k->consumer, errstr, errstr_size);
+        }
         if (m->err || dlb_codec_decode(k->cat, m->payload, m->len, &ev, sub, sizeof(sub)) ||
             ev.type != DLB_EV_PLAN) {
             if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)

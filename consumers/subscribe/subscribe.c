@@ -117,7 +117,12 @@ int dlb_subscribe_run(const dlb_conf_t *conf, const dlb_subscribe_opts_t *o, dlb
 
         if (!m)
             continue;
-        if (m->err) {
+        if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+            /* Nothing more would come: stop rather than wait for ever. */
+            rd_kafka_message_destroy(m);
+            err = dlb_kafka_fatal(rk, errstr, errstr_size);
+            goto out;
+        } else if (m->err) {
             if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                 dlb_warn("kafka: %s; continuing", rd_kafka_message_errstr(m));
         } else if (dlb_codec_decode(cat, m->payload, m->len, &ev, sub_err, sizeof(sub_err)) ||
@@ -145,10 +150,7 @@ int dlb_subscribe_run(const dlb_conf_t *conf, const dlb_subscribe_opts_t *o, dlb
               : dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT,
                            "received %ld of %ld before the timeout", *delivered, o->count);
 out:
-    if (rk) {
-        rd_kafka_consumer_close(rk);
-        rd_kafka_destroy(rk);
-    }
+    dlb_kafka_consumer_destroy(rk);
     if (cat)
         dlb_catalog_destroy(cat);
     dlb_seen_free(&seen);

@@ -67,14 +67,14 @@ int dlb_failover_new(const dlb_conf_t *conf, const char *role, dlb_failover_t **
                                  "", NULL);
     f->m_failed = dlb_metric_gauge("dlbrain_failover_window_failed_jobs",
                                    "... of them, those that failed", "", NULL);
-    f->m_share = dlb_metric_gauge("dlbrain_failover_failed_share",
+    f->m_share = dlb_metric_gauge("dlbrain_failover_failed_ratio",
                                   "Failed share of the window's jobs (0 when none)", "", NULL);
-    f->m_late = dlb_metric_gauge("dlbrain_failover_late_share",
+    f->m_late = dlb_metric_gauge("dlbrain_failover_late_ratio",
                                  "Share of the window's judged plan requests whose plan was late "
                                  "or is missing (0 when none, or env.failover.late.ms is 0)",
                                  "", NULL);
     f->m_threshold =
-        dlb_metric_gauge("dlbrain_failover_threshold",
+        dlb_metric_gauge("dlbrain_failover_threshold_ratio",
                          "env.failover.threshold: the failed share that trips", "", NULL);
     f->m_pinned =
         dlb_metric_gauge("dlbrain_failover_pinned",

@@ -77,6 +77,16 @@ typedef struct relay {
     dlb_series_t *switches;   /* dlbrain_relay_switches_total: changes of r->real seen */
     dlb_failover_t *failover; /* the automatic failover decider (failover.h) */
     int64_t failover_at;
+    /* Health (relay_health): whether the front's topics exist (1), are
+     * missing (0, front_missing names them) or were not looked at yet (-1);
+     * a batch failure has them looked at again; the clients' fatal errors. */
+    int front_ok, front_recheck;
+    char front_missing[512];
+    int consumer_fatal;
+    dlb_kafka_fence_t producer_fenced, consumer_fenced;
+    int64_t txn_began;      /* monotonic ms: the last transaction began */
+    int64_t failing_since;  /* monotonic ms: the first of the batch failures since a commit */
+    char last_failure[512]; /* "" since the last commit */
     dlb_series_t *usable, *assigns, *revokes, *txn_ok, *txn_aborted, *err_kafka;
 } relay_t;
 
@@ -232,6 +242,34 @@ static int env_topics_exist(const relay_t *r, const struct rd_kafka_metadata *md
     return 1;
 }
 
+/* The front's topics missing from md into r->front_missing ("a, b").
+ * Without them nothing can be relayed: an answer forwarded to a missing
+ * topic times out in the producer and fails its transaction for ever. */
+static int front_topics_missing(relay_t *r, const struct rd_kafka_metadata *md)
+{
+    const char *const *lists[2] = {fan_out, fan_in};
+    size_t len = 0;
+    int missing = 0;
+
+    r->front_missing[0] = '\0';
+    for (int l = 0; l < 2; l++) {
+        for (const char *const *t = lists[l]; *t; t++) {
+            char topic[256];
+            int found = 0;
+            snprintf(topic, sizeof(topic), "%.100s.%s", r->conf->env, *t);
+            for (int i = 0; i < md->topic_cnt && !found; i++)
+                found = !md->topics[i].err && !strcmp(md->topics[i].topic, topic);
+            if (found)
+                continue;
+            if (len < sizeof(r->front_missing))
+                len += (size_t)snprintf(r->front_missing + len, sizeof(r->front_missing) - len,
+                                        "%s%s", missing ? ", " : "", topic);
+            missing++;
+        }
+    }
+    return missing;
+}
+
 static void topic_list_add(rd_kafka_topic_partition_list_t *l, const char *env,
                            const char *const *names)
 {
@@ -261,7 +299,7 @@ static int resubscribe(relay_t *r, char *errstr, size_t size)
         len += (size_t)snprintf(names + len, len < sizeof(names) ? sizeof(names) - len : 0, "%s%s",
                                 usable > 1 ? ", " : "", r->envs[i].name);
     }
-    if (usable) {
+    if (usable && r->front_ok > 0) {
         topic_list_add(l, r->conf->env, fan_out);
         kerr = rd_kafka_subscribe(r->consumer, l);
         r->subscribed = 1;
@@ -269,7 +307,10 @@ static int resubscribe(relay_t *r, char *errstr, size_t size)
     } else if (r->subscribed) {
         kerr = rd_kafka_unsubscribe(r->consumer);
         r->subscribed = 0;
-        dlb_warn("relay: no live environment with its topics: relaying nothing");
+        if (usable)
+            dlb_warn("relay: the front's topics are missing: relaying nothing");
+        else
+            dlb_warn("relay: no live environment with its topics: relaying nothing");
     }
     rd_kafka_topic_partition_list_destroy(l);
     if (kerr)
@@ -287,7 +328,7 @@ static int refresh(relay_t *r, int first, char *errstr, size_t size)
     dlb_env_t *envs = NULL;
     size_t cnt = 0, n = 0;
     char real[DLB_ENV_NAME_MAX + 1] = "", sub[1024];
-    int err, changed, need_md = 0;
+    int err, changed, need_md = r->front_ok <= 0 || r->front_recheck, front_was = r->front_ok;
 
     if ((err = registry_open(r, sub, sizeof(sub))) ||
         (err = dlb_env_list(r->pg, &envs, &cnt, sub, sizeof(sub)))) {
@@ -325,6 +366,17 @@ static int refresh(relay_t *r, int first, char *errstr, size_t size)
                      rd_kafka_err2str(kerr));
             md = NULL;
         }
+        if (md) {
+            int missing = front_topics_missing(r, md);
+            r->front_ok = !missing;
+            r->front_recheck = 0;
+            if (missing && front_was != 0)
+                dlb_err("relay: the front's topics %s do not exist: relaying nothing until "
+                        "they do (deploy/k8s's topics Job or any Kafka admin tool creates them)",
+                        r->front_missing);
+            else if (!missing && front_was == 0)
+                dlb_info("relay: the front's topics exist now");
+        }
         for (size_t i = 0; md && i < n; i++) {
             if (next[i].usable)
                 continue;
@@ -360,7 +412,7 @@ static int refresh(relay_t *r, int first, char *errstr, size_t size)
             usable += (size_t)next[i].usable;
         dlb_metric_set(r->usable, (double)usable);
     }
-    if (changed || first)
+    if (changed || first || r->front_ok != front_was)
         err = resubscribe(r, errstr, size);
 out:
     if (md)
@@ -748,6 +800,7 @@ static int batch_publish(relay_t *r, int *fatal, char *errstr, size_t size)
     int err;
 
     *fatal = 0;
+    r->txn_began = dlb_clock_mono_ms();
     if ((err = parts_load(r, errstr, size)) ||
         (err = txn_step(r, STEP_BEGIN, NULL, fatal, errstr, size)))
         return err;
@@ -810,6 +863,12 @@ static void batch_poll(relay_t *r)
 
     while (r->batch_cnt < r->batch_cap &&
            (m = rd_kafka_consumer_poll(r->consumer, r->batch_cnt ? 0 : r->conf->poll_ms))) {
+        if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+            /* Nothing more comes from this consumer: the loop replaces it. */
+            r->consumer_fatal = 1;
+            rd_kafka_message_destroy(m);
+            return;
+        }
         if (m->err) {
             /* An environment's topic deleted under us, a broker away: the
              * consumer recovers by itself. */
@@ -822,6 +881,49 @@ static void batch_poll(relay_t *r)
         r->batch[r->batch_cnt++] = m;
         r->st->consumed++;
     }
+}
+
+/* ---- health ---------------------------------------------------------------------- */
+
+/* /readyz tells the truth: not ready while the front's topics are missing,
+ * nor while batches have failed for consumer.stall.s without one committing
+ * (a relay that forwards nothing is not serving, whatever Kafka answers). */
+static void relay_health(relay_t *r)
+{
+    int64_t limit = (int64_t)r->conf->stall_s * 1000, now = dlb_clock_mono_ms();
+    char why[768] = "";
+
+    if (!r->front_ok)
+        snprintf(why, sizeof(why), "the front's topics %s do not exist", r->front_missing);
+    else if (limit > 0 && r->last_failure[0] && now - r->failing_since > limit)
+        snprintf(why, sizeof(why), "every batch failed for %lld s: %s",
+                 (long long)((now - r->failing_since) / 1000), r->last_failure);
+    dlb_metrics_stalled(why);
+}
+
+/* The consumer failed for good (a static member fenced): a new one joins in
+ * its place and takes its partitions from the committed offsets and stamps,
+ * unless it was fenced too often (another live relay shares the
+ * group.instance.id): then the relay stops. */
+static int consumer_replace(relay_t *r, char *errstr, size_t size)
+{
+    char why[1024];
+    int err;
+
+    if ((err = dlb_kafka_fenced_too_often(&r->consumer_fenced, r->consumer, 0, errstr, size)))
+        return err;
+    dlb_kafka_fatal(r->consumer, why, sizeof(why));
+    dlb_err("%s; replacing it", why);
+    batch_clear(r);
+    r->parts_cnt = 0;
+    dlb_kafka_consumer_destroy(r->consumer);
+    r->consumer = NULL;
+    r->consumer_fatal = 0;
+    r->subscribed = 0;
+    if ((err = dlb_kafka_consumer_new_cb(r->conf, r->group, NULL, rebalance_cb, r, &r->consumer,
+                                         errstr, size)))
+        return err;
+    return resubscribe(r, errstr, size);
 }
 
 /* ---- automatic failover ---------------------------------------------------------- */
@@ -918,10 +1020,7 @@ static int setup(relay_t *r, char *errstr, size_t size)
 static void teardown(relay_t *r)
 {
     batch_clear(r);
-    if (r->consumer) {
-        rd_kafka_consumer_close(r->consumer);
-        rd_kafka_destroy(r->consumer);
-    }
+    dlb_kafka_consumer_destroy(r->consumer);
     producer_stop(r);
     dlb_failover_destroy(r->failover, r->pg);
     if (r->pg)
@@ -933,7 +1032,7 @@ static void teardown(relay_t *r)
 int dlb_relay_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_stream_stats_t *stats,
                   char *errstr, size_t errstr_size)
 {
-    relay_t r = {.conf = conf, .stop = stop, .st = stats};
+    relay_t r = {.conf = conf, .stop = stop, .st = stats, .front_ok = -1};
     char sub[1024];
     int err, fatal;
 
@@ -952,21 +1051,32 @@ int dlb_relay_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_strea
                 goto out;
             r.refresh_at = dlb_clock_mono_ms() + conf->relay_refresh_ms;
         }
+        relay_health(&r);
         if (!r.subscribed) {
             dlb_metrics_nap_ms(r.stop, conf->poll_ms);
             continue;
         }
         batch_poll(&r);
+        if (r.consumer_fatal) {
+            if ((err = consumer_replace(&r, errstr, errstr_size)))
+                goto out;
+            continue;
+        }
         if (!r.batch_cnt)
             continue;
         if (!batch_publish(&r, &fatal, sub, sizeof(sub))) {
             stats->batches++;
             batch_clear(&r);
+            r.last_failure[0] = '\0';
             continue;
         }
         if (*stop)
             break;
         stats->retries++;
+        if (!r.last_failure[0])
+            r.failing_since = dlb_clock_mono_ms();
+        snprintf(r.last_failure, sizeof(r.last_failure), "%.500s", sub);
+        r.front_recheck = 1; /* a front topic deleted? */
         dlb_err("batch of %zu record(s) failed: %s; rewinding and retrying in %d ms", r.batch_cnt,
                 sub, conf->retry_backoff_ms);
         if ((err = batch_rewind(&r, sub, sizeof(sub)))) {
@@ -980,6 +1090,10 @@ int dlb_relay_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_strea
         }
         dlb_metrics_nap_ms(r.stop, conf->retry_backoff_ms);
         if (fatal) {
+            if ((err = dlb_kafka_fenced_too_often(&r.producer_fenced, r.producer,
+                                                  dlb_clock_mono_ms() - r.txn_began, errstr,
+                                                  errstr_size)))
+                goto out;
             dlb_warn("kafka: replacing the transactional producer");
             producer_stop(&r);
             if ((err = producer_start(&r, errstr, errstr_size)))

@@ -25,6 +25,8 @@ const char *dlb_err_name(int err)
         return "notfound";
     case DLB_ERR_CONF:
         return "conf";
+    case DLB_ERR_FATAL:
+        return "fatal";
     default:
         return "generic";
     }

@@ -20,6 +20,8 @@ typedef enum dlb_err {
     DLB_ERR_TRANSIENT = -7, /* a dependency (PostgreSQL, Redis, Kafka) is unavailable */
     DLB_ERR_NOTFOUND = -8,  /* a looked-up item does not exist */
     DLB_ERR_CONF = -9,      /* bad configuration */
+    DLB_ERR_FATAL = -10,    /* a client failed for good (librdkafka's fatal error): replace it or
+                               stop; retrying with it gets nowhere */
 } dlb_err_t;
 
 /** @returns a stable lower-case name for an error code, e.g. "framing". Used in

@@ -63,6 +63,12 @@ struct dlb_metrics {
     /* Why input is not moving ("" while it is): dlb_metrics_stalled(). */
     pthread_mutex_t stall_lock;
     char stalled[512];
+    /* Clients failed for good (dlb_metrics_failed()), under stall_lock. */
+    struct {
+        const void *who;
+        char why[256];
+    } failed[DLB_METRICS_FAILED_MAX];
+    size_t failed_cnt;
 };
 
 static const char *const dep_names[DLB_DEP__CNT] = {"kafka", "postgres"};
@@ -573,6 +579,45 @@ void dlb_metrics_stalled(const char *why)
     pthread_mutex_unlock(&m->stall_lock);
 }
 
+void dlb_metrics_failed(const void *who, const char *why)
+{
+    dlb_metrics_t *m = dlb_metrics_global();
+    size_t i;
+
+    if (!m || !who)
+        return;
+    pthread_mutex_lock(&m->stall_lock);
+    for (i = 0; i < m->failed_cnt && m->failed[i].who != who; i++)
+        ;
+    if (!why) {
+        if (i < m->failed_cnt)
+            m->failed[i] = m->failed[--m->failed_cnt];
+    } else {
+        /* Past the table's size the last entry is reused: /healthz fails
+         * all the same, naming the latest. */
+        if (i == m->failed_cnt && m->failed_cnt < DLB_METRICS_FAILED_MAX)
+            m->failed_cnt++;
+        else if (i == m->failed_cnt)
+            i = DLB_METRICS_FAILED_MAX - 1;
+        m->failed[i].who = who;
+        snprintf(m->failed[i].why, sizeof(m->failed[i].why), "%s", why);
+    }
+    pthread_mutex_unlock(&m->stall_lock);
+}
+
+/* The first client failed for good into why. @returns 1 when there is one. */
+static int failed_why(dlb_metrics_t *m, char *why, size_t why_size)
+{
+    int any;
+
+    pthread_mutex_lock(&m->stall_lock);
+    any = m->failed_cnt > 0;
+    if (any)
+        snprintf(why, why_size, "%s", m->failed[0].why);
+    pthread_mutex_unlock(&m->stall_lock);
+    return any;
+}
+
 void dlb_metrics_dep_optional(dlb_dep_t dep)
 {
     dlb_metrics_t *m = dlb_metrics_global();
@@ -601,6 +646,8 @@ int dlb_metrics_healthy(dlb_metrics_t *m, char *why, size_t why_size)
 {
     int64_t age = dlb_clock_mono_ms() - atomic_load_explicit(&m->beat_ms, memory_order_relaxed);
 
+    if (failed_why(m, why, why_size))
+        return 0;
     if (m->stall_ms > 0 && age > m->stall_ms) {
         snprintf(why, why_size, "the main loop has not come round for %lld ms (limit %d ms)",
                  (long long)age, m->stall_ms);
@@ -616,6 +663,9 @@ int dlb_metrics_ready(dlb_metrics_t *m, char *why, size_t why_size)
     int ok = 1;
 
     why[0] = '\0';
+    /* A process whose client failed for good serves nothing either. */
+    if (failed_why(m, why, why_size))
+        return 0;
     for (int i = 0; i < DLB_DEP__CNT; i++) {
         int st = atomic_load_explicit(&m->dep[i], memory_order_relaxed);
         int optional = atomic_load_explicit(&m->dep_optional[i], memory_order_relaxed);

@@ -140,6 +140,14 @@ void dlb_metrics_dep(dlb_dep_t dep, int up);
  *         is not ready, whatever its dependencies answer. */
 void dlb_metrics_stalled(const char *why);
 
+/** @brief who (a client, by its address) failed for good and can serve no
+ *         more (librdkafka's fatal error): /healthz and /readyz answer 503
+ *         with why until the process replaced it, which calls this again
+ *         with why NULL, or exits. A process that stays up with such a
+ *         client is dead, and liveness must say so. */
+#define DLB_METRICS_FAILED_MAX 8
+void dlb_metrics_failed(const void *who, const char *why);
+
 /** @brief dep is shown by /readyz and its gauge, but its being down does not
  *         make the process unready (the gateway needs PostgreSQL for one
  *         call DLRover's masters never make). */

@@ -12,6 +12,7 @@
 #include <librdkafka/rdkafka_mock.h>
 
 #include "after.h"
+#include "clock.h"
 #include "err.h"
 #include "uuid.h"
 #include "log.h"
@@ -54,17 +55,68 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
     (void)opaque;
     /* Most client errors are transient (broker down) and librdkafka retries;
-     * a fatal error (fenced idempotent producer) needs a restart. */
+     * after a fatal one (a fenced producer or static member, a broken
+     * idempotence guarantee) the client serves nothing more: it must be
+     * replaced, or the process stop, and liveness says so meanwhile. */
     dlb_metric_add(dlb_metric_errors("kafka"), 1);
     if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
         dlb_metrics_dep(DLB_DEP_KAFKA, 0);
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
-        char buf[512];
-        rd_kafka_fatal_error(rk, buf, sizeof(buf));
-        dlb_err("kafka: fatal client error: %s; the process must restart", buf);
+        char why[768];
+        dlb_kafka_fatal(rk, why, sizeof(why));
+        dlb_err("%s; it is replaced or the process stops", why);
+        dlb_metrics_failed(rk, why);
     } else {
         dlb_warn("kafka: %s: %s; librdkafka retries by itself", rd_kafka_err2name(err), reason);
     }
+}
+
+int dlb_kafka_fatal(rd_kafka_t *rk, char *errstr, size_t errstr_size)
+{
+    char why[512];
+    rd_kafka_resp_err_t code;
+
+    if (!rk || !(code = rd_kafka_fatal_error(rk, why, sizeof(why))))
+        return 0;
+    return dlb_seterr(errstr, errstr_size, DLB_ERR_FATAL,
+                      "kafka: the %s %s failed for good (%s): %s",
+                      rd_kafka_type(rk) == RD_KAFKA_PRODUCER ? "producer" : "consumer",
+                      rd_kafka_name(rk), rd_kafka_err2name(code), why);
+}
+
+int dlb_kafka_fenced_too_often(dlb_kafka_fence_t *f, rd_kafka_t *rk, int64_t txn_age_ms,
+                               char *errstr, size_t errstr_size)
+{
+    char why[256], id[256] = "?", tmo[32] = "10000", key[32];
+    size_t id_len = sizeof(id), tmo_len = sizeof(tmo);
+    rd_kafka_resp_err_t code = rd_kafka_fatal_error(rk, why, sizeof(why));
+    int64_t now = dlb_clock_mono_ms();
+    int producer = rd_kafka_type(rk) == RD_KAFKA_PRODUCER;
+
+    if (code != RD_KAFKA_RESP_ERR__FENCED && code != RD_KAFKA_RESP_ERR_PRODUCER_FENCED &&
+        code != RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH &&
+        code != RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID)
+        return 0;
+    /* A transaction older than transaction.timeout.ms may have been aborted
+     * by the coordinator itself (a broker outage): that fences too, and is
+     * no sign of another process. */
+    rd_kafka_conf_get(rd_kafka_conf(rk), "transaction.timeout.ms", tmo, &tmo_len);
+    if (producer && txn_age_ms >= strtoll(tmo, NULL, 10))
+        return 0;
+    if (!f->cnt || now - f->first > DLB_KAFKA_FENCED_WINDOW_MS) {
+        f->first = now;
+        f->cnt = 0;
+    }
+    if (++f->cnt < DLB_KAFKA_FENCED_MAX)
+        return 0;
+    snprintf(key, sizeof(key), "%s", producer ? "transactional.id" : "group.instance.id");
+    rd_kafka_conf_get(rd_kafka_conf(rk), key, id, &id_len);
+    return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF,
+                      "kafka: %s %s was fenced %d times within %d s (%s): another process uses "
+                      "the same id, and the two would fence each other for ever; give each "
+                      "process its own%s",
+                      key, id, f->cnt, DLB_KAFKA_FENCED_WINDOW_MS / 1000, why,
+                      producer ? " (the default is unique)" : "");
 }
 
 /* The lag series a consumer's statistics set, so those of partitions it no
@@ -289,8 +341,18 @@ void dlb_kafka_producer_destroy(rd_kafka_t *producer)
     if (rd_kafka_flush(producer, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR)
         dlb_warn("kafka: %d message(s) still undelivered at shutdown", rd_kafka_outq_len(producer));
     rd_kafka_destroy(producer);
+    dlb_metrics_failed(producer, NULL); /* replaced, if it had failed */
     dlb_after_cache_free(ps->after);
     free(ps);
+}
+
+void dlb_kafka_consumer_destroy(rd_kafka_t *consumer)
+{
+    if (!consumer)
+        return;
+    rd_kafka_consumer_close(consumer);
+    rd_kafka_destroy(consumer);
+    dlb_metrics_failed(consumer, NULL);
 }
 
 int64_t dlb_kafka_delivery_failures(rd_kafka_t *producer)
@@ -303,9 +365,14 @@ int64_t dlb_kafka_delivery_failures(rd_kafka_t *producer)
 
 int dlb_kafka_flush(rd_kafka_t *producer, int timeout_ms, char *errstr, size_t errstr_size)
 {
+    rd_kafka_resp_err_t kerr = rd_kafka_flush(producer, timeout_ms);
     int64_t failed;
+    int err;
 
-    if (rd_kafka_flush(producer, timeout_ms) != RD_KAFKA_RESP_ERR_NO_ERROR)
+    /* A producer failed for good delivers nothing more: no retry helps. */
+    if ((err = dlb_kafka_fatal(producer, errstr, errstr_size)))
+        return err;
+    if (kerr != RD_KAFKA_RESP_ERR_NO_ERROR)
         return dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT,
                           "%d message(s) not delivered within %d ms", rd_kafka_outq_len(producer),
                           timeout_ms);
@@ -374,6 +441,8 @@ static int produce_copy(rd_kafka_t *producer, const char *topic, const char *key
     if (err) {
         if (hdrs)
             rd_kafka_headers_destroy(hdrs);
+        if (err == RD_KAFKA_RESP_ERR__FATAL && dlb_kafka_fatal(producer, errstr, errstr_size))
+            return DLB_ERR_FATAL;
         return dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT, "produce to %s: %s", topic,
                           rd_kafka_err2str(err));
     }
@@ -683,6 +752,30 @@ int dlb_mock_start(dlb_mock_t **out, int brokers, const dlb_conf_t *conf, char *
 fail:
     dlb_mock_stop(m);
     return err;
+}
+
+int dlb_mock_fail_request(dlb_mock_t *mock, const char *spec, char *errstr, size_t errstr_size)
+{
+    const struct rd_kafka_err_desc *descs;
+    const char *colon = strchr(spec, ':');
+    size_t cnt;
+    char *end;
+    long api;
+
+    api = strtol(spec, &end, 10);
+    if (!colon || end != colon || end == spec || api < 0 || api > 32767)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF,
+                          "'%s': not API_KEY:ERROR (e.g. 22:CLUSTER_AUTHORIZATION_FAILED)", spec);
+    rd_kafka_get_err_descs(&descs, &cnt);
+    for (size_t i = 0; i < cnt; i++) {
+        if (descs[i].name && !strcmp(descs[i].name, colon + 1)) {
+            rd_kafka_mock_push_request_errors(mock->mc, (int16_t)api, 1, descs[i].code);
+            return 0;
+        }
+    }
+    return dlb_seterr(errstr, errstr_size, DLB_ERR_CONF,
+                      "'%s': %s is not a librdkafka error name (e.g. NOT_COORDINATOR)", spec,
+                      colon + 1);
 }
 
 const char *dlb_mock_bootstraps(const dlb_mock_t *mock)

@@ -89,16 +89,49 @@ int dlb_kafka_txn_id(const char *group, char *buf, size_t size);
 int dlb_kafka_txn_producer_new(const dlb_conf_t *conf, const char *group, rd_kafka_t **out,
                                char *errstr, size_t errstr_size);
 
-/** @brief Destroy a producer made by dlb_kafka_producer_new (flushes up to 10 s). */
+/** @brief Destroy a producer made by dlb_kafka_producer_new (flushes up to 10 s).
+ *         If it had failed for good, /healthz no longer counts it. */
 void dlb_kafka_producer_destroy(rd_kafka_t *producer);
+
+/** @brief Close and destroy a consumer (NULL is fine); if it had failed for
+ *         good, /healthz no longer counts it. */
+void dlb_kafka_consumer_destroy(rd_kafka_t *consumer);
+
+/** @brief Whether rk failed for good (librdkafka's fatal error: a fenced
+ *         producer or static group member, a broken idempotence guarantee).
+ *         Such a client serves nothing more: every process replaces it or
+ *         stops with a non-zero exit; until then /healthz fails (the error
+ *         callback of dlb_kafka_conf_new reports it to metrics.h).
+ *  @returns 0, or DLB_ERR_FATAL with errstr naming the client and the error. */
+int dlb_kafka_fatal(rd_kafka_t *rk, char *errstr, size_t errstr_size);
+
+/* Fences of one client role, counted by dlb_kafka_fenced_too_often(). */
+#define DLB_KAFKA_FENCED_MAX       3
+#define DLB_KAFKA_FENCED_WINDOW_MS 60000
+typedef struct dlb_kafka_fence {
+    int cnt;
+    int64_t first; /* monotonic ms */
+} dlb_kafka_fence_t;
+
+/** @brief rk failed for good; whether to replace it. Fenced (another
+ *         producer began with its transactional.id, another member joined
+ *         with its group.instance.id) DLB_KAFKA_FENCED_MAX times within
+ *         DLB_KAFKA_FENCED_WINDOW_MS (a producer: each in a transaction
+ *         younger than its timeout, txn_age_ms), it is no zombie of ours
+ *         being replaced but another live process sharing the id: the two
+ *         would fence each other for ever.
+ *  @returns 0 to replace it, or DLB_ERR_CONF naming the id. */
+int dlb_kafka_fenced_too_often(dlb_kafka_fence_t *f, rd_kafka_t *rk, int64_t txn_age_ms,
+                               char *errstr, size_t errstr_size);
 
 /** @returns messages of this producer that failed delivery since the last call,
  *           and resets the count. */
 int64_t dlb_kafka_delivery_failures(rd_kafka_t *producer);
 
 /** @brief Wait until every produced message is delivered or failed.
- *  @returns 0, or DLB_ERR_TRANSIENT if something was not delivered in time
- *           (the producer's delivery callback counts failures). */
+ *  @returns 0, DLB_ERR_FATAL when the producer failed for good, or
+ *           DLB_ERR_TRANSIENT if something was not delivered in time (the
+ *           producer's delivery callback counts failures). */
 int dlb_kafka_flush(rd_kafka_t *producer, int timeout_ms, char *errstr, size_t errstr_size);
 
 /* The header naming the environment that answers a front record at the
@@ -118,7 +151,9 @@ int dlb_kafka_produce_stamped(rd_kafka_t *producer, const char *topic, const cha
                               const void *value, size_t len, const char *stamp, char *errstr,
                               size_t errstr_size);
 
-/** @brief Produce a copy of value to topic with key (partitioned by key). */
+/** @brief Produce a copy of value to topic with key (partitioned by key).
+ *  @returns 0, DLB_ERR_FATAL when the producer failed for good
+ *           (dlb_kafka_fatal()), or DLB_ERR_TRANSIENT. */
 int dlb_kafka_produce(rd_kafka_t *producer, const char *topic, const char *key, const void *value,
                       size_t len, char *errstr, size_t errstr_size);
 
@@ -155,6 +190,13 @@ typedef struct dlb_mock dlb_mock_t;
 
 int dlb_mock_start(dlb_mock_t **out, int brokers, const dlb_conf_t *conf, char *errstr,
                    size_t errstr_size);
+/** @brief Answer the next request of a Kafka API with an error, for fault
+ *         tests: spec is "API_KEY:ERROR", the API by its protocol number
+ *         (22 InitProducerId, 0 Produce, 11 JoinGroup ...) and the error by
+ *         librdkafka's name (rd_kafka_err2name(), e.g.
+ *         CLUSTER_AUTHORIZATION_FAILED). Each call adds one, answered in turn.
+ *  @returns 0, or DLB_ERR_CONF naming what in spec is wrong. */
+int dlb_mock_fail_request(dlb_mock_t *mock, const char *spec, char *errstr, size_t errstr_size);
 /** @returns the bootstrap servers, "127.0.0.1:port,..." */
 const char *dlb_mock_bootstraps(const dlb_mock_t *mock);
 void dlb_mock_stop(dlb_mock_t *mock);

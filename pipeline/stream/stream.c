@@ -821,18 +821,19 @@ static void teardown(ctx_t *c)
  * committed batch moved. */
 static int consumer_replace(ctx_t *c, char *errstr, size_t size)
 {
-    char why[512] = "";
+    char why[1024] = "";
     int err;
 
-    rd_kafka_fatal_error(c->consumer, why, sizeof(why));
-    dlb_err("kafka: the consumer failed for good (%s); replacing it", why);
+    if ((err = dlb_kafka_fenced_too_often(&c->consumer_fenced, c->consumer, 0, errstr, size)))
+        return err;
+    dlb_kafka_fatal(c->consumer, why, sizeof(why));
+    dlb_err("%s; replacing it", why);
     items_filter(c, keep_none, NULL);
     out_clear(c);
     for (size_t i = 0; i < c->parts_cnt; i++)
         c->parts[i].assigned = c->parts[i].paused = 0;
     dlb_metric_set(c->m.assigned, 0);
-    rd_kafka_consumer_close(c->consumer);
-    rd_kafka_destroy(c->consumer);
+    dlb_kafka_consumer_destroy(c->consumer);
     c->consumer = NULL;
     c->consumer_fatal = 0;
     while ((err = stream_consumer_start(c, rebalance_cb, errstr, size))) {
@@ -846,44 +847,6 @@ static int consumer_replace(ctx_t *c, char *errstr, size_t size)
         dlb_metrics_nap_ms(c->stop, c->conf->retry_backoff_ms);
     }
     return 0;
-}
-
-/* The producer failed for good. Fenced (another producer began with its
- * transactional.id) FENCED_MAX times within FENCED_WINDOW_MS, each in a
- * transaction younger than its timeout, it is not a zombie of ours being
- * replaced but another live process sharing the id: the two would fence
- * each other for ever. @returns 0 to replace the producer, or an error
- * naming the id. */
-#define FENCED_MAX       3
-#define FENCED_WINDOW_MS 60000
-static int fenced_too_often(ctx_t *c, char *errstr, size_t size)
-{
-    char why[256], id[256] = "?", tmo[32] = "10000";
-    size_t id_len = sizeof(id), tmo_len = sizeof(tmo);
-    rd_kafka_resp_err_t code = rd_kafka_fatal_error(c->producer, why, sizeof(why));
-    int64_t now = dlb_clock_mono_ms();
-
-    if (code != RD_KAFKA_RESP_ERR__FENCED && code != RD_KAFKA_RESP_ERR_PRODUCER_FENCED &&
-        code != RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)
-        return 0;
-    /* A transaction older than transaction.timeout.ms may have been aborted
-     * by the coordinator itself (a broker outage): that fences too, and is
-     * no sign of another process. */
-    rd_kafka_conf_get(rd_kafka_conf(c->producer), "transaction.timeout.ms", tmo, &tmo_len);
-    if (now - c->txn_began >= strtoll(tmo, NULL, 10))
-        return 0;
-    if (!c->fenced_cnt || now - c->fenced_first > FENCED_WINDOW_MS) {
-        c->fenced_first = now;
-        c->fenced_cnt = 0;
-    }
-    if (++c->fenced_cnt < FENCED_MAX)
-        return 0;
-    rd_kafka_conf_get(rd_kafka_conf(c->producer), "transactional.id", id, &id_len);
-    return dlb_seterr(errstr, size, DLB_ERR_CONF,
-                      "kafka: transactional.id %s was fenced %d times within %d s (%s): another "
-                      "process uses the same id, and the two would fence each other for ever; "
-                      "give each process its own (the default is unique)",
-                      id, c->fenced_cnt, FENCED_WINDOW_MS / 1000, why);
 }
 
 /* The batch failed with DLB_ERR_INVALID: a record it holds broke a rule
@@ -990,7 +953,9 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
             flow_control(&c);
             dlb_metrics_nap_ms(c.stop, conf->retry_backoff_ms);
             if (fatal) {
-                if ((err = fenced_too_often(&c, errstr, errstr_size)))
+                if ((err = dlb_kafka_fenced_too_often(&c.fenced, c.producer,
+                                                      dlb_clock_mono_ms() - c.txn_began, errstr,
+                                                      errstr_size)))
                     goto out;
                 dlb_warn("kafka: replacing the transactional producer");
                 stream_producer_stop(&c);

@@ -137,11 +137,8 @@ int stream_consumer_start(ctx_t *c,
 
 void stream_disconnect(ctx_t *c)
 {
-    if (c->consumer) {
-        rd_kafka_consumer_close(c->consumer);
-        rd_kafka_destroy(c->consumer);
-        c->consumer = NULL;
-    }
+    dlb_kafka_consumer_destroy(c->consumer);
+    c->consumer = NULL;
     stream_producer_stop(c);
     dlb_redis_destroy(c->redis);
     c->redis = NULL;

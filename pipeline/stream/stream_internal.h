@@ -160,9 +160,8 @@ struct dlb_stream {
      * record alone, so the failure is known to be that record's. */
     int bad_item;
     int exact;
-    /* Fatal fencings of the producer: how many since when (fenced_too_often). */
-    int fenced_cnt;
-    int64_t fenced_first;
+    /* Fatal fencings of the producer and the consumer (dlb_kafka_fenced_too_often). */
+    dlb_kafka_fence_t fenced, consumer_fenced;
     int64_t txn_began; /* when the last transaction began (monotonic ms) */
     /* Since the last committed batch: time in batch_poll() and, of it, in
      * decoding and validating (ns); messages decoded ahead while PostgreSQL

@@ -457,6 +457,10 @@ int dlb_gateway_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_gat
     while (!*stop) {
         grpc_event ev;
 
+        /* A failed client serves no call again: stop, and let the restart
+         * make new ones (the answers due meanwhile are UNAVAILABLE). */
+        if ((err = gw_kafka_failed(&gw, errstr, errstr_size)))
+            break;
         top_up(&gw);
         dlb_metrics_beat();
         ev = grpc_completion_queue_next(

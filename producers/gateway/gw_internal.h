@@ -115,6 +115,9 @@ void gw_call_release_locked(gw_call_t *c);
 
 /* ---- gw_kafka.c ---- */
 int gw_kafka_start(gw_t *gw, char *errstr, size_t errstr_size);
+/* 0, or DLB_ERR_FATAL when the producer or the plans consumer failed for
+ * good (dlb_kafka_fatal()): no call can be served any more. */
+int gw_kafka_failed(gw_t *gw, char *errstr, size_t errstr_size);
 void gw_kafka_stop(gw_t *gw);
 /** Encode and produce ev for c; c is answered once every message it produced
  *  is acknowledged (persist) or its plan comes (optimize). CQ thread. */

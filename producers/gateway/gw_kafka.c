@@ -437,6 +437,15 @@ int gw_kafka_start(gw_t *gw, char *errstr, size_t size)
     return 0;
 }
 
+int gw_kafka_failed(gw_t *gw, char *errstr, size_t size)
+{
+    int err;
+
+    if ((err = dlb_kafka_fatal(gw->producer, errstr, size)))
+        return err;
+    return dlb_kafka_fatal(gw->plans, errstr, size);
+}
+
 void gw_kafka_stop(gw_t *gw)
 {
     if (gw->kafka_started > 0) {

@@ -83,7 +83,9 @@ struct mon {
     char **warned; /* uids of non-job pods already warned about */
     size_t warned_cnt;
     dlb_k8s_out_t out;
-    int fatal; /* out of memory: stop */
+    int fatal;           /* out of memory, or the producer failed for good: stop */
+    int fatal_err;       /* the error of that (DLB_ERR_NOMEM, DLB_ERR_FATAL) */
+    char fatal_why[768]; /* and its message */
     /* The stats as counters: each loop round adds what changed since the
      * last (st is what the process's last log line reports). */
     dlb_k8s_stats_t published;
@@ -105,6 +107,20 @@ static void nomem(mon_t *m)
 {
     dlb_err("out of memory; stopping");
     m->fatal = 1;
+    m->fatal_err = DLB_ERR_NOMEM;
+    snprintf(m->fatal_why, sizeof(m->fatal_why), "out of memory");
+}
+
+/* The producer failed for good: no retry delivers anything, so the monitor
+ * stops (non-zero exit) and a restart lists everything again. @returns 1
+ * when it did. */
+static int kafka_failed(mon_t *m)
+{
+    if (m->fatal || !dlb_kafka_fatal(m->producer, m->fatal_why, sizeof(m->fatal_why)))
+        return m->fatal;
+    m->fatal = 1;
+    m->fatal_err = DLB_ERR_FATAL;
+    return 1;
 }
 
 /* ---- what the monitor remembers -------------------------------------------- */
@@ -198,7 +214,7 @@ static int produce(mon_t *m, const dlb_node_event_t *ev)
     }
     while (
         (err = dlb_kafka_produce(m->producer, m->topic, ev->job_uid, buf, len, sub, sizeof(sub))) &&
-        !*m->stop) {
+        !*m->stop && !kafka_failed(m)) {
         if (!warned++)
             dlb_warn("node event %s to %s: %s; retrying every 100 ms, the watch waits",
                      ev->event_id, m->topic, sub);
@@ -720,6 +736,8 @@ static void loop(mon_t *m)
                 }
         }
         rd_kafka_poll(m->producer, 0);
+        if (kafka_failed(m))
+            break;
         if ((failed = dlb_kafka_delivery_failures(m->producer)) > 0)
             dlb_err("%lld node event(s) failed delivery to %s; a restart of the "
                     "monitor produces them again",
@@ -774,7 +792,7 @@ int dlb_k8s_monitor_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb
     if (!(err = setup(&m, errstr, size))) {
         loop(&m);
         if (m.fatal)
-            err = dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
+            err = dlb_seterr(errstr, size, m.fatal_err, "%s", m.fatal_why);
     }
     teardown(&m);
     curl_global_cleanup();

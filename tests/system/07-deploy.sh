@@ -18,6 +18,10 @@ py=/usr/bin/python3
 "$py" -c 'import yaml' 2>/dev/null || fail "$py has no yaml module: run scripts/setup (python3-yaml)"
 check="$top/tests/system/deploy_check.py"
 
+# kubectl (its kustomize: every machine image has it) builds the kustomization;
+# Debian's docker-compose (scripts/setup) reads the compose file.
+command -v kubectl >/dev/null || fail "no kubectl: the kustomization cannot be built"
+command -v docker-compose >/dev/null || fail "no docker-compose: run scripts/setup"
 "$py" "$check" "$top" "$DLBRAIN" || fail "deploy/ does not pass the checks above"
 
 # Negative self-tests on a copy: what the checker needs of the repository.
@@ -79,12 +83,29 @@ broken k8s/relay.yaml 's/readOnlyRootFilesystem: true/readOnlyRootFilesystem: fa
     "container relay: readOnlyRootFilesystem is not true"
 broken k8s/kustomization.yaml 's/  - configurer.yaml/  - configurer.yml/' \
     "resource configurer.yml does not exist"
-broken k8s/topics-job.yaml 's/value: "12"/value: "6"/' \
-    "env PARTITIONS='6'"
+# One place for the environment, brokers and topics' shape: dlbrain-cluster.
+broken k8s/topics-job.yaml 's/--partitions "$DLBRAIN_TOPIC_PARTITIONS"/--partitions 6/' \
+    "the script does not take topic.partitions from \$DLBRAIN_TOPIC_PARTITIONS (dlbrain-cluster)"
+broken k8s/topics-job.yaml 's/- {name: TOPICS,/- {name: DLBRAIN_ENV, value: dlbrain}\n            - {name: TOPICS,/' \
+    "env DLBRAIN_ENV: set here, it hides dlbrain-cluster's (one place)"
+broken k8s/topics-job.yaml 's/- {name: TOPICS,/- {name: KAFKA, value: "kafka:9092"}\n            - {name: TOPICS,/' \
+    "built Job dlbrain-topics: still holds 'kafka:9092': it repeats a value of dlbrain-cluster"
+broken k8s/settings.yaml 's/^    redis.port=6379/    redis.port=6379\n    brokers=kafka:9092/' \
+    "brokers is set in ConfigMap dlbrain-cluster too (DLBRAIN_BROKERS, which wins): keep it in one place"
+broken k8s/settings.yaml 's/^  DLBRAIN_TOPIC_REPLICATION: "3"/  DLBRAIN_TOPIC_REPLICATIONS: "3"/' \
+    "key DLBRAIN_TOPIC_REPLICATIONS: not the variable of a dlbrain setting"
+broken k8s/optimizer.yaml '/configMapRef: {name: dlbrain-cluster}/d' \
+    "container optimizer: does not read ConfigMap dlbrain-cluster (envFrom)"
+broken k8s/kustomization.yaml 's/fieldPath: data.DLBRAIN_BROKERS/fieldPath: data.DLBRAIN_BROKER/' \
+    "no replacement writes ConfigMap dlbrain-cluster's DLBRAIN_BROKERS into the KEDA triggers' bootstrapServers"
+broken k8s/kustomization.yaml 's/options: {delimiter: ".", index: 0}/options: {delimiter: "-", index: 0}/' \
+    "no replacement writes ConfigMap dlbrain-cluster's DLBRAIN_ENV into the KEDA triggers' consumerGroup (the part before the first '.')"
 broken k8s/settings.yaml 's/^  dlbrain.conf: |/  dlbrain.conf: [/' \
     "deploy/k8s/settings.yaml: not valid YAML"
 broken compose.yaml 's/rules: {condition: service_completed_successfully}/rule: {condition: service_completed_successfully}/' \
     "service configurer: depends_on rule: no such service"
+broken compose.yaml '1i name: dlbrain' \
+    "docker-compose (/usr/bin/docker-compose) refuses it"
 broken compose.yaml 's/"127.0.0.1:9092:9092"/"9092:9092"/' \
     "port 9092:9092 is not published on 127.0.0.1 only"
 broken compose.yaml 's/DLBRAIN_REDIS_HOST: redis/DLBRAIN_REDIS_HOSTNAME: redis/' \

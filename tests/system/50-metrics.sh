@@ -9,7 +9,8 @@
 # One address holding 40 half-open requests leaves /healthz answering another
 # address, and its connections are closed after the idle timeout.
 # A metrics port in use stops a second process with a clear error. Every log
-# line of the optimizer (--log-format json) is a JSON object.
+# line of the optimizer (--log-format json) is a JSON object. A relay's
+# metrics (the failover decider's ratios among them) pass the same checks.
 . "$(dirname "$0")/helpers.sh"
 
 check=$SYS_TOP/tests/system/prom_check.py
@@ -191,4 +192,21 @@ PY
 grep -q '"level":"warn".*bad message at dlbrain.plan-requests \[0\] offset [0-9]* (decode, framing).*sent to the DLQ' \
     "$SYS_DIR/optimizer.log" || fail "the DLQ warning does not say where and what happens next"
 ok "the bad message's log line names topic, partition, offset and the DLQ"
+
+# The relay's metrics (the failover decider's among them) follow the same
+# rules; its ratios are 0..1 and named _ratio.
+"$DLBRAIN" relay -X metrics.port=0 -X metrics.address=127.0.0.1 >/dev/null 2>"$SYS_DIR/relay.log" &
+SYS_PIDS+=($!)
+sys_metrics_url relay
+wait_for_relay=$((SECONDS + 30))
+until grep -q "failover: " "$SYS_DIR/relay.log"; do
+    [ "$SECONDS" -lt "$wait_for_relay" ] || fail "the relay's failover decider did not run"
+    sleep 0.2
+done
+scrape "$SYS_DIR/relay.prom"
+for f in dlbrain_failover_failed_ratio dlbrain_failover_late_ratio dlbrain_failover_threshold_ratio; do
+    grep -q "^# TYPE $f gauge$" "$SYS_DIR/relay.prom" || fail "the relay exports no gauge $f"
+done
+expect_eq "dlbrain_failover_threshold_ratio" 0.5 "$(value "$SYS_DIR/relay.prom" dlbrain_failover_threshold_ratio)"
+ok "the relay's metrics pass the checks: $(cat "$SYS_DIR/relay.prom.check")"
 echo "50-metrics: all checks passed"

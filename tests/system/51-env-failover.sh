@@ -148,7 +148,7 @@ finish ok1 3 succeeded
 finish bad1 1 failed
 wait_for 60 "blue to store 4 outcomes" stored blue bad1 1
 wait_for 30 "the policy to see 4 jobs" bash -c "[ \"\$(curl -sf $url/metrics | awk '\$1 == \"dlbrain_failover_window_jobs\" {print \$2}')\" = 4 ]"
-expect_eq "failed share at 1 of 4" 0.25 "$(metric "$url" dlbrain_failover_failed_share)"
+expect_eq "failed share at 1 of 4" 0.25 "$(metric "$url" dlbrain_failover_failed_ratio)"
 sleep 1
 real_is blue || fail "a switch at 25 % failed"
 ok "1 failed job of 4 (25 %) leaves blue real"

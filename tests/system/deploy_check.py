@@ -58,6 +58,11 @@ ROLE_CREDENTIALS = {
     "gateway": {"DLBRAIN_PG_DSN_FILE"},
 }
 READ_VERBS = {"get", "list", "watch"}
+# The one place of what the topics Job and the autoscalers repeat otherwise:
+# a ConfigMap of DLBRAIN_* variables every dlbrain container reads (envFrom),
+# which the topics Job reads too and the kustomization writes into KEDA.
+CLUSTER_CM = "dlbrain-cluster"
+CLUSTER_KEYS = ("env", "brokers", "topic.partitions", "topic.replication")
 DLBRAIN_IMAGE = "dlbrain"
 # Packages of the debian:12-slim base image the runtime stage need not list.
 BASE_PACKAGES = {"libc6", "libgcc-s1", "zlib1g"}
@@ -206,12 +211,31 @@ class Manifests:
             self.settings = {}
         else:
             self.settings = parse_settings(cm["data"]["dlbrain.conf"])
+        self.cluster = {}  # setting key -> value, from dlbrain-cluster's variables
+        cc = self.get("ConfigMap", CLUSTER_CM)
+        where = f"{self.objs[('ConfigMap', CLUSTER_CM)][0]}: ConfigMap {CLUSTER_CM}" if cc else "deploy/k8s"
+        if not cc:
+            fail(where, f"no ConfigMap {CLUSTER_CM}: the environment, brokers and topics' shape, once")
+        else:
+            for var, v in (cc.get("data") or {}).items():
+                key = repo.env_vars.get(var)
+                if not key:
+                    fail(where, f"key {var}: not the variable of a dlbrain setting (dlbrain settings --reference)")
+                else:
+                    self.cluster[key] = str(v)
+            for key in CLUSTER_KEYS:
+                if key not in self.cluster:
+                    fail(where, f"no {repo.settings[key][1]} ({key}): the topics Job and KEDA need it")
 
     def get(self, kind, name):
         o = self.objs.get((kind, name))
         return o[1] if o else None
 
     def setting(self, key):
+        """As a dlbrain container sees it: dlbrain-cluster's variable, else the
+        settings file, else the default."""
+        if key in self.cluster:
+            return self.cluster[key]
         return self.settings.get(key, self.repo.settings[key][0])
 
     def data_keys(self, kind, name):
@@ -316,7 +340,7 @@ def check_pod(rel, owner, tmpl, m, long_running):
                         fail(cw, f"env {e['name']}: no {kind} {n} in deploy/k8s")
                     elif k not in m.data_keys(kind, n):
                         fail(cw, f"env {e['name']}: {kind} {n} has no key {k}")
-        for ef in c.get("envFrom", []):
+        for ef in c.get("envFrom") or []:
             for rk, kind in (("configMapRef", "ConfigMap"), ("secretRef", "Secret")):
                 if rk in ef and not m.get(kind, ef[rk].get("name")):
                     fail(cw, f"envFrom: no {kind} {ef[rk].get('name')} in deploy/k8s")
@@ -407,6 +431,15 @@ def check_dlbrain_container(cw, c, ports, mounts, vols, m, long_running, annotat
             return dst
 
         env = clean_env()
+        # Variables of envFrom ConfigMaps first: env entries win over them.
+        refs = [(ef.get("configMapRef") or {}).get("name") for ef in c.get("envFrom") or []]
+        if CLUSTER_CM not in refs:
+            fail(cw, f"does not read ConfigMap {CLUSTER_CM} (envFrom): it would run with another "
+                     "environment or brokers than the topics Job and the autoscalers")
+        for ref in refs:
+            for n, v in ((m.get("ConfigMap", ref) or {}).get("data") or {}).items():
+                if n.startswith("DLBRAIN_") and repo.is_env_var(n):
+                    env[n] = str(v)
         for e in c.get("env", []):
             n = e["name"]
             if not n.startswith("DLBRAIN_"):
@@ -478,6 +511,10 @@ def selected(sel, pods):
 def check_k8s(repo, docs, top, kubectl):
     m = Manifests(repo, docs)
     check_settings_file("deploy/k8s/settings.yaml: ConfigMap dlbrain-settings", m.settings, repo)
+    for k in sorted(set(m.settings) & set(m.cluster)):
+        fail("deploy/k8s/settings.yaml: ConfigMap dlbrain-settings",
+             f"{k} is set in ConfigMap {CLUSTER_CM} too ({repo.settings[k][1]}, which wins): "
+             "keep it in one place")
     env = m.setting("env")
     partitions = int(m.setting("topic.partitions"))
     pods = {}  # Deployment name -> (labels, template)
@@ -527,16 +564,17 @@ def check_k8s(repo, docs, top, kubectl):
                 md = t.get("metadata", {})
                 if t.get("type") != "kafka":
                     continue
-                if md.get("consumerGroup") != f"{env}.{role}":
-                    fail(where, f"consumerGroup {md.get('consumerGroup')!r}: the {role}'s group is {env}.{role}")
-                topic = md.get("topic", "")
-                if topic not in [f"{env}.{x}" for x in repo.topics]:
-                    fail(where, f"topic {topic!r} is not one of the pipeline's topics of env {env}")
-                elif topic not in [f"{env}.{x}" for x in repo.inputs[role]]:
+                # The part before the first dot and the brokers are the
+                # kustomization's replacements' (check_replacements).
+                group = str(md.get("consumerGroup", ""))
+                if group.partition(".")[2] != role:
+                    fail(where, f"consumerGroup {group!r}: the {role}'s group is <env>.{role}")
+                topic = str(md.get("topic", ""))
+                short = topic.partition(".")[2]
+                if short not in repo.topics:
+                    fail(where, f"topic {topic!r} is not <env>.<one of the pipeline's topics>")
+                elif short not in repo.inputs[role]:
                     fail(where, f"topic {topic!r} is not an input of the {role}")
-                if md.get("bootstrapServers") != m.setting("brokers"):
-                    fail(where, f"bootstrapServers {md.get('bootstrapServers')!r} != brokers "
-                                f"{m.setting('brokers')!r} of dlbrain-settings")
                 if not str(md.get("lagThreshold", "")).isdigit():
                     fail(where, "lagThreshold is not a positive integer")
         elif kind == "HorizontalPodAutoscaler":
@@ -605,12 +643,20 @@ def check_k8s(repo, docs, top, kubectl):
                                 f"{replicas} replicas: no pod may be evicted, node drains block")
         elif kind == "Job" and name == "dlbrain-topics":
             c = spec["template"]["spec"]["containers"][0]
+            refs = [(ef.get("configMapRef") or {}).get("name") for ef in c.get("envFrom") or []]
+            if CLUSTER_CM not in refs:
+                fail(where, f"does not read ConfigMap {CLUSTER_CM} (envFrom)")
             ev = {e["name"]: str(e.get("value")) for e in c.get("env", [])}
-            want = {"ENV": env, "PARTITIONS": str(partitions), "BOOTSTRAP": m.setting("brokers"),
-                    "REPLICATION": m.setting("topic.replication"), "TOPICS": " ".join(repo.topics)}
-            for k, v in want.items():
-                if ev.get(k) != v:
-                    fail(where, f"env {k}={ev.get(k)!r}, dlbrain-settings and the pipeline say {v!r}")
+            if ev.get("TOPICS") != " ".join(repo.topics):
+                fail(where, f"env TOPICS={ev.get('TOPICS')!r}, the pipeline's topics are "
+                            f"{' '.join(repo.topics)!r}")
+            script = " ".join(str(x) for x in (c.get("command") or []) + (c.get("args") or []))
+            for key in CLUSTER_KEYS:
+                var = repo.settings[key][1]
+                if var in ev:
+                    fail(where, f"env {var}: set here, it hides {CLUSTER_CM}'s (one place)")
+                if not re.search(r"\$\{?" + var + r"\b", script):
+                    fail(where, f"the script does not take {key} from ${var} ({CLUSTER_CM})")
     if any(k == "HorizontalPodAutoscaler" for k, _ in m.objs):
         src = "".join(repo.read(os.path.relpath(os.path.join(d, f), top))
                       for d, _, fs in sorted(os.walk(os.path.join(top, "pipeline")))
@@ -642,7 +688,11 @@ def check_k8s(repo, docs, top, kubectl):
         f = os.path.basename(rel)
         if f not in listed and not re.search(r"^#\s+" + re.escape(f) + r"\s", ktext, re.M):
             fail(kpath, f"{f} is neither a resource nor named in the comment of files left out")
-    if kubectl:
+    keda = sorted({rel for (kind, _), (rel, _) in m.objs.items() if kind == "ScaledObject"})
+    if keda:
+        check_replacements(repo, kus, kpath)
+    if kubectl and m.get("ConfigMap", CLUSTER_CM):
+        check_one_place(repo, m, top, kubectl, keda)
         rc, out, err = run([kubectl, "kustomize", os.path.join(top, "deploy/k8s")])
         if rc:
             fail(kpath, f"kubectl kustomize: {err.strip()}")
@@ -658,6 +708,88 @@ def check_k8s(repo, docs, top, kubectl):
     return m
 
 
+def check_replacements(repo, kus, kpath):
+    """The kustomization writes dlbrain-cluster's env and brokers into the KEDA
+    triggers: bootstrapServers whole, the groups' and topics' prefix."""
+    reps = kus.get("replacements") or []
+
+    def covered(var, field, prefix):
+        for r in reps:
+            src = r.get("source") or {}
+            if (src.get("kind"), src.get("name"), src.get("fieldPath")) != \
+                    ("ConfigMap", CLUSTER_CM, f"data.{var}"):
+                continue
+            for t in r.get("targets") or []:
+                opts = t.get("options") or {}
+                if (t.get("select") or {}).get("kind") != "ScaledObject":
+                    continue
+                if prefix != (opts.get("delimiter") == "." and opts.get("index", 0) == 0):
+                    continue
+                if f"spec.triggers.*.metadata.{field}" in (t.get("fieldPaths") or []):
+                    return True
+        return False
+
+    for key, field, prefix in (("brokers", "bootstrapServers", False), ("env", "consumerGroup", True),
+                               ("env", "topic", True)):
+        var = repo.settings[key][1]
+        if not covered(var, field, prefix):
+            fail(kpath, f"no replacement writes ConfigMap {CLUSTER_CM}'s {var} into the KEDA "
+                        f"triggers' {field}" + (" (the part before the first '.')" if prefix else ""))
+
+
+def check_one_place(repo, m, top, kubectl, keda):
+    """Built with the KEDA files added and other values in dlbrain-cluster,
+    every trigger carries them and no object the old ones: nothing repeats
+    them."""
+    old_env, old_brokers = m.setting("env"), m.setting("brokers")
+    new_env, new_brokers = "oneplace", "one-place-a:9093,one-place-b:9093"
+    tmp = tempfile.mkdtemp(prefix="dlb-deploy-one-place.")
+    try:
+        k8s = os.path.join(tmp, "k8s")
+        shutil.copytree(os.path.join(top, "deploy/k8s"), k8s)
+        kfile = os.path.join(k8s, "kustomization.yaml")
+        kus = yaml.safe_load(open(kfile)) or {}
+        kus["resources"] = list(kus.get("resources") or []) + \
+            [os.path.basename(r) for r in keda if os.path.basename(r) not in (kus.get("resources") or [])]
+        with open(kfile, "w") as f:
+            yaml.safe_dump(kus, f)
+        rel = m.objs[("ConfigMap", CLUSTER_CM)][0]
+        sfile = os.path.join(tmp, os.path.relpath(rel, "deploy"))
+        docs = list(yaml.safe_load_all(open(sfile)))
+        for d in docs:
+            if d and d.get("kind") == "ConfigMap" and d["metadata"]["name"] == CLUSTER_CM:
+                d["data"][repo.settings["env"][1]] = new_env
+                d["data"][repo.settings["brokers"][1]] = new_brokers
+        with open(sfile, "w") as f:
+            yaml.safe_dump_all(docs, f)
+        rc, out, err = run([kubectl, "kustomize", k8s])
+        where = f"deploy/k8s with {', '.join(os.path.basename(r) for r in keda)} and other values in {CLUSTER_CM}"
+        if rc:
+            fail(where, f"kubectl kustomize: {err.strip()}")
+            return
+        old = [old_brokers] + [f"{old_env}.{t}" for t in repo.topics] + \
+            [f"{old_env}.{r}" for r in list(repo.inputs) + ["relay"]]
+        for d in (d for d in yaml.safe_load_all(out) if d):
+            what = f"{where}: built {d['kind']} {d['metadata']['name']}"
+            text = yaml.safe_dump(d)
+            for o in old:
+                if re.search(r"(?<![\w.-])" + re.escape(o) + r"(?![\w-])", text):
+                    fail(what, f"still holds {o!r}: it repeats a value of {CLUSTER_CM}")
+            if d["kind"] != "ScaledObject":
+                continue
+            for t in d.get("spec", {}).get("triggers", []):
+                md = t.get("metadata", {})
+                if t.get("type") != "kafka":
+                    continue
+                if md.get("bootstrapServers") != new_brokers:
+                    fail(what, f"bootstrapServers {md.get('bootstrapServers')!r}, not {CLUSTER_CM}'s")
+                for field in ("consumerGroup", "topic"):
+                    if not str(md.get(field, "")).startswith(new_env + "."):
+                        fail(what, f"{field} {md.get(field)!r} does not start with {CLUSTER_CM}'s env")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 # ---- compose -------------------------------------------------------------------
 
 
@@ -668,6 +800,14 @@ def check_compose(repo, docs, top):
         return
     c = docs[rel][0]
     base = os.path.join(top, "deploy")
+    # Debian 12's Compose (1.29, scripts/setup installs it) as well as v2.
+    dc = shutil.which("docker-compose")
+    if dc:
+        rc, out, err = run([dc, "-f", os.path.join(top, rel), "config", "-q"], env=clean_env())
+        if rc:
+            fail(rel, f"docker-compose ({dc}) refuses it: {' '.join(err.strip().splitlines()[:2])}")
+    else:
+        print("note - no docker-compose: deploy/compose.yaml not read by Compose 1.29")
     services = c.get("services", {})
     secrets = c.get("secrets", {})
     volumes = c.get("volumes", {}) or {}

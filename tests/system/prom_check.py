@@ -9,7 +9,8 @@ escaped; values are floats (NaN, +Inf, -Inf allowed); no series twice; a
 histogram's buckets are ascending in le, cumulative (never decreasing), end
 with le="+Inf" equal to its _count, and have a _sum.
 dlbrain's rules: names match ^dlbrain_[a-z0-9_]+$, counters end in _total,
-no high-cardinality label (job, uid, job_uid, event_id, pod, plan_id)."""
+a ratio (0..1) ends in _ratio, not _share, _fraction or _percent, no
+high-cardinality label (job, uid, job_uid, event_id, pod, plan_id)."""
 import math
 import re
 import sys
@@ -18,6 +19,8 @@ NAME = re.compile(r"^dlbrain_[a-z0-9_]+$")
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)( -?\d+)?$")
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$)')
 FORBIDDEN_LABELS = {"job", "uid", "job_uid", "event_id", "pod", "plan_id"}
+# Prometheus' base unit of a ratio is the ratio (0..1), named _ratio.
+RATIO_WORDS = ("_share", "_fraction", "_percent", "_percentage", "_pct")
 
 
 def parse_labels(text):
@@ -62,6 +65,8 @@ def main(path):
                 problems.append(f"{where}: counter {name} does not end in _total")
             if typ != "counter" and name.endswith("_total"):
                 problems.append(f"{where}: {typ} {name} ends in _total")
+            if name.endswith(RATIO_WORDS):
+                problems.append(f"{where}: {name} is a ratio: name it ..._ratio (0..1)")
             continue
         if line.startswith("#") or not line:
             problems.append(f"{where}: unexpected line: {line!r}")
