@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The simulator on nodes, through the CLI (no servers: --plans none --out):
-# `--cluster-nodes data/pai/nodes.csv` runs the 13-node PAI sample; the same
+# `--cluster-nodes data/pai/nodes.csv` runs the 50-node PAI sample, the
+# built-in default (a run without the option gives the same bytes); the same
 # seed gives the same bytes; every pod event names a node of the file, and
 # no node ever holds more than it has; a pool run names drawn nodes; a bad
 # file, a missing one and a pool size given with nodes are refused with exit
@@ -10,16 +11,19 @@
 WL=$SYS_TOP/data/pollux/workloads/workload-2.csv
 NODES=$SYS_TOP/data/pai/nodes.csv
 
-sim() { "$DLBRAIN" sim -w "$WL" -n 60 --seed 5 --plans none "$@"; }
+sim() { "$DLBRAIN" sim -w "$WL" -n 200 --seed 5 --plans none "$@"; }
 
 sim --cluster-nodes "$NODES" --out "$SYS_DIR/a.jsonl" --summary-json "$SYS_DIR/a.json" \
     2>"$SYS_DIR/a.log" || fail "dlbrain sim --cluster-nodes failed"
-grep '^sim:.* nodes=13 ' "$SYS_DIR/a.log" || fail "no nodes=13 in the summary line"
+grep '^sim:.* nodes=50 ' "$SYS_DIR/a.log" || fail "no nodes=50 in the summary line"
 sim --cluster-nodes "$NODES" --out "$SYS_DIR/b.jsonl" 2>"$SYS_DIR/b.log" || fail "second run failed"
 cmp -s "$SYS_DIR/a.jsonl" "$SYS_DIR/b.jsonl" || fail "same seed on nodes, different events"
 ok "same seed on nodes, same $(wc -l <"$SYS_DIR/a.jsonl") events"
 s() { jq -r ".$1" "$SYS_DIR/a.json"; }
-expect_eq "nodes in the summary" 13 "$(s nodes)"
+expect_eq "nodes in the summary" 50 "$(s nodes)"
+sim --out "$SYS_DIR/d.jsonl" 2>"$SYS_DIR/d.log" || fail "a run on the default cluster failed"
+cmp -s "$SYS_DIR/a.jsonl" "$SYS_DIR/d.jsonl" || fail "the default cluster is not data/pai/nodes.csv"
+ok "the default cluster is the built-in data/pai/nodes.csv"
 [ "$(s unfinished)" = 0 ] || fail "$(s unfinished) jobs unfinished"
 awk -v v="$(s pending_free_cpu_share)" 'BEGIN { exit !(v > 0 && v < 1) }' ||
     fail "pending_free_cpu_share $(s pending_free_cpu_share) not in (0, 1)"
@@ -69,7 +73,7 @@ if pods:
 print(f"ok - {len(seen)} of {len(cap)} nodes used, none over its capacity")
 EOF
 
-sim --out "$SYS_DIR/pool.jsonl" --summary-json "$SYS_DIR/pool.json" 2>"$SYS_DIR/pool.log" ||
+sim --cluster-cores 4128 --out "$SYS_DIR/pool.jsonl" --summary-json "$SYS_DIR/pool.json" 2>"$SYS_DIR/pool.log" ||
     fail "pool run failed"
 expect_eq "nodes in a pool run's summary" 0 "$(jq -r .nodes "$SYS_DIR/pool.json")"
 bad=$(jq -r 'select(.type == "node_event") | .node_name' "$SYS_DIR/pool.jsonl" | grep -cv '^sim-node-[0-9]\{3\}$' || true)

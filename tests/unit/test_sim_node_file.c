@@ -56,17 +56,32 @@ static void test_pai_files(void **state)
     (void)state;
     /* The table: 1,897 machines, 156,576 cores, 948,224 GB. */
     load_data("machines.csv", 1897, 156576, 948224);
-    /* The sample: 6 p100 (64 cores), 3 t4, 2 misc, 1 v100m32, 1 cpu. */
-    load_data("nodes.csv", 13, 1056, 6528);
+    /* The sample: 21 p100 (64 cores), 13 t4, 7 misc, 4 v100m32, 2 cpu, 2 v100 and 1 v100b. */
+    load_data("nodes.csv", 50, 4128, 24960);
     snprintf(path, sizeof(path), "%s/data/pai/nodes.csv", src ? src : ".");
     assert_int_equal(dlb_sim_node_file_load(path, &v, &n, errstr, sizeof(errstr)), 0);
     assert_string_equal(v[0].name, "p100-0000");
     assert_int_equal(v[0].cpu_m, 64000);
-    assert_string_equal(v[6].name, "t4-0006");
-    assert_int_equal(v[6].cpu_m, 96000);
-    assert_string_equal(v[11].name, "v100m32-0011");
-    assert_int_equal(v[11].memory, 384 * DLB_GIB);
-    assert_string_equal(v[12].name, "cpu-0012");
+    assert_string_equal(v[21].name, "t4-0021");
+    assert_int_equal(v[21].cpu_m, 96000);
+    assert_string_equal(v[41].name, "v100m32-0041");
+    assert_int_equal(v[41].memory, 384 * DLB_GIB);
+    assert_string_equal(v[45].name, "cpu-0045");
+    assert_string_equal(v[49].name, "v100b-0049");
+    {
+        /* The built-in default is this file. */
+        dlb_sim_node_t *d;
+        size_t dn;
+
+        assert_int_equal(dlb_sim_nodes_default(&d, &dn, errstr, sizeof(errstr)), 0);
+        assert_int_equal(dn, n);
+        for (size_t i = 0; i < n; i++) {
+            assert_string_equal(d[i].name, v[i].name);
+            assert_int_equal(d[i].cpu_m, v[i].cpu_m);
+            assert_int_equal(d[i].memory, v[i].memory);
+        }
+        free(d);
+    }
     free(v);
 }
 
