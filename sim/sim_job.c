@@ -276,17 +276,24 @@ static dlb_sim_pod_t *pod_at(dlb_sim_job_t *j, int ps, int k)
 
 /* Place one pod (avoid: the node it leaves, taken only when no other fits).
  * @returns 0, or -1 when it fits no node. */
-static int pod_bind(dlb_sim_cluster_t *c, dlb_sim_pod_t *pod, dlb_sim_node_t *avoid)
+static void pod_bind_to(dlb_sim_pod_t *pod, dlb_sim_node_t *n)
 {
     int64_t cpu_m = dlb_sim_cpu_milli(pod->cpu_req);
-    dlb_sim_node_t *n = dlb_sim_cluster_pick(c, cpu_m, pod->mem_req, avoid);
 
-    if (!n)
-        return -1;
     dlb_sim_cluster_bind(n, cpu_m, pod->mem_req);
     pod->node = n;
     pod->node_cpu_m = cpu_m;
     pod->node_mem = pod->mem_req;
+}
+
+static int pod_bind(dlb_sim_cluster_t *c, dlb_sim_pod_t *pod, dlb_sim_node_t *avoid)
+{
+    dlb_sim_node_t *n =
+        dlb_sim_cluster_pick(c, dlb_sim_cpu_milli(pod->cpu_req), pod->mem_req, avoid);
+
+    if (!n)
+        return -1;
+    pod_bind_to(pod, n);
     return 0;
 }
 
@@ -772,8 +779,30 @@ static void sample(dlb_sim_job_t *j, int64_t now, int64_t dt_ms, const dlb_sim_s
     publish(out, &ev);
 }
 
-/* Kill every pod whose need is over its request. @returns 1 when the job
- * failed (a pod OOMKilled more than max_relaunch times). */
+/* A pod OOMKilled at or above this memory request is not relaunched
+ * (DLRover's NodeResourceLimit.MAX_MEMORY, 65536 MiB). */
+#define MASTER_MAX_MEMORY (64 * DLB_GIB)
+
+/* A worker the master does not relaunch is gone: the job trains on with
+ * the others, which re-rendezvous. */
+static void worker_drop(dlb_sim_job_t *j, int k, int64_t now, dlb_sim_cluster_t *c)
+{
+    pod_unbind(&j->wk[k]);
+    memmove(&j->wk[k], &j->wk[k + 1], (size_t)(j->wk_cnt - k - 1) * sizeof(j->wk[0]));
+    j->wk_cnt--;
+    j->rec_first_ms = 0; /* the speed monitor's target count shrank with it */
+    if (j->stall_until_ms < now + RESCALE_STALL)
+        j->stall_until_ms = now + RESCALE_STALL;
+    hold(j, c);
+}
+
+/* Kill every pod whose need is over its request. DLRover's master
+ * (dist_job_manager.py, _should_relaunch) relaunches an OOMKilled pod and
+ * asks about it, unless its memory request is already MASTER_MAX_MEMORY or
+ * its relaunches are spent (the 4th OOM): then it neither relaunches it nor
+ * asks. Such a pod ends the job when it is critical (event_callback.py,
+ * TFPSNodeHandlingCallback._stop_job_if_needed): a PS, or worker 0; another
+ * worker is dropped. @returns 1 when the job failed. */
 static int oom_check(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p, dlb_sim_cluster_t *c,
                      dlb_sim_out_t *out)
 {
@@ -791,9 +820,20 @@ static int oom_check(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p, d
         node_event(j, now, pod, "oom_killed", "Failed", "OOMKilled", out);
         dlb_dbg("%s OOMKilled: needs %.2f GiB, has %.2f GiB", pod->name,
                 (double)need / (double)DLB_GIB, (double)pod->mem_req / (double)DLB_GIB);
-        if (pod->ooms > p->max_relaunch) {
-            finish(j, now, DLB_SIM_FAILED, ps ? "PSOOM" : "WorkerOOM", c, out);
-            return 1;
+        if (pod->mem_req >= MASTER_MAX_MEMORY || pod->ooms > p->max_relaunch) {
+            /* The job's exit reason as get_job_exit_reason gives it: a
+             * worker's OOM is a code error until the master saw a step. */
+            if (ps || pod->index == 0) {
+                finish(j, now, DLB_SIM_FAILED,
+                       ps                              ? "PSOOM"
+                       : j->rec_any && j->rec_step > 0 ? "WorkerOOM"
+                                                       : "CodeError",
+                       c, out);
+                return 1;
+            }
+            worker_drop(j, k - j->ps_cnt, now, c);
+            k--;
+            continue;
         }
         /* The master relaunches it and asks what memory to give it, as
          * DLRover's adjust_oom_resource (job.py): a PS at ps_initial naming
@@ -811,6 +851,82 @@ static int oom_check(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p, d
             ask(j, now, DLB_STAGE_CREATE, pod->name, NULL, out);
         } else {
             ask(j, now, DLB_STAGE_WORKER_INITIAL, NULL, "initial", out);
+        }
+    }
+    return 0;
+}
+
+/* ---- PS migration ---------------------------------------------------------
+ *
+ * A per-pod PS resource plan that the master's autoscaler loop executes
+ * migrates the PS (job_auto_scaler.py, _migrate_nodes; ps.py,
+ * migrate_parameter_servers): the master creates a new pod with those
+ * resources, the job keeps training on the old one until the new one runs,
+ * then moves to it (the restart: the new pod's start) and the old one is
+ * dropped (ps.py, process_after_ps_cluster_ready). The new pod needs room
+ * in the cluster while the old one still holds its own: it waits for it.
+ * While a migration lasts the loop makes no check
+ * (_periodic_optimize_running_resource: exist_migrated_ps_nodes), and a new
+ * pod still pending after pod_pending_ms fails the job
+ * (dist_job_manager.py, should_early_stop;
+ * ps.py, find_pending_node_caused_training_hang). */
+
+static int migrating(const dlb_sim_job_t *j)
+{
+    for (int k = 0; k < j->ps_cnt; k++)
+        if (j->ps[k].mig_ms)
+            return 1;
+    return 0;
+}
+
+/* Start the new pods that fit now. */
+static void migrations_place(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p,
+                             dlb_sim_cluster_t *c)
+{
+    for (int k = 0; k < j->ps_cnt; k++) {
+        dlb_sim_pod_t *pod = &j->ps[k];
+
+        dlb_sim_node_t *n = NULL;
+
+        if (!pod->mig_ms || pod->mig_run_ms || !dlb_sim_cluster_fits(c, pod->mig_cpu, pod->mig_mem))
+            continue;
+        /* On nodes, a node with room for it beside the old pod. */
+        if (c->nodes_cnt &&
+            !(n = dlb_sim_cluster_pick(c, dlb_sim_cpu_milli(pod->mig_cpu), pod->mig_mem, NULL)))
+            continue;
+        pod_unbind(pod);
+        pod->cpu_req = pod->mig_cpu;
+        pod->mem_req = pod->mig_mem;
+        if (n)
+            pod_bind_to(pod, n);
+        pod->mig_run_ms = now + p->restart_ms;
+        if (j->stall_until_ms < pod->mig_run_ms)
+            j->stall_until_ms = pod->mig_run_ms;
+        hold(j, c);
+    }
+}
+
+/* A tick of the job's migrations: the new pods that run now end theirs,
+ * waiting ones start when they fit. @returns 1 when one was pending too
+ * long and failed the job. */
+static int migrations_tick(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p,
+                           dlb_sim_cluster_t *c, dlb_sim_out_t *out)
+{
+    for (int k = 0; k < j->ps_cnt; k++) {
+        dlb_sim_pod_t *pod = &j->ps[k];
+
+        if (pod->mig_run_ms && now >= pod->mig_run_ms) {
+            pod->mig_ms = pod->mig_run_ms = 0;
+            node_event(j, now, pod, "pod_phase", "Running", "Migrated", out);
+        }
+    }
+    migrations_place(j, now, p, c);
+    for (int k = 0; k < j->ps_cnt; k++) {
+        const dlb_sim_pod_t *pod = &j->ps[k];
+
+        if (pod->mig_ms && now - pod->mig_ms > p->pod_pending_ms) {
+            finish(j, now, DLB_SIM_FAILED, "PendingTimeout", c, out);
+            return 1;
         }
     }
     return 0;
@@ -857,6 +973,8 @@ static void periodic(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p, d
     if (!j->rec_first_ms || j->rec_last_ms - j->rec_first_ms < p->steady_ms)
         return;
     if (j->last_plan_ms && now - j->last_plan_ms <= p->ask_every_ms)
+        return;
+    if (migrating(j))
         return;
     switch (j->stage) {
     case DLB_SIM_STAGE_CREATE:
@@ -949,6 +1067,8 @@ void dlb_sim_job_tick(dlb_sim_job_t *j, int64_t now, const dlb_sim_params_t *p,
     if (oom_check(j, now, p, c, out))
         return;
     sample(j, now, now - from0, &sp, stalled, out);
+    if (migrations_tick(j, now, p, c, out))
+        return;
     periodic(j, now, p, out);
 }
 
@@ -1039,21 +1159,39 @@ int dlb_sim_job_apply(dlb_sim_job_t *j, const dlb_plan_request_t *req, const dlb
 {
     dlb_sim_job_t old;
     dlb_sim_pod_t *oom = NULL;
-    int changed = 0, rescaled = 0, restarted = 0;
+    int changed = 0, rescaled = 0, restarted = 0, ps_reset = 0;
+    /* A plan of the autoscaler loop (not an OOM's or the create one): the
+     * master executes it (job_auto_scaler.py, execute_job_optimization_plan). */
+    int loop = j->state == DLB_SIM_RUNNING && j->asked[0] && !strcmp(req->event_id, j->asked);
 
     if (j->state != DLB_SIM_PENDING && j->state != DLB_SIM_RUNNING)
         return 0;
     if (req->has_oom_pod)
         oom = pod_by_name(j, req->oom_pod);
     old = *j;
-    for (size_t i = 0; plan && i < plan->groups_cnt; i++)
+    for (size_t i = 0; plan && i < plan->groups_cnt; i++) {
         changed |= set_group(j, &plan->groups[i], &p->limits, &rescaled);
+        /* A PS count resets the master's speed records, even an unchanged one. */
+        ps_reset |= loop && plan->groups[i].count > 0 && !strcmp(plan->groups[i].group, "ps");
+    }
     for (size_t i = 0; plan && i < plan->pods_cnt; i++) {
         dlb_sim_pod_t *pod = pod_by_name(j, plan->pods[i].name);
         const dlb_resource_t *r = &plan->pods[i].resource;
 
         if (!pod)
             continue;
+        if (loop && pod->ps && (r->cpu > 0 || r->memory > 0)) {
+            /* A new pod, even with the same resources; none for a PS
+             * already migrating (ps.py, _migrate_parameter_server). */
+            if (!pod->mig_ms) {
+                pod->mig_cpu = r->cpu > 0 ? clamp_cpu(&p->limits, r->cpu) : pod->cpu_req;
+                pod->mig_mem = r->memory > 0 ? clamp_mem(&p->limits, r->memory) : pod->mem_req;
+                pod->mig_ms = now;
+                pod->mig_run_ms = 0;
+                changed = ps_reset = 1;
+            }
+            continue;
+        }
         if (r->cpu > 0 && clamp_cpu(&p->limits, r->cpu) != pod->cpu_req) {
             pod->cpu_req = clamp_cpu(&p->limits, r->cpu);
             changed = 1;
@@ -1133,8 +1271,11 @@ int dlb_sim_job_apply(dlb_sim_job_t *j, const dlb_plan_request_t *req, const dlb
             oom->oom_mem = 0; /* the answer naming it did not raise it */
         }
     }
-    if (j->wk_cnt != old.wk_cnt)
-        j->rec_first_ms = 0; /* records with the new count start at the next step */
+    /* Records with the new count start at the next step; the master clears
+     * them after a PS plan (reset_running_perf_monitor), and the workers
+     * register again when they train on. */
+    if (j->wk_cnt != old.wk_cnt || ps_reset)
+        j->rec_first_ms = 0;
     if (!changed)
         return 0;
     j->plans_applied++;
@@ -1160,6 +1301,7 @@ int dlb_sim_job_apply(dlb_sim_job_t *j, const dlb_plan_request_t *req, const dlb
         for (int k = j->wk_cnt; k < old.wk_cnt; k++)
             node_event(j, now, &old.wk[k], "deleted", "Succeeded", "ScaledDown", out);
         hold(j, c);
+        migrations_place(j, now, p, c);
     }
     return 1;
 }

@@ -53,6 +53,12 @@ typedef struct dlb_sim_pod {
      * and until placed, and the requests bound there. */
     dlb_sim_node_t *node;
     int64_t node_cpu_m, node_mem;
+    /* A PS migration (sim_job.c, PS migration): the resources of the new pod
+     * a plan asked for, when the plan came (0 = none) and when the new pod
+     * runs (0 = still waiting for room). */
+    double mig_cpu;
+    int64_t mig_mem;
+    int64_t mig_ms, mig_run_ms;
 } dlb_sim_pod_t;
 
 /* DLRover's JobOptStage as PSJobResourceOptimizer steps through it. */
@@ -154,6 +160,9 @@ typedef struct dlb_sim_params {
     double node_fail_per_hour;
     int64_t node_wait_ms;
     dlb_sim_users_t users; /* what users ask for before any plan */
+    /* A new pod pending longer than this fails the job (DLRover's
+     * seconds_to_wait_pending_pod, 900 s; sim_job.c, PS migration). */
+    int64_t pod_pending_ms;
 } dlb_sim_params_t;
 
 /** @brief Set up job i of the run from its spec: uid "<name>-<tag>" (tag from

@@ -34,6 +34,7 @@ void dlb_sim_opts_init(dlb_sim_opts_t *o)
     o->params.time_scale = 1.0;
     o->params.node_wait_ms = DLB_SIM_NODE_WAIT_MS;
     dlb_sim_users_init(&o->params.users);
+    o->params.pod_pending_ms = 900000;
     dlb_conf_init(&conf); /* the limits.* defaults */
     o->params.limits = conf.limits;
     dlb_conf_destroy(&conf);

@@ -15,13 +15,14 @@
 PY=${DLB_VENV:-$SYS_TOP/.cache/venv}/bin/python
 CONF=$SYS_TOP/tests/system/gateway/sim_conformance.py
 WL=$SYS_TOP/tests/system/data/sim-conformance.csv
+WL_PLANS=$SYS_TOP/tests/system/data/sim-conformance-plans.csv
 SEEDS=${DLB_CONFORMANCE_SEEDS:-44 201}
 [ -x "$PY" ] || fail "no Python venv at $PY (scripts/setup makes it)"
 "$PY" -c 'import dlrover.python.master.resource.job, grpc, confluent_kafka' 2>/dev/null ||
     fail "the venv lacks dlrover 0.6.1 / grpcio / confluent-kafka (scripts/setup installs them)"
 
 sys_start_kafka 1
-envs=(dl)
+envs=(dl plans)
 for s in $SEEDS; do envs+=("sim$s"); done
 
 # The scripted Brain, for the simulator's environments and the gateway's.
@@ -42,29 +43,39 @@ for _ in $(seq 1 100); do
 done
 [ -n "$port" ] || fail "the gateway did not start: $(tail -n 3 "$SYS_DIR/gateway.log")"
 
-for s in $SEEDS; do
-    "$DLBRAIN" sim -e "sim$s" -w "$WL" --seed "$s" --plan-timeout-ms 20000 -X fetch.wait.max.ms=10 \
-        --summary-json "$SYS_DIR/sim$s.json" 2>"$SYS_DIR/sim$s.log" || fail "dlbrain sim (seed $s) failed"
-    expect_eq "seed $s: plans missing" 0 "$(jq -r .plans_missing "$SYS_DIR/sim$s.json")"
-    ok "seed $s: $(grep '^sim:' "$SYS_DIR/sim$s.log" | grep -o 'plan_requests=[0-9]* .*ooms=[0-9]*')"
+# One simulated run against DLRover's replay: ENV SEED WORKLOAD ASK_EVERY [sim options].
+conform() {
+    local env=$1 seed=$2 wl=$3 every=$4 n
+    shift 4
+    "$DLBRAIN" sim -e "$env" -w "$wl" --seed "$seed" --ask-every "$every" --plan-timeout-ms 20000 \
+        -X fetch.wait.max.ms=10 -X limits.memory.max.mib=131072 "$@" \
+        --summary-json "$SYS_DIR/$env.json" 2>"$SYS_DIR/$env.log" || fail "dlbrain sim ($env) failed"
+    expect_eq "$env: plans missing" 0 "$(jq -r .plans_missing "$SYS_DIR/$env.json")"
+    ok "$env: $(grep '^sim:' "$SYS_DIR/$env.log" | grep -o 'plan_requests=[0-9]* .*ooms=[0-9]*')"
     # The history is complete once the scripted Brain logged every event.
-    n=$(jq -r .events "$SYS_DIR/sim$s.json")
+    n=$(jq -r .events "$SYS_DIR/$env.json")
     for _ in $(seq 1 300); do
-        [ "$(grep -c "\"env\": \"sim$s\"" "$SYS_DIR/log.jsonl")" -ge "$n" ] && break
+        [ "$(grep -c "\"env\": \"$env\"" "$SYS_DIR/log.jsonl")" -ge "$n" ] && break
         sleep 0.1
     done
-    expect_eq "seed $s: events in the history" "$n" "$(grep -c "\"env\": \"sim$s\"" "$SYS_DIR/log.jsonl")"
+    expect_eq "$env: events in the history" "$n" "$(grep -c "\"env\": \"$env\"" "$SYS_DIR/log.jsonl")"
     DLROVER_BRAIN_SERVICE_ADDR=127.0.0.1:$port timeout 500 "$PY" "$CONF" dlrover "$SYS_DIR/log.jsonl" \
-        "sim$s" "$SYS_DIR/dlrover$s.json" >"$SYS_DIR/dlrover$s.log" 2>&1 ||
-        fail "DLRover's code failed (seed $s): $(grep -v '^ ' "$SYS_DIR/dlrover$s.log" | tail -n 5)"
-    ok "seed $s: DLRover's PSJobResourceOptimizer and autoscaler loop replayed every job through the gateway"
-    "$PY" "$CONF" compare "$SYS_DIR/log.jsonl" "sim$s" "$SYS_DIR/dlrover$s.json" >"$SYS_DIR/compare$s.txt" || {
-        cat "$SYS_DIR/compare$s.txt"
-        fail "seed $s: the simulator's master asked otherwise than DLRover's"
+        "$env" "$SYS_DIR/dlrover-$env.json" "$every" >"$SYS_DIR/dlrover-$env.log" 2>&1 ||
+        fail "DLRover's code failed ($env): $(grep -v '^ ' "$SYS_DIR/dlrover-$env.log" | tail -n 5)"
+    ok "$env: DLRover's optimizer, autoscaler loop, PS and worker managers and node rules replayed every job"
+    "$PY" "$CONF" compare "$SYS_DIR/log.jsonl" "$env" "$SYS_DIR/dlrover-$env.json" >"$SYS_DIR/compare-$env.txt" || {
+        cat "$SYS_DIR/compare-$env.txt"
+        fail "$env: the simulator's master asked otherwise than DLRover's"
     }
-    cat "$SYS_DIR/compare$s.txt"
-    ok "seed $s: every job asked the same stages, in the same order, at the same times, with the same settings"
+    cat "$SYS_DIR/compare-$env.txt"
+    ok "$env: every job asked the same stages, in the same order, at the same times, with the same settings, and failed alike"
+}
+
+for s in $SEEDS; do
+    conform "sim$s" "$s" "$WL" 300
 done
+# A small cluster: a migrated PS waits for room, another never gets it.
+conform plans "${SEEDS%% *}" "$WL_PLANS" 300 --cluster-cores 128
 
 # What the scripts covered, over both seeds: each rule of DLRover's master.
 all=$(cat "$SYS_DIR"/compare*.txt)
