@@ -47,8 +47,9 @@ done
 # ENV SEED WORKLOAD ASK_EVERY [sim options].
 runs=()
 for s in $SEEDS; do runs+=("sim$s $s $WL 300"); done
-# A small cluster: a migrated PS waits for room, another never gets it.
-runs+=("plans ${SEEDS%% *} $WL_PLANS 300 --cluster-cores 128")
+# A small cluster: a migrated PS waits for room, another never gets it. A check
+# at every tick after a plan: a PS plan's reset of the speed records shows.
+runs+=("plans ${SEEDS%% *} $WL_PLANS 30 --cluster-cores 128")
 pids=()
 for r in "${runs[@]}"; do
     # shellcheck disable=SC2086 # a run is a list of words

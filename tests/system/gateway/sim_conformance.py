@@ -72,7 +72,7 @@ def answer(req, nth):
       the job);
     - hog*, moving*, stuck*: start with 4-core, 8 GiB pods; at ps_initial PS 0 of moving* moves to a 16-core pod, of
       stuck* to a 32-core 64 GiB pod (the cluster has room for neither at
-      once: one waits, the other never runs)."""
+      once: one waits, the other never runs); hog* gets the 3 PS it has."""
     stage, phase = req["stage"], (req.get("config") or {}).get(PHASE)
     uid = req["job_uid"]
     name = job_name(uid)
@@ -107,6 +107,8 @@ def answer(req, nth):
             return [], [pod("ps-0", 16, 16)]
         if name.startswith("stuck"):
             return [], [pod("ps-0", 32, 64)]
+        if name.startswith("hog"):
+            return [group("ps", 3)], []  # the count it has: the master resets its records
     if stage in ("job_stage_ps_initial", "job_stage_ps_running"):
         # "gated" jobs get their PS plans (then PS waits an hour); the others never.
         return (keep("ps") if name.startswith(("gated", "hog")) else []), []
