@@ -2,7 +2,9 @@
  * event stream byte for byte (encoded Avro), in a pool and on nodes; another
  * seed gives another;
  * every event validates; a plan raising an OOM'd pod's memory is applied
- * and counted, none (the baseline) leaves repeated OOMs. */
+ * and counted, none (the baseline) leaves repeated OOMs. The master's order
+ * of requests, its OOM rules (nothing asked at 64 GiB) and PS migrations
+ * (no check until the new pod runs). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -311,6 +313,170 @@ static void test_master_order(void **state)
     expect_asks(&a, no_plan, 7);
 }
 
+/* ---- the master's OOM and migration rules --------------------------------- */
+
+typedef struct happened {
+    char line[256][300];
+    int n;
+} happened_t;
+
+/* Requests, OOMs, migrations and ends, as "<s> <job> <what>". */
+static int note(void *opaque, const dlb_event_t *ev, char *errstr, size_t errstr_size)
+{
+    happened_t *h = opaque;
+    int64_t t = (dlb_event_time_ms(ev) - DLB_SIM_START_MS) / 1000;
+    char what[280] = "";
+
+    (void)errstr;
+    (void)errstr_size;
+    if (ev->type == DLB_EV_PLAN_REQUEST)
+        snprintf(what, sizeof(what), "%.40s ask %.40s %.60s", ev->u.req.job_uid, ev->u.req.stage,
+                 ev->u.req.has_oom_pod ? ev->u.req.oom_pod : "-");
+    else if (ev->type == DLB_EV_NODE && !strcmp(ev->u.node.kind, "oom_killed"))
+        snprintf(what, sizeof(what), "%.60s oom %lld GiB", ev->u.node.pod_name,
+                 (long long)(ev->u.node.memory_requested / DLB_GIB));
+    else if (ev->type == DLB_EV_NODE && !strcmp(ev->u.node.reason, "Migrated"))
+        snprintf(what, sizeof(what), "%.60s migrated", ev->u.node.pod_name);
+    else if (ev->type == DLB_EV_JOB && ev->u.job.has_exit_reason)
+        snprintf(what, sizeof(what), "%.40s %s %s", ev->u.job.job_uid, ev->u.job.state,
+                 ev->u.job.exit_reason);
+    if (what[0] && h->n < 256)
+        snprintf(h->line[h->n++], sizeof(h->line[0]), "%lld %s", (long long)t, what);
+    return 0;
+}
+
+/* The Brain of this test: 4-core pods for every job, 96 GiB workers for
+ * "wide", 48 GiB for "huge"; 64 GiB for an OOM pod; at worker initial 64
+ * GiB for wide's worker 1; at ps_initial a 16-core pod for mover's PS 0. */
+static int rules_exchange(void *opaque, const dlb_plan_request_t *reqs, size_t n, dlb_plan_t *plans,
+                          char *errstr, size_t errstr_size)
+{
+    (void)opaque;
+    (void)errstr;
+    (void)errstr_size;
+    for (size_t i = 0; i < n; i++) {
+        const dlb_plan_request_t *r = &reqs[i];
+        const char *phase = dlb_plan_request_config(r, DLB_CONFIG_WORKER_PHASE);
+        char pod[DLB_ID_MAX];
+        dlb_group_resource_t *g;
+        dlb_pod_resource_t *p = NULL;
+
+        dlb_plan_id(r, plans[i].plan_id, sizeof(plans[i].plan_id));
+        snprintf(plans[i].trigger_event_id, sizeof(plans[i].trigger_event_id), "%s", r->event_id);
+        if (r->has_oom_pod) {
+            if (!(p = dlb_plan_add_pod(&plans[i], r->oom_pod)))
+                return DLB_ERR_NOMEM;
+            p->resource.memory = 64 * DLB_GIB;
+        } else if (!strcmp(r->stage, DLB_STAGE_CREATE)) {
+            if (!(g = dlb_plan_add_group(&plans[i], "worker")))
+                return DLB_ERR_NOMEM;
+            g->resource.cpu = 4;
+            g->resource.memory = !strncmp(r->job_uid, "wide-", 5)   ? 96 * DLB_GIB
+                                 : !strncmp(r->job_uid, "huge-", 5) ? 48 * DLB_GIB
+                                                                    : 8 * DLB_GIB;
+            if (!(g = dlb_plan_add_group(&plans[i], "ps")))
+                return DLB_ERR_NOMEM;
+            g->resource.cpu = 4;
+            g->resource.memory = 8 * DLB_GIB;
+        } else if (!strncmp(r->job_uid, "wide-", 5) && phase && !strcmp(phase, "initial")) {
+            snprintf(pod, sizeof(pod), "%.100s-worker-1", r->job_uid);
+            if (!(p = dlb_plan_add_pod(&plans[i], pod)))
+                return DLB_ERR_NOMEM;
+            p->resource.memory = 64 * DLB_GIB;
+        } else if (!strncmp(r->job_uid, "mover-", 6) && !strcmp(r->stage, DLB_STAGE_PS_INITIAL)) {
+            snprintf(pod, sizeof(pod), "%.100s-ps-0", r->job_uid);
+            if (!(p = dlb_plan_add_pod(&plans[i], pod)))
+                return DLB_ERR_NOMEM;
+            p->resource.cpu = 16;
+        }
+    }
+    return 0;
+}
+
+/* The time of job's first line with what (-1: none). */
+static long at(const happened_t *h, const char *job, const char *what)
+{
+    for (int i = 0; i < h->n; i++)
+        if (strstr(h->line[i], job) && strstr(h->line[i], what))
+            return atol(h->line[i]);
+    return -1;
+}
+
+/* The requests of job at t. */
+static int asks_at(const happened_t *h, const char *job, long t)
+{
+    int n = 0;
+
+    for (int i = 0; i < h->n; i++)
+        n += atol(h->line[i]) == t && strstr(h->line[i], job) && strstr(h->line[i], " ask ");
+    return n;
+}
+
+static void test_master_oom_and_migration(void **state)
+{
+    char path[] = "/tmp/dlb-test-sim-XXXXXX", errstr[512];
+    dlb_sim_workload_t w = {0};
+    dlb_sim_opts_t o;
+    dlb_sim_summary_t sum;
+    happened_t *h = calloc(1, sizeof(*h));
+    dlb_sim_io_t io = {.publish = note, .exchange = rules_exchange, .opaque = h};
+    int fd = mkstemp(path);
+    FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+    long plan, ran, oom;
+
+    (void)state;
+    assert_non_null(h);
+    assert_non_null(fp);
+    /* wide: 3 BERT workers of a local batch of 300, each needs more than
+     * 64 GiB; huge: one of 384, over 80 GiB; mover: cifar10, 20 cores. */
+    fputs("arrival_s,name,model,dataset_size,epochs,batch_size,workers\n"
+          "0,wide,bert,8000,1,900,3\n"
+          "0,huge,bert,88000,1,384,1\n"
+          "0,mover,cifar10,50000,40,512,4\n",
+          fp);
+    fclose(fp);
+    assert_int_equal(dlb_sim_workload_load(path, 0, &w, errstr, sizeof(errstr)), 0);
+    unlink(path);
+    dlb_sim_opts_init(&o);
+    o.wl = &w;
+    o.params.limits.memory_max = 128 * DLB_GIB;
+    /* Pods of 16 (12 without worker 1), 8 and 20 cores: mover's new PS of
+     * 16 fits once wide is done. */
+    o.cluster_cores = 46;
+    if (dlb_sim_run(&o, &io, &sum, errstr, sizeof(errstr)))
+        fail_msg("%s", errstr);
+    dlb_sim_workload_free(&w);
+    for (int i = 0; getenv("DLB_TEST_VERBOSE") && i < h->n; i++)
+        print_message("%s\n", h->line[i]);
+    /* huge: asked about at 48 GiB (naming the pod, before the first check);
+     * at 64 GiB not asked about, and worker 0 fails the job. */
+    oom = at(h, "huge-", "-worker-0 oom 48 GiB");
+    assert_true(oom > 0);
+    assert_int_equal(at(h, "huge-", "ask job_stage_create huge-"), oom);
+    oom = at(h, "huge-", "-worker-0 oom 64 GiB");
+    assert_true(oom > 0);
+    assert_int_equal(at(h, "huge-", " failed "), oom);
+    assert_int_equal(asks_at(h, "huge-", oom), 0);
+    /* wide: worker 1 at 64 GiB is dropped with nothing asked, and the job
+     * goes on to succeed with the other two. */
+    oom = at(h, "wide-", "-worker-1 oom 64 GiB");
+    assert_true(oom > 0);
+    assert_int_equal(asks_at(h, "wide-", oom), 0);
+    assert_true(at(h, "wide-", " succeeded Completed") > oom);
+    /* mover: no request from its PS plan until its new PS pod runs, which
+     * waits for room (wide's end) more than --ask-every; then it asks. */
+    plan = at(h, "mover-", "ask job_stage_ps_initial");
+    ran = at(h, "mover-", "-ps-0 migrated");
+    assert_true(plan > 0);
+    assert_true(ran > plan + 300);
+    assert_true(ran >= at(h, "wide-", " succeeded "));
+    for (long t = plan + 1; t < ran; t++)
+        assert_int_equal(asks_at(h, "mover-", t), 0);
+    assert_int_equal(asks_at(h, "mover-", ran), 1);
+    assert_int_equal(sum.failed, 1);
+    free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -318,6 +484,7 @@ int main(void)
         cmocka_unit_test(test_same_seed_same_bytes_on_nodes),
         cmocka_unit_test(test_oom_plans_applied),
         cmocka_unit_test(test_master_order),
+        cmocka_unit_test(test_master_oom_and_migration),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
