@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # dlbrain sim's master asks what DLRover 0.6.1's master asks (issue 19).
-# The simulator runs a scripted workload (tests/system/data/sim-conformance.csv:
-# a job whose PS gets plans and one whose PS never does, PS OOMs, worker OOMs
-# before and after the first periodic ask) answered by a scripted Brain
-# (tests/system/gateway/sim_conformance.py); then DLRover's own master code,
-# unchanged from PyPI, replays each job's history (its samples and OOMs) on a
-# virtual clock through dlbrain gateway, answered by the same script. Every
-# job's requests must be the same: stages, order, virtual times, worker
-# phases, OOM pods. Two seeds: 44 (a worker OOM at the first ask's tick, asked
-# at job_stage_create; later worker OOMs) and 40 (a PS OOM, which holds PS
-# asks for an hour; a later worker OOM).
+# The simulator runs scripted workloads answered by a scripted Brain
+# (tests/system/gateway/sim_conformance.py, answer()):
+# tests/system/data/sim-conformance.csv with seeds 44 and 201 (a job whose PS
+# gets plans and one whose PS never does, PS OOMs, worker OOMs before and
+# after the first periodic ask; plans of worker and PS counts and
+# resources, per-pod worker memory, OOMs at 64 GiB of worker 0 and of
+# another worker, a worker's 4th OOM), and sim-conformance-plans.csv on a
+# 128-core cluster with a check at every tick after a plan (a PS count that
+# clears the speed records, a PS migration that waits for room and one that
+# never gets it). Then DLRover's own master code, unchanged from PyPI,
+# replays each job's history on a virtual clock through dlbrain gateway,
+# answered by the same script: its optimizer and autoscaler loop, its PS and
+# worker managers executing the plans, its job manager's OOM and early-stop
+# rules. Every job's requests must be the same (stages, order, virtual times,
+# worker phases, OOM pods), and its failure when the master stops it.
 . "$(dirname "$0")/helpers.sh"
 
 PY=${DLB_VENV:-$SYS_TOP/.cache/venv}/bin/python
