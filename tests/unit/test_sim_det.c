@@ -412,19 +412,19 @@ static int asks_at(const happened_t *h, const char *job, long t)
     return n;
 }
 
-static void test_master_oom_and_migration(void **state)
+/* The three jobs, in the pool or on nodes (nodes_cnt > 0: that many of
+ * cores each). */
+static happened_t *run_rules(int nodes_cnt, double cores, dlb_sim_summary_t *sum)
 {
     char path[] = "/tmp/dlb-test-sim-XXXXXX", errstr[512];
     dlb_sim_workload_t w = {0};
+    dlb_sim_node_t shapes[8];
     dlb_sim_opts_t o;
-    dlb_sim_summary_t sum;
     happened_t *h = calloc(1, sizeof(*h));
     dlb_sim_io_t io = {.publish = note, .exchange = rules_exchange, .opaque = h};
     int fd = mkstemp(path);
     FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
-    long plan, ran, oom;
 
-    (void)state;
     assert_non_null(h);
     assert_non_null(fp);
     /* wide: 3 BERT workers of a local batch of 300, each needs more than
@@ -440,16 +440,32 @@ static void test_master_oom_and_migration(void **state)
     dlb_sim_opts_init(&o);
     o.wl = &w;
     o.params.limits.memory_max = 128 * DLB_GIB;
-    /* Pods of 16 (12 without worker 1), 8 and 20 cores: mover's new PS of
-     * 16 fits once wide is done. */
-    o.cluster_cores = 46;
-    if (dlb_sim_run(&o, &io, &sum, errstr, sizeof(errstr)))
+    o.cluster_cores = cores;
+    memset(shapes, 0, sizeof(shapes));
+    for (int i = 0; i < nodes_cnt; i++) {
+        snprintf(shapes[i].name, sizeof(shapes[i].name), "n%d", i);
+        shapes[i].cpu_m = (int64_t)(cores * 1000);
+        shapes[i].memory = 1024 * DLB_GIB;
+    }
+    o.nodes = nodes_cnt ? shapes : NULL;
+    o.nodes_cnt = (size_t)nodes_cnt;
+    if (dlb_sim_run(&o, &io, sum, errstr, sizeof(errstr)))
         fail_msg("%s", errstr);
     dlb_sim_workload_free(&w);
     for (int i = 0; getenv("DLB_TEST_VERBOSE") && i < h->n; i++)
         print_message("%s\n", h->line[i]);
-    /* huge: asked about at 48 GiB (naming the pod, before the first check);
-     * at 64 GiB not asked about, and worker 0 fails the job. */
+    return h;
+}
+
+/* huge: asked about at 48 GiB (naming the pod, before the first check); at
+ * 64 GiB not asked about, and worker 0 fails the job. wide: worker 1 at 64
+ * GiB is dropped with nothing asked, and the job goes on to succeed with
+ * the other two. mover: no request after its PS plan while the new pod
+ * waits. @returns when mover's new PS ran (-1: it never did). */
+static long check_rules(const happened_t *h)
+{
+    long oom, plan, ran;
+
     oom = at(h, "huge-", "-worker-0 oom 48 GiB");
     assert_true(oom > 0);
     assert_int_equal(at(h, "huge-", "ask job_stage_create huge-"), oom);
@@ -457,23 +473,44 @@ static void test_master_oom_and_migration(void **state)
     assert_true(oom > 0);
     assert_int_equal(at(h, "huge-", " failed "), oom);
     assert_int_equal(asks_at(h, "huge-", oom), 0);
-    /* wide: worker 1 at 64 GiB is dropped with nothing asked, and the job
-     * goes on to succeed with the other two. */
     oom = at(h, "wide-", "-worker-1 oom 64 GiB");
     assert_true(oom > 0);
     assert_int_equal(asks_at(h, "wide-", oom), 0);
     assert_true(at(h, "wide-", " succeeded Completed") > oom);
-    /* mover: no request from its PS plan until its new PS pod runs, which
-     * waits for room (wide's end) more than --ask-every; then it asks. */
     plan = at(h, "mover-", "ask job_stage_ps_initial");
     ran = at(h, "mover-", "-ps-0 migrated");
     assert_true(plan > 0);
+    for (long t = plan + 1; t < (ran > 0 ? ran : plan + 100000); t++)
+        assert_int_equal(asks_at(h, "mover-", t), 0);
+    return ran;
+}
+
+static void test_master_oom_and_migration(void **state)
+{
+    dlb_sim_summary_t sum;
+    happened_t *h;
+    long plan, ran;
+
+    (void)state;
+    /* A pool of 46 cores. Pods of 16 (12 without worker 1), 8 and 20 cores:
+     * mover's new PS of 16 fits once wide is done, after more than
+     * --ask-every; then it asks at once. */
+    h = run_rules(0, 46, &sum);
+    ran = check_rules(h);
+    plan = at(h, "mover-", "ask job_stage_ps_initial");
     assert_true(ran > plan + 300);
     assert_true(ran >= at(h, "wide-", " succeeded "));
-    for (long t = plan + 1; t < ran; t++)
-        assert_int_equal(asks_at(h, "mover-", t), 0);
     assert_int_equal(asks_at(h, "mover-", ran), 1);
     assert_int_equal(sum.failed, 1);
+    free(h);
+    /* Three nodes of 16 cores: mover's pods spread over them leave none
+     * room for its new PS beside the old one; 900 s after the plan the
+     * pending pod fails the job. */
+    h = run_rules(3, 16, &sum);
+    assert_int_equal(check_rules(h), -1);
+    plan = at(h, "mover-", "ask job_stage_ps_initial");
+    assert_int_equal(at(h, "mover-", " failed PendingTimeout"), plan + 930);
+    assert_int_equal(sum.failed, 2);
     free(h);
 }
 
