@@ -885,7 +885,6 @@ static void migrations_place(dlb_sim_job_t *j, int64_t now, const dlb_sim_params
 {
     for (int k = 0; k < j->ps_cnt; k++) {
         dlb_sim_pod_t *pod = &j->ps[k];
-
         dlb_sim_node_t *n = NULL;
 
         if (!pod->mig_ms || pod->mig_run_ms || !dlb_sim_cluster_fits(c, pod->mig_cpu, pod->mig_mem))
