@@ -27,7 +27,7 @@ int dlb_sim_node_file_load(const char *path, dlb_sim_node_t **nodes, size_t *n, 
                            size_t errstr_size);
 
 /** @brief The simulator's default cluster: data/pai/nodes.csv, compiled
- *         into the binary (a 50-node sample of Alibaba PAI's machines).
+ *         into the binary (a 64-node sample of Alibaba PAI's machines).
  *  @returns as dlb_sim_node_file_load(). */
 int dlb_sim_nodes_default(dlb_sim_node_t **nodes, size_t *n, char *errstr, size_t errstr_size);
 

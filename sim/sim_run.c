@@ -38,8 +38,8 @@ void dlb_sim_opts_init(dlb_sim_opts_t *o)
     dlb_conf_init(&conf); /* the limits.* defaults */
     o->params.limits = conf.limits;
     dlb_conf_destroy(&conf);
-    o->cluster_cores = 4128;
-    o->cluster_memory = (int64_t)24960 * DLB_GIB;
+    o->cluster_cores = 5280;
+    o->cluster_memory = (int64_t)32000 * DLB_GIB;
     o->pending_timeout_ms = (int64_t)4 * 3600 * 1000;
 }
 

@@ -11,11 +11,10 @@
  * from Alibaba PAI's GPU trace of 2020 (requests under use for CPU in
  * 15.54% of tasks and for memory in 4.12%, its analysis notebook). Both
  * are in data/production/. The medians were fitted by damped fixed-point
- * steps (median x (simulated / production)^0.6, seven steps from 4, 6, 5,
- * 6) on the 12 runs of `dlbrain sim --calibration data` in an unbounded
- * pool (--cluster-cores 100000 --cluster-memory 1000000), to the middle of
- * each production range. */
-static const double MEDIAN[DLB_SIM_RES_N] = {1.94, 4.49, 2.61, 4.50};
+ * steps (median x (simulated / production)^0.6, from 4, 6, 5, 6 until they
+ * no longer moved) on the 12 runs of `dlbrain sim --calibration data`, to
+ * the middle of each production range. */
+static const double MEDIAN[DLB_SIM_RES_N] = {1.94, 4.47, 2.48, 4.62};
 static const double UNDER[DLB_SIM_RES_N] = {0.1554, 0.0412, 0.1554, 0.0412};
 
 void dlb_sim_users_init(dlb_sim_users_t *u)

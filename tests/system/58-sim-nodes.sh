@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The simulator on nodes, through the CLI (no servers: --plans none --out):
-# `--cluster-nodes data/pai/nodes.csv` runs the 50-node PAI sample, the
+# `--cluster-nodes data/pai/nodes.csv` runs the 64-node PAI sample, the
 # built-in default (a run without the option gives the same bytes); the same
 # seed gives the same bytes; every pod event names a node of the file, and
 # no node ever holds more than it has; a pool run names drawn nodes; a bad
@@ -15,12 +15,12 @@ sim() { "$DLBRAIN" sim -w "$WL" -n 200 --seed 5 --plans none "$@"; }
 
 sim --cluster-nodes "$NODES" --out "$SYS_DIR/a.jsonl" --summary-json "$SYS_DIR/a.json" \
     2>"$SYS_DIR/a.log" || fail "dlbrain sim --cluster-nodes failed"
-grep '^sim:.* nodes=50 ' "$SYS_DIR/a.log" || fail "no nodes=50 in the summary line"
+grep '^sim:.* nodes=64 ' "$SYS_DIR/a.log" || fail "no nodes=64 in the summary line"
 sim --cluster-nodes "$NODES" --out "$SYS_DIR/b.jsonl" 2>"$SYS_DIR/b.log" || fail "second run failed"
 cmp -s "$SYS_DIR/a.jsonl" "$SYS_DIR/b.jsonl" || fail "same seed on nodes, different events"
 ok "same seed on nodes, same $(wc -l <"$SYS_DIR/a.jsonl") events"
 s() { jq -r ".$1" "$SYS_DIR/a.json"; }
-expect_eq "nodes in the summary" 50 "$(s nodes)"
+expect_eq "nodes in the summary" 64 "$(s nodes)"
 sim --out "$SYS_DIR/d.jsonl" 2>"$SYS_DIR/d.log" || fail "a run on the default cluster failed"
 cmp -s "$SYS_DIR/a.jsonl" "$SYS_DIR/d.jsonl" || fail "the default cluster is not data/pai/nodes.csv"
 ok "the default cluster is the built-in data/pai/nodes.csv"
@@ -73,7 +73,7 @@ if pods:
 print(f"ok - {len(seen)} of {len(cap)} nodes used, none over its capacity")
 EOF
 
-sim --cluster-cores 4128 --out "$SYS_DIR/pool.jsonl" --summary-json "$SYS_DIR/pool.json" 2>"$SYS_DIR/pool.log" ||
+sim --cluster-cores 5280 --out "$SYS_DIR/pool.jsonl" --summary-json "$SYS_DIR/pool.json" 2>"$SYS_DIR/pool.log" ||
     fail "pool run failed"
 expect_eq "nodes in a pool run's summary" 0 "$(jq -r .nodes "$SYS_DIR/pool.json")"
 bad=$(jq -r 'select(.type == "node_event") | .node_name' "$SYS_DIR/pool.jsonl" | grep -cv '^sim-node-[0-9]\{3\}$' || true)

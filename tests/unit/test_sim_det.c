@@ -48,7 +48,9 @@ static int publish(void *opaque, const dlb_event_t *ev, char *errstr, size_t err
     return 0;
 }
 
-/* An optimizer that only answers OOMs: the pod gets 64 GiB. */
+/* An optimizer that only answers OOMs: the pod gets 64 GiB; the worker
+ * group too at the master's ask after a worker OOM, which names no pod
+ * (DLRover's _adjust_oom_worker_resource once the first check was made). */
 static int oom_exchange(void *opaque, const dlb_plan_request_t *reqs, size_t n, dlb_plan_t *plans,
                         char *errstr, size_t errstr_size)
 {
@@ -61,8 +63,18 @@ static int oom_exchange(void *opaque, const dlb_plan_request_t *reqs, size_t n, 
         dlb_plan_id(&reqs[i], plans[i].plan_id, sizeof(plans[i].plan_id));
         snprintf(plans[i].trigger_event_id, sizeof(plans[i].trigger_event_id), "%s",
                  reqs[i].event_id);
-        if (!reqs[i].has_oom_pod)
+        if (!reqs[i].has_oom_pod) {
+            const char *phase = dlb_plan_request_config(&reqs[i], DLB_CONFIG_WORKER_PHASE);
+            dlb_group_resource_t *g;
+
+            if (strcmp(reqs[i].stage, DLB_STAGE_WORKER_INITIAL) || !phase ||
+                strcmp(phase, "initial"))
+                continue;
+            if (!(g = dlb_plan_add_group(&plans[i], "worker")))
+                return DLB_ERR_NOMEM;
+            g->resource.memory = 64 * DLB_GIB;
             continue;
+        }
         if (!(p = dlb_plan_add_pod(&plans[i], reqs[i].oom_pod)))
             return DLB_ERR_NOMEM;
         p->resource.memory = 64 * DLB_GIB;

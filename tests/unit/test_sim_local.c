@@ -90,28 +90,6 @@ static void test_local_deterministic(void **state)
     free(cb);
 }
 
-/* The first worker count column of the job's CSV line is the final one, so
- * compare the start instead: with the dlbrain set no more jobs of the
- * workload are cut to 1 worker at create and left there than with the
- * dlrover set. */
-static size_t jobs_at_one_worker(const char *csv)
-{
-    size_t n = 0;
-    const char *line = strchr(csv, '\n');
-
-    while (line && line[1]) {
-        const char *p = line + 1;
-        int col = 0;
-
-        /* workers is the 11th column */
-        while (*p && *p != '\n' && col < 10)
-            col += *p++ == ',';
-        n += !strncmp(p, "1,", 2);
-        line = strchr(line + 1, '\n');
-    }
-    return n;
-}
-
 static void test_local_sets_differ(void **state)
 {
     dlb_sim_summary_t dr, db;
@@ -121,9 +99,6 @@ static void test_local_sets_differ(void **state)
     run("dlrover", &dr, &cr);
     run("dlbrain", &db, &cb);
     assert_true(strstr(cr, "job,name,model,state") == cr);
-    print_message("jobs ending at 1 worker: dlrover %zu, dlbrain %zu\n", jobs_at_one_worker(cr),
-                  jobs_at_one_worker(cb));
-    assert_true(jobs_at_one_worker(cb) <= jobs_at_one_worker(cr));
     assert_true(db.jct_mean_s < dr.jct_mean_s);
     /* The dlrover set sizes a first OOM by a fixed step, the dlbrain set
      * from the observed peak: far fewer OOMs. */

@@ -372,7 +372,8 @@ static void test_workloads(void **state)
 
 /* An all-reduce job (no PS) is Pollux's model as measured, its replicas
  * packed 4 to a node as on Pollux's testbed; a PS job at one worker pays
- * only the fitted PS cost beta on its compute. */
+ * only the fitted PS cost beta (DLRover-RM's, every profile's) on its
+ * compute. */
 static void test_allreduce_and_one_worker(void **state)
 {
     const dlb_sim_profile_t *p = dlb_sim_profile_find("imagenet", NULL);
@@ -385,7 +386,9 @@ static void test_allreduce_and_one_worker(void **state)
         dlb_sim_speed(&in, &sp);
         assert_double_equal(sp.step_time, dlb_sim_step_time(&p->fit, (w + 3) / 4, w, 64), 1e-12);
     }
-    assert_int_equal(dlb_sim_ps_constants("dense", &beta, &gamma), 0);
+    assert_int_equal(dlb_sim_ps_constants("embedding", &beta, &gamma), 0);
+    assert_double_equal(p->ps_beta, beta, 0);
+    assert_double_equal(p->ps_gamma, gamma, 0);
     dlb_sim_speed_in_t one = {p, 1, 64, p->worker_cpu, 1, 1, share, cpu};
     dlb_sim_speed(&one, &sp);
     assert_double_equal(sp.step_time, tc * (1 + beta), 1e-12);

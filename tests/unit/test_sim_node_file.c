@@ -56,18 +56,18 @@ static void test_pai_files(void **state)
     (void)state;
     /* The table: 1,897 machines, 156,576 cores, 948,224 GB. */
     load_data("machines.csv", 1897, 156576, 948224);
-    /* The sample: 21 p100 (64 cores), 13 t4, 7 misc, 4 v100m32, 2 cpu, 2 v100 and 1 v100b. */
-    load_data("nodes.csv", 50, 4128, 24960);
+    /* The sample: 27 p100 (64 cores), 17 t4, 9 misc, 5 v100m32, 3 cpu, 2 v100 and 1 v100b. */
+    load_data("nodes.csv", 64, 5280, 32000);
     snprintf(path, sizeof(path), "%s/data/pai/nodes.csv", src ? src : ".");
     assert_int_equal(dlb_sim_node_file_load(path, &v, &n, errstr, sizeof(errstr)), 0);
     assert_string_equal(v[0].name, "p100-0000");
     assert_int_equal(v[0].cpu_m, 64000);
-    assert_string_equal(v[21].name, "t4-0021");
-    assert_int_equal(v[21].cpu_m, 96000);
-    assert_string_equal(v[41].name, "v100m32-0041");
-    assert_int_equal(v[41].memory, 384 * DLB_GIB);
-    assert_string_equal(v[45].name, "cpu-0045");
-    assert_string_equal(v[49].name, "v100b-0049");
+    assert_string_equal(v[27].name, "t4-0027");
+    assert_int_equal(v[27].cpu_m, 96000);
+    assert_string_equal(v[53].name, "v100m32-0053");
+    assert_int_equal(v[53].memory, 384 * DLB_GIB);
+    assert_string_equal(v[58].name, "cpu-0058");
+    assert_string_equal(v[63].name, "v100b-0063");
     {
         /* The built-in default is this file. */
         dlb_sim_node_t *d;
