@@ -16,8 +16,10 @@ its dlb.after header names (the events its producer wrote before it); without
 the header, ORDER_GRACE_S after it was read. Its job's statistics are then
 exactly the events ordered before it by (event time, kind: job, node, metrics,
 request), as the C optimizer orders a job's topics; later events wait for the
-job's next request. A position never reached within ORDER_WAIT_S is given up
-with a warning. A job's requests are answered in the order they were read.
+job's next request. A position the broker's log does not reach (a header
+copied from another log) holds nothing: checked once a request has waited
+ORDER_WAIT_S, with a warning. A job's requests are answered in the order they
+were read.
 """
 
 from __future__ import annotations
@@ -140,6 +142,7 @@ class Request:
     after: Optional[List[Tuple[str, int, int]]]  # None: no header
     read_at: float
     where: str  # topic [partition] offset, for messages
+    checked_at: float = 0.0  # when the log's end was last asked about
 
 
 @dataclass
@@ -377,12 +380,26 @@ class DlroverLocal:
             return now - r.read_at >= ORDER_GRACE_S
         behind = [(t, p, o) for t, p, o in r.after
                   if t in self.topics and self.position.get((t, p), -1) < o]
-        if not behind:
-            return True
-        if now - r.read_at >= ORDER_WAIT_S:
-            log.warning("%s: request %s: positions %s not read within %.0f s; answered anyway",
-                        r.where, r.rec["event_id"], behind, ORDER_WAIT_S)
-            return True
+        if not behind or now - r.read_at < ORDER_WAIT_S or now - r.checked_at < ORDER_WAIT_S:
+            return not behind
+        r.checked_at = now
+        past_end = []
+        for t, p, o in behind:
+            try:
+                _, hi = self.consumer.get_watermark_offsets(TopicPartition(t, p), timeout=5)
+            except KafkaException as e:
+                log.warning("%s: request %s: %s [%d]: %s", r.where, r.rec["event_id"], t, p,
+                            e.args[0].str())
+                return False
+            if o >= hi:
+                past_end.append((t, p, o))
+        if past_end:
+            log.warning("%s: request %s: positions %s are past the end of their log and hold "
+                        "nothing", r.where, r.rec["event_id"], past_end)
+            r.after = [a for a in r.after if a not in past_end]
+            return self._ready(r, now)
+        log.warning("%s: request %s of job %s still waits for positions %s", r.where,
+                    r.rec["event_id"], r.rec["job_uid"], behind)
         return False
 
     def _answer_ready(self) -> List[Tuple[str, bytes, str]]:

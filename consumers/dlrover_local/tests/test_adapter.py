@@ -217,3 +217,31 @@ def test_bad_dlb_after_header_and_env_names():
     assert check_env("cmp_dlrover_local") == "cmp_dlrover_local"
     with pytest.raises(ConfigError, match="environment name 'cmp-x'"):
         check_env("cmp-x")
+
+
+class Watermarks:
+    """The consumer's one question to Kafka here: where a partition's log ends."""
+
+    def __init__(self, high):
+        self.high = high
+
+    def get_watermark_offsets(self, tp, timeout=None):
+        return 0, self.high
+
+
+def test_a_position_past_the_logs_end_holds_nothing():
+    c = DlroverLocal("t2", "127.0.0.1:1", adapter.default_limits(), {})
+    c.consumer = Watermarks(2)
+    c._read(Msg("t2.metrics", 0, 0, codec.encode("runtime_sample", sample(30, 10, 0.3, job_pods()))))
+    req = request("job_stage_ps_initial", t_s=60, rid="past")
+    c._read(Msg("t2.plan-requests", 0, 0, codec.encode("plan_request", req),
+                [("dlb.after", b"t2.metrics:0:9")]))
+    req2 = request("job_stage_ps_initial", t_s=60, uid="k", rid="behind")
+    c._read(Msg("t2.plan-requests", 0, 1, codec.encode("plan_request", req2),
+                [("dlb.after", b"t2.metrics:0:1")]))
+    assert c._answer_ready() == []  # both wait at first
+    for r in (c.jobs["j"].requests[0], c.jobs["k"].requests[0]):
+        r.read_at -= 3  # ORDER_WAIT_S later
+    (out,) = c._answer_ready()  # offset 9 is past the end (2): answered; offset 1 is not
+    assert out[2] == "past"
+    assert [r.rec["event_id"] for r in c.jobs["k"].requests] == ["behind"]
