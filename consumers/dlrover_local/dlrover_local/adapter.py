@@ -309,7 +309,8 @@ def plan_event(request: Mapping[str, Any], outcome: Outcome) -> Dict[str, Any]:
     elif not groups and not pods:
         what = "no plan"
     else:
-        what = "; ".join([f"{g['group']} {g['count']} x ({_fmt_res(g['resource'])})" for g in groups]
+        what = "; ".join([f"{g['group']} {g['count']} x ({_fmt_res(g['resource'])})"
+                          for g in groups]
                          + [f"{p['name']} ({_fmt_res(p['resource'])})" for p in pods])
     reason = f"DLRover 0.6.1 {call} on {outcome.samples} runtime stat(s): {what}"
     if notes:

@@ -74,7 +74,8 @@ def watermarks(client: Consumer, topic: str, partition: int) -> Tuple[int, int]:
             return client.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
         except KafkaException as e:
             if not _transient(e.args[0]) or time.monotonic() >= deadline:
-                raise RuntimeError(f"{topic} [{partition}]: watermarks: {e.args[0].str()}") from None
+                raise RuntimeError(
+                    f"{topic} [{partition}]: watermarks: {e.args[0].str()}") from None
             time.sleep(0.2)
 
 

@@ -160,7 +160,8 @@ def test_plan_conversion_mib_to_bytes_and_what_is_not_applied():
         {"group": "ps", "count": 3, "resource": {"cpu": 7.9, "memory": 10 * GIB}}]
     assert ev["pods"] == [{"name": "j-ps-0", "resource": {"cpu": 3.25, "memory": 0}}]
     assert "worker count -2 read as 0" in ev["reason"]
-    assert (ev["plan_id"], ev["event_id"], ev["trigger_event_id"]) == ("plan-r-1", "plan-r-1", "r-1")
+    assert (ev["plan_id"], ev["event_id"], ev["trigger_event_id"]) == \
+        ("plan-r-1", "plan-r-1", "r-1")
     assert (ev["stage"], ev["event_time_ms"], ev["actions"]) == ("job_stage_ps_running", T0, [])
     _, back = codec.decode(codec.encode("plan", ev))
     assert back["groups"][0]["resource"]["memory"] == 4 * GIB
@@ -232,7 +233,8 @@ class Watermarks:
 def test_a_position_past_the_logs_end_holds_nothing():
     c = DlroverLocal("t2", "127.0.0.1:1", adapter.default_limits(), {})
     c.consumer = Watermarks(2)
-    c._read(Msg("t2.metrics", 0, 0, codec.encode("runtime_sample", sample(30, 10, 0.3, job_pods()))))
+    s0 = sample(30, 10, 0.3, job_pods())
+    c._read(Msg("t2.metrics", 0, 0, codec.encode("runtime_sample", s0)))
     req = request("job_stage_ps_initial", t_s=60, rid="past")
     c._read(Msg("t2.plan-requests", 0, 0, codec.encode("plan_request", req),
                 [("dlb.after", b"t2.metrics:0:9")]))
