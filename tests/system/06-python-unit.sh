@@ -5,7 +5,9 @@
 # C's bytes and decode to C's values, bad events are rejected with the
 # messages of `dlbrain emit --strict`, the package's schemas are the
 # repository's byte for byte and agree with `dlbrain schemas`, and the wheel
-# stands alone.
+# stands alone. Then the dlrover-local consumer's
+# (consumers/dlrover_local/tests): its conversions between dlbrain's events and
+# DLRover's PSLocalOptimizer, and its order of a job's events before a request.
 set -euo pipefail
 top=${DLB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 venv=${DLB_VENV:-$top/.cache/venv}
@@ -15,4 +17,6 @@ case $dlbrain in /*) ;; *) dlbrain=$PWD/$dlbrain ;; esac
 cd "$top/producers/python"
 DLBRAIN=$dlbrain DLB_SOURCE_DIR=$top \
     "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider -m 'not broker' tests
+cd "$top/consumers/dlrover_local"
+"$venv/bin/python" -m pytest -q -rs -p no:cacheprovider tests
 echo "06-python-unit: all checks passed"

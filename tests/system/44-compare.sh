@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # scripts/compare end to end, on 5 jobs of a Pollux workload and two seeds: the
-# arms dlrover, dlbrain and none (users' own requests, no plans) each in fresh
-# environments per run, a real broker (the script's own). The none arm's
+# arms dlrover, dlbrain, none (users' own requests, no plans) and dlrover-local
+# (DLRover's own PSLocalOptimizer answering, its history copied by replay into
+# the environment eval reads) each in fresh environments per run, a real broker
+# (the script's own). The none arm's
 # simulator ends in well under a second; the evaluation used to start then
 # and see part of its jobs. Checks that every run's evaluation sees every job,
 # sample and OOM each simulator sent (the script waits for `dlbrain env
@@ -11,16 +13,16 @@
 mkdir -p "$SYS_DIR/wl"
 cp "$SYS_TOP/data/pollux/workloads/workload-4.csv" "$SYS_DIR/wl/"
 DLB_BUILD_DIR=${DLB_BUILD_DIR:-$SYS_TOP/build} "$SYS_TOP/scripts/compare" --workload "$SYS_DIR/wl" \
-    --seeds 1,2 --jobs 5 --sets dlrover,dlbrain,none --out "$SYS_DIR/out" -- --time-scale 0.2 \
+    --seeds 1,2 --jobs 5 --sets dlrover,dlbrain,none,dlrover-local --out "$SYS_DIR/out" -- --time-scale 0.2 \
     >"$SYS_DIR/compare.log" 2>&1 || fail "scripts/compare failed: $(tail -n 20 "$SYS_DIR/compare.log")"
 n=$(grep -c "events stored, consumer group cmp_.*optimizer lag 0" "$SYS_DIR/compare.log" || true)
-expect_eq "environments settled (2 runs x 3 arms)" 6 "$n"
+expect_eq "environments settled (2 runs x 4 arms)" 8 "$n"
 for run in workload-4-s1 workload-4-s2; do
     d=$SYS_DIR/out/$run
-    for arm in dlrover dlbrain none; do
+    for arm in dlrover dlbrain none dlrover-local; do
         sim=$d/sim-$arm.json
         [ -f "$sim" ] || fail "no $sim"
-        q() { jq -r --arg env "cmp_${arm}_workload_4_${run##*-}" ".envs[] | select(.env == \$env) | $1" "$d/eval.json"; }
+        q() { jq -r --arg env "cmp_${arm//-/_}_workload_4_${run##*-}" ".envs[] | select(.env == \$env) | $1" "$d/eval.json"; }
         expect_eq "$run $arm: jobs evaluated" 5 "$(q .jobs.total)"
         expect_eq "$run $arm: finished" "$(jq -r '.succeeded + .failed' "$sim")" "$(q .jobs.finished)"
         expect_eq "$run $arm: runtime samples" "$(jq -r .samples "$sim")" "$(q .samples)"
@@ -43,12 +45,17 @@ for run in workload-4-s1 workload-4-s2; do
     done
     expect_eq "$run none: plans applied" 0 "$(jq -r .plans_applied "$d/sim-none.json")"
     [ "$(jq -r .plans_applied "$d/sim-dlbrain.json")" -gt 0 ] || fail "$run: dlbrain applied no plan"
+    # DLRover's PSLocalOptimizer answered every request of its arm.
+    expect_eq "$run dlrover-local: requests answered" "$(jq -r .plan_requests "$d/sim-dlrover-local.json")" \
+        "$(jq -r .plans_received "$d/sim-dlrover-local.json")"
+    [ "$(jq -r .plans_applied "$d/sim-dlrover-local.json")" -gt 0 ] || fail "$run: dlrover-local applied no plan"
 done
 a=$SYS_DIR/out/aggregate.json
 expect_eq "aggregate: runs" '["workload-4-s1","workload-4-s2"]' "$(jq -c .runs "$a")"
-expect_eq "aggregate: arms" '["dlrover","dlbrain","none"]' "$(jq -c '.arms | keys_unsorted' "$a")"
-expect_eq "aggregate: jobs per arm" '[5,5,5]' "$(jq -c '[.arms[].jobs]' "$a")"
-expect_eq "aggregate: ratios" '["dlbrain/dlrover","dlbrain/none"]' "$(jq -c '.ratios | keys_unsorted' "$a")"
+expect_eq "aggregate: arms" '["dlrover","dlbrain","none","dlrover-local"]' "$(jq -c '.arms | keys_unsorted' "$a")"
+expect_eq "aggregate: jobs per arm" '[5,5,5,5]' "$(jq -c '[.arms[].jobs]' "$a")"
+expect_eq "aggregate: ratios" '["dlbrain/dlrover","dlbrain/none","dlbrain/dlrover-local","dlrover/dlrover-local"]' \
+    "$(jq -c '.ratios | keys_unsorted' "$a")"
 # A ratio's mean and worst are those of its per-run values.
 r=$(jq -c '.ratios["dlbrain/dlrover"].jct_mean_s' "$a")
 expect_eq "JCT mean ratio: runs" 2 "$(jq '.runs | length' <<<"$r")"
