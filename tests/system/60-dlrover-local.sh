@@ -99,4 +99,4 @@ n=$(jq -r .plan_requests "$SYS_DIR/sim201.json")
 line=$(stats c201c stopped:)
 grep -q "requests=$n, answered=0, skipped=$n," <<<"$line" || fail "a third consumer answered again: $line"
 ok "a third consumer read every request ($n) and answered none: $line"
-echo "57-dlrover-local: all checks passed"
+echo "60-dlrover-local: all checks passed"
