@@ -30,10 +30,10 @@ static const char *json_type(const cJSON *v)
     return "an object";
 }
 
-/* "job.uuid" from a parent path and a key. */
+/* "job.uuid" from a parent path (ours: short) and a key (a client's: cut). */
 static void path_join(char *buf, size_t size, const char *parent, const char *key)
 {
-    snprintf(buf, size, "%s%s%.200s", parent, parent[0] ? "." : "", key);
+    snprintf(buf, size, "%.50s%s%.200s", parent, parent[0] ? "." : "", key);
 }
 
 static int wrong_type(const char *path, const char *want, const cJSON *v, char *errstr, size_t size)
