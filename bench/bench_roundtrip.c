@@ -8,6 +8,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "bench_gateway.h"
+#include "bench_gateway_http.h"
 #include "bench_path.h"
 #include "catalog.h"
 #include "codec.h"
@@ -36,6 +37,9 @@ struct dlb_bench_roundtrip {
     dlb_bench_gw_t *gw;   /* opts.gateway: the gateway path's client */
     dlb_bench_path_t gwp; /* and its numbers */
     int gw_ran;
+    dlb_bench_http_t *http; /* opts.gateway_http: the HTTP Brain path's client */
+    dlb_bench_path_t hp;    /* and its numbers */
+    int http_ran;
 };
 
 static int stopped(const dlb_bench_roundtrip_t *r)
@@ -317,6 +321,32 @@ static int run_gateway(dlb_bench_roundtrip_t *r, long n, char *errstr, size_t si
                               o->stop, errstr, size);
 }
 
+/* The HTTP Brain path: the gateway path's, with POST /optimize. */
+static int run_gateway_http(dlb_bench_roundtrip_t *r, long n, char *errstr, size_t size)
+{
+    const dlb_bench_roundtrip_opts_t *o = &r->opts;
+    const dlb_bench_gw_opts_t go = {.address = o->gateway_http,
+                                    .stage = o->stage,
+                                    .jobs = o->jobs,
+                                    .job_uid = gw_job_uid,
+                                    .ctx = r,
+                                    .deadline_ms = o->drain_ms > 1000 ? o->drain_ms : 1000,
+                                    .stop = o->stop};
+    dlb_bench_path_ops_t ops;
+    int err;
+
+    if ((err = dlb_bench_path_init(&r->hp, "POST /optimize -> answer (HTTP Brain)", n)))
+        return dlb_seterr(errstr, size, err, "out of memory");
+    snprintf(r->hp.where, sizeof(r->hp.where), "%s", o->gateway_http);
+    if ((err = dlb_bench_http_new(&r->http, &go, errstr, size)) ||
+        (err = dlb_bench_http_warm_up(r->http, o->warmup_ms, errstr, size)))
+        return err;
+    dlb_bench_http_ops(r->http, &ops);
+    r->http_ran = 1;
+    return dlb_bench_path_run(&r->hp, &ops, o->rate, go.deadline_ms + 1000, o->max_inflight,
+                              o->stop, errstr, size);
+}
+
 static int create_topic(rd_kafka_t *rk, const char *name, int partitions, int replication,
                         char *errstr, size_t size)
 {
@@ -403,11 +433,15 @@ static void print_table(dlb_bench_roundtrip_t *r)
             o->label ? " on " : "", o->label ? o->label : "", o->rate, o->seconds, o->jobs,
             o->samples, o->stage, r->msg_bytes, r->conf->brokers, r->gw_ran ? ", gateway " : "",
             r->gw_ran ? o->gateway : "");
+    if (r->http_ran)
+        fprintf(out, "(HTTP Brain %s)\n\n", o->gateway_http);
     dlb_bench_path_print_header(out);
     dlb_bench_path_print(out, &r->raw.st);
     dlb_bench_path_print(out, &r->plans.st);
     if (r->gw_ran)
         dlb_bench_path_print(out, &r->gwp);
+    if (r->http_ran)
+        dlb_bench_path_print(out, &r->hp);
     dlb_bench_path_print_ratio(out, "ratio (optimizer / raw)", &r->plans.st, &r->raw.st);
     if (r->gw_ran) {
         dlb_bench_gw_counts_t k = dlb_bench_gw_counts(r->gw);
@@ -421,6 +455,20 @@ static void print_table(dlb_bench_roundtrip_t *r)
             fprintf(out,
                     "(gateway: a call started up to %.1f ms late, %ld calls in flight at most)\n",
                     (double)r->gwp.max_lag_ns / 1e6, o->max_inflight);
+    }
+    if (r->http_ran) {
+        dlb_bench_gw_counts_t k = dlb_bench_http_counts(r->http);
+        dlb_bench_path_print_ratio(out, "ratio (HTTP Brain / raw)", &r->hp, &r->raw.st);
+        if (r->hp.failed)
+            fprintf(out,
+                    "(HTTP Brain calls failed: %ld success=false, %ld other status or transport "
+                    "error, %ld malformed answers)\n",
+                    k.no_plan, k.status, k.malformed);
+        if (r->hp.max_lag_ns > 1000000)
+            fprintf(out,
+                    "(HTTP Brain: a call started up to %.1f ms late, %ld calls in flight at "
+                    "most)\n",
+                    (double)r->hp.max_lag_ns / 1e6, o->max_inflight);
     }
     if (r->plans.st.repeats || r->raw.st.repeats)
         fprintf(out, "(repeated deliveries ignored: raw %ld, plans %ld)\n", r->raw.st.repeats,
@@ -457,6 +505,17 @@ static int results_json(dlb_bench_roundtrip_t *r, cJSON **json, char *errstr, si
              cJSON_AddNumberToObject(x, "max_inflight", (double)o->max_inflight);
         ok = ok && (x = dlb_bench_path_ratio_json(&r->gwp, &r->raw.st)) &&
              cJSON_AddItemToObject(root, "ratio_gateway", x);
+    }
+    if (r->http_ran) {
+        dlb_bench_gw_counts_t k = dlb_bench_http_counts(r->http);
+        ok = ok && (x = dlb_bench_path_json(&r->hp)) &&
+             cJSON_AddItemToObject(root, "gateway_http", x) &&
+             cJSON_AddNumberToObject(x, "success_false", (double)k.no_plan) &&
+             cJSON_AddNumberToObject(x, "other_status", (double)k.status) &&
+             cJSON_AddNumberToObject(x, "malformed", (double)k.malformed) &&
+             cJSON_AddNumberToObject(x, "max_inflight", (double)o->max_inflight);
+        ok = ok && (x = dlb_bench_path_ratio_json(&r->hp, &r->raw.st)) &&
+             cJSON_AddItemToObject(root, "ratio_gateway_http", x);
     }
     if (!ok) {
         cJSON_Delete(root);
@@ -531,7 +590,8 @@ int dlb_bench_roundtrip_run(dlb_bench_roundtrip_t *r, dlb_bench_roundtrip_result
         (err = run_path(r, raw, errstr, errstr_size)) ||
         (err = warm_up(r, plans, o->jobs, errstr, errstr_size)) ||
         (err = run_path(r, plans, errstr, errstr_size)) ||
-        (o->gateway && !stopped(r) && (err = run_gateway(r, n, errstr, errstr_size))))
+        (o->gateway && !stopped(r) && (err = run_gateway(r, n, errstr, errstr_size))) ||
+        (o->gateway_http && !stopped(r) && (err = run_gateway_http(r, n, errstr, errstr_size))))
         return err;
     if (stopped(r)) {
         res->stopped = 1;
@@ -545,6 +605,9 @@ int dlb_bench_roundtrip_run(dlb_bench_roundtrip_t *r, dlb_bench_roundtrip_result
     res->gateway_sent = r->gwp.sent;
     res->gateway_received = r->gwp.received;
     res->gateway_failed = r->gwp.failed;
+    res->http_sent = r->hp.sent;
+    res->http_received = r->hp.received;
+    res->http_failed = r->hp.failed;
     return json ? results_json(r, json, errstr, errstr_size) : 0;
 }
 
@@ -556,6 +619,8 @@ void dlb_bench_roundtrip_destroy(dlb_bench_roundtrip_t *r)
     path_free(&r->plans);
     dlb_bench_gw_destroy(r->gw);
     dlb_bench_path_free(&r->gwp);
+    dlb_bench_http_destroy(r->http);
+    dlb_bench_path_free(&r->hp);
     dlb_kafka_producer_destroy(r->producer);
     if (r->cat)
         dlb_catalog_destroy(r->cat);

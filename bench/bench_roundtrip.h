@@ -3,7 +3,8 @@
  * produce -> consume round trip of the same bytes at the same rate on the
  * same broker, in the same run; and, given a gateway's address, brain.Brain
  * optimize call -> answer through a running `dlbrain gateway`
- * (bench_gateway.h). */
+ * (bench_gateway.h), given its HTTP Brain's, POST /optimize -> answer
+ * (bench_gateway_http.h). */
 #ifndef DLB_BENCH_ROUNDTRIP_H
 #define DLB_BENCH_ROUNDTRIP_H
 
@@ -24,7 +25,9 @@ typedef struct dlb_bench_roundtrip_opts {
     long drain_ms;               /* wait after the last request for late answers */
     const char *label;           /* NULL, or what the run is on (printed) */
     const char *gateway;         /* NULL, or host:port of a gateway: its path runs too */
-    long max_inflight;           /* gateway path: calls in flight at most (0: no bound) */
+    const char *gateway_http;    /* NULL, or http://host:port of a gateway's HTTP Brain:
+                                    its path runs too */
+    long max_inflight;           /* gateway paths: calls in flight at most (0: no bound) */
     FILE *out;                   /* the table */
     volatile sig_atomic_t *stop; /* NULL, or ends the run early when non-zero */
 } dlb_bench_roundtrip_opts_t;
@@ -34,6 +37,7 @@ typedef struct dlb_bench_roundtrip_result {
     long raw_sent, raw_received;
     long plans_sent, plans_received;                     /* received < sent: answers lost */
     long gateway_sent, gateway_received, gateway_failed; /* received: success=true */
+    long http_sent, http_received, http_failed;          /* the HTTP Brain's, likewise */
 } dlb_bench_roundtrip_result_t;
 
 /* One run: its settings, Kafka clients and measurements. */
@@ -59,7 +63,8 @@ int dlb_bench_roundtrip_new(dlb_bench_roundtrip_t **out, const dlb_conf_t *conf,
  *         master does (read_committed, own group, from the end). With
  *         opts->gateway, then as many optimize calls for the same jobs to that
  *         gateway, started on schedule (open loop, at most opts->max_inflight
- *         in flight). Prints the per-path latency table (p50, p99, max, mean,
+ *         in flight), and with opts->gateway_http as many POST /optimize calls
+ *         to its HTTP Brain the same way. Prints the per-path latency table (p50, p99, max, mean,
  *         rate reached) and the ratios over the baseline.
  *         The Kafka clients stay open until dlb_bench_roundtrip_destroy(), so
  *         the caller can report first: closing them flushes for up to 10 s and

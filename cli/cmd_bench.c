@@ -97,8 +97,14 @@ static void usage(FILE *fp)
                 "                        on schedule whether or not earlier ones were answered,\n"
                 "                        each timed from its start to its answer; success=false\n"
                 "                        or another status counts as failed\n"
-                "  -m, --max-inflight N  gateway calls in flight at most (default 1000); a call\n"
-                "                        due beyond it starts late (reported)\n\n"
+                "  -H, --gateway-http URL\n"
+                "                        then the HTTP Brain path: as many POST /optimize calls\n"
+                "                        (libcurl, keep-alive connections, one call each at a\n"
+                "                        time) to a running gateway's gateway.http.address\n"
+                "                        (http://HOST:PORT), timed the same way; 201 with\n"
+                "                        success=true is good\n"
+                "  -m, --max-inflight N  gateway calls in flight at most, per path (default\n"
+                "                        1000); a call due beyond it starts late (reported)\n\n"
                 "matcher: matches per second of the configuration matcher alone (one core, no\n"
                 "I/O) against 10, 1000 and 10000 synthetic rules (fixed seed: the same rules and\n"
                 "jobs every run), beside a plain scan of every rule with no index and no cache.\n"
@@ -247,14 +253,15 @@ static int bench_roundtrip(const dlb_conf_t *conf, const dlb_bench_roundtrip_opt
         goto out;
     /* Lost answers fail the run: a latency table over what came back hides them. */
     rc = res.raw_received == res.raw_sent && res.plans_received == res.plans_sent &&
-                 res.gateway_received == res.gateway_sent
+                 res.gateway_received == res.gateway_sent && res.http_received == res.http_sent
              ? 0
              : 1;
     if (rc)
         dlb_err("answers missing after %ld ms: raw %ld of %ld, plans %ld of %ld, gateway %ld of "
-                "%ld good (%ld failed)",
+                "%ld good (%ld failed), HTTP Brain %ld of %ld good (%ld failed)",
                 o->drain_ms, res.raw_received, res.raw_sent, res.plans_received, res.plans_sent,
-                res.gateway_received, res.gateway_sent, res.gateway_failed);
+                res.gateway_received, res.gateway_sent, res.gateway_failed, res.http_received,
+                res.http_sent, res.http_failed);
 out:
     cJSON_Delete(json);
     dlb_bench_roundtrip_destroy(rt);
@@ -275,6 +282,7 @@ int cmd_bench_main(int argc, char **argv)
                                              {"drain-ms", required_argument, 0, 'd'},
                                              {"label", required_argument, 0, 'l'},
                                              {"gateway", required_argument, 0, 'g'},
+                                             {"gateway-http", required_argument, 0, 'H'},
                                              {"max-inflight", required_argument, 0, 'm'},
                                              {"json", required_argument, 0, 'j'},
                                              {"consumers", required_argument, 0, 'C'},
@@ -282,7 +290,8 @@ int cmd_bench_main(int argc, char **argv)
                                              CLI_COMMON_LONG,
                                              {0, 0, 0, 0}};
     const char *mode, *events = NULL, *set = NULL, *plans_path = NULL, *json_path = NULL,
-                      *label = NULL, *stage = DLB_STAGE_RUNNING, *gateway = NULL;
+                      *label = NULL, *stage = DLB_STAGE_RUNNING, *gateway = NULL,
+                      *gateway_http = NULL;
     long seconds = -1, rate = 100, jobs = -1, samples = 3, warmup_ms = 60000, drain_ms = 10000,
          ingest_samples = 200000, consumers = 1, timeout_s = 600, max_inflight = 1000;
     cli_opts_t o = {0};
@@ -306,8 +315,8 @@ int cmd_bench_main(int argc, char **argv)
     decode = !strcmp(mode, "decode");
     argc--;
     argv++;
-    while ((c = getopt_long(argc, argv, "E:s:S:P:r:n:k:w:d:l:g:m:j:C:t:" CLI_COMMON_SHORT, longopts,
-                            NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "E:s:S:P:r:n:k:w:d:l:g:H:m:j:C:t:" CLI_COMMON_SHORT,
+                            longopts, NULL)) != -1) {
         long *target = NULL, lo = 1, hi = 1000000000;
         switch (c) {
         case 'E':
@@ -331,6 +340,9 @@ int cmd_bench_main(int argc, char **argv)
             break;
         case 'g':
             gateway = optarg;
+            break;
+        case 'H':
+            gateway_http = optarg;
             break;
         case 'm':
             target = &max_inflight;
@@ -394,8 +406,8 @@ int cmd_bench_main(int argc, char **argv)
         fprintf(stderr, "bench roundtrip: --jobs: at most 9999\n");
         return 2;
     }
-    if (strcmp(mode, "roundtrip") && gateway) {
-        fprintf(stderr, "bench %s: --gateway is an option of roundtrip\n", mode);
+    if (strcmp(mode, "roundtrip") && (gateway || gateway_http)) {
+        fprintf(stderr, "bench %s: --gateway and --gateway-http are options of roundtrip\n", mode);
         return 2;
     }
     if (!strcmp(mode, "optimizer") && !events) {
@@ -459,6 +471,7 @@ int cmd_bench_main(int argc, char **argv)
                                          .drain_ms = drain_ms,
                                          .label = label,
                                          .gateway = gateway,
+                                         .gateway_http = gateway_http,
                                          .max_inflight = max_inflight,
                                          .out = stdout,
                                          .stop = &cli_stop};

@@ -1,4 +1,5 @@
-/* dlbrain gateway: DLRover's brain.Brain gRPC service (producers/gateway). */
+/* dlbrain gateway: DLRover's brain.Brain gRPC service and HTTP Brain
+ * (producers/gateway). */
 #include <stdio.h>
 
 #include "cmd.h"
@@ -16,6 +17,8 @@ static void usage(FILE *fp)
         "DLROVER_BRAIN_SERVICE_ADDR here. Metrics become events on the env's topics (answered\n"
         "once Kafka acknowledged them), optimize a plan request whose plan is awaited on\n"
         "<env>.plans (at most gateway.optimize.timeout.ms), get_job_metrics reads PostgreSQL.\n"
+        "DLRover's newer HTTP Brain (POST /optimize, POST /job_config: the configuration\n"
+        "rules' matches) is served at gateway.http.address (default 0.0.0.0:8000; empty: off).\n"
         "Stateless: run as many as needed behind one address. Runs until SIGINT/SIGTERM.\n\n"
         "  -a, --address HOST:PORT   where to serve (= -X gateway.address=...)\n"
         "  -D, --dump-config         print the effective configuration and exit\n" CLI_COMMON_HELP);

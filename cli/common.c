@@ -176,7 +176,7 @@ int cli_metrics_start(const dlb_conf_t *conf, const char *program)
         return 0;
     if ((err = dlb_metrics_new(&m, errstr, sizeof(errstr))) ||
         (err = dlb_metrics_serve(m, conf->metrics_address, conf->metrics_port,
-                                 conf->metrics_stall_s, errstr, sizeof(errstr)))) {
+                                 conf->metrics_stall_s, &conf->http, errstr, sizeof(errstr)))) {
         dlb_err("%s; set metrics.port to a free port (0 = any, -1 = no endpoint); exiting", errstr);
         dlb_metrics_destroy(m);
         return 1;

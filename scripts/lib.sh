@@ -13,6 +13,8 @@ DLB_PROG=${DLB_PROG:-$(basename "$0")}
 # 9464, and a port in use stops it). The demo, the benchmarks and the tests run
 # several on one host: each takes a free port (logged) unless told otherwise.
 export DLBRAIN_METRICS_PORT=${DLBRAIN_METRICS_PORT:-0}
+# Likewise the gateway's HTTP Brain (gateway.http.address, default 0.0.0.0:8000).
+export DLBRAIN_GATEWAY_HTTP_ADDRESS=${DLBRAIN_GATEWAY_HTTP_ADDRESS:-127.0.0.1:0}
 
 dlb_log() { printf '%s: %s\n' "$DLB_PROG" "$*" >&2; }
 dlb_warn() { printf '%s: warning: %s\n' "$DLB_PROG" "$*" >&2; }

@@ -147,7 +147,8 @@ int dlb_env_schemareg_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, s
         err = refresh(conf, reg, &pg, &warned, envs_served, errstr, errstr_size);
     else if (!(err = names_parse(&fixed, conf->registry.envs, errstr, errstr_size)))
         err = serve_names(reg, &fixed, envs_served, errstr, errstr_size);
-    if (err || (err = dlb_schemareg_serve(reg, host, port, &srv, &bound, errstr, errstr_size)))
+    if (err || (err = dlb_schemareg_serve(reg, host, port, &conf->http, &srv, &bound, errstr,
+                                          errstr_size)))
         goto out;
     dlb_info("serving the Confluent Schema Registry API (read-only) on "
              "http://%s%s%s:%d/",

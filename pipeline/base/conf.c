@@ -268,6 +268,11 @@ static const key_def_t keys[] = {
      "assignment; then it is read no more."},
     {"gateway.max.calls", K_INT, N(gateway.max_calls), "1024",
      "gateway: calls served at once; more wait in gRPC's queue."},
+    {"gateway.http.address", K_STR, F(gateway.http_address), "0.0.0.0:8000",
+     "gateway: host:port where DLRover's HTTP Brain is served (POST /optimize, POST "
+     "/job_config; the protocol a master selects with DLROVER_BRAIN_PROTOCOL=http and an "
+     "http:// address, 8000 being the port of DLRover's own); port 0 = any free port (logged), "
+     "empty = not served."},
     {"registry.address", K_STR, F(registry.address), "0.0.0.0:8081",
      "registry: host:port where the read-only Confluent Schema Registry API over dlbrain's "
      "schema catalog is served (8081 is the Confluent registry's port); port 0 = any free "
@@ -294,6 +299,26 @@ static const key_def_t keys[] = {
      "CA certificates (PEM file) that verify an https schema registry; empty = the system's."},
     {"schema.registry.timeout.ms", K_INT, N(sr.timeout_ms), "10000",
      "Longest one request to the schema registry may take. 100 to 600000.", 100, 600000},
+    {"http.max.connections", K_INT, N(http.max_connections), "256",
+     "Connections each HTTP server (metrics, registry, the gateway's HTTP Brain) holds at "
+     "once, 1 to 65536. When all are taken, a new connection displaces the one that has gone "
+     "longest without sending a whole request (or reading its answer), so clients that hold "
+     "connections open, from however many addresses, never shut out one that asks; a request "
+     "being served (an optimize call awaiting its plan) is never displaced. Bounds the "
+     "memory (about 32 KiB a connection) and descriptors spent: keep it well below the "
+     "process's open-file limit.",
+     1, 65536},
+    {"http.max.per.address", K_INT, N(http.max_per_address), "16",
+     "Connections one client address holds of each HTTP server, 1 to 65536; a further one "
+     "displaces that address's own longest-waiting connection. Behind a proxy or a service "
+     "mesh's sidecar every client shares one address: raise it to http.max.connections there.",
+     1, 65536},
+    {"http.timeout.ms", K_INT, N(http.timeout_ms), "5000",
+     "Longest an HTTP client may take over a step that is its own: sending a whole request "
+     "(from connecting, or from its previous answer: an idle keep-alive connection too) or "
+     "reading a whole answer; then the connection is closed. The server's own time (an "
+     "optimize call awaiting its plan) does not count. 100 to 3600000.",
+     100, 3600000},
     {"metrics.port", K_PORT, N(metrics_port), "9464",
      "Port of a long-running process's /metrics (Prometheus), /healthz and /readyz; 0 = any "
      "free port (logged at start), -1 = no endpoint. A port in use stops the process (set 0 or "

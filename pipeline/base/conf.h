@@ -85,7 +85,18 @@ typedef struct dlb_gateway_conf {
     int64_t max_message_bytes; /* gateway.max.message.bytes: largest request accepted */
     int max_calls;             /* gateway.max.calls: calls served at once */
     int plans_linger_ms;       /* gateway.plans.linger.ms: an idle plans partition's reading */
+    char http_address[256];    /* gateway.http.address: DLRover's HTTP Brain, default
+                                  0.0.0.0:8000, "" = not served */
 } dlb_gateway_conf_t;
+
+/* What a client may hold of one of dlbrain's HTTP servers (http.*): the
+ * metrics endpoint, the schema registry, the gateway's HTTP Brain
+ * (pipeline/base/httpd.h). */
+typedef struct dlb_http_conf {
+    int max_connections; /* http.max.connections: held at once per server, default 256 */
+    int max_per_address; /* http.max.per.address: of one client address, default 16 */
+    int timeout_ms;      /* http.timeout.ms: a client's longest step, default 5000 */
+} dlb_http_conf_t;
 
 /* The read-only Confluent Schema Registry API over the catalog (registry.*,
  * dlbrain registry). */
@@ -187,6 +198,7 @@ typedef struct dlb_conf {
     dlb_gateway_conf_t gateway;   /* gateway.* */
     dlb_registry_conf_t registry; /* registry.* */
     dlb_sr_conf_t sr;             /* schema.registry.* */
+    dlb_http_conf_t http;         /* http.* */
     int metrics_port;         /* metrics.port: /metrics, /healthz, /readyz; default 9464, 0 = any
                                  free port (logged), -1 = off */
     char metrics_address[64]; /* metrics.address: listening address, default 0.0.0.0 */

@@ -1,6 +1,19 @@
-/* What every libmicrohttpd endpoint of dlbrain shares (the metrics endpoint,
- * the schema registry): its own listening socket, the daemon with bounded
- * connections, and queuing one malloc'ed body as a response. */
+/* The bounded front every libmicrohttpd server of dlbrain stands on (the
+ * metrics endpoint, the schema registry, the gateway's HTTP Brain): its own
+ * listening socket, one epoll thread, and what a client may hold of it.
+ *
+ * A connection is always in one of three steps: the client's request (from
+ * connecting, or from its previous answer, until the request is whole), the
+ * server's work (a handler suspended it: an optimize call awaiting its plan),
+ * the client reading the answer. Steps that are the client's own are bounded
+ * in time (http.timeout.ms, counted whole, so trickling a byte now and then
+ * does not extend it) and in number: at most http.max.connections in all and
+ * http.max.per.address of one address. A connection over either count does
+ * not wait nor get refused: it displaces the connection that has spent
+ * longest in a client step (of the same address, for the per-address count).
+ * A request comes whole in milliseconds, so half-open requests from any
+ * number of addresses cannot keep a prober (the kubelet) or a client out:
+ * they displace each other. The server's own steps are never displaced. */
 #ifndef DLB_HTTPD_H
 #define DLB_HTTPD_H
 
@@ -8,24 +21,36 @@
 
 #include <microhttpd.h>
 
-/* Connection bounds of one server (see metrics_http.c for why), and what
- * frees a request's state. */
-typedef struct dlb_httpd_limits {
-    unsigned max_connections;
-    unsigned max_per_address;
-    unsigned idle_timeout_s;
-    MHD_RequestCompletedCallback completed; /* per-request state to free, or NULL */
-} dlb_httpd_limits_t;
+#include "conf.h"
+
+typedef struct dlb_httpd dlb_httpd_t;
 
 /** @brief Listen on addr (an IPv4 or IPv6 literal) and port, then run
  *         handler(cls, ...) on a libmicrohttpd thread (epoll on Linux).
- *  @param what   prefix of error messages ("metrics")
- *  @param key    the setting addr comes from, named when addr is not an address
- *  @param bound  the port listened on (port 0 = any free port)
+ *         Handlers must not block: slow work suspends the connection
+ *         (dlb_httpd_suspend) and resumes it from another thread.
+ *  @param what       prefix of error messages ("metrics")
+ *  @param key        the setting addr comes from, named when addr is not an
+ *                    address; without ".address" it is the server's label in
+ *                    dlbrain_http_* metrics and in logs
+ *  @param bounds     what a client may hold (http.*)
+ *  @param completed  frees a request's state (con_cls), or NULL
+ *  @param bound      the port listened on (port 0 = any free port)
  *  @returns 0, or DLB_ERR_CONF (bad address or port, port in use, no daemon). */
 int dlb_httpd_start(const char *what, const char *key, const char *addr, int port,
-                    const dlb_httpd_limits_t *lim, MHD_AccessHandlerCallback handler, void *cls,
-                    struct MHD_Daemon **out, int *bound, char *errstr, size_t errstr_size);
+                    const dlb_http_conf_t *bounds, MHD_AccessHandlerCallback handler, void *cls,
+                    MHD_RequestCompletedCallback completed, dlb_httpd_t **out, int *bound,
+                    char *errstr, size_t errstr_size);
+
+/** @brief Stop serving and release h (NULL is fine). No connection may be
+ *         suspended any more. */
+void dlb_httpd_stop(dlb_httpd_t *h);
+
+/** @brief Suspend c from its handler: the server's own step, neither timed
+ *         nor displaced, until dlb_httpd_resume(c) (any thread) has the
+ *         handler called again to answer. */
+void dlb_httpd_suspend(struct MHD_Connection *c);
+void dlb_httpd_resume(struct MHD_Connection *c);
 
 /** @brief Split "host:port" or "[v6]:port" into host and port.
  *  @returns 0, or DLB_ERR_CONF (errstr names key). */

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "conf.h"
+
 typedef struct dlb_metrics dlb_metrics_t;
 typedef struct dlb_series dlb_series_t;
 
@@ -165,10 +167,11 @@ void dlb_metrics_nap_ms(volatile sig_atomic_t *stop, int ms);
  *         literal) from a thread of libmicrohttpd's. port 0 takes a free one
  *         (dlb_metrics_port()).
  *  @param stall_s  /healthz fails when no beat came for this long
+ *  @param bounds   what a client may hold of the endpoint (http.*)
  *  @returns 0, or DLB_ERR_CONF (cannot listen: errstr names addr:port and
  *           why, e.g. the port is in use). */
-int dlb_metrics_serve(dlb_metrics_t *m, const char *addr, int port, int stall_s, char *errstr,
-                      size_t errstr_size);
+int dlb_metrics_serve(dlb_metrics_t *m, const char *addr, int port, int stall_s,
+                      const dlb_http_conf_t *bounds, char *errstr, size_t errstr_size);
 
 /** @returns the port served, 0 when not serving. */
 int dlb_metrics_port(const dlb_metrics_t *m);

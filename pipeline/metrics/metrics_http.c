@@ -11,25 +11,15 @@
 #include "metrics.h"
 #include "metrics_internal.h"
 
-/* The clients are Prometheus (one keep-alive connection per server) and the
- * kubelet's probes (a connection each, a few at a time), from a handful of
- * addresses; behind a service mesh's sidecar all of them share one. So:
- * - at most METRICS_MAX_PER_ADDRESS connections of one address, or one client
- *   holding half-open requests takes every slot and /healthz fails for the
- *   kubelet, which then restarts a healthy pod;
- * - a connection idle for METRICS_IDLE_TIMEOUT_S is closed: a request comes
- *   whole in milliseconds, and a probe gives up sooner (timeoutSeconds: 1 by
- *   default, 3 in deploy/k8s);
- * - METRICS_MAX_CONNECTIONS in all: 8 addresses must collude to fill it, and
- *   it bounds the memory (32 KiB a connection) and descriptors spent.
- * Not settings: no legitimate client comes near them. */
-#define METRICS_MAX_PER_ADDRESS 8
-#define METRICS_IDLE_TIMEOUT_S  5
-#define METRICS_MAX_CONNECTIONS 64
+/* Its clients are Prometheus (one keep-alive connection per server) and the
+ * kubelet's probes (a connection each, a few at a time, timeoutSeconds 3 in
+ * deploy/k8s); what any client may hold of it is bounded by http.* in the
+ * shared front (httpd.h), so half-open requests, from however many
+ * addresses, cannot make /healthz fail and get a healthy pod restarted. */
 
-static void server_stop(void *d)
+static void server_stop(void *h)
 {
-    MHD_stop_daemon(d);
+    dlb_httpd_stop(h);
 }
 
 static enum MHD_Result text(struct MHD_Connection *c, unsigned status, const char *s)
@@ -76,17 +66,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return text(c, MHD_HTTP_NOT_FOUND, "not found: try /metrics, /healthz or /readyz\n");
 }
 
-int dlb_metrics_serve(dlb_metrics_t *m, const char *addr, int port, int stall_s, char *errstr,
-                      size_t errstr_size)
+int dlb_metrics_serve(dlb_metrics_t *m, const char *addr, int port, int stall_s,
+                      const dlb_http_conf_t *bounds, char *errstr, size_t errstr_size)
 {
-    static const dlb_httpd_limits_t lim = {METRICS_MAX_CONNECTIONS, METRICS_MAX_PER_ADDRESS,
-                                           METRICS_IDLE_TIMEOUT_S, NULL};
-    struct MHD_Daemon *d;
+    dlb_httpd_t *h;
     int err, bound = 0;
 
-    if ((err = dlb_httpd_start("metrics", "metrics.address", addr, port, &lim, handle, m, &d,
-                               &bound, errstr, errstr_size)))
+    if ((err = dlb_httpd_start("metrics", "metrics.address", addr, port, bounds, handle, m, NULL,
+                               &h, &bound, errstr, errstr_size)))
         return err;
-    dlb_metrics_attach(m, d, server_stop, bound, stall_s);
+    dlb_metrics_attach(m, h, server_stop, bound, stall_s);
     return 0;
 }

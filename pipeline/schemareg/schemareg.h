@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "catalog.h"
+#include "conf.h"
 
 #define DLB_SCHEMAREG_CONTENT_TYPE "application/vnd.schemaregistry.v1+json"
 /* Largest request body read (a lookup's schema); dlbrain's are a few KiB. */
@@ -48,10 +49,12 @@ int dlb_schemareg_answer(dlb_schemareg_t *r, const char *method, const char *pat
 typedef struct dlb_schemareg_server dlb_schemareg_server_t;
 
 /** @brief Serve r over HTTP on addr:port (port 0 = any free port).
- *  @param bound  the port listened on
+ *  @param bounds  what a client may hold of the server (http.*)
+ *  @param bound   the port listened on
  *  @returns 0 or DLB_ERR_CONF (bad address, port in use). */
 int dlb_schemareg_serve(dlb_schemareg_t *r, const char *addr, int port,
-                        dlb_schemareg_server_t **out, int *bound, char *errstr, size_t errstr_size);
+                        const dlb_http_conf_t *bounds, dlb_schemareg_server_t **out, int *bound,
+                        char *errstr, size_t errstr_size);
 
 /** @brief Stop serving (waits for the requests under way); NULL is fine. */
 void dlb_schemareg_server_stop(dlb_schemareg_server_t *s);

@@ -10,14 +10,10 @@
 #include "schemareg.h"
 
 /* Clients are a few tools and the serializers of producers and consumers
- * (one keep-alive connection per process, a request per new schema id): the
- * metrics endpoint's bounds, with room for a farm of consumers. */
-#define SR_MAX_CONNECTIONS 256
-#define SR_MAX_PER_ADDRESS 32
-#define SR_IDLE_TIMEOUT_S  30
-
+ * (one keep-alive connection per process, a request per new schema id);
+ * what each may hold is bounded by http.* in the shared front (httpd.h). */
 struct dlb_schemareg_server {
-    struct MHD_Daemon *d;
+    dlb_httpd_t *h;
     dlb_schemareg_t *reg;
 };
 
@@ -101,10 +97,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 }
 
 int dlb_schemareg_serve(dlb_schemareg_t *r, const char *addr, int port,
-                        dlb_schemareg_server_t **out, int *bound, char *errstr, size_t errstr_size)
+                        const dlb_http_conf_t *bounds, dlb_schemareg_server_t **out, int *bound,
+                        char *errstr, size_t errstr_size)
 {
-    static const dlb_httpd_limits_t lim = {SR_MAX_CONNECTIONS, SR_MAX_PER_ADDRESS,
-                                           SR_IDLE_TIMEOUT_S, request_done};
     dlb_schemareg_server_t *s;
     int err;
 
@@ -112,8 +107,8 @@ int dlb_schemareg_serve(dlb_schemareg_t *r, const char *addr, int port,
     if (!(s = calloc(1, sizeof(*s))))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     s->reg = r;
-    if ((err = dlb_httpd_start("schema registry", "registry.address", addr, port, &lim, handle, s,
-                               &s->d, bound, errstr, errstr_size))) {
+    if ((err = dlb_httpd_start("schema registry", "registry.address", addr, port, bounds, handle, s,
+                               request_done, &s->h, bound, errstr, errstr_size))) {
         free(s);
         return err;
     }
@@ -125,6 +120,6 @@ void dlb_schemareg_server_stop(dlb_schemareg_server_t *s)
 {
     if (!s)
         return;
-    MHD_stop_daemon(s->d);
+    dlb_httpd_stop(s->h);
     free(s);
 }

@@ -597,6 +597,33 @@ out:
     return err;
 }
 
+int dlb_pg_job_meta(dlb_pg_t *pg, const char *job_uid, dlb_job_meta_t *meta, int *found,
+                    char *errstr, size_t errstr_size)
+{
+    /* In the order of dlb_meta_attr_names. */
+    static const char sql[] = "SELECT COALESCE(user_name, ''), COALESCE(grp, ''), "
+                              "COALESCE(app, ''), COALESCE(cluster, ''), "
+                              "COALESCE(namespace, ''), COALESCE(scenario, ''), "
+                              "COALESCE(framework, ''), COALESCE(name, '') "
+                              "FROM jobs WHERE uid = $1";
+    const char *const values[] = {job_uid};
+    PGresult *res;
+    int err;
+
+    memset(meta, 0, sizeof(*meta));
+    *found = 0;
+    if ((err = dlb_pg_ensure(pg, errstr, errstr_size)) ||
+        (err = dlb_pg_exec(pg, sql, 1, values, NULL, 0, &res, "job meta", errstr, errstr_size)))
+        return err;
+    if (PQntuples(res) == 1) {
+        *found = 1;
+        for (int i = 0; i < DLB_META_ATTRS && i < PQnfields(res); i++)
+            snprintf(dlb_meta_attr(meta, (size_t)i), DLB_NAME_MAX, "%s", PQgetvalue(res, 0, i));
+    }
+    PQclear(res);
+    return 0;
+}
+
 int dlb_pg_count(dlb_pg_t *pg, const char *table, int64_t *count, char *errstr, size_t errstr_size)
 {
     char *ident, sql[256];

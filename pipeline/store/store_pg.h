@@ -159,6 +159,13 @@ int dlb_pg_load_history(dlb_pg_t *pg, const char *scenario, const char *exclude_
 int dlb_pg_load_job_state(dlb_pg_t *pg, const char *job_uid, int window_size, dlb_job_state_t *out,
                           char *errstr, size_t errstr_size);
 
+/** @brief A job's attributes as its jobs row holds them: those of its newest
+ *         job event that carried meta, each one's own empty value included.
+ *  @param found  1 when the job has a row, else 0 (meta all empty)
+ *  @returns 0, DLB_ERR_TRANSIENT (connection lost) or another error. */
+int dlb_pg_job_meta(dlb_pg_t *pg, const char *job_uid, dlb_job_meta_t *meta, int *found,
+                    char *errstr, size_t errstr_size);
+
 /* ---- retention (store_prune.c) ---------------------------------------------- */
 
 /* The history tables retention removes rows of (the jobs registry, the

@@ -439,6 +439,7 @@ int dlb_gateway_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_gat
                     char *errstr, size_t errstr_size)
 {
     gw_t gw = {.conf = conf, .stop = stop, .st = stats};
+    gw_http_t *http = NULL;
     int err;
 
     if (conf->gateway.max_calls < 1)
@@ -452,7 +453,8 @@ int dlb_gateway_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_gat
     dlb_metrics_dep_optional(DLB_DEP_POSTGRES);
     if ((err = dlb_catalog_new(&gw.cat, errstr, errstr_size)) ||
         (err = gw_kafka_start(&gw, errstr, errstr_size)) ||
-        (err = server_start(&gw, errstr, errstr_size)))
+        (err = server_start(&gw, errstr, errstr_size)) ||
+        (err = gw_http_start(&gw, &http, errstr, errstr_size)))
         goto out;
     while (!*stop) {
         grpc_event ev;
@@ -471,6 +473,7 @@ int dlb_gateway_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_gat
             dispatch(&gw, ev);
     }
 out:
+    gw_http_stop(http);
     server_stop(&gw);
     gw_kafka_stop(&gw);
     gw_pg_close(&gw);

@@ -51,6 +51,7 @@ typedef struct gw_call {
     dlb_event_t request; /* the plan request (owned: freed with the call) */
     char plan_id[DLB_ID_MAX];
     struct gw_call *next; /* gw->waiters */
+    void *http;           /* an HTTP Brain call's request (gw_http.c); NULL for gRPC */
 } gw_call_t;
 
 /* Series of the gateway's own (NULL without a registry: updates are no-ops). */
@@ -124,6 +125,19 @@ void gw_kafka_stop(gw_t *gw);
 int gw_kafka_send(gw_call_t *c, const dlb_event_t *ev, char *errstr, size_t errstr_size);
 /** Start waiting for the plan of c's request (before it is produced). */
 int gw_kafka_wait_plan(gw_call_t *c, char *errstr, size_t errstr_size);
+
+/* ---- gw_http.c ---- */
+typedef struct gw_http gw_http_t;
+/** Serve DLRover's HTTP Brain on gateway.http.address (none when it is
+ *  empty: *out NULL). @returns 0 or DLB_ERR_CONF (cannot listen there). */
+int gw_http_start(gw_t *gw, gw_http_t **out, char *errstr, size_t errstr_size);
+/** Answer what is left (the gateway is stopping) and stop serving; NULL is
+ *  fine. Before gw_kafka_stop(). */
+void gw_http_stop(gw_http_t *s);
+/** gw_answer() of a call that came over HTTP: rendered as the HTTP Brain
+ *  answers, its connection resumed. Any thread; no lock held. */
+void gw_http_answer(gw_call_t *c, grpc_status_code status, const char *details, const void *resp,
+                    size_t resp_len);
 
 /* ---- gw_pg.c ---- */
 /** The job's stored metrics as the JSON DLRover's Go Brain returned

@@ -131,6 +131,10 @@ broken k8s/gateway.yaml 's/containerPort: 50001/containerPort: 50002/' \
     "container gateway: no container port named grpc = the port of gateway.address 0.0.0.0:50001"
 broken k8s/gateway.yaml 's|"/etc/dlbrain/dlbrain.conf"\]|"/etc/dlbrain/dlbrain.conf", "-a", "127.0.0.1:50001"]|' \
     "gateway.address 127.0.0.1:50001: listens on 127.0.0.1 only, not on the pod's IP"
+broken k8s/gateway.yaml 's/containerPort: 8000/containerPort: 8001/' \
+    "container gateway: no container port named http = the port of gateway.http.address 0.0.0.0:8000"
+broken k8s/gateway.yaml 's|"/etc/dlbrain/dlbrain.conf"\]|"/etc/dlbrain/dlbrain.conf", "-X", "gateway.http.address=0.0.0.0:0"]|' \
+    "gateway.http.address 0.0.0.0:0: no fixed port for a Service to reach"
 broken k8s/gateway.yaml 's|"/etc/dlbrain/dlbrain.conf"\]|"/etc/dlbrain/dlbrain.conf", "-X", "gateway.address=0.0.0.0:0"]|' \
     "gateway.address 0.0.0.0:0: no fixed port for a Service to reach"
 broken k8s/gateway.yaml 's|tcpSocket: {port: grpc}|httpGet: {path: /healthz, port: metrics}|' \
@@ -151,6 +155,10 @@ broken compose.yaml 's/"127.0.0.1:50001:50001"/"127.0.0.1:50001:50002"/' \
     "service gateway: port 127.0.0.1:50001:50002: container port 50002 is not one the gateway serves"
 broken compose.yaml 's/ports: \["127.0.0.1:50001:50001", /ports: [/' \
     "service gateway: does not publish its grpc port 50001 (gateway.address)"
-broken Dockerfile 's/^EXPOSE 9464 50001/EXPOSE 9464/' \
-    "EXPOSE 9464 lacks 50001, the default gateway.address"
+broken compose.yaml 's/"127.0.0.1:8000:8000", //' \
+    "service gateway: does not publish its http port 8000 (gateway.http.address)"
+broken Dockerfile 's/^EXPOSE 9464 50001 8000/EXPOSE 9464 8000/' \
+    "EXPOSE 8000 9464 lacks 50001, the default gateway.address"
+broken Dockerfile 's/^EXPOSE 9464 50001 8000/EXPOSE 9464 50001/' \
+    "EXPOSE 50001 9464 lacks 8000, the default gateway.http.address"
 echo "07-deploy: all checks passed"

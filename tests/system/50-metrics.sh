@@ -18,6 +18,7 @@ sys_start_pg
 sys_start_redis
 sys_start_kafka 2
 sys_start_optimizer optimizer --log-format json -X metrics.port=0 -X metrics.address=127.0.0.1 \
+    -X http.max.per.address=8 \
     -X statistics.interval.ms=300
 opt_pid=${SYS_PIDS[-1]}
 

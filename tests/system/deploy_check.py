@@ -37,11 +37,15 @@ CONSUMER_SOURCES = {
 }
 # Long-running commands with -D (print the effective settings and exit).
 DUMP_COMMANDS = {"optimizer", "configurer", "relay", "k8s-monitor", "gateway"}
-# Roles that serve more than the metrics port: the C file that listens, the
-# setting it listens on, and the name its container port must have. The file
-# must listen on that setting (through the conf field pipeline/base/conf.c
-# gives it), and tells whether it speaks plaintext HTTP/2.
-SERVER_SOURCES = {"gateway": ("producers/gateway/gateway.c", "gateway.address", "grpc")}
+# Roles that serve more than the metrics port, each server: the C file that
+# listens, the setting it listens on, the name its container port must have,
+# and how it listens (grpc: gRPC's server, which tells whether it speaks
+# plaintext HTTP/2; httpd: the HTTP/1.1 front of pipeline/base/httpd.c). The
+# file must listen on that setting (through the conf field pipeline/base/conf.c
+# gives it). The first server is the one a startup probe waits for.
+SERVER_SOURCES = {"gateway": [("producers/gateway/gateway.c", "gateway.address", "grpc", "grpc"),
+                              ("producers/gateway/gw_http.c", "gateway.http.address", "http",
+                               "httpd")]}
 # Service appProtocol of a plaintext HTTP/2 port: prior knowledge over
 # cleartext, as gRPC's insecure channels speak it (Kubernetes' own name).
 H2C = "kubernetes.io/h2c"
@@ -108,17 +112,21 @@ class Repo:
         for role, path in CONSUMER_SOURCES.items():
             m = re.search(r"inputs\[\]\s*=\s*\{(.*?)\}", self.read(path), re.S)
             self.inputs[role] = [macros[t] for t in re.findall(r"DLB_TOPIC_\w+", m.group(1))]
-        # role -> (setting, container port name, Service appProtocol or None)
+        # role -> [(setting, container port name, Service appProtocol or None)]
         self.servers = {}
         conf_c = self.read("pipeline/base/conf.c")
-        for role, (path, key, pname) in SERVER_SOURCES.items():
-            m = re.search(r'\{"' + re.escape(key) + r'",\s*K_\w+,\s*[FN]\(([\w.]+)\)', conf_c)
-            src = self.read(path)
-            if not m or not re.search(r"grpc_server_add_http2_port\([^;]*conf->" + re.escape(m.group(1))
-                                      + r"\b", src):
-                sys.exit(f"FAIL - {path}: does not listen on {key}: SERVER_SOURCES is out of date")
-            plain = "grpc_insecure_server_credentials_create" in src
-            self.servers[role] = (key, pname, H2C if plain else None)
+        for role, servers in SERVER_SOURCES.items():
+            for path, key, pname, how in servers:
+                m = re.search(r'\{"' + re.escape(key) + r'",\s*K_\w+,\s*[FN]\(([\w.]+)\)', conf_c)
+                src = self.read(path)
+                field = r"conf->" + re.escape(m.group(1)) + r"\b" if m else None
+                listens = field and (re.search(r"grpc_server_add_http2_port\([^;]*" + field, src)
+                                     if how == "grpc" else
+                                     re.search(field, src) and "dlb_httpd_start(" in src)
+                if not listens:
+                    sys.exit(f"FAIL - {path}: does not listen on {key}: SERVER_SOURCES is out of date")
+                plain = how == "grpc" and "grpc_insecure_server_credentials_create" in src
+                self.servers.setdefault(role, []).append((key, pname, H2C if plain else None))
 
     def served_ports(self, role, dump):
         """{container port: (name, setting)} a role serves, as its -D output
@@ -126,8 +134,7 @@ class Repo:
         out = {}
         if dump.get("metrics.port", "").lstrip("-").isdigit() and int(dump["metrics.port"]) > 0:
             out[int(dump["metrics.port"])] = ("metrics", "metrics.port")
-        if role in self.servers:
-            key, pname, _ = self.servers[role]
+        for key, pname, _ in self.servers.get(role, []):
             port = dump.get(key, "").rpartition(":")[2]
             if port.isdigit():
                 out[int(port)] = (pname, key)
@@ -400,7 +407,7 @@ def check_dlbrain_container(cw, c, ports, mounts, vols, m, long_running, annotat
             for n in sorted(want - have):
                 fail(cw, f"no env {n}: the {role} needs that credential")
         if args[0] in repo.servers:
-            key, pname, _ = repo.servers[args[0]]
+            key, pname, _ = repo.servers[args[0]][0]
             sp = (c.get("startupProbe") or {}).get("tcpSocket") or {}
             if sp.get("port") != pname:
                 fail(cw, f"startupProbe is not tcpSocket on port {pname}: /readyz may say ok before "
@@ -487,18 +494,18 @@ def check_dlbrain_container(cw, c, ports, mounts, vols, m, long_running, annotat
         if rc != 0:
             fail(cw, f"dlbrain refuses the container's settings: {' '.join(cmd[1:])}: {err.strip()}")
         elif long_running and args[0] in repo.servers and args[0] in DUMP_COMMANDS:
-            # The server's port as the binary itself resolves it (settings
+            # Each server's port as the binary itself resolves it (settings
             # file, environment, -X and command options), declared by name.
-            key, pname, _ = repo.servers[args[0]]
-            addr = parse_settings(out).get(key, "")
-            host, _, port = addr.rpartition(":")
-            if not port.isdigit() or int(port) == 0:
-                fail(cw, f"{key} {addr}: no fixed port for a Service to reach")
-            elif ports.get(pname) != int(port):
-                fail(cw, f"no container port named {pname} = the port of {key} {addr}")
-            if host.strip("[]") not in ("0.0.0.0", "::", ""):
-                fail(cw, f"{key} {addr}: listens on {host} only, not on the pod's IP "
-                         "(the Service and the kubelet come to that)")
+            for key, pname, _ in repo.servers[args[0]]:
+                addr = parse_settings(out).get(key, "")
+                host, _, port = addr.rpartition(":")
+                if not port.isdigit() or int(port) == 0:
+                    fail(cw, f"{key} {addr}: no fixed port for a Service to reach")
+                elif ports.get(pname) != int(port):
+                    fail(cw, f"no container port named {pname} = the port of {key} {addr}")
+                if host.strip("[]") not in ("0.0.0.0", "::", ""):
+                    fail(cw, f"{key} {addr}: listens on {host} only, not on the pod's IP "
+                             "(the Service and the kubelet come to that)")
     finally:
         shutil.rmtree(sandbox, ignore_errors=True)
 
@@ -625,9 +632,9 @@ def check_k8s(repo, docs, top, kubectl):
                         fail(where, f"{pw}: targetPort {tp!r} is not a container port of Deployment {n}")
                         continue
                     role = str((found[0].get("args") or [""])[0])
-                    server = repo.servers.get(role)
-                    if server and server[1] == found[1].get("name") and server[2] and \
-                            sp.get("appProtocol") != server[2]:
+                    server = next((x for x in repo.servers.get(role, [])
+                                   if x[1] == found[1].get("name")), None)
+                    if server and server[2] and sp.get("appProtocol") != server[2]:
                         fail(where, f"{pw}: appProtocol {sp.get('appProtocol')!r}: the {role} serves "
                                     f"plaintext HTTP/2 with prior knowledge, {server[2]}")
         elif kind == "PodDisruptionBudget":
@@ -973,7 +980,7 @@ def check_dockerfile(repo, top, k8s):
     if entry != '["dlbrain"]':
         fail(rel, f"ENTRYPOINT {entry}, expected [\"dlbrain\"]")
     # The runtime image exposes the ports the roles serve by default.
-    for key in ["metrics.port"] + sorted(k for k, _, _ in repo.servers.values()):
+    for key in ["metrics.port"] + sorted(k for v in repo.servers.values() for k, _, _ in v):
         port = repo.settings[key][0].rpartition(":")[2]
         if port not in exposed:
             fail(rel, f"EXPOSE {' '.join(sorted(exposed))} lacks {port}, the default {key}")

@@ -26,6 +26,8 @@
 #include "opt_plan.h"
 #include "schemareg.h"
 
+static const dlb_http_conf_t test_bounds = {64, 16, 5000};
+
 #include <librdkafka/rdkafka_mock.h> /* after rdkafka.h, which agent_internal.h includes */
 
 #define ENV "agenttest"
@@ -529,8 +531,8 @@ static void sr_start(sr_server_t *s, int port)
     }
     /* The same port again after a stop: the kernel may hold it a moment. */
     for (int i = 0; i < 50 && rc; i++) {
-        if ((rc = dlb_schemareg_serve(s->reg, "127.0.0.1", port, &s->srv, &s->port, err,
-                                      sizeof(err))))
+        if ((rc = dlb_schemareg_serve(s->reg, "127.0.0.1", port, &test_bounds, &s->srv, &s->port,
+                                      err, sizeof(err))))
             usleep(100 * 1000);
     }
     if (rc)

@@ -1,6 +1,6 @@
-/* The gateway path's messages: the OptimizeRequest the bench packs is what
- * the gateway turns into the plan request a DLRover master's would be, and
- * its reading of an OptimizeResponse. */
+/* The gateway paths' messages: the OptimizeRequest the bench packs (gRPC)
+ * or writes (HTTP Brain) is what the gateway turns into the plan request a
+ * DLRover master's would be, and their reading of an OptimizeResponse. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,8 +11,10 @@
 #include <cmocka.h>
 
 #include "bench_gateway.h"
+#include "bench_gateway_http.h"
 #include "brain.pb-c.h"
 #include "event.h"
+#include "gw_http_map.h"
 #include "gw_map.h"
 
 static void test_pack_request(void **state)
@@ -83,11 +85,44 @@ static void test_response_success(void **state)
     assert_int_equal(dlb_bench_gw_response_success(garbage, sizeof(garbage)), -1);
 }
 
+static void test_http_messages(void **state)
+{
+    dlb_gw_http_request_t r;
+    dlb_event_t ev;
+    unsigned status;
+    char errstr[256], *json;
+
+    (void)state;
+    assert_non_null(json = dlb_bench_http_request("job_stage_running", "bench-x-j0007"));
+    /* Every field DLRover's client sends, and the gateway reads it. */
+    assert_string_equal(json, "{\"type\":\"job_stage_running\",\"config\":{\"optimizer_name\":"
+                              "\"\",\"customized_config\":{}},\"job\":{\"uuid\":\"bench-x-j0007\","
+                              "\"cluster\":\"\",\"namespace\":\"\",\"user\":\"\",\"app\":\"\"}}");
+    assert_int_equal(dlb_gw_http_parse(DLB_GW_HTTP_OPTIMIZE, json, strlen(json), &r, &status,
+                                       errstr, sizeof(errstr)),
+                     0);
+    assert_int_equal(dlb_gw_http_request_event(&r, "e-1", 1000, &ev, errstr, sizeof(errstr)), 0);
+    assert_string_equal(ev.u.req.job_uid, "bench-x-j0007");
+    assert_string_equal(ev.u.req.stage, "job_stage_running");
+    dlb_event_clear(&ev);
+    dlb_gw_http_request_clear(&r);
+    free(json);
+    assert_int_equal(dlb_bench_http_response_success(
+                         "{\"response\":{\"success\":true,\"reason\":\"\"},\"job_opt_plan\":{}}"),
+                     1);
+    assert_int_equal(
+        dlb_bench_http_response_success("{\"response\":{\"success\":false},\"job_opt_plan\":{}}"),
+        0);
+    assert_int_equal(dlb_bench_http_response_success("{\"detail\":\"job.uuid: missing\"}"), -1);
+    assert_int_equal(dlb_bench_http_response_success("not json"), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pack_request),
         cmocka_unit_test(test_response_success),
+        cmocka_unit_test(test_http_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,6 +23,8 @@
 #include "err.h"
 #include "metrics.h"
 
+static const dlb_http_conf_t test_bounds = {64, 16, 5000};
+
 static dlb_metrics_t *new_registry(void)
 {
     dlb_metrics_t *m;
@@ -308,7 +310,8 @@ static void test_http(void **state)
     (void)state;
     dlb_metric_add(
         dlb_metrics_series(m, DLB_COUNTER, "dlbrain_hits_total", "Hits", "", NULL, NULL, 0), 5);
-    assert_int_equal(dlb_metrics_serve(m, "127.0.0.1", 0, 60, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_metrics_serve(m, "127.0.0.1", 0, 60, &test_bounds, errstr, sizeof(errstr)),
+                     0);
     port = dlb_metrics_port(m);
     assert_true(port > 0);
     http_get(port, "/metrics", buf, sizeof(buf));
@@ -325,13 +328,16 @@ static void test_http(void **state)
     assert_non_null(strstr(buf, " 404 "));
 
     /* the port in use: an error naming it, not a silent process */
-    assert_int_equal(dlb_metrics_serve(other, "127.0.0.1", port, 60, errstr, sizeof(errstr)),
-                     DLB_ERR_CONF);
+    assert_int_equal(
+        dlb_metrics_serve(other, "127.0.0.1", port, 60, &test_bounds, errstr, sizeof(errstr)),
+        DLB_ERR_CONF);
     assert_non_null(strstr(errstr, "Address already in use"));
-    assert_int_equal(dlb_metrics_serve(other, "not-an-ip", 0, 60, errstr, sizeof(errstr)),
-                     DLB_ERR_CONF);
-    assert_int_equal(dlb_metrics_serve(other, "127.0.0.1", 70000, 60, errstr, sizeof(errstr)),
-                     DLB_ERR_CONF);
+    assert_int_equal(
+        dlb_metrics_serve(other, "not-an-ip", 0, 60, &test_bounds, errstr, sizeof(errstr)),
+        DLB_ERR_CONF);
+    assert_int_equal(
+        dlb_metrics_serve(other, "127.0.0.1", 70000, 60, &test_bounds, errstr, sizeof(errstr)),
+        DLB_ERR_CONF);
     assert_int_equal(dlb_metrics_port(other), 0);
     dlb_metrics_destroy(other);
     dlb_metrics_destroy(m);
@@ -362,7 +368,8 @@ static void test_http_high_fd(void **state)
         n++;
     }
     assert_true(fds[n - 1] >= FD_SETSIZE);
-    assert_int_equal(dlb_metrics_serve(m, "127.0.0.1", 0, 60, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_metrics_serve(m, "127.0.0.1", 0, 60, &test_bounds, errstr, sizeof(errstr)),
+                     0);
     http_get(dlb_metrics_port(m), "/healthz", buf, sizeof(buf));
     if (!strstr(buf, " 200 "))
         fail_msg("/healthz with descriptors past FD_SETSIZE: \"%s\"", buf);
@@ -378,7 +385,8 @@ static void test_stall(void **state)
     char errstr[256], why[256];
 
     (void)state;
-    assert_int_equal(dlb_metrics_serve(m, "127.0.0.1", 0, 1, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_metrics_serve(m, "127.0.0.1", 0, 1, &test_bounds, errstr, sizeof(errstr)),
+                     0);
     dlb_metrics_set_global(m);
     assert_int_equal(dlb_metrics_healthy(m, why, sizeof(why)), 1);
     sleep(2);

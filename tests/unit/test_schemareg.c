@@ -22,6 +22,8 @@
 #include "kafka.h"
 #include "schemareg.h"
 
+static const dlb_http_conf_t test_bounds = {64, 16, 5000};
+
 static dlb_schemareg_t *reg;
 
 static int reg_setup(void **state)
@@ -567,7 +569,8 @@ static void test_http(void **state)
     int port = 0, port2 = 0;
 
     (void)state;
-    assert_int_equal(dlb_schemareg_serve(reg, "127.0.0.1", 0, &srv, &port, err, sizeof(err)), 0);
+    assert_int_equal(
+        dlb_schemareg_serve(reg, "127.0.0.1", 0, &test_bounds, &srv, &port, err, sizeof(err)), 0);
     assert_true(port > 0);
     assert_int_equal(http(port, "GET", "/subjects/dlbrain.plans-value/versions", NULL, 0, &g, type,
                           sizeof(type)),
@@ -608,12 +611,14 @@ static void test_http(void **state)
     assert_non_null(strstr(g.body, "\"error_code\":413"));
     free(big);
     /* a port in use says so */
-    assert_int_equal(dlb_schemareg_serve(reg, "127.0.0.1", port, &again, &port2, err, sizeof(err)),
-                     DLB_ERR_CONF);
+    assert_int_equal(
+        dlb_schemareg_serve(reg, "127.0.0.1", port, &test_bounds, &again, &port2, err, sizeof(err)),
+        DLB_ERR_CONF);
     assert_null(again);
     assert_non_null(strstr(err, "cannot listen on 127.0.0.1"));
-    assert_int_equal(dlb_schemareg_serve(reg, "nowhere", 0, &again, &port2, err, sizeof(err)),
-                     DLB_ERR_CONF);
+    assert_int_equal(
+        dlb_schemareg_serve(reg, "nowhere", 0, &test_bounds, &again, &port2, err, sizeof(err)),
+        DLB_ERR_CONF);
     assert_non_null(strstr(err, "registry.address \"nowhere\" is not an IPv4 or IPv6 address"));
     dlb_schemareg_server_stop(srv);
     dlb_schemareg_server_stop(NULL);

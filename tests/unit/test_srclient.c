@@ -22,6 +22,8 @@
 #include "schemareg.h"
 #include "schemareg_client.h"
 
+static const dlb_http_conf_t test_bounds = {64, 16, 5000};
+
 static dlb_catalog_t *served_cat; /* what the endpoint serves */
 static dlb_schemareg_t *reg;
 static dlb_schemareg_server_t *srv;
@@ -36,7 +38,7 @@ static int group_setup(void **state)
     if (dlb_catalog_new(&served_cat, err, sizeof(err)) ||
         dlb_schemareg_new(&reg, served_cat, err, sizeof(err)) ||
         dlb_schemareg_set_envs(reg, envs, 1, err, sizeof(err)) ||
-        dlb_schemareg_serve(reg, "127.0.0.1", 0, &srv, &port, err, sizeof(err))) {
+        dlb_schemareg_serve(reg, "127.0.0.1", 0, &test_bounds, &srv, &port, err, sizeof(err))) {
         fprintf(stderr, "setup: %s\n", err);
         return -1;
     }
@@ -151,16 +153,15 @@ static enum MHD_Result auth_handle(void *cls, struct MHD_Connection *conn, const
 
 static void test_basic_auth(void **state)
 {
-    static const dlb_httpd_limits_t lim = {8, 8, 5, NULL};
     dlb_sr_conf_t sc = {.user_info = "u:p:w", .timeout_ms = 5000};
-    struct MHD_Daemon *d;
+    dlb_httpd_t *d;
     dlb_srclient_t *c;
     char err[512], *schema;
     int p;
 
     (void)state;
-    assert_int_equal(dlb_httpd_start("test", "address", "127.0.0.1", 0, &lim, auth_handle, NULL, &d,
-                                     &p, err, sizeof(err)),
+    assert_int_equal(dlb_httpd_start("test", "address", "127.0.0.1", 0, &test_bounds, auth_handle,
+                                     NULL, NULL, &d, &p, err, sizeof(err)),
                      0);
     snprintf(sc.url, sizeof(sc.url), "http://127.0.0.1:%d", p);
     assert_int_equal(dlb_srclient_new(&c, &sc, err, sizeof(err)), 0);
@@ -174,7 +175,7 @@ static void test_basic_auth(void **state)
     assert_int_equal(dlb_srclient_schema(c, 1, &schema, err, sizeof(err)), DLB_ERR_CONF);
     assert_non_null(strstr(err, "HTTP 401, error_code 40101: Unauthorized"));
     dlb_srclient_destroy(c);
-    MHD_stop_daemon(d);
+    dlb_httpd_stop(d);
 }
 
 /* Binding to a registry that holds every schema: each found by lookup, its
