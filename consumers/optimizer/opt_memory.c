@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "opt_dlbrain.h"
+#include "opt_plan.h"
 #include "opt_util.h"
 
 #define VPA_NUM      6 /* peak * 1.2: VPA's OOM bump ratio */
@@ -135,4 +136,65 @@ double dlb_mem_trend_ahead(const dlb_opt_input_t *in, double *remaining)
     if (*remaining >= 0 && *remaining < ahead)
         ahead = *remaining;
     return ahead;
+}
+
+/* The PS memory of a plan's PS group sized for the job's end (after
+ * DLRover's PS init-adjust in the dlbrain set). DLRover sets 1.2 x the PS's memory now, at the
+ * job's first minutes; but a PS's memory grows while new embedding ids arrive (DLRover's own design
+ * for DeepRec jobs sizes it from the growth per step times the steps
+ * left), and the master asks about PS again only an hour after a change:
+ * in the calibrated simulator 57 of 200 jobs' PS were OOMKilled so, one
+ * each. Here each PS's memory line (opt_memory.c) is extrapolated to the
+ * job's estimated end, the busiest PS's taken, spread over the new PS
+ * count, plus dlbrain.ps.memory.headroom. A flat or falling line keeps the
+ * PS's memory now; a job of unknown length is extrapolated over
+ * dlbrain.memory.horizon.seconds. */
+int dlb_opt_ps_memory_end(const dlb_opt_input_t *in, dlb_plan_t *plan)
+{
+    const dlb_tuning_t *tun = dlb_opt_tuning(in);
+    const dlb_job_state_t *st = in->job;
+    const dlb_runtime_sample_t *newest;
+    dlb_group_resource_t *g;
+    double ahead, remaining, busiest = 0, need;
+    const char *busiest_pod = NULL;
+    size_t ps = 0;
+    int count;
+
+    if (!(g = dlb_plan_group(plan, "ps")) || st->window_cnt == 0)
+        return 0;
+    newest = &st->window[st->window_cnt - 1];
+    ahead = dlb_mem_trend_ahead(in, &remaining);
+    if (remaining > ahead) /* to the end, not just the horizon */
+        ahead = remaining;
+    for (size_t k = 0; k < newest->pods_cnt; k++) {
+        const dlb_pod_usage_t *pod = &newest->pods[k];
+        dlb_mem_trend_t f;
+        double end;
+
+        if (!dlb_is_ps(pod->type))
+            continue;
+        ps++;
+        end = (double)pod->memory_used;
+        if (dlb_mem_trend_fit(st, pod->name, pod->memory_requested, ahead, &f) && f.slope > 0 &&
+            f.predicted > end)
+            end = f.predicted;
+        if (end > busiest) {
+            busiest = end;
+            busiest_pod = pod->name;
+        }
+    }
+    if (!ps || busiest <= 0)
+        return 0;
+    count = g->count > 0 ? g->count : (int)ps;
+    need = busiest * (double)ps / (double)count * (1.0 + tun->ps_memory_headroom);
+    if (need >= (double)(INT64_MAX / 2))
+        need = (double)(INT64_MAX / 2);
+    dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                       " dlbrain: PS memory %.2fGiB = the busiest PS (%s) at the job's end %.2fGiB "
+                       "(its line %.0fs ahead%s) x %zu/%d PS x %.2f, for DLRover's %.2fGiB.",
+                       DLB_GIB_F((int64_t)need), busiest_pod, DLB_GIB_F((int64_t)busiest), ahead,
+                       remaining < 0 ? ", the job's length unknown" : "", ps, count,
+                       1.0 + tun->ps_memory_headroom, DLB_GIB_F(g->resource.memory));
+    g->resource.memory = (int64_t)llround(need);
+    return 0;
 }

@@ -4,12 +4,16 @@
  *
  *     1 / speed = a / w + b / p + c,    a, b, c >= 0
  *
- * w = workers, p = total PS CPU, speed = global steps/s. a/w is the part of a
- * step the workers share, b/p the part the PS serve, c what neither helps.
+ * w = workers, p = PS pods, speed = global steps/s. a/w is the part of a
+ * step the workers share, b/p the part the PS serve (each holds 1/p of the
+ * variables, and every step's pushes and pulls go through them), c what
+ * neither helps. A PS short of CPU is the hot-PS and PS-utilisation rules'
+ * concern, not the model's.
  * Fitted by non-negative least squares, each sample weighted equally. The
  * count then grows while one more worker still pays for itself. DLRover's Go
  * Brain only has a rule of thumb (dlb_opt_worker_resource), used here when the
- * window cannot determine the model. */
+ * window cannot determine the model. The same model sizes the PS count at
+ * the PS stages (dlb_opt_ps_model). */
 #include "optimizer.h"
 
 #include <limits.h>
@@ -46,23 +50,20 @@ static int is_worker(const dlb_pod_usage_t *p)
     return !strcmp(p->type, "worker");
 }
 
-/* Workers and PS CPU of a sample. PS CPU is the sum of the PS requests, a
- * PS's cpu_used standing in when its request is unknown: the request is what
- * a plan sets, while cpu_used grows with the worker count itself and would
- * make b/p a second worker term. */
-static void sample_inputs(const dlb_runtime_sample_t *s, int *workers, double *ps_cpu)
+/* Workers and PS pods of a sample. */
+static void sample_inputs(const dlb_runtime_sample_t *s, int *workers, double *ps)
 {
     size_t k;
 
     *workers = 0;
-    *ps_cpu = 0;
+    *ps = 0;
     for (k = 0; k < s->pods_cnt; k++) {
         const dlb_pod_usage_t *p = &s->pods[k];
 
         if (is_worker(p))
             (*workers)++;
         else if (dlb_is_ps(p->type))
-            *ps_cpu += p->cpu_requested > 0 ? p->cpu_requested : p->cpu_used;
+            (*ps)++;
     }
 }
 
@@ -401,7 +402,13 @@ static int worth_restart(const dlb_opt_input_t *in, const model_t *m, double k, 
      * once. A cut goes no lower than every worker's trend predicts for
      * dlbrain.memory.cut.horizon.seconds ahead (a line through >= 4
      * samples, else the slope between the first and the newest sample at
-     * the request); with one sample it waits. */
+     * the request); with one sample it waits. Memory that rises does so
+     * with the data seen (ids, caches), so per step: a plan that makes the
+     * job faster brings the same need sooner, and the horizon stretches by
+     * the speed-up (the model's, or the worker ratio without one). */
+    if (*w > w_cur && w_cur > 0)
+        ahead *= m ? model_speed(m->coef[0], k, *w) / model_speed(m->coef[0], k, w_cur)
+                   : (double)*w / (double)w_cur;
     for (size_t i = 0; i < st->window[st->window_cnt - 1].pods_cnt; i++) {
         const dlb_pod_usage_t *p = &st->window[st->window_cnt - 1].pods[i];
         dlb_mem_trend_t f;
@@ -471,66 +478,104 @@ static int fall_back(const dlb_opt_input_t *in, dlb_plan_t *plan, const char *wh
     return 0;
 }
 
+/* The model's points from a run of samples: those with a speed and
+ * workers (and PS pods, when any sample has them; with none, all-reduce,
+ * b is held at 0). */
+typedef struct points {
+    point_t *pts;
+    size_t n;
+    size_t counts;    /* distinct worker counts */
+    size_t ps_counts; /* distinct PS counts */
+    int w_cur, w_min, w_max;
+    double p_cur; /* the newest usable sample's */
+    int with_ps;
+    unsigned allowed;
+} points_t;
+
+static int collect(const dlb_runtime_sample_t *samples, size_t cnt, points_t *o)
+{
+    double seen_p[64];
+    size_t seen_pn = 0;
+
+    memset(o, 0, sizeof(*o));
+    o->w_min = INT_MAX;
+    o->allowed = 0x7;
+    if (cnt && !(o->pts = malloc(cnt * sizeof(*o->pts))))
+        return DLB_ERR_NOMEM;
+    for (size_t i = 0; i < cnt; i++) {
+        int wk;
+        double p;
+
+        sample_inputs(&samples[i], &wk, &p);
+        if (samples[i].speed > 0 && wk > 0 && p > 0)
+            o->with_ps = 1;
+    }
+    if (!o->with_ps)
+        o->allowed = 0x5;
+    for (size_t i = 0; i < cnt; i++) {
+        const dlb_runtime_sample_t *smp = &samples[i];
+        point_t *pt = &o->pts[o->n];
+        size_t j;
+        int wk;
+        double p;
+
+        sample_inputs(smp, &wk, &p);
+        if (!(smp->speed > 0) || wk <= 0 || (o->with_ps && !(p > 0)))
+            continue;
+        pt->x[0] = 1.0 / wk;
+        pt->x[1] = o->with_ps ? 1.0 / p : 0;
+        pt->x[2] = 1;
+        pt->y = 1.0 / smp->speed;
+        pt->workers = wk;
+        for (j = 0; j < o->n && o->pts[j].workers != wk; j++)
+            ;
+        o->counts += j == o->n; /* a worker count not seen before */
+        for (j = 0; j < seen_pn && seen_p[j] != p; j++)
+            ;
+        if (j == seen_pn && seen_pn < sizeof(seen_p) / sizeof(seen_p[0]))
+            seen_p[seen_pn++] = p;
+        o->n++;
+        if (wk < o->w_min)
+            o->w_min = wk;
+        if (wk > o->w_max)
+            o->w_max = wk;
+        o->w_cur = wk;
+        o->p_cur = p;
+    }
+    o->ps_counts = seen_pn;
+    return 0;
+}
+
 int dlb_opt_worker_model(const dlb_opt_input_t *in, dlb_plan_t *plan)
 {
     const dlb_tuning_t *tun = dlb_opt_tuning(in);
     const dlb_job_state_t *st = in->job;
-    point_t *pts = NULL;
-    size_t i, j, n = 0, counts = 0, with_ps = 0;
-    int w_cur = 0, w_min = INT_MAX, w_max = 0, w, steps = 0, step_max, max_w, err = 0;
-    double p_cur = 0, k, ratio = 0, r2, min_gain;
+    points_t pp;
+    point_t *pts;
+    size_t n, counts;
+    int w_cur, w_min, w_max, w, steps = 0, step_max, max_w, err = 0;
+    double p_cur, k, ratio = 0, r2, min_gain;
     size_t waiting;
     const char *stop = "";
     dlb_resource_t res;
-    unsigned allowed = 0x7;
     model_t m;
 
-    if (st->window_cnt && !(pts = malloc(st->window_cnt * sizeof(*pts))))
-        return DLB_ERR_NOMEM;
-    /* Usable: a speed and workers. When some samples know the PS CPU, those
-     * that do not are left out; when none do (no PS: all-reduce), b is 0. */
-    for (i = 0; i < st->window_cnt; i++) {
-        int wk;
-        double p;
-
-        sample_inputs(&st->window[i], &wk, &p);
-        if (st->window[i].speed > 0 && wk > 0 && p > 0)
-            with_ps++;
-    }
-    if (!with_ps)
-        allowed = 0x5;
-    for (i = 0; i < st->window_cnt; i++) {
-        const dlb_runtime_sample_t *s = &st->window[i];
-        int wk;
-        double p;
-
-        sample_inputs(s, &wk, &p);
-        if (!(s->speed > 0) || wk <= 0 || (with_ps && !(p > 0)))
-            continue;
-        pts[n].x[0] = 1.0 / wk;
-        pts[n].x[1] = with_ps ? 1.0 / p : 0;
-        pts[n].x[2] = 1;
-        pts[n].y = 1.0 / s->speed;
-        pts[n].workers = wk;
-        for (j = 0; j < n && pts[j].workers != wk; j++)
-            ;
-        counts += j == n; /* a worker count not seen before */
-        n++;
-        if (wk < w_min)
-            w_min = wk;
-        if (wk > w_max)
-            w_max = wk;
-        /* Today's configuration: the newest usable sample's. */
-        w_cur = wk;
-        p_cur = p;
-    }
+    if ((err = collect(st->window, st->window_cnt, &pp)))
+        return err;
+    pts = pp.pts;
+    n = pp.n;
+    counts = pp.counts;
+    w_cur = pp.w_cur;
+    w_min = pp.w_min;
+    w_max = pp.w_max;
+    p_cur = pp.p_cur;
     if (n < MODEL_MIN_SAMPLES || counts < MODEL_MIN_COUNTS) {
         err = fall_back(in, plan, "too little to fit", n, counts);
         goto out;
     }
 
-    nnls3(pts, n, allowed, &m);
-    k = m.coef[1] * (with_ps ? 1.0 / p_cur : 0) + m.coef[2];
+    nnls3(pts, n, pp.allowed, &m);
+    k = m.coef[1] * (pp.with_ps ? 1.0 / p_cur : 0) + m.coef[2];
     if (!(m.coef[0] + k > 0)) {
         err = fall_back(in, plan, "the fit is degenerate (a = b = c = 0)", n, counts);
         goto out;
@@ -582,7 +627,7 @@ int dlb_opt_worker_model(const dlb_opt_input_t *in, dlb_plan_t *plan)
     r2 = m.ss_tot > 0 ? 1.0 - m.ss_res / m.ss_tot : 1.0;
     dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                        "%sWorker model from %zu samples (%d..%d workers): 1/speed = %.6g/w + "
-                       "%.6g/p + %.6g, R^2=%.4f, rms residual %.4fs; at p=%g PS cores "
+                       "%.6g/p + %.6g, R^2=%.4f, rms residual %.4fs; at p=%g PS "
                        "speed(%d)=%.4g steps/s, speed(%d)=%.4g: workers %d -> %d",
                        dlb_reason_sep(plan->reason), n, w_min, w_max, m.coef[0], m.coef[1],
                        m.coef[2], r2, sqrt(m.ss_res / (double)n), p_cur, w_cur,
@@ -629,5 +674,228 @@ int dlb_opt_worker_model(const dlb_opt_input_t *in, dlb_plan_t *plan)
     }
 out:
     free(pts);
+    return err;
+}
+
+/* The PS term's share b/a of the scenario's earlier jobs, each fitted on its
+ * own samples where they ran at several worker and PS counts (so that a/w
+ * and b/p are told apart): their median, in *ratio (0 jobs: returns 0). */
+static int history_ratio(const dlb_history_t *h, double *ratio, size_t *jobs)
+{
+    double r[64];
+    size_t n = 0;
+    int err = 0;
+
+    *jobs = 0;
+    for (size_t i = 0; h && i < h->jobs_cnt && n < sizeof(r) / sizeof(r[0]); i++) {
+        points_t pp;
+        model_t m;
+
+        if ((err = collect(h->jobs[i].samples, h->jobs[i].samples_cnt, &pp)))
+            return err;
+        if (pp.with_ps && pp.n >= MODEL_MIN_SAMPLES && pp.counts >= MODEL_MIN_COUNTS &&
+            pp.ps_counts >= 2) {
+            nnls3(pp.pts, pp.n, pp.allowed, &m);
+            if (m.coef[0] > 0)
+                r[n++] = m.coef[1] / m.coef[0];
+        }
+        free(pp.pts);
+    }
+    if (!n)
+        return 0;
+    /* Insertion sort: a few dozen values. */
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && r[j - 1] > r[j]; j--) {
+            double t = r[j];
+            r[j] = r[j - 1];
+            r[j - 1] = t;
+        }
+    *ratio = n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+    *jobs = n;
+    return 0;
+}
+
+/* speed(w, p) of the model. */
+static double speed_wp(const model_t *m, double w, double p)
+{
+    return 1.0 / (m->coef[0] / w + m->coef[1] / p + m->coef[2]);
+}
+
+/* The largest CPU request of a type in the newest sample (0: none). */
+static double newest_cpu(const dlb_job_state_t *st, int ps)
+{
+    double c = 0;
+
+    if (st->window_cnt)
+        for (size_t k = 0; k < st->window[st->window_cnt - 1].pods_cnt; k++) {
+            const dlb_pod_usage_t *p = &st->window[st->window_cnt - 1].pods[k];
+
+            if ((ps ? dlb_is_ps(p->type) : is_worker(p)) && p->cpu_requested > c)
+                c = p->cpu_requested;
+        }
+    return c;
+}
+
+/* A job whose PS count never changed, in a scenario where none did, cannot
+ * tell b/p from c: its step time has a part that workers do not reduce, and
+ * only another PS count shows whether PS pods would. When that part is at
+ * least dlbrain.ps.probe.share of the step time at the current workers, the
+ * PS count doubles (within dlbrain.scale.step.max, the job's PS limit and
+ * the cluster's room), and the samples that follow fit the whole model: a
+ * PS that did not pay for its cores goes again by the rule above. */
+static int ps_probe(const dlb_opt_input_t *in, const points_t *pp, dlb_group_resource_t *g,
+                    dlb_plan_t *plan)
+{
+    const dlb_tuning_t *tun = dlb_opt_tuning(in);
+    const dlb_job_state_t *st = in->job;
+    double share, t, cp;
+    int p_cur = (int)pp->p_cur, p, max_ps;
+    model_t m;
+
+    if (!(tun->ps_probe_share > 0) || pp->n < MODEL_MIN_SAMPLES || pp->counts < MODEL_MIN_COUNTS) {
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           "%sPS model: the job never changed its PS count and no earlier job of "
+                           "the scenario did: PS count kept.",
+                           dlb_reason_sep(plan->reason));
+        return 0;
+    }
+    memset(&m, 0, sizeof(m));
+    nnls3(pp->pts, pp->n, pp->allowed & ~0x2u, &m);
+    t = m.coef[0] / pp->w_cur + m.coef[2];
+    share = t > 0 ? m.coef[2] / t : 0;
+    max_ps = in->limits && in->limits->max_ps > 0 ? in->limits->max_ps : 15;
+    p = 2 * p_cur;
+    if (tun->scale_step_max > 0 && p > p_cur + tun->scale_step_max)
+        p = p_cur + tun->scale_step_max;
+    if (p > max_ps)
+        p = max_ps;
+    cp = g && g->resource.cpu > 0 ? g->resource.cpu : newest_cpu(st, 1);
+    if (share < tun->ps_probe_share || p <= p_cur || !(cp > 0)) {
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           "%sPS model: one PS count seen here and in the scenario; 1/speed = "
+                           "%.6g/w + %.6g at %d workers leaves %.2f of the step time to neither "
+                           "(probe above %.2f, up to %d PS): PS count kept.",
+                           dlb_reason_sep(plan->reason), m.coef[0], m.coef[2], pp->w_cur, share,
+                           tun->ps_probe_share, max_ps);
+        return 0;
+    }
+    {
+        dlb_cluster_growth_t cg = {
+            .current = p_cur, .want = p, .worker_cpu = cp, .cores = held_cores(st)};
+
+        p = dlb_opt_cluster_grow(in, &cg, plan);
+    }
+    dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                       "%sPS probe: one PS count seen here and in the scenario; 1/speed = "
+                       "%.6g/w + %.6g at %d workers leaves %.2f of the step time (>= %.2f) to "
+                       "what workers do not reduce, maybe the PS: PS %d -> %d, to measure.",
+                       dlb_reason_sep(plan->reason), m.coef[0], m.coef[2], pp->w_cur, share,
+                       tun->ps_probe_share, p_cur, p);
+    if (p != p_cur) {
+        if (!g && !(g = dlb_plan_group_get(plan, "ps")))
+            return DLB_ERR_NOMEM;
+        g->count = p;
+    }
+    return 0;
+}
+
+/* The PS count from the same model (dlb_opt_ps_model, optimizer.h). Each PS
+ * added must pay for its cores as a worker must: the speed it adds per core
+ * at least dlbrain.scale.min.gain (.busy while jobs wait) of the job's speed
+ * per core; a PS whose removal loses less goes. Where the job's own samples
+ * never changed the PS count, b/p and c cannot be told apart: the ratio b/a
+ * of the scenario's earlier jobs that ran at several PS counts is taken,
+ * with c = 0 (DLRover-RM's measured PS training had no term that neither
+ * workers nor PS help); with no such job, DLRover's count stays. */
+int dlb_opt_ps_model(const dlb_opt_input_t *in, dlb_plan_t *plan)
+{
+    const dlb_tuning_t *tun = dlb_opt_tuning(in);
+    const dlb_job_state_t *st = in->job;
+    dlb_group_resource_t *g = dlb_plan_group(plan, "ps");
+    double cp, cw, ratio = 0, min_gain, sp, cores;
+    int p, p_cur, steps = 0, step_max, max_ps, err;
+    size_t waiting, hist_jobs = 0;
+    points_t pp;
+    model_t m;
+    const char *how;
+
+    if ((err = collect(st->window, st->window_cnt, &pp)))
+        return err;
+    if (!pp.n || !pp.with_ps) {
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           "%sPS model: no sample with a speed, workers and PS: PS count kept.",
+                           dlb_reason_sep(plan->reason));
+        goto out;
+    }
+    memset(&m, 0, sizeof(m));
+    if (pp.n >= MODEL_MIN_SAMPLES && pp.counts >= MODEL_MIN_COUNTS && pp.ps_counts >= 2) {
+        nnls3(pp.pts, pp.n, pp.allowed, &m);
+        how = "the job's own samples";
+    } else if ((err = history_ratio(in->history, &ratio, &hist_jobs))) {
+        goto out;
+    } else if (!hist_jobs) {
+        err = ps_probe(in, &pp, g, plan);
+        goto out;
+    } else {
+        double sum = 0;
+
+        /* 1/speed = a (1/w + ratio/p): a from each point, averaged. */
+        for (size_t i = 0; i < pp.n; i++)
+            sum += pp.pts[i].y / (pp.pts[i].x[0] + ratio * pp.pts[i].x[1]);
+        m.coef[0] = sum / (double)pp.n;
+        m.coef[1] = ratio * m.coef[0];
+        how = "b/a of earlier jobs";
+    }
+    if (!(m.coef[0] > 0) || !(m.coef[1] > 0)) {
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           "%sPS model (%s): no PS term (a=%.6g, b=%.6g): PS count kept.",
+                           dlb_reason_sep(plan->reason), how, m.coef[0], m.coef[1]);
+        goto out;
+    }
+    p_cur = (int)pp.p_cur;
+    cp = g && g->resource.cpu > 0 ? g->resource.cpu : newest_cpu(st, 1);
+    cw = newest_cpu(st, 0);
+    if (!(cp > 0) || !(cw > 0))
+        goto out;
+    min_gain = dlb_opt_cluster_min_gain(in, &waiting);
+    step_max = tun->scale_step_max > 0 ? tun->scale_step_max : 0;
+    max_ps = in->limits && in->limits->max_ps > 0 ? in->limits->max_ps : 15;
+    /* The gain of the (p+1)-th PS per core, over the speed per core. */
+    for (p = p_cur; steps < step_max && p < max_ps; p++, steps++) {
+        sp = speed_wp(&m, pp.w_cur, p);
+        cores = pp.w_cur * cw + p * cp;
+        if ((speed_wp(&m, pp.w_cur, p + 1) - sp) / cp < min_gain * sp / cores)
+            break;
+    }
+    if (p == p_cur)
+        for (; steps < step_max && p > 1; p--, steps++) {
+            sp = speed_wp(&m, pp.w_cur, p);
+            cores = pp.w_cur * cw + p * cp;
+            if ((sp - speed_wp(&m, pp.w_cur, p - 1)) / cp >= min_gain * sp / cores)
+                break;
+        }
+    if (p > p_cur) {
+        dlb_cluster_growth_t cg = {
+            .current = p_cur, .want = p, .worker_cpu = cp, .cores = held_cores(st)};
+
+        p = dlb_opt_cluster_grow(in, &cg, plan);
+    }
+    dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                       "%sPS model (%s%s): 1/speed = %.6g/w + %.6g/p + %.6g; at %d workers of "
+                       "%g cores, PS of %g cores: speed(%d PS)=%.4g, speed(%d PS)=%.4g; a PS "
+                       "must add %.2f of the speed per core: PS %d -> %d.",
+                       dlb_reason_sep(plan->reason), how,
+                       hist_jobs ? (hist_jobs == 1 ? ", 1 job" : ", several jobs") : "", m.coef[0],
+                       m.coef[1], m.coef[2], pp.w_cur, cw, cp, p_cur, speed_wp(&m, pp.w_cur, p_cur),
+                       p, speed_wp(&m, pp.w_cur, p), min_gain, p_cur, p);
+    if (p != p_cur || (g && g->count > 0 && g->count != p)) {
+        if (!g && !(g = dlb_plan_group_get(plan, "ps"))) {
+            err = DLB_ERR_NOMEM;
+            goto out;
+        }
+        g->count = p;
+    }
+out:
+    free(pp.pts);
     return err;
 }

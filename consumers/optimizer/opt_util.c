@@ -125,6 +125,8 @@ const dlb_tuning_t *dlb_opt_tuning(const dlb_opt_input_t *in)
         .history_headroom = 0.1,
         .cut_horizon_seconds = 900,
         .cluster_stale_seconds = 86400,
+        .ps_memory_headroom = 0.1,
+        .ps_probe_share = 0.3,
     };
 
     return in && in->tuning ? in->tuning : &defaults;

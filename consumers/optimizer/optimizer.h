@@ -37,7 +37,7 @@ typedef struct dlb_opt_input {
      * PostgreSQL transaction. */
     dlb_oom_answers_t *answered;
     /* The other jobs of the cluster as the consumer read them (the dlbrain
-     * set's worker stages, dlb_opt_wants_cluster()); NULL = not known. */
+     * set's running stages, dlb_opt_wants_cluster()); NULL = not known. */
     const dlb_cluster_view_t *cluster;
     /* Out, may be NULL: the worker model's entry for this job (cores, growth
      * asked, its value per core), for the consumer to publish; left with
@@ -70,14 +70,16 @@ int dlb_opt_wants_answers(const char *optimizer_set, const dlb_plan_request_t *r
 
 /** @returns 1 when the request needs similar jobs' history (a PostgreSQL query
  *           the consumer makes only then): a create request, any request of a
- *           job with an OOM, and with the dlbrain set the worker stages, whose
+ *           job with an OOM, and with the dlbrain set every later stage: worker
  *           memory never goes below what completed workers of the scenario
- *           peaked at (opt_model.c). */
+ *           peaked at, and the PS count learns the PS term from earlier jobs
+ *           (opt_model.c). */
 int dlb_opt_wants_history(const char *optimizer_set, const dlb_plan_request_t *req,
                           const dlb_job_state_t *st);
 
 /** @returns 1 when the request's plan weighs the job against the rest of the
- *           cluster (the dlbrain set's worker stages): the consumer then loads
+ *           cluster (the dlbrain set's stages after create: workers and PS
+ *           grow only into room no waiting job needs): the consumer then loads
  *           dlb_opt_input_t.cluster and publishes what cluster_out returns. */
 int dlb_opt_wants_cluster(const char *optimizer_set, const dlb_plan_request_t *req);
 
@@ -121,6 +123,11 @@ int dlb_opt_worker_resource(const dlb_opt_input_t *in, dlb_plan_t *plan);
 int dlb_opt_oom_vpa(const dlb_opt_input_t *in, dlb_plan_t *plan);
 /** Memory raised before the OOM when a pod's usage trend will pass its request. */
 int dlb_opt_memory_trend(const dlb_opt_input_t *in, dlb_plan_t *plan);
+/** @brief dlbrain set: a plan's PS group memory becomes the busiest PS's
+ *         memory extrapolated to the job's end, spread over the group's PS
+ *         count, times 1 + dlbrain.ps.memory.headroom (opt_memory.c). A
+ *         plan without a PS group, or a job without samples, is left as is. */
+int dlb_opt_ps_memory_end(const dlb_opt_input_t *in, dlb_plan_t *plan);
 /** Node failures: replace the pods evicted, preempted, without a heartbeat or
  *  on a failed node, each (pod, failure event) once. */
 int dlb_opt_node_failures(const dlb_opt_input_t *in, dlb_plan_t *plan);
@@ -128,5 +135,11 @@ int dlb_opt_node_failures(const dlb_opt_input_t *in, dlb_plan_t *plan);
 int dlb_opt_health(const dlb_opt_input_t *in, dlb_plan_t *plan);
 /** Worker count from a per-job NNLS throughput model; DLRover's rule when it cannot fit. */
 int dlb_opt_worker_model(const dlb_opt_input_t *in, dlb_plan_t *plan);
+/** PS count from the same model (its b/p term): a PS must pay for its cores as a
+ *  worker must; the scenario's earlier jobs give b/a when the job never changed its PS
+ *  count; with neither, a job whose step time is dlbrain.ps.probe.share or more
+ *  beyond what workers reduce doubles its PS count to measure it. Sets the plan's PS
+ *  group count (creating the group) or leaves it. */
+int dlb_opt_ps_model(const dlb_opt_input_t *in, dlb_plan_t *plan);
 
 #endif

@@ -125,15 +125,13 @@ int dlb_opt_wants_history(const char *optimizer_set, const dlb_plan_request_t *r
     if (!strcmp(req->stage, DLB_STAGE_CREATE) || dlb_opt_job_has_oom(req, st))
         return 1;
     return optimizer_set && !strcmp(optimizer_set, "dlbrain") &&
-           (!strcmp(req->stage, DLB_STAGE_WORKER_INITIAL) ||
-            !strcmp(req->stage, DLB_STAGE_WORKER_RUNNING));
+           strcmp(req->stage, DLB_STAGE_CREATE);
 }
 
 int dlb_opt_wants_cluster(const char *optimizer_set, const dlb_plan_request_t *req)
 {
     return optimizer_set && !strcmp(optimizer_set, "dlbrain") &&
-           (!strcmp(req->stage, DLB_STAGE_WORKER_INITIAL) ||
-            !strcmp(req->stage, DLB_STAGE_WORKER_RUNNING));
+           strcmp(req->stage, DLB_STAGE_CREATE);
 }
 
 int dlb_opt_wants_answers(const char *optimizer_set, const dlb_plan_request_t *req,

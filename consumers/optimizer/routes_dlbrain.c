@@ -176,6 +176,15 @@ static int opt_worker(const dlb_opt_input_t *in, dlb_plan_t *plan)
     return finish(plan, &ch, nodes, err);
 }
 
+/* The PS count from the throughput model, with the PS memory for the
+ * job's end when it changes. */
+static int ps_count(const dlb_opt_input_t *in, dlb_plan_t *plan)
+{
+    int err = dlb_opt_ps_model(in, plan);
+
+    return err || !dlb_plan_group(plan, "ps") ? err : dlb_opt_ps_memory_end(in, plan);
+}
+
 static int opt_running(const dlb_opt_input_t *in, dlb_plan_t *plan)
 {
     chain_t ch = {""};
@@ -185,7 +194,8 @@ static int opt_running(const dlb_opt_input_t *in, dlb_plan_t *plan)
     if ((err = first_parts(in, plan, &ch, &nodes, &stop)) || stop)
         return finish(plan, &ch, nodes, err);
     if (!(err = run(in, plan, &ch, "dlbrain.memory_trend", dlb_opt_memory_trend, &did)) &&
-        !(err = run(in, plan, &ch, "dlrover.hot_ps", dlb_opt_hot_ps, &did)) && !did)
+        !(err = run(in, plan, &ch, "dlrover.hot_ps", dlb_opt_hot_ps, &did)) && !did &&
+        !(err = run(in, plan, &ch, "dlbrain.ps_model", ps_count, &did)) && !did)
         err = run(in, plan, &ch, "dlrover.ps_util", dlb_opt_ps_util, &did);
     return finish(plan, &ch, nodes, err);
 }
@@ -254,9 +264,20 @@ static int opt_create(const dlb_opt_input_t *in, dlb_plan_t *plan)
     return 0;
 }
 
+/* DLRover's PS init-adjust (CPU), then the PS count from the throughput
+ * model, then the PS memory for the job's end at that count. */
+static int opt_ps_initial(const dlb_opt_input_t *in, dlb_plan_t *plan)
+{
+    int err;
+
+    if ((err = dlb_opt_ps_initial(in, plan)) || (err = dlb_opt_ps_model(in, plan)))
+        return err;
+    return dlb_opt_ps_memory_end(in, plan);
+}
+
 static const dlb_route_t routes[] = {
     {DLB_STAGE_CREATE, "dlrover.create", opt_create},
-    {DLB_STAGE_PS_INITIAL, "dlrover.ps_initial", dlb_opt_ps_initial},
+    {DLB_STAGE_PS_INITIAL, "dlbrain.ps_initial", opt_ps_initial},
     {DLB_STAGE_WORKER_INITIAL, "dlbrain.worker", opt_worker},
     {DLB_STAGE_WORKER_RUNNING, "dlbrain.worker", opt_worker},
     {DLB_STAGE_RUNNING, "dlbrain.running", opt_running},

@@ -202,6 +202,13 @@ static const key_def_t keys[] = {
     {"dlbrain.memory.history.headroom", K_DBL, N(tuning.history_headroom), "0.1",
      "dlbrain set: worker memory is at least the peak of similar completed jobs' workers times "
      "1 + this, at most 8 GiB above it."},
+    {"dlbrain.ps.memory.headroom", K_DBL, N(tuning.ps_memory_headroom), "0.1",
+     "dlbrain set: at ps_initial each PS gets the busiest PS's memory extrapolated to the job's "
+     "estimated end (spread over the new PS count) times 1 + this."},
+    {"dlbrain.ps.probe.share", K_DBL, N(tuning.ps_probe_share), "0.3",
+     "dlbrain set: a job that never changed its PS count (nor did its scenario's) gets one PS "
+     "more, to measure what PS pods add, when at least this share of its step time is not "
+     "reduced by workers; 0 = never."},
     {"dlbrain.memory.cut.horizon.seconds", K_INT, N(tuning.cut_horizon_seconds), "900",
      "dlbrain set: a worker memory cut goes no lower than what each worker's usage trend "
      "predicts this far ahead (a cut before the trend is known waits)."},

@@ -58,6 +58,11 @@ typedef struct dlb_tuning {
                                    job grows only into what no running job holds; 0 = off */
     int cluster_stale_seconds;  /* dlbrain.cluster.stale.seconds: another job's entry older than
                                    this is ignored, default 86400 */
+    double ps_memory_headroom;  /* dlbrain.ps.memory.headroom: PS memory at ps_initial is the
+                                   busiest PS's at the job's end times 1 + this, default 0.1 */
+    double ps_probe_share;      /* dlbrain.ps.probe.share: the share of the step time workers
+                                   do not reduce above which a PS is added to measure it,
+                                   default 0.3 */
 } dlb_tuning_t;
 
 /* The Kubernetes monitor (k8s.*): where the API is, what it watches, how pods

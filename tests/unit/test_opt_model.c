@@ -55,13 +55,13 @@ static const dlb_tuning_t step2 = {.hang_seconds = 600,
                                    .scale_min_gain = 0.5,
                                    .scale_step_max = 2};
 
-/* a = 4, b = 8, c = 0.1 over (w, p) = (1, 16) 4 + 0.5 + 0.1 = 4.6, (2, 16) 2.6,
- * (8, 32) 0.5 + 0.25 + 0.1 = 0.85, (4, 16) 1.6, (4, 32) 1.35; plus a sample
- * with speed 0 (skipped) and one without PS (skipped: others have PS). Today
- * p = 32: k = 8/32 + 0.1 = 0.35. */
+/* a = 4, b = 0.5, c = 0.1 over (w, p PS pods) = (1, 1) 4 + 0.5 + 0.1 = 4.6,
+ * (2, 1) 2.6, (4, 1) 1.6, (8, 2) 0.5 + 0.25 + 0.1 = 0.85, (4, 2) 1.35; plus
+ * a sample with speed 0 (skipped) and one without PS (skipped: others have
+ * PS). Today p = 2: k = 0.5/2 + 0.1 = 0.35. */
 #define EXACT                                                                                      \
-    {1, 2, 8, 4.6}, {2, 2, 8, 2.6}, {3, 2, 8, 0}, {8, 2, 16, 0.85}, {5, 0, 0, 1.0},                \
-        {4, 2, 8, 1.6},                                                                            \
+    {1, 1, 16, 4.6}, {2, 1, 16, 2.6}, {4, 1, 16, 1.6}, {3, 2, 16, 0}, {8, 2, 16, 0.85},            \
+        {5, 0, 0, 1.0},                                                                            \
     {                                                                                              \
         4, 2, 16, 1.35                                                                             \
     }
@@ -73,7 +73,7 @@ static const dlb_tuning_t step2 = {.hang_seconds = 600,
     }
 
 static const model_case_t model_cases[] = {
-    /* NNLS recovers 4, 8, 0.1 exactly (R^2 = 1). From 4 workers: the (w+1)-th adds
+    /* NNLS recovers 4, 0.5, 0.1 exactly (R^2 = 1). From 4 workers: the (w+1)-th adds
      * 4 / (4 + 0.35 (w+1)) >= 0.5 while w+1 <= 11.4: worker 11 adds 4/7.85 = 0.510,
      * worker 12 4/8.2 = 0.488 < 0.5 -> 11 (7 steps <= 8). speed(4) = 4 / (4 + 1.4) =
      * 0.7407, speed(11) = 11 / 7.85 = 1.401 */
@@ -83,8 +83,8 @@ static const model_case_t model_cases[] = {
      0,
      0,
      11,
-     "Worker model from 5 samples (1..8 workers): 1/speed = 4/w + 8/p + 0.1, R^2=1.0000, rms "
-     "residual 0.0000s; at p=32 PS cores speed(4)=0.7407 steps/s, speed(11)=1.401: workers 4 -> 11 "
+     "Worker model from 5 samples (1..8 workers): 1/speed = 4/w + 0.5/p + 0.1, R^2=1.0000, rms "
+     "residual 0.0000s; at p=2 PS speed(4)=0.7407 steps/s, speed(11)=1.401: workers 4 -> 11 "
      "(worker 12 would add 0.488 < 0.50 of the speed per worker)."},
     /* (w, 1/speed) = (1, 1), (2, 0.4), (4, 0.1), (4, 0.1), p = 16: the unconstrained
      * line in 1/w is 1.2/w - 0.2 (mean x 0.5, mean y 0.4, Sxy 0.45, Sxx 0.375): c < 0.
@@ -98,7 +98,7 @@ static const model_case_t model_cases[] = {
      0,
      0,
      12,
-     "1/speed = 0.909091/w + 0/p + 0, R^2=0.9192, rms residual 0.1044s; at p=16 PS cores "
+     "1/speed = 0.909091/w + 0/p + 0, R^2=0.9192, rms residual 0.1044s; at p=2 PS "
      "speed(4)=4.4 steps/s, speed(12)=13.2: workers 4 -> 12 (stopped by the step cap; worker 13 "
      "would add 1.000 of the speed per worker)."},
     /* b/p and c are the same column: the tie goes to c. k = 0.6: worker 6 adds
@@ -118,7 +118,7 @@ static const model_case_t model_cases[] = {
      0,
      0,
      6,
-     "1/speed = 4/w + 0/p + 0.6, R^2=1.0000, rms residual 0.0000s; at p=0 PS cores speed(2)=0.3846 "
+     "1/speed = 4/w + 0/p + 0.6, R^2=1.0000, rms residual 0.0000s; at p=0 PS speed(2)=0.3846 "
      "steps/s, speed(6)=0.7895: workers 2 -> 6 (worker 7 would add 0.488 < 0.50"},
     /* already at 6: worker 7 adds 0.488 < 0.5, worker 6 added 0.526 >= 0.5: kept */
     {"at the optimum: count kept",
@@ -193,7 +193,7 @@ static const model_case_t model_cases[] = {
      0,
      0,
      1,
-     "1/speed = 0/w + 0/p + 1, R^2=1.0000, rms residual 0.0000s; at p=16 PS cores speed(8)=1 "
+     "1/speed = 0/w + 0/p + 1, R^2=1.0000, rms residual 0.0000s; at p=2 PS speed(8)=1 "
      "steps/s, speed(1)=1: workers 8 -> 1 (worker 8 added 0.000 < 0.50 of the speed per worker; "
      "shrunk until one worker was left)."},
     /* the first case with limits.workers.max 4, today's count: no room to grow,
@@ -514,6 +514,133 @@ static void test_model_memory_cut_follows_trend(void **state)
     rise_per_sample = 0;
 }
 
+/* Memory that rises with the steps rises faster once the job is faster.
+ * Usage rising 128 MiB per 15 s sample (4.375 GiB newest): at 6 workers
+ * (kept) the line needs 4.375 + 60 x 0.125 = 11.875 GiB within the 900 s
+ * horizon, so the cut goes to that, not to the rule's 5.25 GiB. Grown 2 -> 6
+ * the job runs speed(6) / speed(2) = 2.05 times as fast, the horizon
+ * stretches as much (1,847 s) and the need, 4.375 + 15.39 = 19.77 GiB, is
+ * above the 16 GiB: kept. */
+static void test_model_memory_cut_speedup(void **state)
+{
+    const mspec_t kept[MAX_SPECS] = {NO_B(6)}, grown[MAX_SPECS] = {NO_B(2)};
+    const dlb_group_resource_t *g;
+    dlb_plan_t plan;
+
+    (void)state;
+    rise_per_sample = GIB / 8;
+    plan_with(kept, NULL, 0, 3, 16 * GIB, &plan);
+    assert_non_null(g = dlb_plan_group(&plan, "worker"));
+    assert_int_equal(g->count, 0);
+    assert_int_equal(g->resource.memory, 4 * GIB + 63 * (GIB / 8));
+    assert_non_null(strstr(plan.reason, "Worker memory cut to 11.88GiB, not 5.25GiB"));
+    fixture_plan_free(&plan);
+    plan_with(grown, NULL, 0, 3, 16 * GIB, &plan);
+    assert_non_null(g = dlb_plan_group(&plan, "worker"));
+    assert_int_equal(g->count, 6);
+    assert_int_equal(g->resource.memory, 0);
+    assert_non_null(strstr(plan.reason, "kept: the trend needs 19.77GiB"));
+    fixture_plan_free(&plan);
+    rise_per_sample = 0;
+}
+
+/* dlb_opt_ps_model on a window, workers asking 2 cores. */
+static void ps_plan_with(const mspec_t *spec, dlb_plan_t *plan)
+{
+    dlb_plan_request_t req = {.event_id = "req-1", .job_uid = "j", .stage = "job_stage_ps_running"};
+    dlb_history_t hist = {0};
+    dlb_opt_input_t in = {.req = &req, .history = &hist};
+    dlb_job_state_t job;
+
+    build(spec, &job);
+    for (size_t i = 0; i < job.window_cnt; i++)
+        for (size_t k = 0; k < job.window[i].pods_cnt; k++)
+            if (!strcmp(job.window[i].pods[k].type, "worker"))
+                job.window[i].pods[k].cpu_requested = 2;
+    in.job = &job;
+    memset(plan, 0, sizeof(*plan));
+    assert_int_equal(dlb_opt_ps_model(&in, plan), 0);
+    unbuild(&job);
+}
+
+/* The PS count. One PS all along, 1/speed = 4/w + 0.6: at 4 workers 0.6 of
+ * the 1.6 s step (0.375, printed 0.37, >= 0.3) is beyond the workers, so a probe doubles
+ * the PS (1 -> 2). At 4/w + 0.1 that share is 0.09: kept. With the PS count
+ * varied (EXACT: 4/w + 0.5/p + 0.1, 4 workers of 2 cores, 2 PS of 16), the
+ * third PS would add (0.7895 - 0.7407) / 16 = 0.0031 of a step per core
+ * against 0.5 x 0.7407 / 40 = 0.0093 asked, and the second gives 0.0072:
+ * 2 -> 1. */
+static void test_ps_model(void **state)
+{
+    const mspec_t
+        probe[MAX_SPECS] = {{1, 1, 16, 4.6}, {4, 1, 16, 1.6}, {8, 1, 16, 1.1}, {4, 1, 16, 1.6}},
+        flat[MAX_SPECS] = {{1, 1, 16, 4.1}, {4, 1, 16, 1.1}, {8, 1, 16, 0.6}, {4, 1, 16, 1.1}},
+        exact[MAX_SPECS] = {EXACT};
+    const dlb_group_resource_t *g;
+    dlb_plan_t plan;
+
+    (void)state;
+    ps_plan_with(probe, &plan);
+    assert_non_null(g = dlb_plan_group(&plan, "ps"));
+    assert_int_equal(g->count, 2);
+    assert_non_null(strstr(plan.reason, "leaves 0.37 of the step time (>= 0.30) to what workers "
+                                        "do not reduce, maybe the PS: PS 1 -> 2, to measure."));
+    fixture_plan_free(&plan);
+    ps_plan_with(flat, &plan);
+    assert_null(dlb_plan_group(&plan, "ps"));
+    assert_non_null(strstr(plan.reason, "leaves 0.09 of the step time to neither (probe above "
+                                        "0.30, up to 15 PS): PS count kept."));
+    fixture_plan_free(&plan);
+    ps_plan_with(exact, &plan);
+    assert_non_null(g = dlb_plan_group(&plan, "ps"));
+    assert_int_equal(g->count, 1);
+    assert_non_null(strstr(plan.reason, "PS model (the job's own samples): 1/speed = 4/w + 0.5/p "
+                                        "+ 0.1;"));
+    assert_non_null(strstr(plan.reason, "PS 2 -> 1."));
+    fixture_plan_free(&plan);
+}
+
+/* The PS memory at ps_initial (opt_memory.c): one PS at an 8 GiB request
+ * using 2, 2.5, 3, 3.5 GiB at 15 s apart, a job of unknown length (the 1800 s
+ * horizon): its line reaches 3.5 + 1800 / 30 = 63.5 GiB; spread over the
+ * plan's 2 PS with 10% headroom: 63.5 / 2 x 1.1 = 34.925 GiB each. Flat at
+ * 2 GiB: 2 / 2 x 1.1 = 1.1 GiB. */
+static void test_ps_memory_end(void **state)
+{
+    const mspec_t spec[MAX_SPECS] = {
+        {4, 1, 16, 1.6}, {4, 1, 16, 1.6}, {4, 1, 16, 1.6}, {4, 1, 16, 1.6}};
+    dlb_plan_request_t req = {.event_id = "req-1", .job_uid = "j", .stage = "job_stage_ps_initial"};
+    dlb_opt_input_t in = {.req = &req};
+    dlb_group_resource_t *g;
+    dlb_job_state_t job;
+    dlb_plan_t plan;
+
+    (void)state;
+    for (int rising = 1; rising >= 0; rising--) {
+        build(spec, &job);
+        for (size_t i = 0; i < job.window_cnt; i++) {
+            dlb_pod_usage_t *ps = &job.window[i].pods[4];
+
+            ps->memory_requested = 8 * GIB;
+            ps->memory_used = 2 * GIB + (rising ? (int64_t)i * (GIB / 2) : 0);
+        }
+        in.job = &job;
+        memset(&plan, 0, sizeof(plan));
+        assert_non_null(g = dlb_plan_group_get(&plan, "ps"));
+        g->count = 2;
+        g->resource.memory = 3 * GIB;
+        assert_int_equal(dlb_opt_ps_memory_end(&in, &plan), 0);
+        assert_int_equal(g->resource.memory,
+                         rising ? llround(63.5 / 2 * 1.1 * GIB) : llround(1.1 * GIB));
+        assert_non_null(strstr(plan.reason, rising ? "PS memory 34.92GiB = the busiest PS (j-ps-0) "
+                                                     "at the job's end 63.50GiB (its line 1800s "
+                                                     "ahead, the job's length unknown) x 1/2 PS"
+                                                   : "PS memory 1.10GiB"));
+        fixture_plan_free(&plan);
+        unbuild(&job);
+    }
+}
+
 /* The rest of the cluster (opt_cluster.c). EXACT at 100,000 steps left grows
  * 4 -> 11 alone. While another job waits, a worker must add 0.7 of the speed
  * per worker (dlbrain.scale.min.gain.busy): worker 5 adds 4 / (4 + 0.35 x 5)
@@ -594,6 +721,9 @@ int main(void)
         cmocka_unit_test(test_model_restart_small_gain),
         cmocka_unit_test(test_model_small_cuts_kept),
         cmocka_unit_test(test_model_memory_cut_follows_trend),
+        cmocka_unit_test(test_model_memory_cut_speedup),
+        cmocka_unit_test(test_ps_model),
+        cmocka_unit_test(test_ps_memory_end),
         cmocka_unit_test(test_model_cluster_waiting),
         cmocka_unit_test(test_model_cluster_capacity),
     };

@@ -176,8 +176,8 @@ static const route_case_t route_cases[] = {
      * 10307921511 for the pod only */
     {"PS OOM named at worker_initial", DLB_STAGE_WORKER_INITIAL, "j-ps-0", &oom_job, NO_ANSWERS, 0,
      "dlbrain.oom", 0, 1, 0, "j-ps-0", 10307921511, "memory=9.60GiB for the PS pod only."},
-    {"ps_initial is DLRover's", DLB_STAGE_PS_INITIAL, NULL, &straggler_job, NO_ANSWERS, 180,
-     "dlrover.ps_initial", 1, 0, 0, NULL, 0, "PS"},
+    {"ps_initial: DLRover's count, then the PS model", DLB_STAGE_PS_INITIAL, NULL, &straggler_job,
+     NO_ANSWERS, 180, "dlbrain.ps_initial", 1, 0, 0, NULL, 0, "PS"},
     /* a hang stops the chain: the relaunch only, no memory trend */
     {"hang at worker_running", DLB_STAGE_WORKER_RUNNING, NULL, &hung_job, NO_ANSWERS, 900,
      "dlbrain.health", 0, 0, 2, NULL, 0,
