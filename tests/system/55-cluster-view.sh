@@ -3,7 +3,7 @@
 # with 2 partitions, real PostgreSQL and Redis): job events keep the Redis hash
 # <env>:cluster (waiting jobs, and each running job's cores as of its newest
 # worker plan); a worker plan reads it. Job a's window fits 1/speed = 4/w +
-# 8/p + 0.1 (tests/unit/test_opt_model.c's EXACT): alone it grows 4 -> 11
+# 0.5/p + 0.1, p its PS pods (tests/unit/test_opt_model.c's EXACT): alone it grows 4 -> 11
 # workers, but while job b waits for room a worker must add 0.7 of the speed
 # per worker (dlbrain.scale.min.gain.busy) and worker 5 adds 0.696: a stays
 # at 4. Once b has ended, a grows.
@@ -15,15 +15,16 @@ S=$(sys_schema)
 t0=1767225600000
 meta='"meta":{"name":"ctr","user":"ana","group":"ads","app":"ctr","cluster":"c1","namespace":"ml","scenario":"s1","framework":"tensorflow"}'
 
-# sample N W PS_CPU INV_SPEED: runtime sample N of job a, W workers of 2
-# requested cores and 2 PS of PS_CPU cores each.
+# sample N W PS INV_SPEED: runtime sample N of job a, W workers of 2
+# requested cores and PS PS pods of 16 cores each.
 sample() {
     local n=$1 w=$2 p=$3 inv=$4 k pods=""
     for ((k = 0; k < w; k++)); do
         pods+="{\"name\":\"a-worker-$k\",\"type\":\"worker\",\"index\":$k,\"cpu_used\":2,\"cpu_requested\":2,\"memory_used\":4294967296,\"memory_requested\":8589934592},"
     done
-    pods+="{\"name\":\"a-ps-0\",\"type\":\"ps\",\"index\":0,\"cpu_used\":$p,\"cpu_requested\":$p,\"memory_used\":2147483648,\"memory_requested\":4294967296},"
-    pods+="{\"name\":\"a-ps-1\",\"type\":\"ps\",\"index\":1,\"cpu_used\":$p,\"cpu_requested\":$p,\"memory_used\":2147483648,\"memory_requested\":4294967296}"
+    for ((k = 0; k < p; k++)); do
+        pods+="{\"name\":\"a-ps-$k\",\"type\":\"ps\",\"index\":$k,\"cpu_used\":16,\"cpu_requested\":16,\"memory_used\":2147483648,\"memory_requested\":4294967296},"
+    done
     local speed
     speed=$(awk -v i="$inv" 'BEGIN { printf "%.9f", 1 / i }')
     echo "{\"type\":\"runtime_sample\",\"event_id\":\"a-r$n\",\"event_time_ms\":$((t0 + n * 15000)),\"job_uid\":\"a\",\"global_step\":$((n * 100)),\"speed\":$speed,\"pods\":[${pods%,}]}"
@@ -33,11 +34,11 @@ emit() { "$DLBRAIN" emit --strict -q || fail "emit"; }
     echo "{\"type\":\"job_event\",\"event_id\":\"a-e\",\"event_time_ms\":$t0,\"job_uid\":\"a\",$meta,\"state\":\"running\"}"
     echo "{\"type\":\"job_event\",\"event_id\":\"b-e1\",\"event_time_ms\":$t0,\"job_uid\":\"b\",$meta,\"state\":\"created\"}"
     echo "{\"type\":\"job_event\",\"event_id\":\"b-e2\",\"event_time_ms\":$((t0 + 1000)),\"job_uid\":\"b\",\"state\":\"pending\"}"
-    sample 1 1 8 4.6
-    sample 2 2 8 2.6
-    sample 3 8 16 0.85
-    sample 4 4 8 1.6
-    sample 5 4 16 1.35
+    sample 1 1 1 4.6
+    sample 2 2 1 2.6
+    sample 3 4 1 1.6
+    sample 4 8 2 0.85
+    sample 5 4 2 1.35
     echo "{\"type\":\"plan_request\",\"event_id\":\"q1\",\"event_time_ms\":$((t0 + 90000)),\"job_uid\":\"a\",\"stage\":\"job_stage_worker_running\"}"
 } | emit
 sys_wait_count plans 1 60
