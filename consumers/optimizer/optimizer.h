@@ -125,9 +125,13 @@ int dlb_opt_oom_vpa(const dlb_opt_input_t *in, dlb_plan_t *plan);
 int dlb_opt_memory_trend(const dlb_opt_input_t *in, dlb_plan_t *plan);
 /** @brief dlbrain set: a plan's PS group memory becomes the busiest PS's
  *         memory extrapolated to the job's end, spread over the group's PS
- *         count, times 1 + dlbrain.ps.memory.headroom (opt_memory.c). A
+ *         count, times 1 + dlbrain.ps.memory.headroom (opt_ps_size.c). A
  *         plan without a PS group, or a job without samples, is left as is. */
 int dlb_opt_ps_memory_end(const dlb_opt_input_t *in, dlb_plan_t *plan);
+/** The dlbrain set's PS CPU for the plan's PS count: the busiest PS's mean CPU
+ *  over the newest samples, spread over the new count, + 4 cores (DLRover's PS
+ *  utilisation margin); only a cut of what is asked (opt_ps_size.c). */
+int dlb_opt_ps_cpu_split(const dlb_opt_input_t *in, dlb_plan_t *plan);
 /** Node failures: replace the pods evicted, preempted, without a heartbeat or
  *  on a failed node, each (pod, failure event) once. */
 int dlb_opt_node_failures(const dlb_opt_input_t *in, dlb_plan_t *plan);

@@ -176,13 +176,20 @@ static int opt_worker(const dlb_opt_input_t *in, dlb_plan_t *plan)
     return finish(plan, &ch, nodes, err);
 }
 
-/* The PS count from the throughput model, with the PS memory for the
- * job's end when it changes. */
+/* The PS group sized for its count: memory for the job's end, CPU split. */
+static int ps_size(const dlb_opt_input_t *in, dlb_plan_t *plan)
+{
+    int err = dlb_opt_ps_memory_end(in, plan);
+
+    return err ? err : dlb_opt_ps_cpu_split(in, plan);
+}
+
+/* The PS count from the throughput model, the group sized when it changes. */
 static int ps_count(const dlb_opt_input_t *in, dlb_plan_t *plan)
 {
     int err = dlb_opt_ps_model(in, plan);
 
-    return err || !dlb_plan_group(plan, "ps") ? err : dlb_opt_ps_memory_end(in, plan);
+    return err || !dlb_plan_group(plan, "ps") ? err : ps_size(in, plan);
 }
 
 static int opt_running(const dlb_opt_input_t *in, dlb_plan_t *plan)
@@ -264,15 +271,15 @@ static int opt_create(const dlb_opt_input_t *in, dlb_plan_t *plan)
     return 0;
 }
 
-/* DLRover's PS init-adjust (CPU), then the PS count from the throughput
- * model, then the PS memory for the job's end at that count. */
+/* DLRover's PS init-adjust, then the PS count from the throughput model,
+ * then the group sized for that count. */
 static int opt_ps_initial(const dlb_opt_input_t *in, dlb_plan_t *plan)
 {
     int err;
 
     if ((err = dlb_opt_ps_initial(in, plan)) || (err = dlb_opt_ps_model(in, plan)))
         return err;
-    return dlb_opt_ps_memory_end(in, plan);
+    return ps_size(in, plan);
 }
 
 static const dlb_route_t routes[] = {

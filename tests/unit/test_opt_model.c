@@ -641,6 +641,48 @@ static void test_ps_memory_end(void **state)
     }
 }
 
+/* The PS CPU for a new count (opt_ps_size.c): one PS asking 16 cores and
+ * using 8. Doubled to 2 PS: ceil(8 x 1/2) + 4 = 8 cores each. At 1 PS:
+ * ceil(8) + 4 = 12 < 16, cut. A plan already asking 10: 12 is no cut, the
+ * 10 stays. */
+static void test_ps_cpu_split(void **state)
+{
+    const mspec_t spec[MAX_SPECS] = {{4, 1, 16, 1.6}, {4, 1, 16, 1.6}};
+    const struct {
+        int count;
+        double plan_cpu, want;
+        const char *reason;
+    } cases[] = {
+        {2, 0, 8,
+         "dlbrain: PS CPU 8 = ceil(the busiest PS (j-ps-0) mean 8.00 x 1/2 PS) + 4, for 16."},
+        {1, 0, 12, "dlbrain: PS CPU 12 = ceil(the busiest PS (j-ps-0) mean 8.00 x 1/1 PS) + 4"},
+        {1, 10, 10, NULL},
+    };
+    dlb_plan_request_t req = {.event_id = "req-1", .job_uid = "j", .stage = "job_stage_ps_initial"};
+    dlb_opt_input_t in = {.req = &req};
+    dlb_group_resource_t *g;
+    dlb_job_state_t job;
+    dlb_plan_t plan;
+
+    (void)state;
+    build(spec, &job);
+    in.job = &job;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        memset(&plan, 0, sizeof(plan));
+        assert_non_null(g = dlb_plan_group_get(&plan, "ps"));
+        g->count = cases[i].count;
+        g->resource.cpu = cases[i].plan_cpu;
+        assert_int_equal(dlb_opt_ps_cpu_split(&in, &plan), 0);
+        assert_true(g->resource.cpu == cases[i].want);
+        if (cases[i].reason)
+            assert_non_null(strstr(plan.reason, cases[i].reason));
+        else
+            assert_null(strstr(plan.reason, "PS CPU"));
+        fixture_plan_free(&plan);
+    }
+    unbuild(&job);
+}
+
 /* The rest of the cluster (opt_cluster.c). EXACT at 100,000 steps left grows
  * 4 -> 11 alone. While another job waits, a worker must add 0.7 of the speed
  * per worker (dlbrain.scale.min.gain.busy): worker 5 adds 4 / (4 + 0.35 x 5)
@@ -724,6 +766,7 @@ int main(void)
         cmocka_unit_test(test_model_memory_cut_speedup),
         cmocka_unit_test(test_ps_model),
         cmocka_unit_test(test_ps_memory_end),
+        cmocka_unit_test(test_ps_cpu_split),
         cmocka_unit_test(test_model_cluster_waiting),
         cmocka_unit_test(test_model_cluster_capacity),
     };
