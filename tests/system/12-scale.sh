@@ -54,7 +54,7 @@ for st in create ps_initial worker_initial running ps_running worker_running; do
     n=$(jq -r --arg st "job_stage_$st" 'select(.stage == $st) | .plan_id' "$out" | wc -l)
     [ "$n" -ge 1 ] && ok "$n plans at job_stage_$st" || fail "no plan at job_stage_$st"
 done
-for o in dlrover.create dlrover.ps_initial dlbrain.oom dlbrain.worker_model dlbrain.memory_trend \
+for o in dlrover.create dlbrain.ps_initial dlbrain.oom dlbrain.worker_model dlbrain.memory_trend \
     dlbrain.health dlrover.hot_ps dlrover.ps_util; do
     n=$(jq -r --arg o "$o" 'select(.optimizer | split("+") | index($o))
         | select((.groups | length) + (.pods | length) + ((.actions // []) | length) > 0) | .plan_id' "$out" | wc -l)
