@@ -35,10 +35,11 @@ static void gateway_report(void *opaque)
     const dlb_gateway_stats_t *st = opaque;
 
     dlb_info("stopped: %lld call(s), %lld event(s) acknowledged, %lld plan(s), %lld without a "
-             "plan in time, %lld refused, %lld failed, %lld cancelled by the client",
+             "plan in time, %lld refused, %lld failed, %lld cancelled by the client, %lld "
+             "cut off for stalling",
              (long long)st->calls, (long long)st->events, (long long)st->plans,
              (long long)st->no_plan, (long long)st->refused, (long long)st->failed,
-             (long long)st->cancelled);
+             (long long)st->cancelled, (long long)st->stalled);
 }
 
 int cmd_gateway_main(int argc, char **argv)

@@ -274,7 +274,19 @@ static const key_def_t keys[] = {
      "on it got its plan, so the next call on it needs no end-offset question and no new "
      "assignment; then it is read no more."},
     {"gateway.max.calls", K_INT, N(gateway.max_calls), "1024",
-     "gateway: calls served at once; more wait in gRPC's queue."},
+     "gateway: calls served at once, from all clients; more wait in gRPC's queue until one "
+     "ends (gateway.stall.timeout.ms bounds how long a call may hold its place on a client "
+     "that stopped sending or reading)."},
+    {"gateway.max.calls.per.connection", K_INT, N(gateway.max_calls_per_connection), "100",
+     "gateway: calls one HTTP/2 connection may have open at once (its "
+     "SETTINGS_MAX_CONCURRENT_STREAMS; a stream beyond it is refused), so one client cannot "
+     "take all of gateway.max.calls. DLRover's master makes one call at a time.",
+     1, 1000000},
+    {"gateway.stall.timeout.ms", K_INT, N(gateway.stall_timeout_ms), "3000",
+     "gateway: longest a call may wait on its client: from its headers to the end of its "
+     "request message, and from its answer to the answer's last byte taken (and for a new "
+     "connection, its HTTP/2 handshake); then it is cancelled and its place freed.",
+     1, 3600000},
     {"gateway.http.address", K_STR, F(gateway.http_address), "0.0.0.0:8000",
      "gateway: host:port where DLRover's HTTP Brain is served (POST /optimize, POST "
      "/job_config; the protocol a master selects with DLROVER_BRAIN_PROTOCOL=http and an "

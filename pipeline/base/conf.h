@@ -84,14 +84,16 @@ typedef struct dlb_k8s_conf {
 
 /* The gRPC gateway that serves DLRover's brain.Brain (gateway.*). */
 typedef struct dlb_gateway_conf {
-    char address[256];         /* gateway.address: host:port served, default 0.0.0.0:50001 */
-    int optimize_timeout_ms;   /* gateway.optimize.timeout.ms: longest wait for a plan */
-    int ack_timeout_ms;        /* gateway.ack.timeout.ms: longest wait for Kafka's ack */
-    int64_t max_message_bytes; /* gateway.max.message.bytes: largest request accepted */
-    int max_calls;             /* gateway.max.calls: calls served at once */
-    int plans_linger_ms;       /* gateway.plans.linger.ms: an idle plans partition's reading */
-    char http_address[256];    /* gateway.http.address: DLRover's HTTP Brain, default
-                                  0.0.0.0:8000, "" = not served */
+    char address[256];            /* gateway.address: host:port served, default 0.0.0.0:50001 */
+    int optimize_timeout_ms;      /* gateway.optimize.timeout.ms: longest wait for a plan */
+    int ack_timeout_ms;           /* gateway.ack.timeout.ms: longest wait for Kafka's ack */
+    int64_t max_message_bytes;    /* gateway.max.message.bytes: largest request accepted */
+    int max_calls;                /* gateway.max.calls: calls served at once */
+    int max_calls_per_connection; /* gateway.max.calls.per.connection: open streams */
+    int stall_timeout_ms;         /* gateway.stall.timeout.ms: longest wait on a client */
+    int plans_linger_ms;          /* gateway.plans.linger.ms: an idle plans partition's reading */
+    char http_address[256];       /* gateway.http.address: DLRover's HTTP Brain, default
+                                     0.0.0.0:8000, "" = not served */
 } dlb_gateway_conf_t;
 
 /* What a client may hold of one of dlbrain's HTTP servers (http.*): the

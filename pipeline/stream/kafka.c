@@ -87,7 +87,7 @@ int dlb_kafka_fatal(rd_kafka_t *rk, char *errstr, size_t errstr_size)
 int dlb_kafka_fenced_too_often(dlb_kafka_fence_t *f, rd_kafka_t *rk, int64_t txn_age_ms,
                                char *errstr, size_t errstr_size)
 {
-    char why[256], id[256] = "?", tmo[32] = "10000", key[32];
+    char why[256], id[256] = "?", tmo[32] = "5000", key[32];
     size_t id_len = sizeof(id), tmo_len = sizeof(tmo);
     rd_kafka_resp_err_t code = rd_kafka_fatal_error(rk, why, sizeof(why));
     int64_t now = dlb_clock_mono_ms();
@@ -314,9 +314,17 @@ int dlb_kafka_txn_producer_new(const dlb_conf_t *conf, const char *group, rd_kaf
         extra[n++] = "transactional.id";
         extra[n++] = txn_id;
     }
+    /* A process killed inside a transaction leaves it open: its outputs'
+     * partitions hold read_committed readers (a gateway waiting for a plan)
+     * back at their last stable offset, and its input offsets hold the
+     * member that takes its partitions over (OffsetFetch asks for stable
+     * offsets), until the coordinator aborts it, this long after it began
+     * (plus the broker's transaction.abort.timed.out.transaction.cleanup.
+     * interval.ms). A batch's transaction lasts tens of ms; a longer one
+     * (the broker away) is fenced, and the producer replaced. */
     if (!kafka_prop(conf, "transaction.timeout.ms")) {
         extra[n++] = "transaction.timeout.ms";
-        extra[n++] = "10000";
+        extra[n++] = "5000";
     }
     /* A transaction begun right after a commit is often refused with
      * CONCURRENT_TRANSACTIONS while the broker still writes the markers of the
@@ -398,6 +406,13 @@ int dlb_kafka_consumer_new_cb(const dlb_conf_t *conf, const char *group_id,
     const char *const base[] = {
         "group.id", group_id, "enable.auto.commit", "false", "enable.auto.offset.store", "false",
         "auto.offset.reset", "earliest", "client.id", "dlbrain",
+        /* A member that dies without leaving (kill -9, a lost node) keeps its
+         * partitions until its session expires: 6 s (the broker's least by
+         * default, group.min.session.timeout.ms) instead of librdkafka's 45,
+         * so the others have them about 7 s after the death (measured by
+         * tests/system/62). Heartbeats come from librdkafka's own thread, so
+         * a long batch does not expire it. */
+        "session.timeout.ms", "6000", "heartbeat.interval.ms", "1000",
         /* librdkafka's prefetch, on top of what the consumer holds
          * (consumer.batch.max.mb): 16 MiB instead of 64 keeps a consumer's
          * memory bounded where records decode large, and is still ahead of

@@ -26,7 +26,10 @@ int dlb_kafka_producer_new(const dlb_conf_t *conf, const char *const *extra, rd_
                            char *errstr, size_t errstr_size);
 
 /** @brief A consumer-group member: auto-commit off (offsets are committed by the
- *         caller after the writes they cover), auto.offset.reset=earliest. */
+ *         caller after the writes they cover), auto.offset.reset=earliest,
+ *         session.timeout.ms 6000 and heartbeat.interval.ms 1000 (a dead
+ *         member's partitions move about 7 s after it died); -X overrides
+ *         each. */
 int dlb_kafka_consumer_new(const dlb_conf_t *conf, const char *group_id, const char *const *extra,
                            rd_kafka_t **out, char *errstr, size_t errstr_size);
 
@@ -84,8 +87,9 @@ int dlb_kafka_txn_id(const char *group, char *buf, size_t size);
 /** @brief A transactional producer (init_transactions is the caller's, so it can
  *         wait out an unavailable broker). transactional.id is the -X value if
  *         set, else dlb_kafka_txn_id(group); transaction.timeout.ms defaults to
- *         10000 so a killed process's open transaction holds read_committed
- *         readers back for at most 10 s, its id never being reused. */
+ *         5000 so a killed process's open transaction holds read_committed
+ *         readers, and the member taking its partitions over, back for at
+ *         most 5 s (plus the broker's abort check), its id never being reused. */
 int dlb_kafka_txn_producer_new(const dlb_conf_t *conf, const char *group, rd_kafka_t **out,
                                char *errstr, size_t errstr_size);
 

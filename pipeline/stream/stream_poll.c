@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "admit.h"
 #include "catalog.h"
 #include "clock.h"
 #include "codec.h"
@@ -87,21 +88,13 @@ static int topic_carries(ctx_t *c, const item_t *it, char *errstr, size_t size)
                       dlb_event_type_name(e->type), c->topics[it->rank]);
 }
 
-/* An event time far ahead of when the broker took its record would hold
- * the ordering barrier (and every time window) open: refused beyond
- * event.time.skew.s. Behind is fine: replays and late reports are. */
-static int event_time_sane(const ctx_t *c, const item_t *it, char *errstr, size_t size)
+/* The record's timestamp, what an event time is checked against; -1: none. */
+static int64_t record_ms(const item_t *it)
 {
     rd_kafka_timestamp_type_t type;
-    int64_t broker = rd_kafka_message_timestamp(it->msg, &type), t = dlb_event_time_ms(&it->ev);
-    int64_t skew = (int64_t)c->conf->skew_s * 1000;
+    int64_t ts = rd_kafka_message_timestamp(it->msg, &type);
 
-    if (skew <= 0 || broker < 0 || type == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE || t <= broker + skew)
-        return 0;
-    return dlb_seterr(errstr, size, DLB_ERR_INVALID,
-                      "event_time_ms %" PRId64 " is %" PRId64 " s ahead of its record's timestamp "
-                      "%" PRId64 " (more than event.time.skew.s %d)",
-                      t, (t - broker) / 1000, broker, c->conf->skew_s);
+    return type == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? -1 : ts;
 }
 
 /* A request's dlb.after header, as offsets per input topic on the request's
@@ -145,6 +138,7 @@ static int item_after(ctx_t *c, item_t *it, char *errstr, size_t size)
  * is polled, so the memory budget counts what it decodes to. */
 static void decode_validate(ctx_t *c, item_t *it)
 {
+    const char *stage = NULL;
     char errstr[512];
     part_t *p;
     int err;
@@ -156,23 +150,22 @@ static void decode_validate(ctx_t *c, item_t *it)
         stream_to_dlq(c, it, "decode", DLB_ERR_INVALID, errstr);
         return;
     }
+    /* The checks the gateway runs too before it acknowledges (admit.h). */
     if ((err = topic_carries(c, it, errstr, sizeof(errstr))) ||
-        (err = dlb_codec_decoder_decode(c->dec, it->msg->payload, it->msg->len, &it->ev, errstr,
-                                        sizeof(errstr)))) {
+        (err = dlb_codec_admit(c->dec, it->msg->payload, it->msg->len, record_ms(it),
+                               c->conf->skew_s, &it->ev, &stage, errstr, sizeof(errstr)))) {
         if (err == DLB_ERR_TRANSIENT) {
+            dlb_event_clear(&it->ev);
             it->retry = 1;
             snprintf(it->dlq_msg, sizeof(it->dlq_msg), "%s", errstr);
             return;
         }
-        stream_to_dlq(c, it, "decode", err, errstr);
+        if (stage && !strcmp(stage, "validate"))
+            count_decoded(c, it); /* stream_to_dlq() uncounts it */
+        stream_to_dlq(c, it, stage ? stage : "decode", err, errstr);
         return;
     }
     count_decoded(c, it);
-    if ((err = dlb_event_validate(&it->ev, errstr, sizeof(errstr))) ||
-        (err = event_time_sane(c, it, errstr, sizeof(errstr)))) {
-        stream_to_dlq(c, it, "validate", err, errstr);
-        return;
-    }
     if (!c->role->accepts(&it->ev)) {
         snprintf(errstr, sizeof(errstr), "a %s is not an input of the %s",
                  dlb_event_type_name(it->ev.type), c->role->name);

@@ -69,6 +69,18 @@ static void refuse(gw_call_t *c, const char *what, const char *errstr)
     gw_answer(c, GRPC_STATUS_INVALID_ARGUMENT, msg, NULL, 0);
 }
 
+/* What producing a call's event failed on: bad input (a consumer would
+ * refuse the event), memory, or Kafka. */
+static void send_failed(gw_call_t *c, const char *what, int err, const char *errstr)
+{
+    if (err == DLB_ERR_INVALID || err == DLB_ERR_DECODE)
+        refuse(c, what, errstr);
+    else
+        gw_answer(c,
+                  err == DLB_ERR_NOMEM ? GRPC_STATUS_RESOURCE_EXHAUSTED : GRPC_STATUS_UNAVAILABLE,
+                  errstr, NULL, 0);
+}
+
 static void do_persist(gw_call_t *c, const uint8_t *data, size_t len)
 {
     Brain__JobMetrics *m = brain__job_metrics__unpack(NULL, len, data);
@@ -90,8 +102,8 @@ static void do_persist(gw_call_t *c, const uint8_t *data, size_t len)
         else
             refuse(c, "JobMetrics", errstr);
     } else {
-        if (gw_kafka_send(c, &ev, errstr, sizeof(errstr)))
-            gw_answer(c, GRPC_STATUS_UNAVAILABLE, errstr, NULL, 0);
+        if ((err = gw_kafka_send(c, &ev, errstr, sizeof(errstr))))
+            send_failed(c, "JobMetrics", err, errstr);
         dlb_event_clear(&ev);
     }
     brain__job_metrics__free_unpacked(m, NULL);
@@ -140,9 +152,9 @@ static void do_optimize(gw_call_t *c, const uint8_t *data, size_t len)
     memset(&ev, 0, sizeof(ev));
     dlb_plan_id(&c->request.u.req, c->plan_id, sizeof(c->plan_id)); /* the optimizer names it so */
     c->deadline_ms = optimize_deadline(c);
-    if (gw_kafka_wait_plan(c, errstr, sizeof(errstr)) ||
-        gw_kafka_send(c, &c->request, errstr, sizeof(errstr)))
-        gw_answer(c, GRPC_STATUS_UNAVAILABLE, errstr, NULL, 0);
+    if ((err = gw_kafka_wait_plan(c, errstr, sizeof(errstr))) ||
+        (err = gw_kafka_send(c, &c->request, errstr, sizeof(errstr))))
+        send_failed(c, "OptimizeRequest", err, errstr);
 out:
     brain__optimize_request__free_unpacked(r, NULL);
 }
@@ -287,6 +299,10 @@ static void on_new(gw_call_t *c, int ok)
     pthread_mutex_lock(&gw->lock);
     gw->inflight++;
     c->refs = 2; /* OP_READ and OP_CLOSED */
+    c->live_next = gw->live;
+    if (gw->live)
+        gw->live->live_prev = c;
+    gw->live = c;
     pthread_mutex_unlock(&gw->lock);
 
     memset(ops, 0, sizeof(ops));
@@ -302,6 +318,14 @@ static void on_new(gw_call_t *c, int ok)
         gw_call_release(c);
 }
 
+/* Set a flag of c that the stall sweep reads (under gw->lock). */
+static void mark(gw_call_t *c, int *flag)
+{
+    pthread_mutex_lock(&c->gw->lock);
+    *flag = 1;
+    pthread_mutex_unlock(&c->gw->lock);
+}
+
 static void dispatch(gw_t *gw, grpc_event ev)
 {
     gw_call_t *c = (gw_call_t *)((uintptr_t)ev.tag & ~(uintptr_t)OP_MASK);
@@ -311,17 +335,79 @@ static void dispatch(gw_t *gw, grpc_event ev)
         on_new(c, ev.success);
         break;
     case OP_READ:
-        on_read(c, ev.success);
+        mark(c, &c->read_done);
+        if (!c->stalled) /* cancelled meanwhile: nothing of it is produced */
+            on_read(c, ev.success);
         gw_call_release(c);
         break;
     case OP_CLOSED:
         gw_call_closed(c);
         break;
     case OP_SENT:
+        mark(c, &c->sent_done);
         gw_call_release(c);
         break;
     }
     (void)gw;
+}
+
+/* A call holds one of gateway.max.calls while it waits on its client: a
+ * client that sends headers and part of a message and no more, or does not
+ * take its answer, would hold it for ever, and enough of them shut every
+ * other client out. Calls stalled past gateway.stall.timeout.ms are
+ * cancelled, which frees their place. CQ thread, once every LOOP_MS. */
+static size_t sweep_some(gw_t *gw, int64_t now, size_t *reqs)
+{
+    int64_t t = gw->conf->gateway.stall_timeout_ms;
+    gw_call_t *due[256];
+    int request[256];
+    size_t n = 0;
+    char msg[200];
+
+    pthread_mutex_lock(&gw->lock);
+    for (gw_call_t *c = gw->live; c && n < sizeof(due) / sizeof(due[0]); c = c->live_next) {
+        if (c->stalled)
+            continue;
+        if (!c->read_done && now - c->arrived_ms > t)
+            request[n] = 1;
+        else if (c->answered_ms && !c->sent_done && now - c->answered_ms > t)
+            request[n] = 0;
+        else
+            continue;
+        c->stalled = 1;
+        c->answered = 1; /* no answer is started after the cancel */
+        c->refs++;
+        due[n++] = c;
+    }
+    pthread_mutex_unlock(&gw->lock);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(msg, sizeof(msg),
+                 request[i] ? "the request message did not arrive whole within %lld ms "
+                              "(gateway.stall.timeout.ms)"
+                            : "the answer was not taken within %lld ms (gateway.stall.timeout.ms)",
+                 (long long)t);
+        grpc_call_cancel_with_status(due[i]->call, GRPC_STATUS_DEADLINE_EXCEEDED, msg, NULL);
+        *reqs += (size_t)request[i];
+        gw->st->stalled++;
+        dlb_metric_add(request[i] ? gw->m.stalled_request : gw->m.stalled_answer, 1);
+        gw_call_release(due[i]);
+    }
+    return n;
+}
+
+static void sweep_stalled(gw_t *gw)
+{
+    int64_t now = dlb_clock_mono_ms();
+    size_t n = 0, got, reqs = 0;
+
+    /* In rounds (a cancelled call is marked and skipped by the next). */
+    while ((got = sweep_some(gw, now, &reqs)) > 0)
+        n += got;
+    if (n)
+        dlb_warn("gateway: cancelled %zu call(s) stalled on their client for more than %d ms "
+                 "(gateway.stall.timeout.ms): %zu before their request arrived whole, %zu before "
+                 "their answer was taken",
+                 n, gw->conf->gateway.stall_timeout_ms, reqs, n - reqs);
 }
 
 static void metrics_setup(gw_t *gw)
@@ -347,6 +433,14 @@ static void metrics_setup(gw_t *gw)
                                       "Calls failed on a dependency or a limit", "", NULL);
     gw->m.cancelled = dlb_metric_counter("dlbrain_gateway_cancelled_total",
                                          "Calls the client gave up before their answer", "", NULL);
+    gw->m.stalled_request = dlb_metric_counter(
+        "dlbrain_gateway_stalled_total",
+        "Calls cancelled for stalling on their client past gateway.stall.timeout.ms", "phase",
+        DLB_LV("request"));
+    gw->m.stalled_answer = dlb_metric_counter(
+        "dlbrain_gateway_stalled_total",
+        "Calls cancelled for stalling on their client past gateway.stall.timeout.ms", "phase",
+        DLB_LV("answer"));
     gw->m.partitions = dlb_metric_gauge(
         "dlbrain_gateway_plans_partitions",
         "Partitions of <env>.plans this gateway reads now: those its waiting calls' plans come on",
@@ -358,8 +452,8 @@ static void metrics_setup(gw_t *gw)
 
 static int server_start(gw_t *gw, char *errstr, size_t size)
 {
-    grpc_arg args[2];
-    grpc_channel_args ca = {2, args};
+    grpc_arg args[4];
+    grpc_channel_args ca = {4, args};
     grpc_server_credentials *creds;
     int port;
 
@@ -372,6 +466,16 @@ static int server_start(gw_t *gw, char *errstr, size_t size)
     args[1].type = GRPC_ARG_INTEGER;
     args[1].key = (char *)GRPC_ARG_ALLOW_REUSEPORT;
     args[1].value.integer = 0;
+    /* Per connection: one client's streams take at most this many of
+     * gateway.max.calls (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). */
+    args[2].type = GRPC_ARG_INTEGER;
+    args[2].key = (char *)GRPC_ARG_MAX_CONCURRENT_STREAMS;
+    args[2].value.integer = gw->conf->gateway.max_calls_per_connection;
+    /* A connection that never finishes its HTTP/2 preface is closed as
+     * soon as a stalled call would be (gRPC's default: 120 s). */
+    args[3].type = GRPC_ARG_INTEGER;
+    args[3].key = (char *)GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS;
+    args[3].value.integer = gw->conf->gateway.stall_timeout_ms;
     if (!(gw->cq = grpc_completion_queue_create_for_next(NULL)) ||
         !(gw->server = grpc_server_create(&ca, NULL)))
         return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "gateway: cannot create the gRPC server");
@@ -440,6 +544,7 @@ int dlb_gateway_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_gat
 {
     gw_t gw = {.conf = conf, .stop = stop, .st = stats};
     gw_http_t *http = NULL;
+    int64_t last_sweep = 0;
     int err;
 
     if (conf->gateway.max_calls < 1)
@@ -457,12 +562,17 @@ int dlb_gateway_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_gat
         (err = gw_http_start(&gw, &http, errstr, errstr_size)))
         goto out;
     while (!*stop) {
+        int64_t now = dlb_clock_mono_ms();
         grpc_event ev;
 
         /* A failed client serves no call again: stop, and let the restart
          * make new ones (the answers due meanwhile are UNAVAILABLE). */
         if ((err = gw_kafka_failed(&gw, errstr, errstr_size)))
             break;
+        if (now - last_sweep >= LOOP_MS) {
+            sweep_stalled(&gw);
+            last_sweep = now;
+        }
         top_up(&gw);
         dlb_metrics_beat();
         ev = grpc_completion_queue_next(

@@ -21,6 +21,7 @@ typedef struct dlb_gateway_stats {
     int64_t refused;   /* calls refused as bad input */
     int64_t failed;    /* calls failed on a dependency (Kafka, PostgreSQL) */
     int64_t cancelled; /* calls the client gave up before the answer */
+    int64_t stalled;   /* calls cancelled for stalling on their client */
 } dlb_gateway_stats_t;
 
 /** @brief Serve until *stop. The port is bound before the function logs

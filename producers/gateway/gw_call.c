@@ -27,9 +27,17 @@ void gw_call_free(gw_call_t *c)
 
 void gw_call_release_locked(gw_call_t *c)
 {
+    gw_t *gw = c->gw;
+
     if (--c->refs > 0)
         return;
-    c->gw->inflight--;
+    if (c->live_prev)
+        c->live_prev->live_next = c->live_next;
+    else if (gw->live == c)
+        gw->live = c->live_next;
+    if (c->live_next)
+        c->live_next->live_prev = c->live_prev;
+    gw->inflight--;
     gw_call_free(c);
 }
 
@@ -79,6 +87,7 @@ void gw_answer(gw_call_t *c, grpc_status_code status, const char *details, const
         return;
     }
     c->answered = 1;
+    c->answered_ms = dlb_clock_mono_ms();
     unwait_locked(c);
     if (c->http) { /* an HTTP Brain call: its connection gets the answer */
         pthread_mutex_unlock(&gw->lock);

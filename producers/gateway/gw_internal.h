@@ -11,6 +11,7 @@
 
 #include "after.h"
 #include "catalog.h"
+#include "codec.h"
 #include "conf.h"
 #include "event.h"
 #include "gateway.h"
@@ -39,8 +40,13 @@ typedef struct gw_call {
     grpc_byte_buffer *resp;
     grpc_slice status_details;
 
-    int refs;       /* completions and Kafka callbacks still to come */
-    int answered;   /* the answer was started (or the client is gone) */
+    int refs;            /* completions and Kafka callbacks still to come */
+    int answered;        /* the answer was started (or the client is gone) */
+    int read_done;       /* its request message came whole (or the read failed) */
+    int sent_done;       /* its answer was taken */
+    int stalled;         /* cancelled: it stalled on its client (gateway.stall.timeout.ms) */
+    int64_t answered_ms; /* when its answer was started (monotonic), 0: not yet */
+    struct gw_call *live_prev, *live_next; /* gw->live */
     int acks_left;  /* persist/optimize: produced messages without a delivery report */
     int ack_failed; /* one of them failed */
     char ack_err[256];
@@ -58,6 +64,7 @@ typedef struct gw_call {
 typedef struct gw_metrics {
     dlb_series_t *calls[GW_UNKNOWN + 1];
     dlb_series_t *events, *plans, *no_plan, *refused, *failed, *cancelled;
+    dlb_series_t *stalled_request, *stalled_answer; /* cancelled on a stalled client */
     dlb_series_t *optimize_seconds;
     dlb_series_t *partitions; /* plans partitions read now */
 } gw_metrics_t;
@@ -67,7 +74,8 @@ struct gw {
     volatile sig_atomic_t *stop;
     dlb_gateway_stats_t *st;
     gw_metrics_t m;
-    dlb_catalog_t *cat; /* under lock: avro-c values are not shared between threads */
+    dlb_catalog_t *cat;       /* under lock: avro-c values are not shared between threads */
+    dlb_codec_decoder_t *dec; /* under lock: what is produced, checked as consumers check it */
 
     grpc_server *server;
     grpc_completion_queue *cq;
@@ -75,6 +83,7 @@ struct gw {
     int requested; /* grpc_server_request_call outstanding (CQ thread only) */
 
     pthread_mutex_t lock;
+    gw_call_t *live; /* every call being served, for the stall sweep (under lock) */
     rd_kafka_t *producer;
     rd_kafka_t *plans; /* plans consumer: no group, partitions assigned on demand */
     char plans_topic[256];
@@ -121,7 +130,10 @@ int gw_kafka_start(gw_t *gw, char *errstr, size_t errstr_size);
 int gw_kafka_failed(gw_t *gw, char *errstr, size_t errstr_size);
 void gw_kafka_stop(gw_t *gw);
 /** Encode and produce ev for c; c is answered once every message it produced
- *  is acknowledged (persist) or its plan comes (optimize). CQ thread. */
+ *  is acknowledged (persist) or its plan comes (optimize). CQ thread.
+ *  @returns 0; DLB_ERR_INVALID when a consumer would refuse the event (it is
+ *  not produced; errstr names the field); DLB_ERR_NOMEM; or a transient
+ *  error (Kafka). */
 int gw_kafka_send(gw_call_t *c, const dlb_event_t *ev, char *errstr, size_t errstr_size);
 /** Start waiting for the plan of c's request (before it is produced). */
 int gw_kafka_wait_plan(gw_call_t *c, char *errstr, size_t errstr_size);

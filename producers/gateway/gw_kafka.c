@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "admit.h"
 #include "brain.pb-c.h"
 #include "clock.h"
 #include "codec.h"
@@ -77,6 +78,39 @@ static rd_kafka_headers_t *request_headers(gw_t *gw, const dlb_event_t *ev)
     return dlb_kafka_after_headers(&a);
 }
 
+/* What every consumer would refuse is refused before it is produced: an
+ * acknowledged event must be one the history keeps. The consumers' own checks
+ * (admit.h) on the very bytes, against the record's timestamp. Locked: the
+ * decoder's values, like the catalog's, serve one thread at a time. */
+static int admit_locked(gw_t *gw, const dlb_event_t *ev, const void *buf, size_t len,
+                        int64_t record_ms, char *errstr, size_t size)
+{
+    const char *stage = NULL, *source;
+    dlb_event_t back;
+    char sub[512];
+    int err;
+
+    if ((int64_t)len > gw->conf->max_message_bytes)
+        return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                          "the %s it becomes is %zu bytes, more than the consumers take "
+                          "(message.max.bytes %lld)",
+                          dlb_event_type_name(ev->type), len,
+                          (long long)gw->conf->max_message_bytes);
+    memset(&back, 0, sizeof(back));
+    err = dlb_codec_admit(gw->dec, buf, len, record_ms, gw->conf->skew_s, &back, &stage, sub,
+                          sizeof(sub));
+    dlb_event_clear(&back);
+    if (!err)
+        return 0;
+    if (err == DLB_ERR_TRANSIENT || err == DLB_ERR_NOMEM)
+        return dlb_seterr(errstr, size, err, "%s", sub);
+    source = dlb_gw_event_field_source(ev->type, sub);
+    return dlb_seterr(errstr, size, DLB_ERR_INVALID,
+                      "%s%sthe %s it becomes fails the consumers' %s check: %s",
+                      source ? source : "", source ? ": " : "", dlb_event_type_name(ev->type),
+                      stage ? stage : "decode", sub);
+}
+
 int gw_kafka_send(gw_call_t *c, const dlb_event_t *ev, char *errstr, size_t size)
 {
     gw_t *gw = c->gw;
@@ -84,12 +118,17 @@ int gw_kafka_send(gw_call_t *c, const dlb_event_t *ev, char *errstr, size_t size
     const char *key = dlb_event_job_uid(ev);
     rd_kafka_headers_t *hdrs = NULL;
     rd_kafka_resp_err_t kerr;
+    int64_t now = dlb_clock_wall_ms(); /* the record's timestamp, as checked */
     void *buf = NULL;
     size_t len = 0;
     int err;
 
     pthread_mutex_lock(&gw->lock);
-    err = dlb_codec_encode(gw->cat, ev, &buf, &len, errstr, size);
+    if (!(err = dlb_codec_encode(gw->cat, ev, &buf, &len, errstr, size)) &&
+        (err = admit_locked(gw, ev, buf, len, now, errstr, size))) {
+        free(buf);
+        buf = NULL;
+    }
     if (!err) {
         c->refs++; /* the delivery report */
         c->acks_left++;
@@ -103,7 +142,7 @@ int gw_kafka_send(gw_call_t *c, const dlb_event_t *ev, char *errstr, size_t size
         kerr = rd_kafka_producev(gw->producer, RD_KAFKA_V_TOPIC(topic),
                                  RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE(buf, len),
                                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE), RD_KAFKA_V_HEADERS(hdrs),
-                                 RD_KAFKA_V_OPAQUE(c), RD_KAFKA_V_END);
+                                 RD_KAFKA_V_TIMESTAMP(now), RD_KAFKA_V_OPAQUE(c), RD_KAFKA_V_END);
     if (!kerr)
         return 0;
     if (hdrs)
@@ -408,6 +447,8 @@ int gw_kafka_start(gw_t *gw, char *errstr, size_t size)
             return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
     }
 
+    if (dlb_codec_decoder_new(gw->cat, &gw->dec, errstr, size))
+        return DLB_ERR_NOMEM;
     if (!(kc = dlb_kafka_conf_new(gw->conf, pbase, NULL, errstr, size)))
         return DLB_ERR_CONF;
     rd_kafka_conf_set_dr_msg_cb(kc, dr_msg_cb);
@@ -466,4 +507,5 @@ void gw_kafka_stop(gw_t *gw)
     free(gw->part_next);
     free(gw->part_idle);
     dlb_after_cache_free(gw->after);
+    dlb_codec_decoder_destroy(gw->dec);
 }

@@ -315,6 +315,56 @@ out:
     return err;
 }
 
+/* ---- event fields -> DLRover's ------------------------------------------- */
+
+/* The event fields the mapping above fills, by the leading part of their
+ * path, and what DLRover's message carried them in. */
+static const struct {
+    dlb_event_type_t type;
+    const char *path; /* a whole field name, or a prefix ending in '.' or '[' */
+    const char *source;
+} field_sources[] = {
+    {DLB_EV_JOB, "job_uid", "job_meta.uuid"},
+    {DLB_EV_JOB, "meta.name", "job_meta.name"},
+    {DLB_EV_JOB, "meta.user", "job_meta.user"},
+    {DLB_EV_JOB, "meta.cluster", "job_meta.cluster"},
+    {DLB_EV_JOB, "meta.namespace", "job_meta.namespace"},
+    {DLB_EV_JOB, "hyper_params.", "training_hyper_params"},
+    {DLB_EV_JOB, "workflow.", "workflow_feature"},
+    {DLB_EV_JOB, "dataset.", "training_set_feature"},
+    {DLB_EV_JOB, "model.", "model_feature"},
+    {DLB_EV_JOB, "exit_reason", "job_exit_reason"},
+    {DLB_EV_JOB, "job_type", "type"},
+    {DLB_EV_JOB, "resource", "resource"},
+    {DLB_EV_JOB, "customized_data", "customized_data"},
+    {DLB_EV_JOB, "optimization", "job_optimization"},
+    {DLB_EV_RUNTIME, "job_uid", "job_meta.uuid"},
+    {DLB_EV_RUNTIME, "event_time_ms", "runtime_info.time_stamp"},
+    {DLB_EV_RUNTIME, "pods[", "runtime_info.running_pods"},
+    {DLB_EV_PLAN_REQUEST, "job_uid", "jobs[0].uid"},
+    {DLB_EV_PLAN_REQUEST, "stage", "type"},
+    {DLB_EV_PLAN_REQUEST, "oom_pod", "jobs[0].state.pods"},
+    {DLB_EV_PLAN_REQUEST, "oom_pods", "jobs[0].state.pods"},
+    {DLB_EV_PLAN_REQUEST, "oom_pods[", "jobs[0].state.pods"},
+    {DLB_EV_PLAN_REQUEST, "config.", "config.customized_config"},
+};
+
+const char *dlb_gw_event_field_source(dlb_event_type_t type, const char *path)
+{
+    size_t n = strcspn(path, ": ");
+
+    for (size_t i = 0; i < sizeof(field_sources) / sizeof(field_sources[0]); i++) {
+        const char *f = field_sources[i].path;
+        size_t k = strlen(f);
+        int prefix = f[k - 1] == '.' || f[k - 1] == '[';
+
+        if (field_sources[i].type == type &&
+            (prefix ? n > k && !strncmp(path, f, k) : n == k && !strncmp(path, f, k)))
+            return field_sources[i].source;
+    }
+    return NULL;
+}
+
 /* ---- optimize -> plan request -------------------------------------------- */
 
 static int request_event(const Brain__OptimizeRequest *r, const char *event_id, int64_t now_ms,

@@ -36,6 +36,15 @@ int dlb_gw_request_event(const Brain__OptimizeRequest *r, const char *event_id, 
 int dlb_gw_plan_response(const dlb_plan_request_t *req, const dlb_plan_t *plan, const char *reason,
                          uint8_t **out, size_t *out_len, char *errstr, size_t errstr_size);
 
+/** @brief Where in DLRover's message a field of the event it became came
+ *         from, so a refusal names what DLRover sent: path is the event's
+ *         field path as a check names it ("job_uid", "workflow.job_name",
+ *         "pods[2].pod_ip", "event_time_ms"), read up to its first ':' or
+ *         ' '. @returns e.g. "job_meta.uuid", "workflow_feature",
+ *         "runtime_info.running_pods", "jobs[0].uid"; NULL when the field is
+ *         none DLRover sends. */
+const char *dlb_gw_event_field_source(dlb_event_type_t type, const char *path);
+
 /** @brief A JobOptimization as the JSON text DLRover's Go Brain stored:
  *         snake_case names, zero values left out. @returns it (free()) or
  *         NULL when out of memory. */

@@ -208,6 +208,12 @@ expect_bad() {
     case "$line" in "$1 $2 "*"$3"*) ok "$1: $2 ($3)" ;; *) fail "$1: expected $2 ... $3, got: $line" ;; esac
 }
 expect_bad malformed INVALID_ARGUMENT "do not parse as brain.JobMetrics"
+# What a consumer would send to the DLQ is refused before it is acknowledged,
+# by the consumers' own checks, naming DLRover's field and the event's.
+expect_bad non-utf8-uid INVALID_ARGUMENT "job_meta.uuid: the job_event it becomes fails the consumers' decode check: job_uid: not UTF-8"
+expect_bad non-utf8-name INVALID_ARGUMENT "workflow_feature: the job_event it becomes fails the consumers' decode check: workflow.job_name: not UTF-8"
+expect_bad non-utf8-optimize INVALID_ARGUMENT "jobs[0].uid: the plan_request it becomes fails the consumers' decode check: job_uid: not UTF-8"
+expect_bad future-sample INVALID_ARGUMENT "runtime_info.time_stamp: the runtime_sample it becomes fails the consumers' validate check: event_time_ms"
 expect_bad malformed-optimize INVALID_ARGUMENT "do not parse as brain.OptimizeRequest"
 expect_bad no-uid INVALID_ARGUMENT "job_meta.uuid: missing"
 expect_bad type-mismatch INVALID_ARGUMENT "metrics_type says model_feature but the message carries type"
@@ -221,6 +227,9 @@ expect_bad oversized RESOURCE_EXHAUSTED ""
 expect_bad good OK ""
 sys_wait_count "job_events WHERE job_uid = 'job-bad-1'" 1 30
 expect_eq "events the bad calls added (only the good one)" "$((before + 1))" "$(sys_count job_events)"
+# The good call was stored after every bad one: the optimizer read past them.
+sys_dlq_read 0 1
+ok "nothing the gateway acknowledged went to the DLQ"
 
 # No optimizer: no plan comes; the gateway's budget, then a client's nearer deadline.
 start_gateway gateway-late -X gateway.optimize.timeout.ms=800

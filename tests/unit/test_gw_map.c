@@ -246,13 +246,38 @@ static void test_request_and_answer(void **state)
     assert_non_null(strstr(err, "jobs: 0 given"));
 }
 
+/* A refusal of the event names where DLRover's message carried the field. */
+static void test_field_source(void **state)
+{
+    (void)state;
+    assert_string_equal(dlb_gw_event_field_source(DLB_EV_JOB, "job_uid: not UTF-8"),
+                        "job_meta.uuid");
+    assert_string_equal(dlb_gw_event_field_source(DLB_EV_JOB, "workflow.job_name: not UTF-8"),
+                        "workflow_feature");
+    assert_string_equal(dlb_gw_event_field_source(DLB_EV_JOB, "meta.namespace: x"),
+                        "job_meta.namespace");
+    assert_string_equal(dlb_gw_event_field_source(DLB_EV_JOB, "job_type: x"), "type");
+    assert_string_equal(dlb_gw_event_field_source(DLB_EV_RUNTIME, "pods[3].pod_ip: x"),
+                        "runtime_info.running_pods");
+    assert_string_equal(dlb_gw_event_field_source(DLB_EV_RUNTIME, "event_time_ms 1 is 9 s ahead"),
+                        "runtime_info.time_stamp");
+    assert_string_equal(dlb_gw_event_field_source(DLB_EV_PLAN_REQUEST, "job_uid: x"),
+                        "jobs[0].uid");
+    assert_string_equal(dlb_gw_event_field_source(DLB_EV_PLAN_REQUEST, "oom_pods[1]: x"),
+                        "jobs[0].state.pods");
+    /* A whole name is not a prefix of a longer one, nor the other way. */
+    assert_null(dlb_gw_event_field_source(DLB_EV_JOB, "job_uids: x"));
+    assert_null(dlb_gw_event_field_source(DLB_EV_JOB, "workflow: x"));
+    assert_null(dlb_gw_event_field_source(DLB_EV_JOB, "event_id: x"));
+    assert_null(dlb_gw_event_field_source(DLB_EV_PLAN, "job_uid: x"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_model_feature),
-        cmocka_unit_test(test_runtime_info),
-        cmocka_unit_test(test_bad_metrics),
-        cmocka_unit_test(test_request_and_answer),
+        cmocka_unit_test(test_model_feature), cmocka_unit_test(test_runtime_info),
+        cmocka_unit_test(test_bad_metrics),   cmocka_unit_test(test_request_and_answer),
+        cmocka_unit_test(test_field_source),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,6 +44,19 @@ def optimize(channel, uid, stage, timeout=10):
     return code, details, resp, secs
 
 
+def ld(field, payload):
+    """A length-delimited protobuf field: bytes put as they are, UTF-8 or not
+    (protobuf's Python API refuses to build a string that is not)."""
+    n, v = len(payload), b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        v += bytes([b | (0x80 if n else 0)])
+        if not n:
+            break
+    return bytes([field << 3 | 2]) + v + payload
+
+
 def bad(addr):
     ch = grpc.insecure_channel(addr)
     good = brain_pb2.JobMetrics()
@@ -70,8 +83,27 @@ def bad(addr):
     unknown_stage.jobs.add().uid = "job-bad-1"
     no_job = brain_pb2.OptimizeRequest()
     no_job.type = "job_stage_create"
+    # Bytes a consumer would send to the DLQ: a job uid that is not UTF-8
+    # (JobMetrics.job_meta = 2, JobMeta.uuid = 1, metrics_type = 3, type = 11),
+    # the same in a workflow feature's job name (workflow_feature = 5,
+    # job_name = 1) and in an optimize call's job (OptimizeRequest.type = 1,
+    # jobs = 3, OptimizeJobMeta.uid = 1), and a runtime sample dated ten days
+    # ahead (beyond event.time.skew.s, a day).
+    non_utf8_uid = ld(2, ld(1, b"job-bad-\xff\xfe")) + b"\x18\x07" + ld(11, b"x")
+    non_utf8_name = (ld(2, ld(1, b"job-bad-1")) + b"\x18\x01" +
+                     ld(5, ld(1, b"ctr-\xc3\x28")))
+    non_utf8_job = ld(1, b"job_stage_create") + ld(3, ld(1, b"job-bad-\xed\xa0\x80"))
+    future = brain_pb2.JobMetrics()
+    future.job_meta.uuid = "job-bad-1"
+    future.metrics_type = brain_pb2.MetricsType.Runtime_Info
+    future.runtime_info.global_step = 10
+    future.runtime_info.time_stamp = int(time.time()) + 10 * 86400
     cases = [
         ("malformed", "persist_metrics", b"\xff\xff\xff\xff"),
+        ("non-utf8-uid", "persist_metrics", non_utf8_uid),
+        ("non-utf8-name", "persist_metrics", non_utf8_name),
+        ("non-utf8-optimize", "optimize", non_utf8_job),
+        ("future-sample", "persist_metrics", future.SerializeToString()),
         ("malformed-optimize", "optimize", b"\x0a\x05ab"),
         ("no-uid", "persist_metrics", no_uid.SerializeToString()),
         ("type-mismatch", "persist_metrics", mismatch.SerializeToString()),
