@@ -91,7 +91,7 @@ void gw_answer(gw_call_t *c, grpc_status_code status, const char *details, const
     unwait_locked(c);
     if (c->http) { /* an HTTP Brain call: its connection gets the answer */
         pthread_mutex_unlock(&gw->lock);
-        gw_http_answer(c, status, details, resp, resp_len);
+        c->http_answer(c, status, details, resp, resp_len);
         return;
     }
     c->refs++; /* OP_SENT */

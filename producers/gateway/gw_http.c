@@ -10,7 +10,7 @@
  * the optimize worker starts a call's wait and produces its request (a
  * Kafka end-offset question may take seconds), the config worker owns the
  * PostgreSQL connection and the compiled rules. A call is answered from
- * whichever thread has its plan (gw_answer -> gw_http_answer), which resumes
+ * whichever thread has its plan (gw_answer -> its http_answer), which resumes
  * the connection. */
 #include <poll.h>
 #include <stdio.h>
@@ -125,8 +125,10 @@ static unsigned http_status(grpc_status_code st)
     }
 }
 
-void gw_http_answer(gw_call_t *c, grpc_status_code status, const char *details, const void *resp,
-                    size_t resp_len)
+/* gw_answer() of a call that came over HTTP (its http_answer): rendered as
+ * the HTTP Brain answers, its connection resumed. Any thread; no lock held. */
+static void http_answer(gw_call_t *c, grpc_status_code status, const char *details,
+                        const void *resp, size_t resp_len)
 {
     gw_t *gw = c->gw;
     hreq_t *r = c->http;
@@ -325,7 +327,7 @@ static void *worker_main(void *arg)
 /* ---- requests ------------------------------------------------------------------------ */
 
 /* The call an optimize request becomes, as gateway.c's on_new makes one
- * for gRPC, but with no gRPC call: answers go to gw_http_answer(). */
+ * for gRPC, but with no gRPC call: answers go to http_answer(). */
 static gw_call_t *call_new(struct gw_http *s, hreq_t *r, const dlb_event_t *ev)
 {
     gw_t *gw = s->gw;
@@ -335,6 +337,7 @@ static gw_call_t *call_new(struct gw_http *s, hreq_t *r, const dlb_event_t *ev)
         return NULL;
     c->gw = gw;
     c->http = r;
+    c->http_answer = http_answer;
     c->plan_part = -1;
     c->status_details = grpc_empty_slice();
     grpc_call_details_init(&c->details);

@@ -58,6 +58,11 @@ typedef struct gw_call {
     char plan_id[DLB_ID_MAX];
     struct gw_call *next; /* gw->waiters */
     void *http;           /* an HTTP Brain call's request (gw_http.c); NULL for gRPC */
+    /* An HTTP Brain call's answer (set by gw_http.c, so this file's callers
+     * need not know the HTTP front): rendered there, its connection resumed.
+     * Any thread; no lock held. */
+    void (*http_answer)(struct gw_call *c, grpc_status_code status, const char *details,
+                        const void *resp, size_t resp_len);
 } gw_call_t;
 
 /* Series of the gateway's own (NULL without a registry: updates are no-ops). */
@@ -146,10 +151,6 @@ int gw_http_start(gw_t *gw, gw_http_t **out, char *errstr, size_t errstr_size);
 /** Answer what is left (the gateway is stopping) and stop serving; NULL is
  *  fine. Before gw_kafka_stop(). */
 void gw_http_stop(gw_http_t *s);
-/** gw_answer() of a call that came over HTTP: rendered as the HTTP Brain
- *  answers, its connection resumed. Any thread; no lock held. */
-void gw_http_answer(gw_call_t *c, grpc_status_code status, const char *details, const void *resp,
-                    size_t resp_len);
 
 /* ---- gw_pg.c ---- */
 /** The job's stored metrics as the JSON DLRover's Go Brain returned
