@@ -78,9 +78,10 @@ int dlb_opt_wants_history(const char *optimizer_set, const dlb_plan_request_t *r
                           const dlb_job_state_t *st);
 
 /** @returns 1 when the request's plan weighs the job against the rest of the
- *           cluster (the dlbrain set's stages after create: workers and PS
- *           grow only into room no waiting job needs): the consumer then loads
- *           dlb_opt_input_t.cluster and publishes what cluster_out returns. */
+ *           cluster (the dlbrain set's worker stages and _ps_initial: workers
+ *           and PS grow only into room no waiting job needs): the consumer then
+ *           loads dlb_opt_input_t.cluster and publishes what cluster_out
+ *           returns. */
 int dlb_opt_wants_cluster(const char *optimizer_set, const dlb_plan_request_t *req);
 
 /** @brief Deterministic plan id of a request: "plan-" + the request's event
