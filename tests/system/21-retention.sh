@@ -60,25 +60,25 @@ expect_eq "jobs registry kept" 2 "$(sys_count jobs)"
 # ---- a consumer prunes on its own ---------------------------------------------
 { events c "$old" jo; } | emit
 sys_wait_count runtime_samples 4 60
-sys_start_optimizer optimizer2 -X store.retention.days=7 -X store.retention.interval.s=1
+# A group of its own, read from the end: joining the first optimizer's group
+# would rebalance it, and the mock cluster keeps no offsets committed in a
+# transaction, so it would read every input again and store again the rows
+# this prune removes.
+sys_start_optimizer optimizer2 -X group.id=retention-2 -X auto.offset.reset=latest \
+    -X store.retention.days=7 -X store.retention.interval.s=1
 deadline=$((SECONDS + 60))
 while [ "$(sys_count runtime_samples)" != 2 ] && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
 expect_eq "the consumer pruned the old samples" 2 "$(sys_count runtime_samples)"
-# jo's 3 new old rows, or 9: on the mock cluster the rebalance of this
-# optimizer's join makes the first one read its inputs again from the start
-# (25 messages consumed for the 13 sent), and the 6 rows the first prune
-# deleted are stored again; which prune comes first is a race (with the 6 s
-# session both orders are seen, with librdkafka's 45 s only 3 first).
-grep -Eq "retention: removed ([3-9]|[1-9][0-9]+) history row\(s\) older than" "$SYS_DIR/optimizer2.log" &&
-    ok "the consumer logged its prune" || fail "no prune logged: $(grep retention "$SYS_DIR/optimizer2.log")"
+# jo's 3 new old rows: its 2 samples and its job event (a round may stop
+# short on a busy machine and leave the rest to the next: the lines add up).
+removed() { sed -n 's/.*retention: removed \([0-9]*\) history row(s) older than.*/\1/p' "$SYS_DIR/optimizer2.log" | paste -sd+ | bc; }
+deadline=$((SECONDS + 10))
+while [ "$(removed)" != 3 ] && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
+expect_eq "the consumer logged its prune" 3 "$(removed)"
 
 # ---- what remains still serves: jn's plan ------------------------------------------
 echo "{\"type\":\"plan_request\",\"event_id\":\"jn-q1\",\"event_time_ms\":$((new + 10000)),\"job_uid\":\"jn\",\"stage\":\"job_stage_running\"}" | emit
-# 150 s: the second optimizer's join makes the mock cluster rebalance, and a
-# rebalance there now and then waits out the session timeout (45 s), at times
-# twice in a row (seen in CI; before migration 012 as well): the plan comes
-# after it.
-"$DLBRAIN" plans -q --count 1 --timeout-ms 150000 --format json >"$SYS_DIR/plans.json" ||
+"$DLBRAIN" plans -q --count 1 --timeout-ms 60000 --format json >"$SYS_DIR/plans.json" ||
     fail "no plan for jn after the prune"
 expect_eq "plan after prune" "plan-jn-q1" "$(jq -r .plan_id "$SYS_DIR/plans.json")"
 for i in 1 2; do kill -0 "${SYS_PIDS[$i]}" || fail "optimizer $i died"; done

@@ -87,7 +87,12 @@ expect_eq "an event 5 days ahead in the default partition" job_events_default \
     "$(where "$S" job_events jsoon-e)"
 
 # ---- a maintenance with 6 days ahead: the record it covers moves ------------
-sys_start_optimizer optimizer2 -X store.partition.ahead=6
+# The maintenance-only optimizers read nothing: a group of their own, from the
+# end. Joining the first one's group would rebalance it, and the mock cluster
+# keeps no offsets committed in a transaction, so it would read every input
+# again and store again the rows the retention below removes.
+alone="-X auto.offset.reset=latest -X group.id"
+sys_start_optimizer optimizer2 $alone=partitions-2 -X store.partition.ahead=6
 deadline=$((SECONDS + 60))
 while [ -z "$(covered "$S" config_matches $((now + 6 * DAY)))" ] && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
 expect_eq "the event 5 days ahead moved to its partition" "$(covered "$S" job_events "$soon")" \
@@ -99,9 +104,11 @@ expect_eq "runtime samples: all kept" 7 "$(sys_count runtime_samples)"
 
 # ---- retention: the old partition dropped, the default's old rows deleted ---
 oldpart=$(covered "$S" runtime_samples $((old + 1000)))
-sys_start_optimizer optimizer3 -X store.retention.days=7 -X store.retention.interval.s=1
+sys_start_optimizer optimizer3 $alone=partitions-3 -X store.retention.days=7 -X store.retention.interval.s=1
 deadline=$((SECONDS + 60))
-while [ "$(sys_count runtime_samples)" != 3 ] && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
+while [ "$(sys_count runtime_samples)/$(sys_count job_events)" != 3/2 ] && [ "$SECONDS" -lt "$deadline" ]; do
+    sleep 0.2
+done
 expect_eq "samples left: jn's two and 2100's" "jfut-r1,jn-b-r1,jn-b-r2" \
     "$(sys_sql "SELECT string_agg(event_id, ',' ORDER BY event_id) FROM $S.runtime_samples")"
 expect_eq "job events left: jn's and the one 5 days ahead" "jn-b-e,jsoon-e" \
