@@ -89,6 +89,10 @@ static const key_def_t keys[] = {
     {"history.hours", K_INT, N(history_hours), "168",
      "Look-back for similar jobs (DLRover: 7 days)."},
     {"history.max.jobs", K_INT, N(history_max_jobs), "100", "Newest similar jobs used."},
+    {"history.cache.mb", K_MIB, N(history_cache_bytes), "128",
+     "Memory for similar jobs' samples decoded once and kept for later plan requests (each "
+     "request of a scenario reads the same up to history.max.jobs x 4 x state.window.size "
+     "samples); the least recently used go first. 0 keeps only the last request's."},
     {"consumer.batch.size", K_INT, N(batch_size), "500",
      "Most messages per processing batch (one PostgreSQL and one Kafka transaction)."},
     {"consumer.poll.ms", K_INT, N(poll_ms), "200",

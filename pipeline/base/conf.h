@@ -154,28 +154,29 @@ typedef struct dlb_kv {
 } dlb_kv_t;
 
 typedef struct dlb_conf {
-    char env[64];             /* env: topic / group / schema / key prefix, default "dlbrain" */
-    char brokers[1024];       /* brokers (= bootstrap.servers), default "localhost:9092" */
-    char group_id[256];       /* group.id; "" = "<env>.<role>" (dlb_conf_group) */
-    char pg_dsn[1024];        /* pg.dsn, libpq conninfo; default "" = libpq environment */
-    char pg_schema[64];       /* pg.schema; default = env */
-    char redis_host[256];     /* redis.host, default 127.0.0.1 */
-    int redis_port;           /* redis.port, default 6379 */
-    char redis_password[256]; /* redis.password (from env/file only in practice) */
-    int redis_db;             /* redis.db, default 0 */
-    int redis_timeout_ms;     /* redis.timeout.ms, default 2000 */
-    int partitions;           /* topic.partitions for topic creation, default 12 */
-    int replication;          /* topic.replication, default 1 */
-    int window_size;          /* state.window.size: runtime samples kept per job, default 60 */
-    int history_hours;        /* history.hours: similar-job look-back, default 168 */
-    int history_max_jobs;     /* history.max.jobs: newest similar jobs used, default 100 */
-    int batch_size;           /* consumer.batch.size: messages per batch, default 500 */
-    int poll_ms;              /* consumer.poll.ms: batch fill time, default 200 */
-    int order_wait_ms;        /* consumer.order.wait.ms: longest a plan request waits for its
-                                 job's other topics to catch up, default 2000 */
-    int order_grace_ms;       /* consumer.order.grace.ms: how long a request without dlb.after
-                                 waits before trusting "consumed to the end" of its job's other
-                                 topics, default 100 */
+    char env[64];                /* env: topic / group / schema / key prefix, default "dlbrain" */
+    char brokers[1024];          /* brokers (= bootstrap.servers), default "localhost:9092" */
+    char group_id[256];          /* group.id; "" = "<env>.<role>" (dlb_conf_group) */
+    char pg_dsn[1024];           /* pg.dsn, libpq conninfo; default "" = libpq environment */
+    char pg_schema[64];          /* pg.schema; default = env */
+    char redis_host[256];        /* redis.host, default 127.0.0.1 */
+    int redis_port;              /* redis.port, default 6379 */
+    char redis_password[256];    /* redis.password (from env/file only in practice) */
+    int redis_db;                /* redis.db, default 0 */
+    int redis_timeout_ms;        /* redis.timeout.ms, default 2000 */
+    int partitions;              /* topic.partitions for topic creation, default 12 */
+    int replication;             /* topic.replication, default 1 */
+    int window_size;             /* state.window.size: runtime samples kept per job, default 60 */
+    int history_hours;           /* history.hours: similar-job look-back, default 168 */
+    int history_max_jobs;        /* history.max.jobs: newest similar jobs used, default 100 */
+    int64_t history_cache_bytes; /* history.cache.mb (as bytes): decoded history samples kept */
+    int batch_size;              /* consumer.batch.size: messages per batch, default 500 */
+    int poll_ms;                 /* consumer.poll.ms: batch fill time, default 200 */
+    int order_wait_ms;           /* consumer.order.wait.ms: longest a plan request waits for its
+                                    job's other topics to catch up, default 2000 */
+    int order_grace_ms;          /* consumer.order.grace.ms: how long a request without dlb.after
+                                    waits before trusting "consumed to the end" of its job's other
+                                    topics, default 100 */
     int retry_backoff_ms; /* consumer.retry.backoff.ms: pause after a dependency error, default 1000
                            */
     int64_t batch_max_bytes;   /* consumer.batch.max.mb (as bytes): memory the messages a

@@ -27,7 +27,7 @@ void dlb_history_clear(dlb_history_t *h)
         return;
     for (size_t i = 0; i < h->jobs_cnt; i++) {
         dlb_hist_job_t *j = &h->jobs[i];
-        for (size_t k = 0; k < j->samples_cnt; k++) {
+        for (size_t k = 0; k < j->samples_cnt && !h->borrowed; k++) {
             free(j->samples[k].pods);
             free(j->samples[k].pods_by_name);
         }

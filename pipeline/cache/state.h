@@ -88,6 +88,7 @@ typedef struct dlb_hist_job {
 typedef struct dlb_history {
     dlb_hist_job_t *jobs; /* newest job first */
     size_t jobs_cnt;
+    int borrowed; /* the samples' pods belong to a cache (dlb_pg_load_history) */
 } dlb_history_t;
 
 /* An OOM that an earlier plan of the job already answered (PostgreSQL table

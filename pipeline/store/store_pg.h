@@ -22,6 +22,11 @@ int dlb_pg_connect(dlb_pg_t **out, const char *dsn, const char *schema, char *er
                    size_t errstr_size);
 void dlb_pg_destroy(dlb_pg_t *pg);
 
+/** @brief Bytes of decoded history samples pg keeps between
+ *         dlb_pg_load_history calls (history.cache.mb; 0, the default, keeps
+ *         only the last history's). */
+void dlb_pg_set_history_cache(dlb_pg_t *pg, size_t bytes);
+
 /** @brief Re-establish a broken connection. @returns 0 or DLB_ERR_TRANSIENT. */
 int dlb_pg_reconnect(dlb_pg_t *pg, char *errstr, size_t errstr_size);
 
@@ -144,12 +149,14 @@ int dlb_pg_put_oom_plan(dlb_pg_t *pg, const char *job_uid, const dlb_oom_plan_t 
 int dlb_pg_load_oom_plans(dlb_pg_t *pg, const char *job_uid, int64_t before_ms,
                           dlb_oom_plan_t **out, size_t *cnt, char *errstr, size_t errstr_size);
 
-/** @brief Similar jobs for create-stage optimizers: jobs of this scenario created in
+/** @brief Similar jobs for the optimizers: jobs of this scenario created in
  *         [until_ms - hours*3600000, until_ms), other than exclude_uid, newest first,
  *         at most max_jobs, each with its runtime samples (oldest first, at most
  *         max_samples, the newest ones) and its OOM-killed pods. Everything is as
  *         of until_ms (state, exit reason, samples and OOMs before it), so the same
- *         request sees the same history whenever it is answered. */
+ *         request sees the same history whenever it is answered. The samples are
+ *         borrowed from pg's cache of decoded samples (out->borrowed): valid until
+ *         the next dlb_pg_load_history on pg or dlb_pg_destroy. */
 int dlb_pg_load_history(dlb_pg_t *pg, const char *scenario, const char *exclude_uid,
                         int64_t until_ms, int hours, int max_jobs, int max_samples,
                         dlb_history_t *out, char *errstr, size_t errstr_size);

@@ -480,6 +480,7 @@ void dlb_pg_destroy(dlb_pg_t *pg)
         PQfinish(pg->conn);
     if (pg->cat)
         dlb_catalog_destroy(pg->cat);
+    dlb_pg_hcache_free(pg->hcache);
     free(pg->schema);
     free(pg);
 }

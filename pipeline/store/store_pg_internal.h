@@ -17,6 +17,7 @@
 #include "store_pg.h"
 #include "store_pg_bin.h"
 #include "store_pg_conn.h"
+#include "store_pg_hcache.h"
 
 struct dlb_pg {
     PGconn *conn;
@@ -27,8 +28,10 @@ struct dlb_pg {
     const char *pending_what;
     int pending_flags; /* of dlb_pg_send(), for dlb_pg_wait() */
     double pending_t0;
-    char wait_state[6]; /* SQLSTATE of dlb_pg_wait()'s last error, "" if none */
-    dlb_catalog_t *cat; /* loaded on first decode/encode */
+    char wait_state[6];      /* SQLSTATE of dlb_pg_wait()'s last error, "" if none */
+    dlb_catalog_t *cat;      /* loaded on first decode/encode */
+    dlb_pg_hcache_t *hcache; /* decoded history samples, made on first use */
+    size_t hcache_budget;    /* its bytes (history.cache.mb) */
 };
 
 /* The prepared statements of every file: each its bit in dlb_pg.prepared and
@@ -42,6 +45,7 @@ enum {
     DLB_PG_ST_JOB_REPLAY,
     DLB_PG_ST_HIST_JOBS,
     DLB_PG_ST_HIST_SAMPLES,
+    DLB_PG_ST_HIST_RAW,
     DLB_PG_ST_HIST_OOM,
     DLB_PG_ST_GET_PLAN,
     DLB_PG_ST_OOM_PLAN,

@@ -44,21 +44,30 @@ static const dlb_pg_stmt_t st_hist_jobs = {DLB_PG_ST_HIST_JOBS, "dlb_hist_jobs",
 /* $1 is a JSON array of job uids; ord maps rows back to it (1-based). */
 /* Each job's newest $2 samples, while the pods of all of them, newest job
  * and sample first, add up to at most $4; the third column is the pods of
- * all $2 of every job, to say when some were left out. */
+ * all $2 of every job, to say when some were left out. Keys only: the raw
+ * bytes of the samples not already decoded come from st_hist_raw. */
 static const dlb_pg_stmt_t st_hist_samples = {DLB_PG_ST_HIST_SAMPLES, "dlb_hist_samples",
-    "SELECT x.ord, x.raw, x.all_pods FROM ("
-    "SELECT j.ord::integer AS ord, s.event_time_ms, s.event_id, s.raw, "
+    "SELECT x.ord, x.event_time_ms, x.all_pods, x.event_id FROM ("
+    "SELECT j.ord::integer AS ord, s.event_time_ms, s.event_id, "
     "sum(s.pods) OVER (ORDER BY j.ord, s.event_time_ms DESC, s.event_id DESC "
     "ROWS UNBOUNDED PRECEDING) AS pods, "
     "LEAST(sum(s.pods) OVER (), 2147483647)::integer AS all_pods "
     "FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS j(uid, ord) "
-    "CROSS JOIN LATERAL (SELECT r.event_time_ms, r.event_id, r.raw, "
+    "CROSS JOIN LATERAL (SELECT r.event_time_ms, r.event_id, "
     "cardinality(r.pod_names) AS pods "
     "FROM runtime_samples r WHERE r.job_uid = j.uid "
     "AND r.event_time_ms < $3::bigint "
     "ORDER BY r.event_time_ms DESC, r.event_id DESC LIMIT $2::integer) s) x "
     "WHERE x.pods <= $4::bigint "
     "ORDER BY x.ord, x.event_time_ms, x.event_id"};
+
+/* $1: a JSON array of [job_uid, event_time_ms, event_id], runtime_samples'
+ * primary key; the first column maps rows back to it (1-based). */
+static const dlb_pg_stmt_t st_hist_raw = {DLB_PG_ST_HIST_RAW, "dlb_hist_raw",
+    "SELECT k.ord::integer, r.raw "
+    "FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS k(v, ord) "
+    "JOIN runtime_samples r ON r.job_uid = k.v->>0 "
+    "AND r.event_time_ms = (k.v->>1)::bigint AND r.event_id = k.v->>2"};
 
 static const dlb_pg_stmt_t st_hist_oom = {DLB_PG_ST_HIST_OOM, "dlb_hist_oom",
     "SELECT DISTINCT j.ord::integer, n.pod_name "
@@ -198,15 +207,108 @@ static dlb_hist_job_t *hist_row_job(dlb_history_t *h, const PGresult *res, int i
     return ord >= 1 && ord <= h->jobs_cnt ? &h->jobs[ord - 1] : NULL;
 }
 
+void dlb_pg_set_history_cache(dlb_pg_t *pg, size_t bytes)
+{
+    pg->hcache_budget = bytes;
+}
+
+static int64_t be64(const char *p)
+{
+    uint64_t v = 0;
+
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | (unsigned char)p[i];
+    return (int64_t)v;
+}
+
+/* The samples st_hist_samples named that the cache does not hold (miss[],
+ * rows of keys), decoded into it. */
+static int hist_fetch(dlb_pg_t *pg, dlb_history_t *h, const PGresult *keys, const int *miss,
+                      size_t nmiss, char *errstr, size_t errstr_size)
+{
+    cJSON *arr = cJSON_CreateArray();
+    PGresult *res = NULL;
+    char *json = NULL;
+    const char *v[1];
+    int err = 0;
+
+    if (!arr)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < nmiss; i++) {
+        cJSON *k = cJSON_CreateArray();
+        char t[24];
+        snprintf(t, sizeof(t), "%" PRId64, be64(PQgetvalue(keys, miss[i], 1)));
+        if (!k || !cJSON_AddItemToArray(arr, k)) {
+            cJSON_Delete(k);
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        if (!cJSON_AddItemToArray(k, cJSON_CreateString(hist_row_job(h, keys, miss[i])->job_uid)) ||
+            !cJSON_AddItemToArray(k, cJSON_CreateString(t)) ||
+            !cJSON_AddItemToArray(k, cJSON_CreateString(PQgetvalue(keys, miss[i], 3)))) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+    }
+    if (!(json = cJSON_PrintUnformatted(arr))) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    v[0] = json;
+    if ((err = dlb_pg_run(pg, &st_hist_raw, 1, v, NULL, DLB_PG_BINARY, &res, errstr, errstr_size)))
+        goto out;
+    for (int i = 0; i < PQntuples(res); i++) {
+        uint32_t ord = be32(PQgetvalue(res, i, 0));
+        dlb_event_t ev = {0};
+        if (ord < 1 || ord > nmiss)
+            continue;
+        if ((err = dlb_pg_decode_cell(pg, res, i, 1, &ev, errstr, errstr_size)))
+            goto out;
+        if (ev.type != DLB_EV_RUNTIME) {
+            dlb_event_clear(&ev);
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_DECODE,
+                             "postgresql: runtime_samples row %s of job %s holds a %s",
+                             PQgetvalue(keys, miss[ord - 1], 3),
+                             hist_row_job(h, keys, miss[ord - 1])->job_uid,
+                             dlb_event_type_name(ev.type));
+            goto out;
+        }
+        /* The cache keys the sample as the table does. */
+        snprintf(ev.u.rt.job_uid, sizeof(ev.u.rt.job_uid), "%s",
+                 hist_row_job(h, keys, miss[ord - 1])->job_uid);
+        snprintf(ev.u.rt.event_id, sizeof(ev.u.rt.event_id), "%s",
+                 PQgetvalue(keys, miss[ord - 1], 3));
+        ev.u.rt.event_time_ms = be64(PQgetvalue(keys, miss[ord - 1], 1));
+        if (!dlb_pg_hcache_put(pg->hcache, &ev.u.rt)) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+    }
+out:
+    PQclear(res);
+    cJSON_free(json);
+    cJSON_Delete(arr);
+    return err;
+}
+
+/* The samples, borrowed from the cache of decoded ones: a row the cache
+ * does not hold is fetched and decoded once (hist_fetch), then every later
+ * request of the scenario finds it there. */
 static int hist_samples(dlb_pg_t *pg, const char *scenario, const char *uids, int max_samples,
                         int64_t until_ms, dlb_history_t *h, char *errstr, size_t errstr_size)
 {
     char lim[24], until[24], pods[24];
     const char *v[4] = {uids, lim, until, pods};
     PGresult *res = NULL;
+    int *miss = NULL;
+    size_t nmiss = 0;
     uint32_t all;
     int err, n;
 
+    if (!pg->hcache && !(pg->hcache = dlb_pg_hcache_new(pg->hcache_budget)))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    dlb_pg_hcache_begin(pg->hcache);
+    h->borrowed = 1;
     snprintf(lim, sizeof(lim), "%d", max_samples);
     snprintf(until, sizeof(until), "%" PRId64, until_ms);
     snprintf(pods, sizeof(pods), "%d", DLB_PG_MAX_HIST_PODS);
@@ -218,12 +320,23 @@ static int hist_samples(dlb_pg_t *pg, const char *scenario, const char *uids, in
         dlb_warn("history of scenario %s: the samples of its %zu similar jobs hold %" PRIu32
                  " pods, more than the %d read; using the newest %d samples",
                  scenario, h->jobs_cnt, all, DLB_PG_MAX_HIST_PODS, n);
-    /* Rows come grouped by job: size each job's array before filling it. */
+    if (n && !(miss = malloc((size_t)n * sizeof(*miss)))) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    /* Rows come grouped by job: size each job's array before filling it;
+     * what the cache has is kept for this load on the way. */
     for (int i = 0; i < n; i++) {
         dlb_hist_job_t *j = hist_row_job(h, res, i);
-        if (j)
-            j->samples_cnt++;
+        if (!j)
+            continue;
+        j->samples_cnt++;
+        if (!dlb_pg_hcache_get(pg->hcache, j->job_uid, PQgetvalue(res, i, 3),
+                               be64(PQgetvalue(res, i, 1))))
+            miss[nmiss++] = i;
     }
+    if (nmiss && (err = hist_fetch(pg, h, res, miss, nmiss, errstr, errstr_size)))
+        goto out;
     for (size_t k = 0; k < h->jobs_cnt; k++) {
         dlb_hist_job_t *j = &h->jobs[k];
         if (j->samples_cnt && !(j->samples = calloc(j->samples_cnt, sizeof(*j->samples)))) {
@@ -234,22 +347,17 @@ static int hist_samples(dlb_pg_t *pg, const char *scenario, const char *uids, in
     }
     for (int i = 0; i < n; i++) {
         dlb_hist_job_t *j = hist_row_job(h, res, i);
-        dlb_event_t ev = {0};
+        const dlb_runtime_sample_t *s;
         if (!j)
             continue;
-        if ((err = dlb_pg_decode_cell(pg, res, i, 1, &ev, errstr, errstr_size)))
-            goto out;
-        if (ev.type != DLB_EV_RUNTIME) {
-            dlb_event_clear(&ev);
-            err = dlb_seterr(errstr, errstr_size, DLB_ERR_DECODE,
-                             "postgresql: runtime_samples row of job %s holds a %s", j->job_uid,
-                             dlb_event_type_name(ev.type));
-            goto out;
-        }
-        /* The sample takes over the decoded pods array. */
-        j->samples[j->samples_cnt++] = ev.u.rt;
+        /* Deleted between the two reads (retention): left out. */
+        if (!(s = dlb_pg_hcache_get(pg->hcache, j->job_uid, PQgetvalue(res, i, 3),
+                                    be64(PQgetvalue(res, i, 1)))))
+            continue;
+        j->samples[j->samples_cnt++] = *s;
     }
 out:
+    free(miss);
     PQclear(res);
     return err;
 }

@@ -61,9 +61,11 @@ int stream_pg_connect(ctx_t *c, char *errstr, size_t size)
     int err;
 
     while (!*c->stop) {
-        if (!c->pg)
+        if (!c->pg) {
             err = dlb_pg_connect(&c->pg, c->conf->pg_dsn, c->conf->pg_schema, errstr, size);
-        else
+            if (!err)
+                dlb_pg_set_history_cache(c->pg, (size_t)c->conf->history_cache_bytes);
+        } else
             err = dlb_pg_reconnect(c->pg, errstr, size);
         if (!err && !(err = dlb_pg_migrate(c->pg, errstr, size)))
             return 0;

@@ -1534,6 +1534,60 @@ static void test_pg_load_history(void **unused)
     dlb_pg_destroy(pg);
 }
 
+/* With history.cache.mb, a second load of the same history is served from
+ * the decoded samples of the first (the same memory, the same content), and
+ * a sample deleted in between (retention) is left out though cached. */
+static void test_pg_load_history_cached(void **unused)
+{
+    const int64_t until = T0 + 1000 * HOUR_MS;
+    const dlb_pod_usage_t *first_pods;
+    dlb_runtime_sample_t first;
+    char schema[64];
+    dlb_history_t h;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "history_cached");
+    pg = pg_open(schema);
+    dlb_pg_set_history_cache(pg, 1 << 20);
+    hist_job(pg, "j1", "ctr", until - 10 * HOUR_MS, "succeeded", NULL, 5);
+    hist_job(pg, "j2", "ctr", until - 2 * HOUR_MS, "running", NULL, 3);
+
+    assert_int_equal(
+        dlb_pg_load_history(pg, "ctr", NULL, until, 168, 10, 3, &h, errstr, sizeof(errstr)), 0);
+    assert_int_equal(h.jobs_cnt, 2);
+    assert_int_equal(h.borrowed, 1);
+    assert_string_equal(h.jobs[1].job_uid, "j1");
+    assert_int_equal(h.jobs[1].samples_cnt, 3);
+    first = h.jobs[1].samples[2];
+    first_pods = first.pods;
+    assert_string_equal(first.event_id, "j1-s4");
+    dlb_history_clear(&h);
+
+    assert_int_equal(
+        dlb_pg_load_history(pg, "ctr", NULL, until, 168, 10, 3, &h, errstr, sizeof(errstr)), 0);
+    assert_int_equal(h.jobs[1].samples_cnt, 3);
+    assert_ptr_equal(h.jobs[1].samples[2].pods, first_pods); /* from the cache */
+    assert_sample_equal(&h.jobs[1].samples[2], &first);
+    {
+        dlb_event_t want;
+        ev_rt(&want, "j1-s4", "j1", until - 10 * HOUR_MS + 60000 * 5, 2);
+        assert_sample_equal(&h.jobs[1].samples[2], &want.u.rt);
+        dlb_event_clear(&want);
+    }
+    dlb_history_clear(&h);
+
+    sql_str(schema, "WITH d AS (DELETE FROM runtime_samples WHERE event_id = 'j1-s4' RETURNING 1) "
+                    "SELECT count(*) FROM d");
+    assert_int_equal(
+        dlb_pg_load_history(pg, "ctr", NULL, until, 168, 10, 3, &h, errstr, sizeof(errstr)), 0);
+    assert_int_equal(h.jobs[1].samples_cnt, 3);
+    assert_string_equal(h.jobs[1].samples[0].event_id, "j1-s1");
+    assert_string_equal(h.jobs[1].samples[2].event_id, "j1-s3");
+    dlb_history_clear(&h);
+    dlb_pg_destroy(pg);
+}
+
 /* The history reads at most 131,072 pods of samples (DLB_PG_MAX_HIST_PODS):
  * the newest jobs' newest samples that fit. */
 static void test_pg_load_history_pods_bound(void **unused)
@@ -2808,6 +2862,7 @@ int main(void)
         cmocka_unit_test(test_pg_migrate_keys_per_job),
         cmocka_unit_test(test_pg_v1_raw_rows),
         cmocka_unit_test(test_pg_load_history),
+        cmocka_unit_test(test_pg_load_history_cached),
         cmocka_unit_test(test_pg_load_history_pods_bound),
         cmocka_unit_test(test_pg_load_job_state_equals_fold),
         cmocka_unit_test(test_pg_errors),
