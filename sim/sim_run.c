@@ -632,7 +632,7 @@ int dlb_sim_kafka_new(const dlb_conf_t *conf, int plans, long plan_timeout_ms,
     k->plan_timeout_ms = plan_timeout_ms;
     if ((err = dlb_catalog_new(&k->cat, errstr, errstr_size)) ||
         (err = dlb_kafka_producer_new(conf, NULL, &k->producer, errstr, errstr_size)) ||
-        (err = dlb_kafka_producer_follow(k->producer, conf, errstr, errstr_size)))
+        (err = dlb_kafka_producer_follow_whole(k->producer, conf, errstr, errstr_size)))
         goto fail;
     if (plans) {
         rd_kafka_topic_partition_list_t *sub;

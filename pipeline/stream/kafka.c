@@ -17,12 +17,61 @@
 #include "uuid.h"
 #include "log.h"
 #include "metrics.h"
+#include "vec.h"
+
+/* The newest offset acknowledged on one partition of a followed topic. */
+typedef struct end_pos {
+    int topic; /* index into producer_state_t.topics */
+    int32_t partition;
+    int64_t offset;
+} end_pos_t;
 
 /* Per-producer delivery bookkeeping, kept as the client's opaque. */
 typedef struct producer_state {
     int64_t failed;
     dlb_after_cache_t *after; /* dlb_kafka_producer_follow(): positions per job */
+    /* dlb_kafka_producer_follow_whole(): the newest offset of every partition
+     * of the followed topics, whatever the key */
+    int whole;
+    char topics[3][256];
+    end_pos_t *ends;
+    size_t ends_cnt, ends_cap;
 } producer_state_t;
+
+static int end_topic(const producer_state_t *ps, const char *topic)
+{
+    for (int t = 0; t < 3; t++)
+        if (!strcmp(ps->topics[t], topic))
+            return t;
+    return -1;
+}
+
+static end_pos_t *end_find(producer_state_t *ps, int topic, int32_t partition)
+{
+    for (size_t i = 0; i < ps->ends_cnt; i++)
+        if (ps->ends[i].topic == topic && ps->ends[i].partition == partition)
+            return &ps->ends[i];
+    return NULL;
+}
+
+/* A partition never noted when memory runs out stays unknown: requests then
+ * wait for their job's own events only, as without the whole mode. */
+static void end_note(producer_state_t *ps, const char *topic, int32_t partition, int64_t offset)
+{
+    int t = end_topic(ps, topic);
+    end_pos_t *e;
+
+    if (t < 0)
+        return;
+    if (!(e = end_find(ps, t, partition))) {
+        if (dlb_vec_reserve((void **)&ps->ends, &ps->ends_cap, ps->ends_cnt + 1, sizeof(*ps->ends)))
+            return;
+        e = &ps->ends[ps->ends_cnt++];
+        *e = (end_pos_t){t, partition, -1};
+    }
+    if (offset > e->offset)
+        e->offset = offset;
+}
 
 static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
@@ -37,6 +86,8 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
         if (ps->after)
             dlb_after_cache_note(ps->after, m->key, m->key_len, rd_kafka_topic_name(m->rkt),
                                  m->partition, m->offset);
+        if (ps->whole)
+            end_note(ps, rd_kafka_topic_name(m->rkt), m->partition, m->offset);
     }
 }
 
@@ -351,6 +402,7 @@ void dlb_kafka_producer_destroy(rd_kafka_t *producer)
     rd_kafka_destroy(producer);
     dlb_metrics_failed(producer, NULL); /* replaced, if it had failed */
     dlb_after_cache_free(ps->after);
+    free(ps->ends);
     free(ps);
 }
 
@@ -516,7 +568,37 @@ int dlb_kafka_producer_follow(rd_kafka_t *producer, const dlb_conf_t *conf, char
         return 0;
     if (!(ps->after = dlb_after_cache_new(topics, 3, DLB_AFTER_CACHE_SLOTS)))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < 3; i++)
+        snprintf(ps->topics[i], sizeof(ps->topics[i]), "%s", topics[i]);
     return 0;
+}
+
+int dlb_kafka_producer_follow_whole(rd_kafka_t *producer, const dlb_conf_t *conf, char *errstr,
+                                    size_t errstr_size)
+{
+    producer_state_t *ps = rd_kafka_opaque(producer);
+    int err;
+
+    if ((err = dlb_kafka_producer_follow(producer, conf, errstr, errstr_size)))
+        return err;
+    ps->whole = 1;
+    return 0;
+}
+
+/* The whole mode: every followed topic's newest offset on the partition the
+ * job's events went to (the request's: same key, same partitioner). */
+static void after_whole(producer_state_t *ps, dlb_after_t *a)
+{
+    int32_t partition;
+
+    if (!a->cnt)
+        return; /* no event of the job yet: its partition is unknown */
+    partition = a->pos[0].partition;
+    for (int t = 0; t < 3; t++) {
+        end_pos_t *e = end_find(ps, t, partition);
+        if (e)
+            (void)dlb_after_note(a, ps->topics[t], partition, e->offset);
+    }
 }
 
 rd_kafka_headers_t *dlb_kafka_after_headers(const dlb_after_t *a)
@@ -542,6 +624,8 @@ int dlb_kafka_produce_request(rd_kafka_t *producer, const char *topic, const cha
 
     if (ps->after && key)
         dlb_after_cache_get(ps->after, key, &a);
+    if (ps->whole)
+        after_whole(ps, &a);
     if (!(hdrs = dlb_kafka_after_headers(&a)))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     return produce_copy(producer, topic, key, value, len, hdrs, errstr, errstr_size);

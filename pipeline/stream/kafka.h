@@ -170,6 +170,17 @@ int dlb_kafka_produce(rd_kafka_t *producer, const char *topic, const char *key, 
 int dlb_kafka_producer_follow(rd_kafka_t *producer, const dlb_conf_t *conf, char *errstr,
                               size_t errstr_size);
 
+/** @brief dlb_kafka_producer_follow(), and a plan request then depends on
+ *         everything this producer wrote to its job's partitions (the newest
+ *         acknowledged offset of each followed topic there, whatever the
+ *         key), not only on its job's events. For a producer that stands for
+ *         a whole cluster (the simulator): with one partition per topic, the
+ *         optimizer answers a request only once every earlier event of every
+ *         job is stored, so what it reads of other jobs (similar jobs'
+ *         history, the cluster view) is the same from run to run. */
+int dlb_kafka_producer_follow_whole(rd_kafka_t *producer, const dlb_conf_t *conf, char *errstr,
+                                    size_t errstr_size);
+
 /** @brief New headers holding dlb.after with a's positions (after.h), for a
  *         plan request's produce. @returns them, or NULL when out of memory. */
 rd_kafka_headers_t *dlb_kafka_after_headers(const dlb_after_t *a);
