@@ -67,5 +67,26 @@ expect_eq "CPU utilisation ratio: worst = min of the runs" "$(jq '.runs | min' <
 grep -q '^JCT p95 ' "$SYS_DIR/out/aggregate.txt" || fail "no JCT p95 row in aggregate.txt"
 grep -q '^worker CPU utilisation ' "$SYS_DIR/out/aggregate.txt" || fail "no worker CPU utilisation row in aggregate.txt"
 expect_eq "worker CPU utilisation ratio: runs" 2 "$(jq '.ratios["dlbrain/dlrover"].worker_cpu_util.n' "$a")"
+# The simulator's own figures: replaces and relaunches no pod needed.
+for arm in dlbrain dlrover; do
+    want=$(jq -s 'map(.replaces_unneeded) | add / length' "$SYS_DIR/out"/workload-4-s*/sim-$arm.json)
+    expect_eq "$arm: replaces not needed, mean of the runs' simulators" "$want" "$(jq ".arms.$arm.replaces_unneeded" "$a")"
+done
+grep -q '^relaunches not needed ' "$SYS_DIR/out/aggregate.txt" || fail "no 'relaunches not needed' row in aggregate.txt"
+# The per-run goals against both baselines: each run's ratio, held iff no run is over.
+for base in dlrover dlrover-local; do
+    for k in jct_p50_s pending_mean_s; do
+        g=$(jq -c --arg n "dlbrain/$base" --arg k "$k" '.goals[$n][$k]' "$a")
+        # Each run's ratio where the baseline is not 0 (there, 0 or a miss).
+        jq -e --argjson r "$(jq -c --arg n "dlbrain/$base" --arg k "$k" '.ratios[$n][$k].runs' "$a")" \
+            '(.runs | length) == 2 and ([range(2)] | all(. as $i | $r[$i] == null or $r[$i] == $g.runs[$i]))' \
+            --argjson g "$g" <<<"$g" >/dev/null || fail "goal dlbrain/$base $k: runs $g"
+        jq -e '.held == ((.missed | length) == 0) and
+               ((.missed | length) == ([.runs[] | select(. == null or . > $most)] | length))' \
+            --argjson most "$(jq .most <<<"$g")" <<<"$g" >/dev/null || fail "goal dlbrain/$base $k: $g"
+    done
+    grep -q "^goal dlbrain/$base JCT p50 <= 1.00x in every run: " "$SYS_DIR/out/aggregate.txt" ||
+        fail "no JCT p50 goal line for dlbrain/$base in aggregate.txt"
+done
 ok "aggregate: $(head -n 1 "$SYS_DIR/out/aggregate.txt")"
 echo "44-compare: all checks passed"
