@@ -32,6 +32,7 @@ struct dlb_pg {
     dlb_catalog_t *cat;      /* loaded on first decode/encode */
     dlb_pg_hcache_t *hcache; /* decoded history samples, made on first use */
     size_t hcache_budget;    /* its bytes (history.cache.mb) */
+    int hcache_warm;         /* the last history load found half its samples or more there */
 };
 
 /* The prepared statements of every file: each its bit in dlb_pg.prepared and
@@ -46,6 +47,7 @@ enum {
     DLB_PG_ST_HIST_JOBS,
     DLB_PG_ST_HIST_SAMPLES,
     DLB_PG_ST_HIST_RAW,
+    DLB_PG_ST_HIST_SAMPLES_RAW,
     DLB_PG_ST_HIST_OOM,
     DLB_PG_ST_GET_PLAN,
     DLB_PG_ST_OOM_PLAN,

@@ -61,6 +61,23 @@ static const dlb_pg_stmt_t st_hist_samples = {DLB_PG_ST_HIST_SAMPLES, "dlb_hist_
     "WHERE x.pods <= $4::bigint "
     "ORDER BY x.ord, x.event_time_ms, x.event_id"};
 
+/* st_hist_samples with each row's raw bytes too (fifth column): one round
+ * trip where the cache is cold. */
+static const dlb_pg_stmt_t st_hist_samples_raw = {DLB_PG_ST_HIST_SAMPLES_RAW, "dlb_hist_samples_raw",
+    "SELECT x.ord, x.event_time_ms, x.all_pods, x.event_id, x.raw FROM ("
+    "SELECT j.ord::integer AS ord, s.event_time_ms, s.event_id, s.raw, "
+    "sum(s.pods) OVER (ORDER BY j.ord, s.event_time_ms DESC, s.event_id DESC "
+    "ROWS UNBOUNDED PRECEDING) AS pods, "
+    "LEAST(sum(s.pods) OVER (), 2147483647)::integer AS all_pods "
+    "FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS j(uid, ord) "
+    "CROSS JOIN LATERAL (SELECT r.event_time_ms, r.event_id, r.raw, "
+    "cardinality(r.pod_names) AS pods "
+    "FROM runtime_samples r WHERE r.job_uid = j.uid "
+    "AND r.event_time_ms < $3::bigint "
+    "ORDER BY r.event_time_ms DESC, r.event_id DESC LIMIT $2::integer) s) x "
+    "WHERE x.pods <= $4::bigint "
+    "ORDER BY x.ord, x.event_time_ms, x.event_id"};
+
 /* $1: a JSON array of [job_uid, event_time_ms, event_id], runtime_samples'
  * primary key; the first column maps rows back to it (1-based). */
 static const dlb_pg_stmt_t st_hist_raw = {DLB_PG_ST_HIST_RAW, "dlb_hist_raw",
@@ -221,6 +238,32 @@ static int64_t be64(const char *p)
     return (int64_t)v;
 }
 
+/* Decode the sample in res's row, column col, into the cache, keyed as the
+ * table keys it: row of keys names its job (first column), time (second)
+ * and event id (fourth). */
+static int hist_put(dlb_pg_t *pg, dlb_history_t *h, const PGresult *res, int row, int col,
+                    const PGresult *keys, int key_row, char *errstr, size_t errstr_size)
+{
+    const dlb_hist_job_t *j = hist_row_job(h, keys, key_row);
+    dlb_event_t ev = {0};
+    int err;
+
+    if ((err = dlb_pg_decode_cell(pg, res, row, col, &ev, errstr, errstr_size)))
+        return err;
+    if (ev.type != DLB_EV_RUNTIME) {
+        dlb_event_clear(&ev);
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_DECODE,
+                          "postgresql: runtime_samples row %s of job %s holds a %s",
+                          PQgetvalue(keys, key_row, 3), j->job_uid, dlb_event_type_name(ev.type));
+    }
+    snprintf(ev.u.rt.job_uid, sizeof(ev.u.rt.job_uid), "%s", j->job_uid);
+    snprintf(ev.u.rt.event_id, sizeof(ev.u.rt.event_id), "%s", PQgetvalue(keys, key_row, 3));
+    ev.u.rt.event_time_ms = be64(PQgetvalue(keys, key_row, 1));
+    if (!dlb_pg_hcache_put(pg->hcache, &ev.u.rt))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    return 0;
+}
+
 /* The samples st_hist_samples named that the cache does not hold (miss[],
  * rows of keys), decoded into it. */
 static int hist_fetch(dlb_pg_t *pg, dlb_history_t *h, const PGresult *keys, const int *miss,
@@ -259,30 +302,9 @@ static int hist_fetch(dlb_pg_t *pg, dlb_history_t *h, const PGresult *keys, cons
         goto out;
     for (int i = 0; i < PQntuples(res); i++) {
         uint32_t ord = be32(PQgetvalue(res, i, 0));
-        dlb_event_t ev = {0};
-        if (ord < 1 || ord > nmiss)
-            continue;
-        if ((err = dlb_pg_decode_cell(pg, res, i, 1, &ev, errstr, errstr_size)))
+        if (ord >= 1 && ord <= nmiss &&
+            (err = hist_put(pg, h, res, i, 1, keys, miss[ord - 1], errstr, errstr_size)))
             goto out;
-        if (ev.type != DLB_EV_RUNTIME) {
-            dlb_event_clear(&ev);
-            err = dlb_seterr(errstr, errstr_size, DLB_ERR_DECODE,
-                             "postgresql: runtime_samples row %s of job %s holds a %s",
-                             PQgetvalue(keys, miss[ord - 1], 3),
-                             hist_row_job(h, keys, miss[ord - 1])->job_uid,
-                             dlb_event_type_name(ev.type));
-            goto out;
-        }
-        /* The cache keys the sample as the table does. */
-        snprintf(ev.u.rt.job_uid, sizeof(ev.u.rt.job_uid), "%s",
-                 hist_row_job(h, keys, miss[ord - 1])->job_uid);
-        snprintf(ev.u.rt.event_id, sizeof(ev.u.rt.event_id), "%s",
-                 PQgetvalue(keys, miss[ord - 1], 3));
-        ev.u.rt.event_time_ms = be64(PQgetvalue(keys, miss[ord - 1], 1));
-        if (!dlb_pg_hcache_put(pg->hcache, &ev.u.rt)) {
-            err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
-            goto out;
-        }
     }
 out:
     PQclear(res);
@@ -293,7 +315,10 @@ out:
 
 /* The samples, borrowed from the cache of decoded ones: a row the cache
  * does not hold is fetched and decoded once (hist_fetch), then every later
- * request of the scenario finds it there. */
+ * request of the scenario finds it there. Where the last load found less
+ * than half of its samples there (a consumer just started, a scenario not
+ * seen lately), the raw bytes come with the keys, in one round trip: a
+ * consumer that keeps restarting costs what it did without the cache. */
 static int hist_samples(dlb_pg_t *pg, const char *scenario, const char *uids, int max_samples,
                         int64_t until_ms, dlb_history_t *h, char *errstr, size_t errstr_size)
 {
@@ -301,9 +326,9 @@ static int hist_samples(dlb_pg_t *pg, const char *scenario, const char *uids, in
     const char *v[4] = {uids, lim, until, pods};
     PGresult *res = NULL;
     int *miss = NULL;
-    size_t nmiss = 0;
+    size_t nmiss = 0, misses = 0;
     uint32_t all;
-    int err, n;
+    int err, n, with_raw;
 
     if (!pg->hcache && !(pg->hcache = dlb_pg_hcache_new(pg->hcache_budget)))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
@@ -312,8 +337,9 @@ static int hist_samples(dlb_pg_t *pg, const char *scenario, const char *uids, in
     snprintf(lim, sizeof(lim), "%d", max_samples);
     snprintf(until, sizeof(until), "%" PRId64, until_ms);
     snprintf(pods, sizeof(pods), "%d", DLB_PG_MAX_HIST_PODS);
-    if ((err = dlb_pg_run(pg, &st_hist_samples, 4, v, NULL, DLB_PG_BINARY, &res, errstr,
-                          errstr_size)))
+    with_raw = !pg->hcache_warm;
+    if ((err = dlb_pg_run(pg, with_raw ? &st_hist_samples_raw : &st_hist_samples, 4, v, NULL,
+                          DLB_PG_BINARY, &res, errstr, errstr_size)))
         return err;
     n = PQntuples(res);
     if (n && (all = be32(PQgetvalue(res, 0, 2))) > DLB_PG_MAX_HIST_PODS)
@@ -331,10 +357,16 @@ static int hist_samples(dlb_pg_t *pg, const char *scenario, const char *uids, in
         if (!j)
             continue;
         j->samples_cnt++;
-        if (!dlb_pg_hcache_get(pg->hcache, j->job_uid, PQgetvalue(res, i, 3),
-                               be64(PQgetvalue(res, i, 1))))
+        if (dlb_pg_hcache_get(pg->hcache, j->job_uid, PQgetvalue(res, i, 3),
+                              be64(PQgetvalue(res, i, 1))))
+            continue;
+        misses++;
+        if (!with_raw)
             miss[nmiss++] = i;
+        else if ((err = hist_put(pg, h, res, i, 4, res, i, errstr, errstr_size)))
+            goto out;
     }
+    pg->hcache_warm = 2 * misses <= (size_t)n;
     if (nmiss && (err = hist_fetch(pg, h, res, miss, nmiss, errstr, errstr_size)))
         goto out;
     for (size_t k = 0; k < h->jobs_cnt; k++) {

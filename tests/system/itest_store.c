@@ -1585,6 +1585,22 @@ static void test_pg_load_history_cached(void **unused)
     assert_string_equal(h.jobs[1].samples[0].event_id, "j1-s1");
     assert_string_equal(h.jobs[1].samples[2].event_id, "j1-s3");
     dlb_history_clear(&h);
+
+    /* Warm now: a new sample is fetched by its key alone and decoded. */
+    {
+        dlb_event_t ev;
+        ev_rt(&ev, "j1-s9", "j1", until - 10 * HOUR_MS + 60000 * 9, 2);
+        put(pg, &ev, 1);
+        dlb_event_clear(&ev);
+        assert_int_equal(
+            dlb_pg_load_history(pg, "ctr", NULL, until, 168, 10, 3, &h, errstr, sizeof(errstr)), 0);
+        assert_int_equal(h.jobs[1].samples_cnt, 3);
+        assert_string_equal(h.jobs[1].samples[0].event_id, "j1-s2");
+        ev_rt(&ev, "j1-s9", "j1", until - 10 * HOUR_MS + 60000 * 9, 2);
+        assert_sample_equal(&h.jobs[1].samples[2], &ev.u.rt);
+        dlb_event_clear(&ev);
+        dlb_history_clear(&h);
+    }
     dlb_pg_destroy(pg);
 }
 
