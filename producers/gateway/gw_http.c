@@ -13,6 +13,7 @@
  * whichever thread has its plan (gw_answer -> its http_answer), which resumes
  * the connection. */
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,8 @@
 #include "store_pg.h"
 #include "uuid.h"
 
-#define JSON "application/json"
+#define JSON             "application/json"
+#define GW_HTTP_DRAIN_MS 2000 /* longest a stop waits for answers being sent */
 
 typedef enum { R_OPTIMIZE, R_JOB_CONFIG, R_NOT_FOUND, R_METHOD } route_t;
 
@@ -69,6 +71,9 @@ struct gw_http {
     pthread_mutex_t lock; /* the queues, pending, stopping; taken before gw->lock */
     int stopping;
     hreq_t *pending; /* optimize calls not answered yet */
+    /* Requests answered from another thread whose answer libmicrohttpd has
+     * not finished sending: stopping waits for them (GW_HTTP_DRAIN_MS). */
+    _Atomic int answering;
     worker_t optimize, config;
     /* the config worker's own */
     dlb_pg_t *pg;
@@ -101,6 +106,7 @@ static void finish(hreq_t *r, unsigned status, char *body)
     r->status = status;
     r->answer = body;
     r->ready = 1;
+    atomic_fetch_add(&r->s->answering, 1);
     dlb_httpd_resume(c);
 }
 
@@ -516,6 +522,8 @@ static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)toe;
     if (!r)
         return;
+    if (r->ready)
+        atomic_fetch_sub(&r->s->answering, 1);
     free(r->body);
     free(r->answer);
     dlb_gw_http_request_clear(&r->req);
@@ -620,6 +628,12 @@ void gw_http_stop(gw_http_t *s)
         gw_call_release(c);
         poll(NULL, 0, 0);
     }
+    /* Stopping the daemon closes every connection: let the answers just
+     * given reach their clients first (a slow client is not waited for
+     * longer than GW_HTTP_DRAIN_MS). */
+    for (int64_t until = dlb_clock_mono_ms() + GW_HTTP_DRAIN_MS;
+         atomic_load(&s->answering) > 0 && dlb_clock_mono_ms() < until;)
+        poll(NULL, 0, 10);
     dlb_httpd_stop(s->h);
     pthread_cond_destroy(&s->optimize.wake);
     pthread_cond_destroy(&s->config.wake);
