@@ -44,39 +44,29 @@ static const dlb_pg_stmt_t st_hist_jobs = {DLB_PG_ST_HIST_JOBS, "dlb_hist_jobs",
 /* $1 is a JSON array of job uids; ord maps rows back to it (1-based). */
 /* Each job's newest $2 samples, while the pods of all of them, newest job
  * and sample first, add up to at most $4; the third column is the pods of
- * all $2 of every job, to say when some were left out. Keys only: the raw
- * bytes of the samples not already decoded come from st_hist_raw. */
+ * all $2 of every job, to say when some were left out. RAW is "" (keys
+ * only) or ", raw" (the bytes as a fifth column); the two statements below. */
+#define HIST_SAMPLES_SQL(RAW)                                                                      \
+    "SELECT x.ord, x.event_time_ms, x.all_pods, x.event_id" RAW " FROM ("                         \
+    "SELECT j.ord::integer AS ord, s.event_time_ms, s.event_id" RAW ", "                          \
+    "sum(s.pods) OVER (ORDER BY j.ord, s.event_time_ms DESC, s.event_id DESC "                     \
+    "ROWS UNBOUNDED PRECEDING) AS pods, "                                                          \
+    "LEAST(sum(s.pods) OVER (), 2147483647)::integer AS all_pods "                                 \
+    "FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS j(uid, ord) "                    \
+    "CROSS JOIN LATERAL (SELECT r.event_time_ms, r.event_id" RAW ", "                             \
+    "cardinality(r.pod_names) AS pods "                                                            \
+    "FROM runtime_samples r WHERE r.job_uid = j.uid "                                              \
+    "AND r.event_time_ms < $3::bigint "                                                            \
+    "ORDER BY r.event_time_ms DESC, r.event_id DESC LIMIT $2::integer) s) x "                      \
+    "WHERE x.pods <= $4::bigint "                                                                  \
+    "ORDER BY x.ord, x.event_time_ms, x.event_id"
+/* Keys only: the raw bytes of the samples not already decoded come from
+ * st_hist_raw. */
 static const dlb_pg_stmt_t st_hist_samples = {DLB_PG_ST_HIST_SAMPLES, "dlb_hist_samples",
-    "SELECT x.ord, x.event_time_ms, x.all_pods, x.event_id FROM ("
-    "SELECT j.ord::integer AS ord, s.event_time_ms, s.event_id, "
-    "sum(s.pods) OVER (ORDER BY j.ord, s.event_time_ms DESC, s.event_id DESC "
-    "ROWS UNBOUNDED PRECEDING) AS pods, "
-    "LEAST(sum(s.pods) OVER (), 2147483647)::integer AS all_pods "
-    "FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS j(uid, ord) "
-    "CROSS JOIN LATERAL (SELECT r.event_time_ms, r.event_id, "
-    "cardinality(r.pod_names) AS pods "
-    "FROM runtime_samples r WHERE r.job_uid = j.uid "
-    "AND r.event_time_ms < $3::bigint "
-    "ORDER BY r.event_time_ms DESC, r.event_id DESC LIMIT $2::integer) s) x "
-    "WHERE x.pods <= $4::bigint "
-    "ORDER BY x.ord, x.event_time_ms, x.event_id"};
-
-/* st_hist_samples with each row's raw bytes too (fifth column): one round
- * trip where the cache is cold. */
-static const dlb_pg_stmt_t st_hist_samples_raw = {DLB_PG_ST_HIST_SAMPLES_RAW, "dlb_hist_samples_raw",
-    "SELECT x.ord, x.event_time_ms, x.all_pods, x.event_id, x.raw FROM ("
-    "SELECT j.ord::integer AS ord, s.event_time_ms, s.event_id, s.raw, "
-    "sum(s.pods) OVER (ORDER BY j.ord, s.event_time_ms DESC, s.event_id DESC "
-    "ROWS UNBOUNDED PRECEDING) AS pods, "
-    "LEAST(sum(s.pods) OVER (), 2147483647)::integer AS all_pods "
-    "FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS j(uid, ord) "
-    "CROSS JOIN LATERAL (SELECT r.event_time_ms, r.event_id, r.raw, "
-    "cardinality(r.pod_names) AS pods "
-    "FROM runtime_samples r WHERE r.job_uid = j.uid "
-    "AND r.event_time_ms < $3::bigint "
-    "ORDER BY r.event_time_ms DESC, r.event_id DESC LIMIT $2::integer) s) x "
-    "WHERE x.pods <= $4::bigint "
-    "ORDER BY x.ord, x.event_time_ms, x.event_id"};
+    HIST_SAMPLES_SQL("")};
+/* With each row's raw bytes: one round trip where the cache is cold. */
+static const dlb_pg_stmt_t st_hist_samples_raw = {DLB_PG_ST_HIST_SAMPLES_RAW,
+    "dlb_hist_samples_raw", HIST_SAMPLES_SQL(", raw")};
 
 /* $1: a JSON array of [job_uid, event_time_ms, event_id], runtime_samples'
  * primary key; the first column maps rows back to it (1-based). */
