@@ -134,84 +134,53 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static uint64_t name_hash(const char *s)
-{
-    uint64_t h = 14695981039346656037ULL;
-
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
-/* Whether name was already in the open-addressing set (cap a power of two,
- * more than the names put in it), putting it there if not. */
-static int name_seen(const char **set, size_t cap, const char *name)
-{
-    for (size_t i = name_hash(name) & (cap - 1);; i = (i + 1) & (cap - 1)) {
-        if (!set[i]) {
-            set[i] = name;
-            return 0;
-        }
-        if (!strcmp(set[i], name))
-            return 1;
-    }
-}
-
 /* An OOMKilled pod's usage stopped at its limit, hence the x 1.2. A pod
- * counts with its newest sample's usage: samples are walked newest first
- * and a name met again is skipped, through a hash set, not a scan per pod
- * (a history job of 16,384 pods made that ~10^9 strcmp) nor a sort (every
- * plan request of the worker stages sorted up to 100 jobs x 240 samples of
- * pods by name: 40% of the optimizer's time in a simulation of 200 jobs). */
+ * counts with its newest sample's usage (dlb_hist_job_last_pods, which the
+ * history loader keeps between requests for jobs whose samples did not
+ * change: walking up to 100 jobs x 240 samples of pods for every plan
+ * request was 30% of the optimizer's time in a simulation of 200 jobs). */
 int dlb_oom_history_memory(const dlb_history_t *h, const char *type, int64_t *max_mem, size_t *pods)
 {
-    const char **set = NULL, **oom = NULL;
-    size_t set_cap = 0, oom_cap = 0, n, cap, i, k;
+    const char **oom = NULL;
+    size_t oom_cap = 0, i, k;
     int err = 0;
 
     *max_mem = 0;
     *pods = 0;
-    for (i = 0; i < h->jobs_cnt; i++) {
+    for (i = 0; i < h->jobs_cnt && !err; i++) {
         const dlb_hist_job_t *job = &h->jobs[i];
+        const dlb_hist_pod_t *last = job->last_pods;
+        dlb_hist_pod_t *own = NULL;
+        size_t cnt = job->last_pods_cnt;
 
-        n = 0;
-        for (size_t j = 0; j < job->samples_cnt; j++)
-            n += job->samples[j].pods_cnt;
-        if (!n)
-            continue;
-        for (cap = 16; cap < 2 * n; cap <<= 1)
-            ;
-        if (dlb_vec_reserve((void **)&set, &set_cap, cap, sizeof(*set)) ||
-            dlb_vec_reserve((void **)&oom, &oom_cap, job->oom_pods_cnt, sizeof(*oom))) {
-            err = DLB_ERR_NOMEM;
-            goto out;
+        if (!job->has_last_pods) {
+            if ((err = dlb_hist_job_last_pods(job, &own, &cnt)))
+                break;
+            last = own;
         }
-        memset(set, 0, cap * sizeof(*set));
+        if (dlb_vec_reserve((void **)&oom, &oom_cap, job->oom_pods_cnt, sizeof(*oom))) {
+            free(own);
+            err = DLB_ERR_NOMEM;
+            break;
+        }
         for (k = 0; k < job->oom_pods_cnt; k++)
             oom[k] = job->oom_pods[k];
         if (job->oom_pods_cnt > 1)
             qsort(oom, job->oom_pods_cnt, sizeof(*oom), name_cmp);
-        for (size_t j = job->samples_cnt; j-- > 0;) {
-            const dlb_runtime_sample_t *s = &job->samples[j];
+        for (k = 0; k < cnt; k++) {
+            const char *name = last[k].name;
+            int64_t m = last[k].memory_used;
 
-            for (k = 0; k < s->pods_cnt; k++) {
-                const dlb_pod_usage_t *p = &s->pods[k];
-                const char *name = p->name;
-                int64_t m = p->memory_used;
-
-                if (strcmp(p->type, type) || name_seen(set, cap, name))
-                    continue;
-                (*pods)++;
-                if (job->oom_pods_cnt &&
-                    bsearch(&name, oom, job->oom_pods_cnt, sizeof(*oom), name_cmp))
-                    m = dlb_mem_scale(m, OOM_HIST_NUM, OOM_HIST_DEN);
-                if (m > *max_mem)
-                    *max_mem = m;
-            }
+            if (strcmp(last[k].type, type))
+                continue;
+            (*pods)++;
+            if (job->oom_pods_cnt && bsearch(&name, oom, job->oom_pods_cnt, sizeof(*oom), name_cmp))
+                m = dlb_mem_scale(m, OOM_HIST_NUM, OOM_HIST_DEN);
+            if (m > *max_mem)
+                *max_mem = m;
         }
+        free(own);
     }
-out:
-    free(set);
     free(oom);
     return err;
 }

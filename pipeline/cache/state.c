@@ -33,9 +33,83 @@ void dlb_history_clear(dlb_history_t *h)
         }
         free(j->samples);
         free(j->oom_pods);
+        if (!h->borrowed)
+            free((void *)j->last_pods);
     }
     free(h->jobs);
     memset(h, 0, sizeof(*h));
+}
+
+static uint64_t pod_hash(const dlb_pod_usage_t *p)
+{
+    uint64_t h = 14695981039346656037ULL;
+
+    for (const char *c = p->name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    for (const char *c = p->type; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    return h;
+}
+
+/* Whether a pod of p's name and type was already in the open-addressing set
+ * (cap a power of two, more than the pods put in it), putting p there if not. */
+static int pod_seen(const dlb_pod_usage_t **set, size_t cap, const dlb_pod_usage_t *p)
+{
+    for (size_t i = pod_hash(p) & (cap - 1);; i = (i + 1) & (cap - 1)) {
+        if (!set[i]) {
+            set[i] = p;
+            return 0;
+        }
+        if (!strcmp(set[i]->name, p->name) && !strcmp(set[i]->type, p->type))
+            return 1;
+    }
+}
+
+/* Samples walked newest first, a pod met again skipped through a hash set:
+ * neither a scan per pod (a job of 16,384 pods made that ~10^9 strcmp) nor a
+ * sort by name (up to 100 jobs x 240 samples for every plan request). */
+int dlb_hist_job_last_pods(const dlb_hist_job_t *j, dlb_hist_pod_t **out, size_t *cnt)
+{
+    dlb_hist_pod_t *pods = NULL;
+    const dlb_pod_usage_t **set = NULL;
+    size_t n = 0, cap;
+
+    *out = NULL;
+    *cnt = 0;
+    for (size_t i = 0; i < j->samples_cnt; i++)
+        n += j->samples[i].pods_cnt;
+    if (!n)
+        return 0;
+    for (cap = 16; cap < 2 * n; cap <<= 1)
+        ;
+    if (!(set = calloc(cap, sizeof(*set))) || !(pods = malloc(n * sizeof(*pods)))) {
+        free(set);
+        return DLB_ERR_NOMEM;
+    }
+    for (size_t i = j->samples_cnt; i-- > 0;) {
+        const dlb_runtime_sample_t *s = &j->samples[i];
+
+        for (size_t k = 0; k < s->pods_cnt; k++) {
+            const dlb_pod_usage_t *p = &s->pods[k];
+            dlb_hist_pod_t *o;
+
+            if (pod_seen(set, cap, p))
+                continue;
+            o = &pods[(*cnt)++];
+            memcpy(o->name, p->name, sizeof(o->name));
+            memcpy(o->type, p->type, sizeof(o->type));
+            o->memory_used = p->memory_used;
+        }
+    }
+    free(set);
+    /* Most jobs keep their pods: give back what n reserved for renames. */
+    if (*cnt < n) {
+        dlb_hist_pod_t *shrunk = realloc(pods, *cnt * sizeof(*pods));
+        if (shrunk)
+            pods = shrunk;
+    }
+    *out = pods;
+    return 0;
 }
 
 /* Total order of events: event time, then event id bytewise. PostgreSQL replays

@@ -72,6 +72,15 @@ typedef struct dlb_job_state {
     size_t pod_index_cap;
 } dlb_job_state_t;
 
+/* A pod of a history job as the newest of the job's samples that has it
+ * shows it: what a pod ended with, where an optimizer asks what pods of
+ * similar jobs needed. */
+typedef struct dlb_hist_pod {
+    char name[DLB_ID_MAX];
+    char type[16];
+    int64_t memory_used;
+} dlb_hist_pod_t;
+
 /* One finished or running job of the same scenario, from PostgreSQL. */
 typedef struct dlb_hist_job {
     char job_uid[DLB_ID_MAX];
@@ -83,6 +92,11 @@ typedef struct dlb_hist_job {
     size_t samples_cnt;
     char (*oom_pods)[DLB_ID_MAX]; /* pods that were ever OOMKilled */
     size_t oom_pods_cnt;
+    /* Each pod of samples once (dlb_hist_job_last_pods), when the loader
+     * made it (has_last_pods); borrowed like the samples' pods. */
+    const dlb_hist_pod_t *last_pods;
+    size_t last_pods_cnt;
+    int has_last_pods;
 } dlb_hist_job_t;
 
 typedef struct dlb_history {
@@ -103,6 +117,11 @@ typedef struct dlb_oom_plan {
 
 void dlb_job_state_clear(dlb_job_state_t *st);
 void dlb_history_clear(dlb_history_t *h);
+
+/** @brief Each pod of j's samples once, as the newest sample that has it
+ *         shows it, newest sample first (*out is the caller's to free).
+ *  @returns 0, or DLB_ERR_NOMEM. */
+int dlb_hist_job_last_pods(const dlb_hist_job_t *j, dlb_hist_pod_t **out, size_t *cnt);
 
 /** @brief Fold one event into a job state, exactly what the cache does, so the
  *         PostgreSQL rebuild and the Redis path agree. Samples are appended in

@@ -3,19 +3,28 @@
  * that says which to drop first. */
 #include "store_pg_hcache.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define BUCKETS_MIN 1024
 
 typedef struct entry {
-    dlb_runtime_sample_t s;
+    dlb_runtime_sample_t s; /* first: a sample's address is its entry's */
     uint64_t hash;
+    /* Its job's pods, kept with the job's newest sample for the load whose
+     * samples had fingerprint pods_fp: a job that did not change since
+     * (a finished one) is not walked again. */
+    dlb_hist_pod_t *pods;
+    size_t pods_cnt;
+    uint64_t pods_fp;
     size_t cost;
     uint64_t used; /* the load that last used it */
     struct entry *chain;
     struct entry *older, *newer;
 } entry_t;
+
+_Static_assert(offsetof(entry_t, s) == 0, "a cached sample's address is its entry's");
 
 struct dlb_pg_hcache {
     entry_t **buckets;
@@ -34,7 +43,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-static uint64_t key_hash(const char *job_uid, const char *event_id, int64_t t)
+uint64_t dlb_pg_hcache_key_hash(const char *job_uid, const char *event_id, int64_t t)
 {
     uint64_t h = 14695981039346656037ULL;
 
@@ -96,6 +105,7 @@ static void entry_unlink(dlb_pg_hcache_t *c, entry_t *e)
     c->bytes -= e->cost;
     free(e->s.pods);
     free(e->s.pods_by_name);
+    free(e->pods);
     free(e);
 }
 
@@ -125,7 +135,7 @@ static void trim(dlb_pg_hcache_t *c)
 const dlb_runtime_sample_t *dlb_pg_hcache_get(dlb_pg_hcache_t *c, const char *job_uid,
                                               const char *event_id, int64_t event_time_ms)
 {
-    uint64_t h = key_hash(job_uid, event_id, event_time_ms);
+    uint64_t h = dlb_pg_hcache_key_hash(job_uid, event_id, event_time_ms);
 
     for (entry_t *e = c->buckets[h & (c->nbuckets - 1)]; e; e = e->chain)
         if (e->hash == h && e->s.event_time_ms == event_time_ms &&
@@ -150,7 +160,7 @@ const dlb_runtime_sample_t *dlb_pg_hcache_put(dlb_pg_hcache_t *c, dlb_runtime_sa
     }
     e->s = *s;
     memset(s, 0, sizeof(*s));
-    e->hash = key_hash(e->s.job_uid, e->s.event_id, e->s.event_time_ms);
+    e->hash = dlb_pg_hcache_key_hash(e->s.job_uid, e->s.event_id, e->s.event_time_ms);
     e->cost = sizeof(*e) + e->s.pods_cnt * sizeof(*e->s.pods);
     e->used = c->load;
     e->chain = c->buckets[e->hash & (c->nbuckets - 1)];
@@ -160,6 +170,36 @@ const dlb_runtime_sample_t *dlb_pg_hcache_put(dlb_pg_hcache_t *c, dlb_runtime_sa
     c->bytes += e->cost;
     trim(c);
     return &e->s;
+}
+
+const dlb_hist_pod_t *dlb_pg_hcache_pods_get(const dlb_runtime_sample_t *newest, uint64_t fp,
+                                             size_t *cnt)
+{
+    const entry_t *e = (const entry_t *)(const void *)newest;
+
+    *cnt = 0;
+    if (!e->pods || e->pods_fp != fp)
+        return NULL;
+    *cnt = e->pods_cnt;
+    return e->pods;
+}
+
+const dlb_hist_pod_t *dlb_pg_hcache_pods_put(dlb_pg_hcache_t *c, const dlb_runtime_sample_t *newest,
+                                             uint64_t fp, dlb_hist_pod_t *pods, size_t cnt)
+{
+    entry_t *e = (entry_t *)(void *)newest;
+    size_t cost = cnt * sizeof(*pods);
+
+    c->bytes -= e->pods_cnt * sizeof(*e->pods);
+    e->cost -= e->pods_cnt * sizeof(*e->pods);
+    free(e->pods);
+    e->pods = pods;
+    e->pods_cnt = cnt;
+    e->pods_fp = fp;
+    e->cost += cost;
+    c->bytes += cost;
+    trim(c);
+    return e->pods;
 }
 
 void dlb_pg_hcache_stats(const dlb_pg_hcache_t *c, size_t *samples, size_t *bytes)

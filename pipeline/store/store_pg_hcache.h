@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "event.h"
+#include "state.h"
 
 typedef struct dlb_pg_hcache dlb_pg_hcache_t;
 
@@ -38,6 +39,21 @@ const dlb_runtime_sample_t *dlb_pg_hcache_get(dlb_pg_hcache_t *c, const char *jo
  *         for this load, dropping older samples over the budget.
  *  @returns the cached copy, or NULL when out of memory (s is then freed). */
 const dlb_runtime_sample_t *dlb_pg_hcache_put(dlb_pg_hcache_t *c, dlb_runtime_sample_t *s);
+
+/** @returns the hash of a sample's key, for a fingerprint of a list of them. */
+uint64_t dlb_pg_hcache_key_hash(const char *job_uid, const char *event_id, int64_t event_time_ms);
+
+/** @returns the pods (dlb_hist_job_last_pods) kept with cached sample newest
+ *           for the job whose samples, newest last, had fingerprint fp, or
+ *           NULL (none kept, or for other samples). Valid as the sample is. */
+const dlb_hist_pod_t *dlb_pg_hcache_pods_get(const dlb_runtime_sample_t *newest, uint64_t fp,
+                                             size_t *cnt);
+
+/** @brief Keep pods (taken, freed on failure) with cached sample newest for
+ *         fingerprint fp, in place of what it kept.
+ *  @returns the kept pods, valid as the sample is. */
+const dlb_hist_pod_t *dlb_pg_hcache_pods_put(dlb_pg_hcache_t *c, const dlb_runtime_sample_t *newest,
+                                             uint64_t fp, dlb_hist_pod_t *pods, size_t cnt);
 
 /** @brief Samples held and their bytes, for tests and logs. */
 void dlb_pg_hcache_stats(const dlb_pg_hcache_t *c, size_t *samples, size_t *bytes);

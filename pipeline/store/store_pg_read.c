@@ -303,6 +303,39 @@ out:
     return err;
 }
 
+/* A job's samples in a load: the newest, and a fingerprint of their keys. */
+typedef struct job_fp {
+    const dlb_runtime_sample_t *newest;
+    uint64_t fp;
+} job_fp_t;
+
+/* Each job's pods as its newest samples show them (dlb_hist_job_last_pods),
+ * borrowed from the cache: a job whose samples are those of the last load
+ * (a finished job's do not change) is not walked again. */
+static int hist_last_pods(dlb_pg_t *pg, dlb_history_t *h, const job_fp_t *fp, char *errstr,
+                          size_t errstr_size)
+{
+    for (size_t k = 0; k < h->jobs_cnt; k++) {
+        dlb_hist_job_t *j = &h->jobs[k];
+        dlb_hist_pod_t *pods;
+        size_t cnt;
+
+        if (!fp[k].newest)
+            continue; /* no samples: no pods */
+        if ((j->last_pods = dlb_pg_hcache_pods_get(fp[k].newest, fp[k].fp, &cnt))) {
+            j->last_pods_cnt = cnt;
+            j->has_last_pods = 1;
+            continue;
+        }
+        if (dlb_hist_job_last_pods(j, &pods, &cnt))
+            return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        j->last_pods = dlb_pg_hcache_pods_put(pg->hcache, fp[k].newest, fp[k].fp, pods, cnt);
+        j->last_pods_cnt = cnt;
+        j->has_last_pods = 1;
+    }
+    return 0;
+}
+
 /* The samples, borrowed from the cache of decoded ones: a row the cache
  * does not hold is fetched and decoded once (hist_fetch), then every later
  * request of the scenario finds it there. Where the last load found less
@@ -315,6 +348,8 @@ static int hist_samples(dlb_pg_t *pg, const char *scenario, const char *uids, in
     char lim[24], until[24], pods[24];
     const char *v[4] = {uids, lim, until, pods};
     PGresult *res = NULL;
+    job_fp_t *fp = NULL;
+    const dlb_runtime_sample_t **hit = NULL;
     int *miss = NULL;
     size_t nmiss = 0, misses = 0;
     uint32_t all;
@@ -336,7 +371,8 @@ static int hist_samples(dlb_pg_t *pg, const char *scenario, const char *uids, in
         dlb_warn("history of scenario %s: the samples of its %zu similar jobs hold %" PRIu32
                  " pods, more than the %d read; using the newest %d samples",
                  scenario, h->jobs_cnt, all, DLB_PG_MAX_HIST_PODS, n);
-    if (n && !(miss = malloc((size_t)n * sizeof(*miss)))) {
+    if (n &&
+        (!(miss = malloc((size_t)n * sizeof(*miss))) || !(hit = calloc((size_t)n, sizeof(*hit))))) {
         err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -347,8 +383,8 @@ static int hist_samples(dlb_pg_t *pg, const char *scenario, const char *uids, in
         if (!j)
             continue;
         j->samples_cnt++;
-        if (dlb_pg_hcache_get(pg->hcache, j->job_uid, PQgetvalue(res, i, 3),
-                              be64(PQgetvalue(res, i, 1))))
+        if ((hit[i] = dlb_pg_hcache_get(pg->hcache, j->job_uid, PQgetvalue(res, i, 3),
+                                        be64(PQgetvalue(res, i, 1)))))
             continue;
         misses++;
         if (!with_raw)
@@ -367,18 +403,29 @@ static int hist_samples(dlb_pg_t *pg, const char *scenario, const char *uids, in
         }
         j->samples_cnt = 0;
     }
+    if (h->jobs_cnt && !(fp = calloc(h->jobs_cnt, sizeof(*fp)))) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
     for (int i = 0; i < n; i++) {
         dlb_hist_job_t *j = hist_row_job(h, res, i);
         const dlb_runtime_sample_t *s;
         if (!j)
             continue;
-        /* Deleted between the two reads (retention): left out. */
-        if (!(s = dlb_pg_hcache_get(pg->hcache, j->job_uid, PQgetvalue(res, i, 3),
-                                    be64(PQgetvalue(res, i, 1)))))
+        /* Deleted between the two reads (retention): left out. A hit of
+         * the first pass is still there: this load's samples stay. */
+        if (!(s = hit[i]) && !(s = dlb_pg_hcache_get(pg->hcache, j->job_uid, PQgetvalue(res, i, 3),
+                                                     be64(PQgetvalue(res, i, 1)))))
             continue;
         j->samples[j->samples_cnt++] = *s;
+        fp[j - h->jobs].newest = s;
+        fp[j - h->jobs].fp = fp[j - h->jobs].fp * 1099511628211ULL ^
+                             dlb_pg_hcache_key_hash(s->job_uid, s->event_id, s->event_time_ms);
     }
+    err = hist_last_pods(pg, h, fp, errstr, errstr_size);
 out:
+    free(fp);
+    free(hit);
     free(miss);
     PQclear(res);
     return err;

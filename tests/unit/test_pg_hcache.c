@@ -147,6 +147,46 @@ static void test_many(void **unused)
     dlb_pg_hcache_free(NULL);
 }
 
+/* A job's pods are kept with its newest sample for one fingerprint of its
+ * samples: another fingerprint finds none, a new put replaces them, and
+ * they go with the sample. */
+static void test_pods_kept_with_newest(void **unused)
+{
+    dlb_pg_hcache_t *c = dlb_pg_hcache_new(1 << 20);
+    const dlb_runtime_sample_t *s;
+    dlb_hist_pod_t *pods;
+    size_t cnt, n, bytes0, bytes1;
+    uint64_t fp = dlb_pg_hcache_key_hash("j", "e1", 1000);
+
+    (void)unused;
+    assert_non_null(c);
+    assert_int_not_equal(fp, dlb_pg_hcache_key_hash("j", "e1", 1001));
+    assert_int_not_equal(fp, dlb_pg_hcache_key_hash("j", "e2", 1000));
+    dlb_pg_hcache_begin(c);
+    s = put(c, "j", "e1", 1000, 1);
+    assert_null(dlb_pg_hcache_pods_get(s, fp, &cnt));
+    assert_int_equal(cnt, 0);
+    dlb_pg_hcache_stats(c, &n, &bytes0);
+    pods = calloc(2, sizeof(*pods));
+    assert_non_null(pods);
+    pods[1].memory_used = 7;
+    assert_ptr_equal(dlb_pg_hcache_pods_put(c, s, fp, pods, 2), pods);
+    dlb_pg_hcache_stats(c, &n, &bytes1);
+    assert_int_equal(bytes1, bytes0 + 2 * sizeof(*pods));
+    assert_ptr_equal(dlb_pg_hcache_pods_get(s, fp, &cnt), pods);
+    assert_int_equal(cnt, 2);
+    assert_null(dlb_pg_hcache_pods_get(s, fp + 1, &cnt));
+    pods = calloc(1, sizeof(*pods));
+    assert_non_null(pods);
+    assert_ptr_equal(dlb_pg_hcache_pods_put(c, s, fp + 1, pods, 1), pods);
+    assert_null(dlb_pg_hcache_pods_get(s, fp, &cnt));
+    assert_non_null(dlb_pg_hcache_pods_get(s, fp + 1, &cnt));
+    assert_int_equal(cnt, 1);
+    dlb_pg_hcache_stats(c, &n, &bytes1);
+    assert_int_equal(bytes1, bytes0 + sizeof(*pods));
+    dlb_pg_hcache_free(c); /* frees the pods too (ASan) */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -154,6 +194,7 @@ int main(void)
         cmocka_unit_test(test_budget_zero_keeps_the_load),
         cmocka_unit_test(test_lru),
         cmocka_unit_test(test_many),
+        cmocka_unit_test(test_pods_kept_with_newest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

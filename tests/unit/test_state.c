@@ -611,6 +611,50 @@ static void test_history_clear(void **unused)
     dlb_history_clear(&h);
 }
 
+/* Each pod once, as the newest sample that has it shows it; a pod of the
+ * same name but another type is another pod. */
+static void test_history_last_pods(void **unused)
+{
+    dlb_runtime_sample_t smp[3] = {0};
+    dlb_hist_job_t j = {0};
+    dlb_hist_pod_t *pods;
+    size_t cnt;
+
+    (void)unused;
+    for (int i = 0; i < 3; i++) {
+        smp[i].pods = calloc(2, sizeof(*smp[i].pods));
+        assert_non_null(smp[i].pods);
+        smp[i].pods_cnt = 2;
+        snprintf(smp[i].pods[0].name, sizeof(smp[i].pods[0].name), "w-0");
+        snprintf(smp[i].pods[0].type, sizeof(smp[i].pods[0].type), "worker");
+        smp[i].pods[0].memory_used = 100 + i;
+        /* The second pod: ps-0 in the first two samples, a worker of the
+         * same name in the newest. */
+        snprintf(smp[i].pods[1].name, sizeof(smp[i].pods[1].name), "ps-0");
+        snprintf(smp[i].pods[1].type, sizeof(smp[i].pods[1].type), i < 2 ? "ps" : "worker");
+        smp[i].pods[1].memory_used = 200 + i;
+    }
+    j.samples = smp;
+    j.samples_cnt = 3;
+    assert_int_equal(dlb_hist_job_last_pods(&j, &pods, &cnt), 0);
+    assert_int_equal(cnt, 3);
+    /* Newest sample first, in its pod order. */
+    assert_string_equal(pods[0].name, "w-0");
+    assert_int_equal(pods[0].memory_used, 102);
+    assert_string_equal(pods[1].type, "worker");
+    assert_int_equal(pods[1].memory_used, 202);
+    assert_string_equal(pods[2].name, "ps-0");
+    assert_string_equal(pods[2].type, "ps");
+    assert_int_equal(pods[2].memory_used, 201);
+    free(pods);
+    j.samples_cnt = 0;
+    assert_int_equal(dlb_hist_job_last_pods(&j, &pods, &cnt), 0);
+    assert_null(pods);
+    assert_int_equal(cnt, 0);
+    for (int i = 0; i < 3; i++)
+        free(smp[i].pods);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -628,6 +672,7 @@ int main(void)
         cmocka_unit_test(test_node_rebuild_same_state),
         cmocka_unit_test(test_other_events_ignored),
         cmocka_unit_test(test_history_clear),
+        cmocka_unit_test(test_history_last_pods),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
