@@ -167,6 +167,7 @@ typedef struct dlb_conf {
     int partitions;              /* topic.partitions for topic creation, default 12 */
     int replication;             /* topic.replication, default 1 */
     int window_size;             /* state.window.size: runtime samples kept per job, default 60 */
+    int64_t state_cache_bytes;   /* state.cache.mb (as bytes): decoded Redis samples kept */
     int history_hours;           /* history.hours: similar-job look-back, default 168 */
     int history_max_jobs;        /* history.max.jobs: newest similar jobs used, default 100 */
     int64_t history_cache_bytes; /* history.cache.mb (as bytes): decoded history samples kept */
