@@ -372,11 +372,25 @@ static void take_ahead(ctx_t *c)
     }
 }
 
+/* Whether the round holds a request to answer. */
+static int holds_request(const ctx_t *c)
+{
+    for (size_t i = c->items_cnt; i-- > 0;)
+        if (c->items[i].ok && c->role->is_request(&c->items[i].ev))
+            return 1;
+    return 0;
+}
+
 /* Add up to batch_size new messages, waiting at most poll_wait_ms. Behind
  * (a backlog), the batch is filled: one PostgreSQL and one Kafka transaction
  * per batch is what makes a backlog go fast. Caught up, what has been
- * fetched is the batch: a plan request is answered as soon as it is read,
- * not after a batch that is not coming (latency). */
+ * fetched is the batch once it holds a request: a plan request is answered
+ * as soon as it is read, not after a batch that is not coming (latency).
+ * Events alone wait on, up to the poll's end, for what comes next: a
+ * producer that sends a job's events and then its request (the simulator,
+ * the agent, the gateway) had the events stored in a batch of their own,
+ * and the request waited for that batch's two commits (half the batches of
+ * a simulation, 10 ms each). */
 void stream_batch_poll(ctx_t *c)
 {
     int64_t deadline = dlb_clock_mono_ms() + poll_wait_ms(c);
@@ -393,7 +407,7 @@ void stream_batch_poll(ctx_t *c)
         /* Whether we are caught up is asked only when the local queue is
          * empty: once per batch when caught up, not once per message. */
         if (!(m = rd_kafka_consumer_poll(c->consumer, 0))) {
-            if (added && stream_lag(c, 1) == 0)
+            if (added && holds_request(c) && stream_lag(c, 1) == 0)
                 break;
             if (!(m = rd_kafka_consumer_poll(c->consumer, (int)left)))
                 continue;
