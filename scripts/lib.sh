@@ -16,6 +16,21 @@ export DLBRAIN_METRICS_PORT=${DLBRAIN_METRICS_PORT:-0}
 # Likewise the gateway's HTTP Brain (gateway.http.address, default 0.0.0.0:8000).
 export DLBRAIN_GATEWAY_HTTP_ADDRESS=${DLBRAIN_GATEWAY_HTTP_ADDRESS:-127.0.0.1:0}
 
+# dlb_usage [STATUS]: print the running script's usage, its header comment (from
+# line 2 to the first line that is not a comment, without the leading "# "),
+# and exit STATUS (default 2): to stdout for 0 (-h, --help), else to stderr.
+dlb_usage() {
+    local status=${1:-2}
+    if [ "$status" = 0 ]; then dlb_header; else dlb_header >&2; fi
+    exit "$status"
+}
+dlb_header() { sed -n '2,${/^#/!q;s/^# \{0,1\}//;p}' "$0"; }
+# dlb_help "$@": when the first argument is -h or --help, the usage on stdout and
+# exit 0, before a script does anything else.
+dlb_help() {
+    case ${1:-} in -h | --help) dlb_usage 0 ;; esac
+}
+
 dlb_log() { printf '%s: %s\n' "$DLB_PROG" "$*" >&2; }
 dlb_warn() { printf '%s: warning: %s\n' "$DLB_PROG" "$*" >&2; }
 dlb_die() {
