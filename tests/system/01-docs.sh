@@ -44,6 +44,28 @@ for c in $("$DLBRAIN" --help | awk '/^commands:/{f=1; next} f && !NF {exit} f &&
 done
 echo "ok - every dlbrain command is documented in the README and $cmd_doc"
 
+# Every command takes the common options (-X key=value ...), as the README says:
+# each parses -X (the first action of a command of actions), and the two that
+# need no server refuse a bad setting, naming it, and run with good ones.
+"$DLBRAIN" --help | awk '/^commands:/{f=1; next} f && !NF {exit}
+    f && /^  [^ ]/ {if (c) print c " " first; c = $1; first = ""}
+    f && /^   / {split($1, a, "|"); first = a[1]} END {print c " " first}' >/tmp/dlb-docs.$$
+while read -r c sub; do
+    "$DLBRAIN" $c $sub -X log.level=info --help >/dev/null 2>&1 </dev/null ||
+        { rm -f /tmp/dlb-docs.$$; fail "'dlbrain $c $sub -X log.level=info --help' does not take -X key=value"; }
+done </tmp/dlb-docs.$$
+rm -f /tmp/dlb-docs.$$
+for c in schemas simulate; do
+    rc=0
+    err=$("$DLBRAIN" $c -X log.level=loud 2>&1 >/dev/null </dev/null) || rc=$?
+    [ "$rc" = 2 ] && grep -q 'log.level: "loud"' <<<"$err" ||
+        fail "'dlbrain $c -X log.level=loud' exited $rc, not 2 naming the setting: $err"
+done
+"$DLBRAIN" schemas -X log.level=warn -e docs | grep -q '^ID ' || fail "'dlbrain schemas -X log.level=warn -e docs' lists no catalog"
+"$DLBRAIN" simulate -X log.level=warn -e docs --expect --jobs 2 | grep -qx 'jobs=2' ||
+    fail "'dlbrain simulate -X log.level=warn -e docs --expect --jobs 2' does not print jobs=2"
+echo "ok - every dlbrain command takes -X key=value; schemas and simulate refuse a bad setting"
+
 size=$(wc -c <"$top/README.md")
 [ "$size" -lt 15360 ] || fail "README.md is $size bytes; keep it under 15360 (15 KB) and move detail to docs/"
 echo "ok - README.md is $size bytes (< 15360)"
