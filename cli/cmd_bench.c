@@ -41,6 +41,10 @@
 #include "log.h"
 #include "rss.h"
 
+/* The benchmarks, the word after "dlbrain bench". */
+const char *const cmd_bench_modes[] = {"optimizer", "roundtrip", "matcher", "ingest",
+                                       "rebuild",   "decode",    NULL};
+
 static void usage(FILE *fp)
 {
     fprintf(fp, "usage: dlbrain bench optimizer --events FILE [options]\n"
@@ -294,6 +298,7 @@ int cmd_bench_main(int argc, char **argv)
                       *gateway_http = NULL;
     long seconds = -1, rate = 100, jobs = -1, samples = 3, warmup_ms = 60000, drain_ms = 10000,
          ingest_samples = 200000, consumers = 1, timeout_s = 600, max_inflight = 1000;
+    const char *const *m;
     cli_opts_t o = {0};
     dlb_conf_t conf;
     int c, rc, ingest, decode;
@@ -303,12 +308,12 @@ int cmd_bench_main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     mode = argv[1];
-    if (strcmp(mode, "optimizer") && strcmp(mode, "roundtrip") && strcmp(mode, "matcher") &&
-        strcmp(mode, "ingest") && strcmp(mode, "rebuild") && strcmp(mode, "decode")) {
-        fprintf(stderr,
-                "bench: unknown benchmark '%s' (optimizer, roundtrip, matcher, ingest, "
-                "rebuild or decode)\n",
-                mode);
+    for (m = cmd_bench_modes; *m && strcmp(*m, mode); m++)
+        ;
+    if (!*m) {
+        fprintf(stderr, "bench: unknown benchmark '%s' (", mode);
+        for (m = cmd_bench_modes; *m; m++)
+            fprintf(stderr, "%s%s", *m, m[1] ? (m[2] ? ", " : " or ") : ")\n");
         return 2;
     }
     ingest = !strcmp(mode, "ingest");

@@ -72,7 +72,7 @@ static const cli_action_opt_help_t action_help[] = {
     {0, NULL},
 };
 
-static const cli_command_t command = {
+const cli_command_t cmd_config_command = {
     "config",
     "Configuration rules (YAML: Include / Exclude / Configure) in PostgreSQL, schema\n"
     "pg.schema: every apply or rollback is a new version, never changed afterwards;\n"
@@ -453,5 +453,5 @@ static int act_watch(const cli_args_t *a, const dlb_conf_t *conf)
 
 int cmd_config_main(int argc, char **argv)
 {
-    return cli_actions_main(&command, argc, argv);
+    return cli_actions_main(&cmd_config_command, argc, argv);
 }

@@ -97,7 +97,7 @@ static const cli_action_opt_help_t action_help[] = {
     {0, NULL},
 };
 
-static const cli_command_t command = {
+const cli_command_t cmd_env_command = {
     "env",
     "Environments: a name that prefixes topics (<name>.plans), consumer groups, the\n"
     "PostgreSQL schema and Redis keys (<name>:...), with the optimizer set and\n"
@@ -795,5 +795,5 @@ out:
 
 int cmd_env_main(int argc, char **argv)
 {
-    return cli_actions_main(&command, argc, argv);
+    return cli_actions_main(&cmd_env_command, argc, argv);
 }

@@ -1,5 +1,6 @@
 /* dlbrain schemas: list the schema catalog, print one schema, or decode
  * framed messages given in hex. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "catalog.h"
 #include "cmd.h"
 #include "codec.h"
+#include "common.h"
 #include "err.h"
 #include "log.h"
 
@@ -82,33 +84,59 @@ static int decode_lines(const dlb_catalog_t *cat)
     return fflush(stdout) ? 1 : 0;
 }
 
+static void usage(FILE *fp)
+{
+    fprintf(fp, "usage: dlbrain schemas [ID | --decode] [options]\n"
+                "List the schema catalog (Confluent id, type, file, newest of its type), or print\n"
+                "the Avro schema with id ID, e.g. to register it in a schema registry.\n"
+                "--decode: read framed messages (Confluent header + Avro), one per line in hex,\n"
+                "on stdin, and print each as the consumers decode it, one JSON line each (the\n"
+                "shape emit reads), or {\"error\": \"<class>: <why>\"}.\n"
+                "The catalog is built in: settings are checked but change nothing.\n\n"
+                "  -d, --decode          decode framed messages from stdin\n" CLI_COMMON_HELP);
+}
+
 int cmd_schemas_main(int argc, char **argv)
 {
+    static const struct option longopts[] = {
+        {"decode", no_argument, 0, 'd'}, CLI_COMMON_LONG, {0, 0, 0, 0}};
     dlb_catalog_t *cat;
+    cli_opts_t o = {0};
+    dlb_conf_t conf;
+    const char *id = NULL;
     char errstr[512];
-    int rc = 0;
+    int c, rc = 0, decode = 0;
 
-    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        printf("usage: dlbrain schemas [ID | --decode]\n"
-               "List the schema catalog (Confluent id, type, file, newest of its type), or print\n"
-               "the Avro schema with id ID, e.g. to register it in a schema registry.\n"
-               "--decode: read framed messages (Confluent header + Avro), one per line in hex,\n"
-               "on stdin, and print each as the consumers decode it, one JSON line each (the\n"
-               "shape emit reads), or {\"error\": \"<class>: <why>\"}.\n");
-        return 0;
+    while ((c = getopt_long(argc, argv, "d" CLI_COMMON_SHORT, longopts, NULL)) != -1) {
+        if (c == 'd')
+            decode = 1;
+        else if ((rc = cli_default_opt(&o, c, optarg, usage)) >= 0)
+            return rc;
     }
+    if (optind < argc)
+        id = argv[optind++];
+    if (optind < argc || (id && decode)) {
+        fprintf(stderr, "schemas: unexpected argument '%s'\n", optind < argc ? argv[optind] : id);
+        usage(stderr);
+        return 2;
+    }
+    /* Like every command: a bad setting is refused, not silently ignored. */
+    if (cli_conf_build(&o, &conf, "schemas"))
+        return 2;
+    dlb_conf_destroy(&conf);
+    rc = 0;
     if (dlb_catalog_new(&cat, errstr, sizeof(errstr))) {
         fprintf(stderr, "schemas: %s\n", errstr);
         return 1;
     }
-    if (argc > 1 && !strcmp(argv[1], "--decode")) {
+    if (decode) {
         rc = decode_lines(cat);
-    } else if (argc > 1) {
-        const dlb_schema_entry_t *e = dlb_catalog_by_id(cat, (int32_t)atoi(argv[1]));
+    } else if (id) {
+        const dlb_schema_entry_t *e = dlb_catalog_by_id(cat, (int32_t)atoi(id));
         if (e) {
             fputs(e->json, stdout);
         } else {
-            fprintf(stderr, "schemas: no schema with id %s\n", argv[1]);
+            fprintf(stderr, "schemas: no schema with id %s\n", id);
             rc = 1;
         }
     } else {

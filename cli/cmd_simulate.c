@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "cmd.h"
+#include "common.h"
 #include "demo_cluster.h"
 #include "event.h"
 
@@ -43,7 +44,8 @@ static void usage(FILE *fp)
             "                        will publish), oom_requests, oom_events, finished_jobs\n"
             "                        (jobs that end succeeded or failed), failed_jobs,\n"
             "                        running_jobs, requests.<stage> (plan requests per stage)\n"
-            "  -h, --help            this help\n",
+            "The events do not depend on the settings: they are checked but change "
+            "nothing.\n" CLI_COMMON_HELP,
             DLB_DEMO_HISTORY_JOBS, DLB_DEMO_LIVE_JOBS, DLB_DEMO_ROLES, DLB_DEMO_MAX_JOBS);
 }
 
@@ -67,15 +69,17 @@ int cmd_simulate_main(int argc, char **argv)
                                              {"base-time-ms", required_argument, 0, 'T'},
                                              {"jobs", required_argument, 0, 'n'},
                                              {"expect", no_argument, 0, 'E'},
-                                             {"help", no_argument, 0, 'h'},
+                                             CLI_COMMON_LONG,
                                              {0, 0, 0, 0}};
     dlb_demo_opts_t o = {.phase = DLB_DEMO_HISTORY, .seed = 1, .base_time_ms = -1};
     dlb_demo_counts_t cnt;
+    cli_opts_t co = {0};
+    dlb_conf_t conf;
     char errstr[256];
-    int c, expect = 0;
+    int c, rc, expect = 0;
     int64_t v;
 
-    while ((c = getopt_long(argc, argv, "p:s:T:n:Eh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:s:T:n:E" CLI_COMMON_SHORT, longopts, NULL)) != -1) {
         switch (c) {
         case 'p':
             if (dlb_demo_phase_parse(optarg, &o.phase)) {
@@ -107,12 +111,9 @@ int cmd_simulate_main(int argc, char **argv)
         case 'E':
             expect = 1;
             break;
-        case 'h':
-            usage(stdout);
-            return 0;
         default:
-            usage(stderr);
-            return 2;
+            if ((rc = cli_default_opt(&co, c, optarg, usage)) >= 0)
+                return rc;
         }
     }
     if (optind < argc) {
@@ -120,6 +121,10 @@ int cmd_simulate_main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    /* Like every command: a bad setting is refused, not silently ignored. */
+    if (cli_conf_build(&co, &conf, "simulate"))
+        return 2;
+    dlb_conf_destroy(&conf);
     if (o.base_time_ms < 0)
         o.base_time_ms =
             dlb_clock_wall_ms() -

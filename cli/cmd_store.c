@@ -35,7 +35,7 @@ static const cli_action_opt_help_t action_help[] = {
     {0, NULL},
 };
 
-static const cli_command_t command = {
+const cli_command_t cmd_store_command = {
     "store",
     "The environment's PostgreSQL history (schema pg.schema). prune removes the rows\n"
     "of job_events, runtime_samples, node_events, plan_requests, plans, oom_plans\n"
@@ -117,5 +117,5 @@ out:
 
 int cmd_store_main(int argc, char **argv)
 {
-    return cli_actions_main(&command, argc, argv);
+    return cli_actions_main(&cmd_store_command, argc, argv);
 }
