@@ -24,7 +24,7 @@ json() {
 
 "$SYS_TOP/scripts/bench" all --seconds 1 --warmup 0 --rate 50 --rates 50 --jobs 20 --samples 1000 \
     --partitions 2 --json "$J" >"$OUT" 2>"$SYS_DIR/all.err" ||
-    fail "scripts/bench all failed: $(tail -20 "$SYS_DIR/all.err")"
+    fail "scripts/bench all failed: $(cat "$SYS_DIR/all.err")"
 
 has "$OUT" '^dlbrain +all \(the recording' optimizer
 json "$J" '.optimizer.sets | length == 2 and all(.[]; .plans_per_s > 0)' optimizer
@@ -72,7 +72,8 @@ json "$J" '.rss | length > 0 and all(.[]; .peak_rss_bytes > 0)' rss
 
 R=$SYS_DIR/replay.txt
 "$SYS_TOP/scripts/bench" replay --broker real --samples 1000 --jobs 20 --json "$SYS_DIR/replay.json" >"$R" \
-    2>"$SYS_DIR/replay.err" || fail "scripts/bench replay failed: $(tail -20 "$SYS_DIR/replay.err")"
+    2>"$SYS_DIR/replay.err" ||
+    fail "scripts/bench replay failed: $(cat "$SYS_DIR/replay.err")"
 json "$SYS_DIR/replay.json" '.replay.samples == 1000 and .replay.copy_events_per_s > 0 and
     .replay.replay_events_per_s > 0 and .replay.replay_kafka_events_per_s > 0 and .replay.ratio > 0' replay
 has "$R" '^ratio replay/COPY: [0-9.]+$' replay
