@@ -86,10 +86,10 @@ static const key_def_t keys[] = {
      0, 1000},
     {"state.window.size", K_INT, N(window_size), "60",
      "Runtime samples kept per job (DLRover keeps 60)."},
-    {"state.cache.mb", K_MIB, N(state_cache_bytes), "64",
+    {"state.cache.mb", K_MIB, N(state_cache_bytes), "16",
      "Memory for the jobs' cached runtime samples decoded once and kept: every plan request "
      "of a job reads its state.window.size samples from Redis again; the least recently used "
-     "go first. 0 decodes them every time."},
+     "go first; a sample larger than all of it is not kept. 0 decodes them every time."},
     {"history.hours", K_INT, N(history_hours), "168",
      "Look-back for similar jobs (DLRover: 7 days)."},
     {"history.max.jobs", K_INT, N(history_max_jobs), "100", "Newest similar jobs used."},

@@ -120,9 +120,11 @@ void *dlb_lru_get(dlb_lru_t *c, const void *key, size_t len)
 
 int dlb_lru_put(dlb_lru_t *c, const void *key, size_t len, void *value, size_t cost)
 {
-    entry_t *e = len <= SIZE_MAX - sizeof(*e) ? malloc(sizeof(*e) + len) : NULL;
+    entry_t *e;
 
-    if (!e) {
+    if (len > c->budget || cost > c->budget - len || sizeof(*e) > c->budget - len - cost)
+        return 1; /* it alone would pass the budget */
+    if (!(e = malloc(sizeof(*e) + len))) {
         if (c->free_value)
             c->free_value(value);
         return DLB_ERR_NOMEM;

@@ -21,8 +21,10 @@ void *dlb_lru_get(dlb_lru_t *c, const void *key, size_t len);
 
 /** @brief Put value (taken: freed with free_value on failure) under key,
  *         which must not be there; cost is the value's bytes. Older values
- *         are dropped until the budget holds again, never the one put.
- *  @returns 0, or DLB_ERR_NOMEM. */
+ *         are dropped until the budget holds again, never the one put. A
+ *         value that alone costs more than the budget is not kept.
+ *  @returns 0, 1 when not kept (value stays the caller's), or
+ *           DLB_ERR_NOMEM. */
 int dlb_lru_put(dlb_lru_t *c, const void *key, size_t len, void *value, size_t cost);
 
 /** @brief Values held and the bytes counted, for tests and logs. */

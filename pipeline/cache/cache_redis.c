@@ -211,6 +211,7 @@ static int member_decode(dlb_redis_t *r, const redisReply *m, const dlb_event_t 
 {
     dlb_event_t *ev;
     char sub[256];
+    int err;
 
     *out = NULL;
     *own = NULL;
@@ -227,12 +228,16 @@ static int member_decode(dlb_redis_t *r, const redisReply *m, const dlb_event_t 
         decoded_free(ev);
         return DLB_ERR_DECODE;
     }
+    *out = ev;
     if (!r->decoded)
         *own = ev;
-    else if (dlb_lru_put(r->decoded, m->str, m->len, ev,
-                         sizeof(*ev) + ev->u.rt.pods_cnt * sizeof(*ev->u.rt.pods)))
+    else if ((err = dlb_lru_put(r->decoded, m->str, m->len, ev,
+                                sizeof(*ev) + ev->u.rt.pods_cnt * sizeof(*ev->u.rt.pods))) == 1)
+        *own = ev; /* larger than the whole budget */
+    else if (err) {
+        *out = NULL; /* freed by the cache */
         return DLB_ERR_NOMEM;
-    *out = ev;
+    }
     return 0;
 }
 
