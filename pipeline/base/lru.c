@@ -105,17 +105,33 @@ void dlb_lru_free(dlb_lru_t *c)
     free(c);
 }
 
-void *dlb_lru_get(dlb_lru_t *c, const void *key, size_t len)
+static entry_t *entry_find(const dlb_lru_t *c, const void *key, size_t len)
 {
     uint64_t h = key_hash(key, len);
 
     for (entry_t *e = c->buckets[h & (c->nbuckets - 1)]; e; e = e->chain)
-        if (e->hash == h && e->len == len && !memcmp(e->key, key, len)) {
-            list_remove(c, e);
-            list_push(c, e);
-            return e->value;
-        }
+        if (e->hash == h && e->len == len && !memcmp(e->key, key, len))
+            return e;
     return NULL;
+}
+
+void *dlb_lru_get(dlb_lru_t *c, const void *key, size_t len)
+{
+    entry_t *e = entry_find(c, key, len);
+
+    if (!e)
+        return NULL;
+    list_remove(c, e);
+    list_push(c, e);
+    return e->value;
+}
+
+void dlb_lru_del(dlb_lru_t *c, const void *key, size_t len)
+{
+    entry_t *e = entry_find(c, key, len);
+
+    if (e)
+        entry_drop(c, e);
 }
 
 int dlb_lru_put(dlb_lru_t *c, const void *key, size_t len, void *value, size_t cost)

@@ -19,6 +19,9 @@ void dlb_lru_free(dlb_lru_t *c);
  *           used, or NULL. Valid until the next dlb_lru_put or free. */
 void *dlb_lru_get(dlb_lru_t *c, const void *key, size_t len);
 
+/** @brief Drop (and free) the value under key, if any. */
+void dlb_lru_del(dlb_lru_t *c, const void *key, size_t len);
+
 /** @brief Put value (taken: freed with free_value on failure) under key,
  *         which must not be there; cost is the value's bytes. Older values
  *         are dropped until the budget holds again, never the one put. A

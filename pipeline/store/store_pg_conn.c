@@ -481,6 +481,7 @@ void dlb_pg_destroy(dlb_pg_t *pg)
     if (pg->cat)
         dlb_catalog_destroy(pg->cat);
     dlb_pg_hcache_free(pg->hcache);
+    dlb_lru_free(pg->hkeys);
     free(pg->schema);
     free(pg);
 }

@@ -13,6 +13,7 @@
 #include <libpq-fe.h>
 
 #include "catalog.h"
+#include "lru.h"
 #include "event.h"
 #include "store_pg.h"
 #include "store_pg_bin.h"
@@ -33,6 +34,7 @@ struct dlb_pg {
     dlb_pg_hcache_t *hcache; /* decoded history samples, made on first use */
     size_t hcache_budget;    /* its bytes (history.cache.mb) */
     int hcache_warm;         /* the last history load found half its samples or more there */
+    dlb_lru_t *hkeys;        /* each similar job's sample keys, by uid (store_pg_read.c) */
 };
 
 /* The prepared statements of every file: each its bit in dlb_pg.prepared and

@@ -36,7 +36,8 @@ static const dlb_pg_stmt_t st_hist_jobs = {DLB_PG_ST_HIST_JOBS, "dlb_hist_jobs",
     "ORDER BY e.event_time_ms DESC, e.event_id DESC LIMIT 1), ''), "
     "COALESCE((SELECT e.exit_reason FROM job_events e WHERE e.job_uid = j.uid "
     "AND e.exit_reason IS NOT NULL AND e.event_time_ms < $3::bigint "
-    "ORDER BY e.event_time_ms DESC, e.event_id DESC LIMIT 1), '') "
+    "ORDER BY e.event_time_ms DESC, e.event_id DESC LIMIT 1), ''), "
+    "j.samples_seq, j.samples_max_ms "
     "FROM jobs j WHERE j.scenario = $1 AND j.created_ms >= $2::bigint "
     "AND j.created_ms < $3::bigint AND j.uid <> $4 "
     "ORDER BY j.created_ms DESC, j.uid LIMIT $5::integer"};
@@ -44,11 +45,14 @@ static const dlb_pg_stmt_t st_hist_jobs = {DLB_PG_ST_HIST_JOBS, "dlb_hist_jobs",
 /* $1 is a JSON array of job uids; ord maps rows back to it (1-based). */
 /* Each job's newest $2 samples, while the pods of all of them, newest job
  * and sample first, add up to at most $4; the third column is the pods of
- * all $2 of every job, to say when some were left out. RAW is "" (keys
- * only) or ", raw" (the bytes as a fifth column); the two statements below. */
+ * all $2 of every job, to say when some were left out, the fifth each
+ * sample's pods. RAW is "" (keys only) or ", raw" (the bytes as a sixth
+ * column); the two statements below. The loader applies the bound again
+ * over all the similar jobs, those whose keys it kept included: this one
+ * only keeps a runaway history from being sent. */
 #define HIST_SAMPLES_SQL(RAW)                                                                      \
-    "SELECT x.ord, x.event_time_ms, x.all_pods, x.event_id" RAW " FROM ("                         \
-    "SELECT j.ord::integer AS ord, s.event_time_ms, s.event_id" RAW ", "                          \
+    "SELECT x.ord, x.event_time_ms, x.all_pods, x.event_id, x.n" RAW " FROM ("                    \
+    "SELECT j.ord::integer AS ord, s.event_time_ms, s.event_id, s.pods AS n" RAW ", "             \
     "sum(s.pods) OVER (ORDER BY j.ord, s.event_time_ms DESC, s.event_id DESC "                     \
     "ROWS UNBOUNDED PRECEDING) AS pods, "                                                          \
     "LEAST(sum(s.pods) OVER (), 2147483647)::integer AS all_pods "                                 \
@@ -155,15 +159,50 @@ static uint32_t be32(const char *p)
     return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3];
 }
 
-static char *uids_json(const dlb_history_t *h)
+static int64_t be64(const char *p)
+{
+    uint64_t v = 0;
+
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | (unsigned char)p[i];
+    return (int64_t)v;
+}
+
+/* What the jobs table says of a job's samples (migration 014). */
+typedef struct hist_mark {
+    int64_t seq;    /* statements that added some */
+    int64_t max_ms; /* the newest one's event time, INT64_MIN: none */
+} hist_mark_t;
+
+/* A sample's key in runtime_samples, with its pods and its job (an index
+ * into the history's jobs). */
+typedef struct hist_key {
+    int64_t t;
+    int32_t pods;
+    uint32_t job;
+    char event_id[DLB_ID_MAX];
+} hist_key_t;
+
+/* A job's sample keys as a load read them, kept between loads (pg->hkeys):
+ * the newest max_samples of all its samples, oldest first, read when
+ * samples_seq was seq. Until samples_seq moves, a load later than the
+ * newest sample gets exactly these again, without asking. */
+typedef struct hist_keys {
+    int64_t seq;
+    int max_samples;
+    size_t n;
+    hist_key_t keys[];
+} hist_keys_t;
+
+static char *uids_json(const dlb_history_t *h, const uint32_t *only, size_t cnt)
 {
     cJSON *arr = cJSON_CreateArray();
     char *out = NULL;
 
     if (!arr)
         return NULL;
-    for (size_t i = 0; i < h->jobs_cnt; i++) {
-        cJSON *s = cJSON_CreateString(h->jobs[i].job_uid);
+    for (size_t i = 0; i < cnt; i++) {
+        cJSON *s = cJSON_CreateString(h->jobs[only ? only[i] : i].job_uid);
         if (!s)
             goto out;
         cJSON_AddItemToArray(arr, s);
@@ -175,7 +214,8 @@ out:
 }
 
 static int hist_jobs(dlb_pg_t *pg, const char *scenario, const char *exclude_uid, int64_t until_ms,
-                     int hours, int max_jobs, dlb_history_t *h, char *errstr, size_t errstr_size)
+                     int hours, int max_jobs, dlb_history_t *h, hist_mark_t **marks, char *errstr,
+                     size_t errstr_size)
 {
     char from[24], until[24], lim[24];
     const char *v[5] = {scenario, from, until, exclude_uid ? exclude_uid : "", lim};
@@ -188,7 +228,8 @@ static int hist_jobs(dlb_pg_t *pg, const char *scenario, const char *exclude_uid
     if ((err = dlb_pg_run(pg, &st_hist_jobs, 5, v, NULL, 0, &res, errstr, errstr_size)))
         return err;
     n = PQntuples(res);
-    if (n > 0 && !(h->jobs = calloc((size_t)n, sizeof(*h->jobs)))) {
+    if (n > 0 && (!(h->jobs = calloc((size_t)n, sizeof(*h->jobs))) ||
+                  !(*marks = calloc((size_t)n, sizeof(**marks))))) {
         err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -199,6 +240,9 @@ static int hist_jobs(dlb_pg_t *pg, const char *scenario, const char *exclude_uid
         snprintf(j->state, sizeof(j->state), "%s", PQgetvalue(res, i, 2));
         snprintf(j->exit_reason, sizeof(j->exit_reason), "%s", PQgetvalue(res, i, 3));
         j->completed = !strcmp(j->state, "succeeded") || !strcmp(j->exit_reason, "Completed");
+        (*marks)[i].seq = strtoll(PQgetvalue(res, i, 4), NULL, 10);
+        (*marks)[i].max_ms =
+            PQgetisnull(res, i, 5) ? INT64_MIN : strtoll(PQgetvalue(res, i, 5), NULL, 10);
     }
     h->jobs_cnt = (size_t)n;
 out:
@@ -206,35 +250,16 @@ out:
     return err;
 }
 
-/* Row i's 1-based ordinal (first column, binary int4) as an index into h->jobs. */
-static dlb_hist_job_t *hist_row_job(dlb_history_t *h, const PGresult *res, int i)
-{
-    uint32_t ord = be32(PQgetvalue(res, i, 0));
-
-    return ord >= 1 && ord <= h->jobs_cnt ? &h->jobs[ord - 1] : NULL;
-}
-
 void dlb_pg_set_history_cache(dlb_pg_t *pg, size_t bytes)
 {
     pg->hcache_budget = bytes;
 }
 
-static int64_t be64(const char *p)
+/* Decode the sample in res's row, column col, into the cache, under key. */
+static int hist_put(dlb_pg_t *pg, const dlb_history_t *h, const PGresult *res, int row, int col,
+                    const hist_key_t *key, char *errstr, size_t errstr_size)
 {
-    uint64_t v = 0;
-
-    for (int i = 0; i < 8; i++)
-        v = v << 8 | (unsigned char)p[i];
-    return (int64_t)v;
-}
-
-/* Decode the sample in res's row, column col, into the cache, keyed as the
- * table keys it: row of keys names its job (first column), time (second)
- * and event id (fourth). */
-static int hist_put(dlb_pg_t *pg, dlb_history_t *h, const PGresult *res, int row, int col,
-                    const PGresult *keys, int key_row, char *errstr, size_t errstr_size)
-{
-    const dlb_hist_job_t *j = hist_row_job(h, keys, key_row);
+    const dlb_hist_job_t *j = &h->jobs[key->job];
     dlb_event_t ev = {0};
     int err;
 
@@ -243,21 +268,21 @@ static int hist_put(dlb_pg_t *pg, dlb_history_t *h, const PGresult *res, int row
     if (ev.type != DLB_EV_RUNTIME) {
         dlb_event_clear(&ev);
         return dlb_seterr(errstr, errstr_size, DLB_ERR_DECODE,
-                          "postgresql: runtime_samples row %s of job %s holds a %s",
-                          PQgetvalue(keys, key_row, 3), j->job_uid, dlb_event_type_name(ev.type));
+                          "postgresql: runtime_samples row %s of job %s holds a %s", key->event_id,
+                          j->job_uid, dlb_event_type_name(ev.type));
     }
     snprintf(ev.u.rt.job_uid, sizeof(ev.u.rt.job_uid), "%s", j->job_uid);
-    snprintf(ev.u.rt.event_id, sizeof(ev.u.rt.event_id), "%s", PQgetvalue(keys, key_row, 3));
-    ev.u.rt.event_time_ms = be64(PQgetvalue(keys, key_row, 1));
+    snprintf(ev.u.rt.event_id, sizeof(ev.u.rt.event_id), "%s", key->event_id);
+    ev.u.rt.event_time_ms = key->t;
     if (!dlb_pg_hcache_put(pg->hcache, &ev.u.rt))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     return 0;
 }
 
-/* The samples st_hist_samples named that the cache does not hold (miss[],
- * rows of keys), decoded into it. */
-static int hist_fetch(dlb_pg_t *pg, dlb_history_t *h, const PGresult *keys, const int *miss,
-                      size_t nmiss, char *errstr, size_t errstr_size)
+/* The samples of keys the cache does not hold (miss[], indexes into keys),
+ * fetched and decoded into it. */
+static int hist_fetch(dlb_pg_t *pg, const dlb_history_t *h, const hist_key_t *keys,
+                      const size_t *miss, size_t nmiss, char *errstr, size_t errstr_size)
 {
     cJSON *arr = cJSON_CreateArray();
     PGresult *res = NULL;
@@ -268,17 +293,18 @@ static int hist_fetch(dlb_pg_t *pg, dlb_history_t *h, const PGresult *keys, cons
     if (!arr)
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < nmiss; i++) {
+        const hist_key_t *key = &keys[miss[i]];
         cJSON *k = cJSON_CreateArray();
         char t[24];
-        snprintf(t, sizeof(t), "%" PRId64, be64(PQgetvalue(keys, miss[i], 1)));
+        snprintf(t, sizeof(t), "%" PRId64, key->t);
         if (!k || !cJSON_AddItemToArray(arr, k)) {
             cJSON_Delete(k);
             err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
             goto out;
         }
-        if (!cJSON_AddItemToArray(k, cJSON_CreateString(hist_row_job(h, keys, miss[i])->job_uid)) ||
+        if (!cJSON_AddItemToArray(k, cJSON_CreateString(h->jobs[key->job].job_uid)) ||
             !cJSON_AddItemToArray(k, cJSON_CreateString(t)) ||
-            !cJSON_AddItemToArray(k, cJSON_CreateString(PQgetvalue(keys, miss[i], 3)))) {
+            !cJSON_AddItemToArray(k, cJSON_CreateString(key->event_id))) {
             err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
             goto out;
         }
@@ -293,7 +319,7 @@ static int hist_fetch(dlb_pg_t *pg, dlb_history_t *h, const PGresult *keys, cons
     for (int i = 0; i < PQntuples(res); i++) {
         uint32_t ord = be32(PQgetvalue(res, i, 0));
         if (ord >= 1 && ord <= nmiss &&
-            (err = hist_put(pg, h, res, i, 1, keys, miss[ord - 1], errstr, errstr_size)))
+            (err = hist_put(pg, h, res, i, 1, &keys[miss[ord - 1]], errstr, errstr_size)))
             goto out;
     }
 out:
@@ -336,99 +362,273 @@ static int hist_last_pods(dlb_pg_t *pg, dlb_history_t *h, const job_fp_t *fp, ch
     return 0;
 }
 
-/* The samples, borrowed from the cache of decoded ones: a row the cache
+/* The keys of one load, every job's together, each job's oldest first. */
+typedef struct key_list {
+    hist_key_t *keys;
+    size_t cnt, cap;
+    size_t *first, *count; /* per job: where its keys are */
+} key_list_t;
+
+static hist_key_t *key_add(key_list_t *l)
+{
+    if (l->cnt == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        hist_key_t *k = realloc(l->keys, cap * sizeof(*k));
+        if (!k)
+            return NULL;
+        l->keys = k;
+        l->cap = cap;
+    }
+    return &l->keys[l->cnt++];
+}
+
+static void key_list_clear(key_list_t *l)
+{
+    free(l->keys);
+    free(l->first);
+    free(l->count);
+}
+
+/* A job's kept keys, when still what the table holds for a load as of
+ * until_ms (hist_keys_t). */
+static const hist_keys_t *keys_kept(dlb_pg_t *pg, const dlb_hist_job_t *j, const hist_mark_t *m,
+                                    int max_samples, int64_t until_ms)
+{
+    const hist_keys_t *e;
+
+    if (!pg->hkeys || !(e = dlb_lru_get(pg->hkeys, j->job_uid, strlen(j->job_uid))))
+        return NULL;
+    return e->seq == m->seq && e->max_samples == max_samples && m->max_ms < until_ms ? e : NULL;
+}
+
+/* Keep the keys a load read of job k (l->keys from first, cnt of them). */
+static int keys_keep(dlb_pg_t *pg, const dlb_hist_job_t *j, const hist_mark_t *m, int max_samples,
+                     const hist_key_t *keys, size_t cnt)
+{
+    hist_keys_t *e;
+    size_t len = strlen(j->job_uid);
+    int err;
+
+    dlb_lru_del(pg->hkeys, j->job_uid, len);
+    if (!(e = malloc(sizeof(*e) + cnt * sizeof(*keys))))
+        return DLB_ERR_NOMEM;
+    e->seq = m->seq;
+    e->max_samples = max_samples;
+    e->n = cnt;
+    if (cnt)
+        memcpy(e->keys, keys, cnt * sizeof(*keys));
+    err = dlb_lru_put(pg->hkeys, j->job_uid, len, e, sizeof(*e) + cnt * sizeof(*keys));
+    if (err == 1)
+        free(e);
+    return err == DLB_ERR_NOMEM ? err : 0;
+}
+
+/* The keys of the jobs whose kept keys do not serve (ask[], asked of them),
+ * appended to l grouped by job, and their samples decoded into the cache
+ * when with_raw. *whole says the query's bound cut nothing. */
+static int keys_ask(dlb_pg_t *pg, dlb_history_t *h, const uint32_t *ask, size_t asked,
+                    int max_samples, int64_t until_ms, int with_raw, key_list_t *l,
+                    uint32_t *all_pods, int *whole, char *errstr, size_t errstr_size)
+{
+    char lim[24], until[24], pods[24];
+    const char *v[4] = {NULL, lim, until, pods};
+    PGresult *res = NULL;
+    char *uids;
+    int err, n;
+
+    if (!(uids = uids_json(h, ask, asked)))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    v[0] = uids;
+    snprintf(lim, sizeof(lim), "%d", max_samples);
+    snprintf(until, sizeof(until), "%" PRId64, until_ms);
+    snprintf(pods, sizeof(pods), "%d", DLB_PG_MAX_HIST_PODS);
+    err = dlb_pg_run(pg, with_raw ? &st_hist_samples_raw : &st_hist_samples, 4, v, NULL,
+                     DLB_PG_BINARY, &res, errstr, errstr_size);
+    cJSON_free(uids);
+    if (err)
+        return err;
+    n = PQntuples(res);
+    *all_pods = n ? be32(PQgetvalue(res, 0, 2)) : 0;
+    *whole = *all_pods <= DLB_PG_MAX_HIST_PODS;
+    for (int i = 0; i < n; i++) {
+        uint32_t ord = be32(PQgetvalue(res, i, 0));
+        hist_key_t *k;
+        if (ord < 1 || ord > asked)
+            continue;
+        if (!(k = key_add(l))) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+            break;
+        }
+        k->job = ask[ord - 1];
+        k->t = be64(PQgetvalue(res, i, 1));
+        k->pods = (int32_t)be32(PQgetvalue(res, i, 4));
+        snprintf(k->event_id, sizeof(k->event_id), "%s", PQgetvalue(res, i, 3));
+        if (!l->count[k->job]++)
+            l->first[k->job] = l->cnt - 1;
+        if (with_raw &&
+            !dlb_pg_hcache_get(pg->hcache, h->jobs[k->job].job_uid, k->event_id, k->t) &&
+            (err = hist_put(pg, h, res, i, 5, k, errstr, errstr_size)))
+            break;
+    }
+    PQclear(res);
+    return err;
+}
+
+/* The keys of every job's samples: kept ones where they still serve (a
+ * finished job's, mostly), the others asked for in one query, kept in
+ * turn when whole. */
+static int hist_keys(dlb_pg_t *pg, dlb_history_t *h, const hist_mark_t *marks, int max_samples,
+                     int64_t until_ms, int with_raw, key_list_t *l, char *errstr,
+                     size_t errstr_size)
+{
+    uint32_t *ask = NULL, all_pods = 0;
+    size_t asked = 0;
+    int err = 0, whole = 1;
+
+    if (!(l->first = calloc(h->jobs_cnt, sizeof(*l->first))) ||
+        !(l->count = calloc(h->jobs_cnt, sizeof(*l->count))) ||
+        !(ask = malloc(h->jobs_cnt * sizeof(*ask))))
+        goto nomem;
+    for (size_t k = 0; k < h->jobs_cnt; k++) {
+        const hist_keys_t *e = keys_kept(pg, &h->jobs[k], &marks[k], max_samples, until_ms);
+        if (!e) {
+            ask[asked++] = (uint32_t)k;
+            continue;
+        }
+        l->first[k] = l->cnt;
+        l->count[k] = e->n;
+        for (size_t i = 0; i < e->n; i++) {
+            hist_key_t *key = key_add(l);
+            if (!key)
+                goto nomem;
+            *key = e->keys[i];
+            key->job = (uint32_t)k;
+        }
+    }
+    if (asked && (err = keys_ask(pg, h, ask, asked, max_samples, until_ms, with_raw, l, &all_pods,
+                                 &whole, errstr, errstr_size)))
+        goto out;
+    /* Only a list of all samples up to now serves later loads: a job with
+     * samples at or after until_ms may get more before it. */
+    for (size_t i = 0; whole && pg->hkeys && i < asked; i++) {
+        uint32_t k = ask[i];
+        if (marks[k].max_ms < until_ms &&
+            keys_keep(pg, &h->jobs[k], &marks[k], max_samples, l->keys + l->first[k], l->count[k]))
+            goto nomem;
+    }
+    goto out;
+nomem:
+    err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+out:
+    free(ask);
+    return err;
+}
+
+/* Which keys the load takes: newest job and sample first while their pods
+ * add up to at most DLB_PG_MAX_HIST_PODS. */
+static size_t keys_bound(const dlb_history_t *h, const key_list_t *l, char *take)
+{
+    uint64_t pods = 0;
+    size_t taken = 0;
+
+    for (size_t k = 0; k < h->jobs_cnt; k++)
+        for (size_t i = l->count[k]; i-- > 0;) {
+            size_t at = l->first[k] + i;
+            pods += (uint64_t)(l->keys[at].pods > 0 ? l->keys[at].pods : 0);
+            if ((take[at] = pods <= DLB_PG_MAX_HIST_PODS))
+                taken++;
+        }
+    if (pods > DLB_PG_MAX_HIST_PODS)
+        dlb_warn("history: the samples of %zu similar jobs hold %" PRIu64
+                 " pods, more than the %d read; using the newest %zu samples",
+                 h->jobs_cnt, pods, DLB_PG_MAX_HIST_PODS, taken);
+    return taken;
+}
+
+/* The samples, borrowed from the cache of decoded ones: a key the cache
  * does not hold is fetched and decoded once (hist_fetch), then every later
  * request of the scenario finds it there. Where the last load found less
  * than half of its samples there (a consumer just started, a scenario not
  * seen lately), the raw bytes come with the keys, in one round trip: a
  * consumer that keeps restarting costs what it did without the cache. */
-static int hist_samples(dlb_pg_t *pg, const char *scenario, const char *uids, int max_samples,
-                        int64_t until_ms, dlb_history_t *h, char *errstr, size_t errstr_size)
+static int hist_samples(dlb_pg_t *pg, const hist_mark_t *marks, int max_samples, int64_t until_ms,
+                        dlb_history_t *h, char *errstr, size_t errstr_size)
 {
-    char lim[24], until[24], pods[24];
-    const char *v[4] = {uids, lim, until, pods};
-    PGresult *res = NULL;
+    key_list_t l = {0};
     job_fp_t *fp = NULL;
     const dlb_runtime_sample_t **hit = NULL;
-    int *miss = NULL;
-    size_t nmiss = 0, misses = 0;
-    uint32_t all;
-    int err, n, with_raw;
+    size_t *miss = NULL, nmiss = 0, taken;
+    char *take = NULL;
+    int err, with_raw = !pg->hcache_warm;
 
     if (!pg->hcache && !(pg->hcache = dlb_pg_hcache_new(pg->hcache_budget)))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    /* An eighth of history.cache.mb for the keys: 100 jobs of 240 keys
+     * take 3.5 MB. */
+    if (!pg->hkeys && pg->hcache_budget / 8 &&
+        !(pg->hkeys = dlb_lru_new(pg->hcache_budget / 8, free)))
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     dlb_pg_hcache_begin(pg->hcache);
     h->borrowed = 1;
-    snprintf(lim, sizeof(lim), "%d", max_samples);
-    snprintf(until, sizeof(until), "%" PRId64, until_ms);
-    snprintf(pods, sizeof(pods), "%d", DLB_PG_MAX_HIST_PODS);
-    with_raw = !pg->hcache_warm;
-    if ((err = dlb_pg_run(pg, with_raw ? &st_hist_samples_raw : &st_hist_samples, 4, v, NULL,
-                          DLB_PG_BINARY, &res, errstr, errstr_size)))
-        return err;
-    n = PQntuples(res);
-    if (n && (all = be32(PQgetvalue(res, 0, 2))) > DLB_PG_MAX_HIST_PODS)
-        dlb_warn("history of scenario %s: the samples of its %zu similar jobs hold %" PRIu32
-                 " pods, more than the %d read; using the newest %d samples",
-                 scenario, h->jobs_cnt, all, DLB_PG_MAX_HIST_PODS, n);
-    if (n &&
-        (!(miss = malloc((size_t)n * sizeof(*miss))) || !(hit = calloc((size_t)n, sizeof(*hit))))) {
+    if ((err = hist_keys(pg, h, marks, max_samples, until_ms, with_raw, &l, errstr, errstr_size)))
+        goto out;
+    if (l.cnt && (!(take = malloc(l.cnt)) || !(miss = malloc(l.cnt * sizeof(*miss))) ||
+                  !(hit = calloc(l.cnt, sizeof(*hit))))) {
         err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
         goto out;
     }
-    /* Rows come grouped by job: size each job's array before filling it;
-     * what the cache has is kept for this load on the way. */
-    for (int i = 0; i < n; i++) {
-        dlb_hist_job_t *j = hist_row_job(h, res, i);
-        if (!j)
-            continue;
-        j->samples_cnt++;
-        if ((hit[i] = dlb_pg_hcache_get(pg->hcache, j->job_uid, PQgetvalue(res, i, 3),
-                                        be64(PQgetvalue(res, i, 1)))))
-            continue;
-        misses++;
-        if (!with_raw)
+    taken = keys_bound(h, &l, take);
+    for (size_t i = 0; i < l.cnt; i++) {
+        const hist_key_t *k = &l.keys[i];
+        if (take[i] &&
+            !(hit[i] = dlb_pg_hcache_get(pg->hcache, h->jobs[k->job].job_uid, k->event_id, k->t)))
             miss[nmiss++] = i;
-        else if ((err = hist_put(pg, h, res, i, 4, res, i, errstr, errstr_size)))
-            goto out;
     }
-    pg->hcache_warm = 2 * misses <= (size_t)n;
-    if (nmiss && (err = hist_fetch(pg, h, res, miss, nmiss, errstr, errstr_size)))
+    pg->hcache_warm = 2 * nmiss <= taken;
+    if (nmiss && (err = hist_fetch(pg, h, l.keys, miss, nmiss, errstr, errstr_size)))
         goto out;
-    for (size_t k = 0; k < h->jobs_cnt; k++) {
-        dlb_hist_job_t *j = &h->jobs[k];
-        if (j->samples_cnt && !(j->samples = calloc(j->samples_cnt, sizeof(*j->samples)))) {
-            err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-        j->samples_cnt = 0;
-    }
     if (h->jobs_cnt && !(fp = calloc(h->jobs_cnt, sizeof(*fp)))) {
         err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
         goto out;
     }
-    for (int i = 0; i < n; i++) {
-        dlb_hist_job_t *j = hist_row_job(h, res, i);
-        const dlb_runtime_sample_t *s;
-        if (!j)
-            continue;
-        /* Deleted between the two reads (retention): left out. A hit of
-         * the first pass is still there: this load's samples stay. */
-        if (!(s = hit[i]) && !(s = dlb_pg_hcache_get(pg->hcache, j->job_uid, PQgetvalue(res, i, 3),
-                                                     be64(PQgetvalue(res, i, 1)))))
-            continue;
-        j->samples[j->samples_cnt++] = *s;
-        fp[j - h->jobs].newest = s;
-        fp[j - h->jobs].fp = fp[j - h->jobs].fp * 1099511628211ULL ^
-                             dlb_pg_hcache_key_hash(s->job_uid, s->event_id, s->event_time_ms);
+    for (size_t k = 0; k < h->jobs_cnt; k++) {
+        dlb_hist_job_t *j = &h->jobs[k];
+        if (l.count[k] && !(j->samples = calloc(l.count[k], sizeof(*j->samples)))) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        for (size_t i = l.first[k]; i < l.first[k] + l.count[k]; i++) {
+            const hist_key_t *key = &l.keys[i];
+            const dlb_runtime_sample_t *s;
+            if (!take[i])
+                continue;
+            /* Deleted since the keys were read (retention): left out. A hit
+             * of the first pass is still there: this load's samples stay. */
+            if (!(s = hit[i]) &&
+                !(s = dlb_pg_hcache_get(pg->hcache, j->job_uid, key->event_id, key->t)))
+                continue;
+            j->samples[j->samples_cnt++] = *s;
+            fp[k].newest = s;
+            fp[k].fp = fp[k].fp * 1099511628211ULL ^
+                       dlb_pg_hcache_key_hash(s->job_uid, s->event_id, s->event_time_ms);
+        }
     }
     err = hist_last_pods(pg, h, fp, errstr, errstr_size);
 out:
     free(fp);
     free(hit);
     free(miss);
-    PQclear(res);
+    free(take);
+    key_list_clear(&l);
     return err;
+}
+
+/* Row i's 1-based ordinal (first column, binary int4) as an index into h->jobs. */
+static dlb_hist_job_t *hist_row_job(dlb_history_t *h, const PGresult *res, int i)
+{
+    uint32_t ord = be32(PQgetvalue(res, i, 0));
+
+    return ord >= 1 && ord <= h->jobs_cnt ? &h->jobs[ord - 1] : NULL;
 }
 
 static int hist_oom(dlb_pg_t *pg, const char *uids, int64_t until_ms, dlb_history_t *h,
@@ -472,6 +672,7 @@ int dlb_pg_load_history(dlb_pg_t *pg, const char *scenario, const char *exclude_
                         dlb_history_t *out, char *errstr, size_t errstr_size)
 {
     dlb_history_t h = {0};
+    hist_mark_t *marks = NULL;
     char *uids = NULL;
     int err;
 
@@ -482,23 +683,24 @@ int dlb_pg_load_history(dlb_pg_t *pg, const char *scenario, const char *exclude_
     if (max_jobs > DLB_PG_MAX_HIST_JOBS)
         max_jobs = DLB_PG_MAX_HIST_JOBS;
     if ((err = dlb_pg_ensure(pg, errstr, errstr_size)) ||
-        (err = hist_jobs(pg, scenario, exclude_uid, until_ms, hours, max_jobs, &h, errstr,
+        (err = hist_jobs(pg, scenario, exclude_uid, until_ms, hours, max_jobs, &h, &marks, errstr,
                          errstr_size)))
         goto out;
     if (!h.jobs_cnt)
         goto done;
-    if (!(uids = uids_json(&h))) {
+    if (!(uids = uids_json(&h, NULL, h.jobs_cnt))) {
         err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
         goto out;
     }
-    if ((max_samples > 0 && (err = hist_samples(pg, scenario, uids, max_samples, until_ms, &h,
-                                                errstr, errstr_size))) ||
+    if ((max_samples > 0 &&
+         (err = hist_samples(pg, marks, max_samples, until_ms, &h, errstr, errstr_size))) ||
         (err = hist_oom(pg, uids, until_ms, &h, errstr, errstr_size)))
         goto out;
 done:
     *out = h;
     memset(&h, 0, sizeof(h));
 out:
+    free(marks);
     cJSON_free(uids);
     dlb_history_clear(&h);
     return err;

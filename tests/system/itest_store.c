@@ -1604,6 +1604,91 @@ static void test_pg_load_history_cached(void **unused)
     dlb_pg_destroy(pg);
 }
 
+/* The sample keys of a job are kept between loads while jobs.samples_seq
+ * (migration 014) says they have not changed and the load is later than the
+ * newest: shown by adding a sample with the trigger off (not seen) and on
+ * (seen). A load earlier than a job's newest sample asks again; a job's row
+ * made after its samples starts from them; a DELETE counts as a change. */
+static void test_pg_load_history_keys_kept(void **unused)
+{
+    const int64_t until = T0 + 1000 * HOUR_MS, j2_at = until - 2 * HOUR_MS;
+    char schema[64];
+    dlb_history_t h;
+    dlb_event_t ev;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "history_keys");
+    pg = pg_open(schema);
+    dlb_pg_set_history_cache(pg, 1 << 20);
+    hist_job(pg, "j1", "ctr", until - 10 * HOUR_MS, "succeeded", NULL, 5);
+    hist_job(pg, "j2", "ctr", j2_at, "running", NULL, 3);
+    assert_int_equal(sql_i64(schema, "SELECT samples_seq FROM jobs WHERE uid = 'j1'"), 5);
+    assert_int_equal(sql_i64(schema, "SELECT samples_max_ms FROM jobs WHERE uid = 'j2'"),
+                     j2_at + 3 * 60000);
+    assert_int_equal(
+        dlb_pg_load_history(pg, "ctr", NULL, until, 168, 10, 4, &h, errstr, sizeof(errstr)), 0);
+    assert_int_equal(h.jobs[1].samples_cnt, 4);
+    assert_int_equal(h.jobs[0].samples_cnt, 3);
+    dlb_history_clear(&h);
+
+    /* Unseen by the trigger: the kept keys serve, without it. */
+    sql_str(schema,
+            "ALTER TABLE runtime_samples DISABLE TRIGGER runtime_samples_mark_jobs; SELECT 1");
+    ev_rt(&ev, "j1-s7", "j1", until - 10 * HOUR_MS + 60000 * 7, 2);
+    put(pg, &ev, 1);
+    dlb_event_clear(&ev);
+    assert_int_equal(
+        dlb_pg_load_history(pg, "ctr", NULL, until, 168, 10, 4, &h, errstr, sizeof(errstr)), 0);
+    assert_int_equal(h.jobs[1].samples_cnt, 4);
+    assert_string_equal(h.jobs[1].samples[3].event_id, "j1-s4");
+    dlb_history_clear(&h);
+    sql_str(schema,
+            "ALTER TABLE runtime_samples ENABLE TRIGGER runtime_samples_mark_jobs; SELECT 1");
+
+    /* Seen: both samples, as the table holds them. */
+    ev_rt(&ev, "j1-s8", "j1", until - 10 * HOUR_MS + 60000 * 8, 2);
+    put(pg, &ev, 1);
+    dlb_event_clear(&ev);
+    assert_int_equal(
+        dlb_pg_load_history(pg, "ctr", NULL, until, 168, 10, 4, &h, errstr, sizeof(errstr)), 0);
+    assert_int_equal(h.jobs[1].samples_cnt, 4);
+    assert_string_equal(h.jobs[1].samples[2].event_id, "j1-s7");
+    assert_string_equal(h.jobs[1].samples[3].event_id, "j1-s8");
+    dlb_history_clear(&h);
+
+    /* Earlier than j2's newest sample: asked, only what came before. */
+    assert_int_equal(dlb_pg_load_history(pg, "ctr", NULL, j2_at + 2 * 60000 + 1, 168, 10, 4, &h,
+                                         errstr, sizeof(errstr)),
+                     0);
+    assert_string_equal(h.jobs[0].job_uid, "j2");
+    assert_int_equal(h.jobs[0].samples_cnt, 2);
+    dlb_history_clear(&h);
+    assert_int_equal(
+        dlb_pg_load_history(pg, "ctr", NULL, until, 168, 10, 4, &h, errstr, sizeof(errstr)), 0);
+    assert_int_equal(h.jobs[0].samples_cnt, 3);
+    dlb_history_clear(&h);
+
+    /* A DELETE is a change. */
+    sql_str(schema, "WITH d AS (DELETE FROM runtime_samples WHERE event_id = 'j1-s8' RETURNING 1) "
+                    "SELECT count(*) FROM d");
+    assert_int_equal(
+        dlb_pg_load_history(pg, "ctr", NULL, until, 168, 10, 4, &h, errstr, sizeof(errstr)), 0);
+    assert_string_equal(h.jobs[1].samples[3].event_id, "j1-s7");
+    dlb_history_clear(&h);
+
+    /* Samples before the job's row, several in one statement. */
+    sql_str(schema, "WITH i AS (INSERT INTO runtime_samples (event_id, job_uid, event_time_ms, "
+                    "global_step, speed, raw) VALUES ('j3-a', 'j3', 5, 0, 0, ''), "
+                    "('j3-b', 'j3', 7, 0, 0, ''), ('j1-x', 'j1', 1, 0, 0, '') RETURNING 1) "
+                    "SELECT count(*) FROM i");
+    assert_int_equal(sql_i64(schema, "SELECT samples_seq FROM jobs WHERE uid = 'j1'"), 8);
+    hist_job(pg, "j3", "ctr", until - 5 * HOUR_MS, "succeeded", NULL, 0);
+    assert_int_equal(sql_i64(schema, "SELECT samples_max_ms FROM jobs WHERE uid = 'j3'"), 7);
+    assert_int_equal(sql_i64(schema, "SELECT samples_seq FROM jobs WHERE uid = 'j3'"), 0);
+    dlb_pg_destroy(pg);
+}
+
 /* The history reads at most 131,072 pods of samples (DLB_PG_MAX_HIST_PODS):
  * the newest jobs' newest samples that fit. */
 static void test_pg_load_history_pods_bound(void **unused)
@@ -2879,6 +2964,7 @@ int main(void)
         cmocka_unit_test(test_pg_v1_raw_rows),
         cmocka_unit_test(test_pg_load_history),
         cmocka_unit_test(test_pg_load_history_cached),
+        cmocka_unit_test(test_pg_load_history_keys_kept),
         cmocka_unit_test(test_pg_load_history_pods_bound),
         cmocka_unit_test(test_pg_load_job_state_equals_fold),
         cmocka_unit_test(test_pg_errors),

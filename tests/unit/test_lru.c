@@ -49,8 +49,17 @@ static void test_get_by_bytes(void **unused)
     dlb_lru_stats(c, &n, &bytes);
     assert_int_equal(n, 2);
     assert_true(bytes > 2 * (sizeof(int) + 3));
+    /* A value dropped on purpose is freed, its key free for another. */
+    dlb_lru_del(c, k1, sizeof(k1));
+    dlb_lru_del(c, "zz", 2);
+    assert_int_equal(freed, 1);
+    assert_null(dlb_lru_get(c, k1, sizeof(k1)));
+    assert_int_equal(dlb_lru_put(c, k1, sizeof(k1), val(3), sizeof(int)), 0);
+    assert_int_equal(*(int *)dlb_lru_get(c, k1, sizeof(k1)), 3);
+    dlb_lru_stats(c, &n, &bytes);
+    assert_int_equal(n, 2);
     dlb_lru_free(c);
-    assert_int_equal(freed, 2);
+    assert_int_equal(freed, 3);
 }
 
 static void test_least_recently_used_first(void **unused)
