@@ -677,8 +677,12 @@ int dlb_metrics_ready(dlb_metrics_t *m, char *why, size_t why_size)
             n += (size_t)snprintf(why + n, why_size - n, "%s%s %s%s", n ? ", " : "", dep_names[i],
                                   st ? "up" : "down", optional ? " (not needed to serve)" : "");
     }
-    if (!n)
-        n = (size_t)snprintf(why, why_size, "no dependency reported yet");
+    /* Every process that serves /readyz talks to Kafka or PostgreSQL: before
+     * either has answered it cannot serve, and a probe must not route to it. */
+    if (!n) {
+        n = (size_t)snprintf(why, why_size, "no dependency has answered yet");
+        ok = 0;
+    }
     pthread_mutex_lock(&m->stall_lock);
     if (m->stalled[0]) {
         ok = 0;

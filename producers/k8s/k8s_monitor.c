@@ -90,6 +90,8 @@ struct mon {
      * last (st is what the process's last log line reports). */
     dlb_k8s_stats_t published;
     dlb_series_t *m_objects, *m_events, *m_skipped, *m_relists, *m_reconnects, *m_errors;
+    int kafka_answered;  /* the broker answered once (kafka_probe) */
+    int64_t probe_at_ms; /* when kafka_probe asks next */
 };
 
 static const cJSON *get(const cJSON *o, const char *key)
@@ -701,6 +703,23 @@ static void metrics_publish(mon_t *m)
     *p = *st;
 }
 
+/* /readyz waits for Kafka to have answered once, and a monitor of a quiet
+ * cluster may have nothing to deliver for a long time: until the broker
+ * answered (a delivery says so too), ask it for metadata every 5 s. */
+static void kafka_probe(mon_t *m, int64_t now)
+{
+    const struct rd_kafka_metadata *md = NULL;
+
+    if (m->kafka_answered || now < m->probe_at_ms)
+        return;
+    m->probe_at_ms = now + 5000;
+    if (rd_kafka_metadata(m->producer, 0, NULL, &md, 1000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        m->kafka_answered = 1;
+        dlb_metrics_dep(DLB_DEP_KAFKA, 1);
+        rd_kafka_metadata_destroy(md);
+    }
+}
+
 static void loop(mon_t *m)
 {
     metrics_setup(m);
@@ -738,6 +757,7 @@ static void loop(mon_t *m)
         rd_kafka_poll(m->producer, 0);
         if (kafka_failed(m))
             break;
+        kafka_probe(m, now);
         if ((failed = dlb_kafka_delivery_failures(m->producer)) > 0)
             dlb_err("%lld node event(s) failed delivery to %s; a restart of the "
                     "monitor produces them again",

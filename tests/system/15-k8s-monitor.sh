@@ -142,14 +142,22 @@ expect_eq "worker-0's events in order" "pod_phase oom_killed deleted" \
 start_api api2
 mkdir -p "$SYS_DIR/kube2"
 kubeconfig "$SYS_DIR/kube2/config" "$PORT" ca.crt
+mport=$(dlb_free_port)
+url=http://127.0.0.1:$mport
 "$DLBRAIN" k8s-monitor -k "$SYS_DIR/kube2/config" -e other -X k8s.backoff.ms=50 \
-    -X k8s.backoff.max.ms=200 2>"$SYS_DIR/monitor2.log" &
+    -X k8s.backoff.max.ms=200 -X metrics.port="$mport" 2>"$SYS_DIR/monitor2.log" &
 MON=$!
 SYS_PIDS+=($MON)
 wait_log "$SYS_DIR/monitor2.log" "pods list: certificate-authority $SYS_DIR/kube2/ca.crt: cannot read: No such file or directory; retrying in" 10
 sleep 0.5
 kill -0 "$MON" 2>/dev/null && ok "the monitor keeps retrying without its CA file" || fail "the monitor died"
 [ ! -s "$SYS_DIR/api2-requests.jsonl" ] && ok "no request without the CA" || fail "requests made without the CA"
+# Nothing to deliver, yet ready: /readyz waits for Kafka to have answered
+# once (503 "no dependency has answered yet" before), and the monitor asks
+# the broker rather than wait for a delivery that a quiet cluster never makes.
+wait_status /readyz 200 15
+curl -s "$url/readyz" | grep -q "kafka up" && ok "/readyz 200 (kafka up) with nothing delivered" ||
+    fail "/readyz does not say kafka up: $(curl -s "$url/readyz")"
 # an http:// server: curl ignores the CA; the point is that the file now exists
 cp "$K8S/script.json" "$SYS_DIR/kube2/ca.crt"
 wait_log "$SYS_DIR/monitor2.log" "pods listed at resourceVersion 100; watching" 10

@@ -252,8 +252,9 @@ static void test_global(void **state)
     m = new_registry();
     dlb_metrics_set_global(m);
     assert_ptr_equal(dlb_metrics_global(), m);
-    /* readiness: nothing reported, then each dependency as reported */
-    assert_int_equal(dlb_metrics_ready(m, why, sizeof(why)), 1);
+    /* readiness: nothing reported (not ready), then each dependency as reported */
+    assert_int_equal(dlb_metrics_ready(m, why, sizeof(why)), 0);
+    assert_string_equal(why, "no dependency has answered yet");
     dlb_metrics_dep(DLB_DEP_POSTGRES, 0);
     assert_int_equal(dlb_metrics_ready(m, why, sizeof(why)), 0);
     assert_string_equal(why, "postgres down");
@@ -322,6 +323,12 @@ static void test_http(void **state)
     assert_non_null(strstr(buf, "dlbrain_hits_total 5\n"));
     http_get(port, "/healthz", buf, sizeof(buf));
     assert_non_null(strstr(buf, " 200 "));
+    /* Not ready before a dependency has answered, then ready. */
+    http_get(port, "/readyz", buf, sizeof(buf));
+    assert_non_null(strstr(buf, " 503 "));
+    assert_non_null(strstr(buf, "no dependency has answered yet"));
+    dlb_metrics_set_global(m);
+    dlb_metrics_dep(DLB_DEP_KAFKA, 1);
     http_get(port, "/readyz", buf, sizeof(buf));
     assert_non_null(strstr(buf, " 200 "));
     http_get(port, "/nothing", buf, sizeof(buf));
