@@ -67,6 +67,8 @@ ok "ingest: raw and pipeline rates over 1000 samples, with the ratio"
 for n in 1 2 4; do
     has "$OUT" "^$n +$n +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+x +[0-9.]+$" "scale ($n partitions)"
 done
+json "$J" '[.scale[].partitions] == [1, 2, 4] and all(.scale[]; .consumers == .partitions and
+    .pipeline.msgs_per_s > 0 and .ratio > 0)' scale
 ok "scale: 1, 2 and 4 partitions, with the speed-up"
 json "$J" '.rss | length > 0 and all(.[]; .peak_rss_bytes > 0)' rss
 
