@@ -84,10 +84,6 @@ int dlb_opt_wants_history(const char *optimizer_set, const dlb_plan_request_t *r
  *           returns. */
 int dlb_opt_wants_cluster(const char *optimizer_set, const dlb_plan_request_t *req);
 
-/** @brief Deterministic plan id of a request: "plan-" + the request's event
- *         id, shortened with a hash when that does not fit (dlb_id_derive()). */
-void dlb_plan_id(const dlb_plan_request_t *req, char *buf, size_t size);
-
 /** @brief Clamp every group and pod resource of a plan to the limits
  *         (0 = "keep" stays 0). Appends what was clamped to the reason. */
 void dlb_limits_apply(const dlb_limits_t *limits, dlb_plan_t *plan);

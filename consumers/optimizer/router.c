@@ -8,23 +8,10 @@
 #include <string.h>
 
 #include "err.h"
-#include "id.h"
 #include "opt_util.h"
 #include "routes.h"
 
 static const dlb_opt_set_t *const dlb_opt_sets[] = {&dlb_set_dlrover, &dlb_set_dlbrain, NULL};
-
-void dlb_plan_id(const dlb_plan_request_t *req, char *buf, size_t size)
-{
-    char id[sizeof(req->event_id) + 1];
-
-    if (!buf || size == 0)
-        return;
-    /* A request from elsewhere than the decoder may lack the NUL. */
-    snprintf(id, sizeof(id), "%.*s", (int)strnlen(req->event_id, sizeof(req->event_id)),
-             req->event_id);
-    dlb_id_derive("plan-", id, buf, size);
-}
 
 static const dlb_opt_set_t *find_set(const char *name)
 {

@@ -8,6 +8,7 @@
 
 #include "conf.h"
 #include "err.h"
+#include "id.h"
 
 /* Sources: DLRover's request types (brain/pkg/optimizer), job states of its
  * master, exit reasons of its job reporter, and the Kubernetes pod/node events
@@ -907,4 +908,16 @@ int dlb_event_validate(const dlb_event_t *ev, char *errstr, size_t errstr_size)
     default:
         return 0;
     }
+}
+
+void dlb_plan_id(const dlb_plan_request_t *req, char *buf, size_t size)
+{
+    char id[sizeof(req->event_id) + 1];
+
+    if (!buf || size == 0)
+        return;
+    /* A request from elsewhere than the decoder may lack the NUL. */
+    snprintf(id, sizeof(id), "%.*s", (int)strnlen(req->event_id, sizeof(req->event_id)),
+             req->event_id);
+    dlb_id_derive("plan-", id, buf, size);
 }

@@ -392,4 +392,9 @@ int dlb_in_list(const char *const *list, const char *s);
 #define DLB_STAGE_PS_RUNNING     "job_stage_ps_running"
 #define DLB_STAGE_WORKER_RUNNING "job_stage_worker_running"
 
+/** @brief Deterministic plan id of a request: "plan-" + the request's event
+ *         id, shortened with a hash when that does not fit (dlb_id_derive()):
+ *         the optimizer names its plan so, and the gateways find it by it. */
+void dlb_plan_id(const dlb_plan_request_t *req, char *buf, size_t size);
+
 #endif

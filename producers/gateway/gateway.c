@@ -18,7 +18,6 @@
 #include "gw_internal.h"
 #include "gw_map.h"
 #include "log.h"
-#include "optimizer.h"
 #include "uuid.h"
 
 #define TAG_SHUTDOWN ((void *)(uintptr_t)0x10)

@@ -26,7 +26,6 @@
 #include "httpd.h"
 #include "log.h"
 #include "matcher.h"
-#include "optimizer.h"
 #include "store_config.h"
 #include "store_pg.h"
 #include "uuid.h"
