@@ -323,7 +323,7 @@ static int build_requests(dlb_recording_t *rec, char *errstr, size_t size)
             dlb_job_state_end_rebuild(&r->st);
             /* The dlbrain set asks for history at more stages than dlrover;
              * dlrover's optimizers read none there, so one recording serves both. */
-            if (dlb_opt_wants_history("dlbrain", r->req, &r->st) &&
+            if (dlb_opt_needs("dlbrain", r->req, &r->st).history &&
                 build_history(rec, j, r->st.job.meta.scenario, r->req->event_time_ms, &r->hist))
                 return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
         }

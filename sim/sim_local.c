@@ -143,6 +143,7 @@ static int plan_one(dlb_sim_local_t *l, const dlb_plan_request_t *req, dlb_plan_
     dlb_history_t hist = {0};
     dlb_oom_plan_t *before = NULL;
     dlb_opt_input_t in = {0};
+    dlb_opt_needs_t needs;
     dlb_cluster_job_t self = {0};
     size_t nb = 0, first;
     char sub[512];
@@ -150,8 +151,8 @@ static int plan_one(dlb_sim_local_t *l, const dlb_plan_request_t *req, dlb_plan_
 
     if (!j)
         goto out;
-    if (dlb_opt_wants_history(conf->optimizer_set, req, &j->st) &&
-        history_build(l, req, &j->st, &hist))
+    needs = dlb_opt_needs(conf->optimizer_set, req, &j->st);
+    if (needs.history && history_build(l, req, &j->st, &hist))
         goto out;
     /* As the consumer loads them: the answers of plans before the request's
      * time (a copy: in.answered grows). */
@@ -169,7 +170,7 @@ static int plan_one(dlb_sim_local_t *l, const dlb_plan_request_t *req, dlb_plan_
     in.oom_plans_cnt = nb;
     in.optimizer_set = conf->optimizer_set;
     in.answered = &j->answers;
-    if (dlb_opt_wants_cluster(conf->optimizer_set, req)) {
+    if (needs.cluster) {
         in.cluster = &l->cluster;
         in.cluster_out = &self;
     }

@@ -24,6 +24,7 @@ static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, char *er
     dlb_history_t hist = {0};
     dlb_event_t pe = {.type = DLB_EV_PLAN};
     dlb_opt_input_t in = {0};
+    dlb_opt_needs_t needs;
     dlb_oom_plan_t *oom_plans = NULL;
     dlb_oom_answers_t answered = {0};
     dlb_cluster_view_t cluster = {0};
@@ -48,7 +49,8 @@ static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, char *er
     }
     if ((err = dlb_stream_load_job(s, req->job_uid, req->event_time_ms, &st, errstr, size)))
         goto out;
-    if (dlb_opt_wants_history(conf->optimizer_set, req, &st) &&
+    needs = dlb_opt_needs(conf->optimizer_set, req, &st);
+    if (needs.history &&
         (err = dlb_pg_load_history(pg, st.job.meta.scenario, req->job_uid, req->event_time_ms,
                                    conf->history_hours, conf->history_max_jobs,
                                    4 * conf->window_size, &hist, errstr, size)))
@@ -56,9 +58,8 @@ static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, char *er
     /* The OOMs and node failures earlier plans answered, as of the request
      * (a redo sees the same rows: later answers have later event times).
      * Only a job with an OOM or a node failure can have any. */
-    if (dlb_opt_wants_answers(conf->optimizer_set, req, &st) &&
-        (err = dlb_pg_load_oom_plans(pg, req->job_uid, req->event_time_ms, &oom_plans,
-                                     &oom_plans_cnt, errstr, size)))
+    if (needs.answers && (err = dlb_pg_load_oom_plans(pg, req->job_uid, req->event_time_ms,
+                                                      &oom_plans, &oom_plans_cnt, errstr, size)))
         goto out;
     in.req = req;
     in.job = &st;
@@ -69,7 +70,7 @@ static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, char *er
     in.oom_plans_cnt = oom_plans_cnt;
     in.optimizer_set = conf->optimizer_set;
     in.answered = &answered;
-    if (dlb_opt_wants_cluster(conf->optimizer_set, req) && dlb_stream_redis(s)) {
+    if (needs.cluster && dlb_stream_redis(s)) {
         if (dlb_cluster_redis_load(dlb_stream_redis(s), &cluster, sub, sizeof(sub)))
             dlb_warn("plan for job %s without the cluster's other jobs: %s", req->job_uid, sub);
         else

@@ -37,7 +37,7 @@ typedef struct dlb_opt_input {
      * PostgreSQL transaction. */
     dlb_oom_answers_t *answered;
     /* The other jobs of the cluster as the consumer read them (the dlbrain
-     * set's running stages, dlb_opt_wants_cluster()); NULL = not known. */
+     * set's running stages, dlb_opt_needs()); NULL = not known. */
     const dlb_cluster_view_t *cluster;
     /* Out, may be NULL: the worker model's entry for this job (cores, growth
      * asked, its value per core), for the consumer to publish; left with
@@ -62,27 +62,28 @@ int dlb_router_plan(const dlb_opt_input_t *in, dlb_plan_t *plan, char *errstr, s
  *           of the job state was OOMKilled. Only such a job has answered OOMs. */
 int dlb_opt_job_has_oom(const dlb_plan_request_t *req, const dlb_job_state_t *st);
 
-/** @returns 1 when the request needs the job's earlier answers (table
- *           oom_plans): the job has an OOM, or with the dlbrain set a pod has
- *           a node failure (its replace is recorded there, memory 0). */
-int dlb_opt_wants_answers(const char *optimizer_set, const dlb_plan_request_t *req,
-                          const dlb_job_state_t *st);
+/* What a request's plan reads besides the job itself, said once per
+ * request (dlb_opt_needs) so the caller loads exactly that, then plans. */
+typedef struct dlb_opt_needs {
+    /* Similar jobs' history (a PostgreSQL query): a create request, any
+     * request of a job with an OOM, and with the dlbrain set every later
+     * stage: worker memory never goes below what completed workers of the
+     * scenario peaked at, and the PS count learns the PS term from earlier
+     * jobs (opt_model.c). */
+    int history;
+    /* The job's earlier answers (table oom_plans): the job has an OOM, or
+     * with the dlbrain set a pod has a node failure (its replace is
+     * recorded there, memory 0). */
+    int answers;
+    /* The rest of the cluster (dlb_opt_input_t.cluster, and cluster_out to
+     * publish): the dlbrain set's worker stages and _ps_initial, where
+     * workers and PS grow only into room no waiting job needs. */
+    int cluster;
+} dlb_opt_needs_t;
 
-/** @returns 1 when the request needs similar jobs' history (a PostgreSQL query
- *           the consumer makes only then): a create request, any request of a
- *           job with an OOM, and with the dlbrain set every later stage: worker
- *           memory never goes below what completed workers of the scenario
- *           peaked at, and the PS count learns the PS term from earlier jobs
- *           (opt_model.c). */
-int dlb_opt_wants_history(const char *optimizer_set, const dlb_plan_request_t *req,
-                          const dlb_job_state_t *st);
-
-/** @returns 1 when the request's plan weighs the job against the rest of the
- *           cluster (the dlbrain set's worker stages and _ps_initial: workers
- *           and PS grow only into room no waiting job needs): the consumer then
- *           loads dlb_opt_input_t.cluster and publishes what cluster_out
- *           returns. */
-int dlb_opt_wants_cluster(const char *optimizer_set, const dlb_plan_request_t *req);
+/** @returns what the request's plan reads, for the optimizer set. */
+dlb_opt_needs_t dlb_opt_needs(const char *optimizer_set, const dlb_plan_request_t *req,
+                              const dlb_job_state_t *st);
 
 /** @brief Clamp every group and pod resource of a plan to the limits
  *         (0 = "keep" stays 0). Appends what was clamped to the reason. */

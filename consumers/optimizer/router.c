@@ -106,36 +106,29 @@ int dlb_opt_job_has_oom(const dlb_plan_request_t *req, const dlb_job_state_t *st
     return 0;
 }
 
-int dlb_opt_wants_history(const char *optimizer_set, const dlb_plan_request_t *req,
-                          const dlb_job_state_t *st)
+static int has_node_failure(const dlb_job_state_t *st)
 {
-    if (!strcmp(req->stage, DLB_STAGE_CREATE) || dlb_opt_job_has_oom(req, st))
-        return 1;
-    return optimizer_set && !strcmp(optimizer_set, "dlbrain") &&
-           strcmp(req->stage, DLB_STAGE_CREATE);
-}
-
-/* Not at the running stages: most requests there are OOMs (in the chaos
- * soak 2,225 of 2,229), which the OOM route answers without the cluster,
- * and reading every job's entry for each of them made batches slower. The
- * PS model there grows PS as if nobody waited (opt_model.c). */
-int dlb_opt_wants_cluster(const char *optimizer_set, const dlb_plan_request_t *req)
-{
-    return optimizer_set && !strcmp(optimizer_set, "dlbrain") &&
-           (!strcmp(req->stage, DLB_STAGE_WORKER_INITIAL) ||
-            !strcmp(req->stage, DLB_STAGE_WORKER_RUNNING) ||
-            !strcmp(req->stage, DLB_STAGE_PS_INITIAL));
-}
-
-int dlb_opt_wants_answers(const char *optimizer_set, const dlb_plan_request_t *req,
-                          const dlb_job_state_t *st)
-{
-    if (dlb_opt_job_has_oom(req, st))
-        return 1;
-    if (!optimizer_set || strcmp(optimizer_set, "dlbrain"))
-        return 0;
     for (size_t i = 0; i < st->pods_cnt; i++)
         if (st->pods[i].fail_event_id[0])
             return 1;
     return 0;
+}
+
+dlb_opt_needs_t dlb_opt_needs(const char *optimizer_set, const dlb_plan_request_t *req,
+                              const dlb_job_state_t *st)
+{
+    int dlbrain = optimizer_set && !strcmp(optimizer_set, "dlbrain");
+    int create = !strcmp(req->stage, DLB_STAGE_CREATE), oom = dlb_opt_job_has_oom(req, st);
+    dlb_opt_needs_t n;
+
+    n.history = create || oom || dlbrain;
+    n.answers = oom || (dlbrain && has_node_failure(st));
+    /* Not at the running stages: most requests there are OOMs (in the chaos
+     * soak 2,225 of 2,229), which the OOM route answers without the cluster,
+     * and reading every job's entry for each of them made batches slower. The
+     * PS model there grows PS as if nobody waited (opt_model.c). */
+    n.cluster = dlbrain && (!strcmp(req->stage, DLB_STAGE_WORKER_INITIAL) ||
+                            !strcmp(req->stage, DLB_STAGE_WORKER_RUNNING) ||
+                            !strcmp(req->stage, DLB_STAGE_PS_INITIAL));
+    return n;
 }

@@ -872,7 +872,7 @@ static void plan_for(const dlb_plan_request_t *req, const dlb_job_state_t *st)
         char err[512] = "";
         int rc;
 
-        (void)dlb_opt_wants_history(sets[i], req, st);
+        (void)dlb_opt_needs(sets[i], req, st);
         (void)dlb_opt_job_has_oom(req, st);
         rc = dlb_router_plan(&in, &pe.u.plan, err, sizeof(err));
         if (rc)

@@ -625,6 +625,40 @@ static void test_plan_id(void **state)
     assert_int_equal(buf[sizeof(buf) - 1 - DLB_ID_HASH_LEN], '~');
 }
 
+/* What each request's plan reads, one description per request. */
+static void test_needs(void **state)
+{
+    dlb_plan_request_t req = {.stage = DLB_STAGE_CREATE};
+    dlb_job_state_t st = {0};
+    dlb_pod_status_t pod = {0};
+    dlb_opt_needs_t n;
+
+    (void)state;
+    n = dlb_opt_needs("dlrover", &req, &st);
+    assert_true(n.history && !n.answers && !n.cluster);
+    snprintf(req.stage, sizeof(req.stage), "%s", DLB_STAGE_PS_RUNNING);
+    n = dlb_opt_needs("dlrover", &req, &st);
+    assert_true(!n.history && !n.answers && !n.cluster);
+    n = dlb_opt_needs("dlbrain", &req, &st);
+    assert_true(n.history && !n.answers && !n.cluster);
+    snprintf(req.stage, sizeof(req.stage), "%s", DLB_STAGE_WORKER_INITIAL);
+    n = dlb_opt_needs("dlbrain", &req, &st);
+    assert_true(n.history && !n.answers && n.cluster);
+    n = dlb_opt_needs("dlrover", &req, &st);
+    assert_true(!n.history && !n.answers && !n.cluster);
+    /* An OOM: history and answers with either set; a node failure: answers
+     * with dlbrain only. */
+    req.has_oom_pod = 1;
+    n = dlb_opt_needs("dlrover", &req, &st);
+    assert_true(n.history && n.answers && !n.cluster);
+    req.has_oom_pod = 0;
+    snprintf(pod.fail_event_id, sizeof(pod.fail_event_id), "node-down-1");
+    st.pods = &pod;
+    st.pods_cnt = 1;
+    assert_false(dlb_opt_needs("dlrover", &req, &st).answers);
+    assert_true(dlb_opt_needs("dlbrain", &req, &st).answers);
+}
+
 /* ---- limits ----------------------------------------------------------------- */
 
 typedef struct limits_case {
@@ -821,7 +855,7 @@ int main(void)
         cmocka_unit_test(test_router_deterministic), cmocka_unit_test(test_plan_id),
         cmocka_unit_test(test_limits_table),         cmocka_unit_test(test_limits_reason_full),
         cmocka_unit_test(test_plan_builders),        cmocka_unit_test(test_reason_append),
-        cmocka_unit_test(test_mem_helpers),
+        cmocka_unit_test(test_mem_helpers),          cmocka_unit_test(test_needs),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
