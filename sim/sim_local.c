@@ -14,6 +14,7 @@
 #include "log.h"
 #include "optimizer.h"
 #include "state.h"
+#include "vec.h"
 
 typedef struct local_job {
     dlb_job_state_t st;
@@ -34,14 +35,8 @@ static local_job_t *job_get(dlb_sim_local_t *l, const char *uid)
     for (size_t i = l->cnt; i-- > 0;)
         if (!strcmp(l->jobs[i].st.job.job_uid, uid))
             return &l->jobs[i];
-    if (l->cnt == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 64;
-        local_job_t *n = realloc(l->jobs, cap * sizeof(*n));
-        if (!n)
-            return NULL;
-        l->jobs = n;
-        l->cap = cap;
-    }
+    if (dlb_vec_reserve((void **)&l->jobs, &l->cap, l->cnt + 1, sizeof(*l->jobs)))
+        return NULL;
     j = &l->jobs[l->cnt++];
     memset(j, 0, sizeof(*j));
     snprintf(j->st.job.job_uid, sizeof(j->st.job.job_uid), "%s", uid);

@@ -14,6 +14,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "vec.h"
 
 /* Bounds that only stop a runaway history from exhausting memory (the
  * newest rows win when one is hit). */
@@ -371,14 +372,8 @@ typedef struct key_list {
 
 static hist_key_t *key_add(key_list_t *l)
 {
-    if (l->cnt == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 256;
-        hist_key_t *k = realloc(l->keys, cap * sizeof(*k));
-        if (!k)
-            return NULL;
-        l->keys = k;
-        l->cap = cap;
-    }
+    if (dlb_vec_reserve((void **)&l->keys, &l->cap, l->cnt + 1, sizeof(*l->keys)))
+        return NULL;
     return &l->keys[l->cnt++];
 }
 
@@ -425,10 +420,11 @@ static int keys_keep(dlb_pg_t *pg, const dlb_hist_job_t *j, const hist_mark_t *m
 
 /* The keys of the jobs whose kept keys do not serve (ask[], asked of them),
  * appended to l grouped by job, and their samples decoded into the cache
- * when with_raw. *whole says the query's bound cut nothing. */
+ * when with_raw (*decoded of them were not there). *whole says the query's
+ * bound cut nothing. */
 static int keys_ask(dlb_pg_t *pg, dlb_history_t *h, const uint32_t *ask, size_t asked,
-                    int max_samples, int64_t until_ms, int with_raw, key_list_t *l,
-                    uint32_t *all_pods, int *whole, char *errstr, size_t errstr_size)
+                    int max_samples, int64_t until_ms, int with_raw, key_list_t *l, size_t *decoded,
+                    int *whole, char *errstr, size_t errstr_size)
 {
     char lim[24], until[24], pods[24];
     const char *v[4] = {NULL, lim, until, pods};
@@ -448,8 +444,7 @@ static int keys_ask(dlb_pg_t *pg, dlb_history_t *h, const uint32_t *ask, size_t 
     if (err)
         return err;
     n = PQntuples(res);
-    *all_pods = n ? be32(PQgetvalue(res, 0, 2)) : 0;
-    *whole = *all_pods <= DLB_PG_MAX_HIST_PODS;
+    *whole = !n || be32(PQgetvalue(res, 0, 2)) <= DLB_PG_MAX_HIST_PODS;
     for (int i = 0; i < n; i++) {
         uint32_t ord = be32(PQgetvalue(res, i, 0));
         hist_key_t *k;
@@ -465,9 +460,10 @@ static int keys_ask(dlb_pg_t *pg, dlb_history_t *h, const uint32_t *ask, size_t 
         snprintf(k->event_id, sizeof(k->event_id), "%s", PQgetvalue(res, i, 3));
         if (!l->count[k->job]++)
             l->first[k->job] = l->cnt - 1;
-        if (with_raw &&
-            !dlb_pg_hcache_get(pg->hcache, h->jobs[k->job].job_uid, k->event_id, k->t) &&
-            (err = hist_put(pg, h, res, i, 5, k, errstr, errstr_size)))
+        if (!with_raw || dlb_pg_hcache_get(pg->hcache, h->jobs[k->job].job_uid, k->event_id, k->t))
+            continue;
+        (*decoded)++;
+        if ((err = hist_put(pg, h, res, i, 5, k, errstr, errstr_size)))
             break;
     }
     PQclear(res);
@@ -476,12 +472,12 @@ static int keys_ask(dlb_pg_t *pg, dlb_history_t *h, const uint32_t *ask, size_t 
 
 /* The keys of every job's samples: kept ones where they still serve (a
  * finished job's, mostly), the others asked for in one query, kept in
- * turn when whole. */
+ * turn when whole; *decoded as keys_ask says. */
 static int hist_keys(dlb_pg_t *pg, dlb_history_t *h, const hist_mark_t *marks, int max_samples,
-                     int64_t until_ms, int with_raw, key_list_t *l, char *errstr,
+                     int64_t until_ms, int with_raw, key_list_t *l, size_t *decoded, char *errstr,
                      size_t errstr_size)
 {
-    uint32_t *ask = NULL, all_pods = 0;
+    uint32_t *ask = NULL;
     size_t asked = 0;
     int err = 0, whole = 1;
 
@@ -505,7 +501,7 @@ static int hist_keys(dlb_pg_t *pg, dlb_history_t *h, const hist_mark_t *marks, i
             key->job = (uint32_t)k;
         }
     }
-    if (asked && (err = keys_ask(pg, h, ask, asked, max_samples, until_ms, with_raw, l, &all_pods,
+    if (asked && (err = keys_ask(pg, h, ask, asked, max_samples, until_ms, with_raw, l, decoded,
                                  &whole, errstr, errstr_size)))
         goto out;
     /* Only a list of all samples up to now serves later loads: a job with
@@ -557,7 +553,7 @@ static int hist_samples(dlb_pg_t *pg, const hist_mark_t *marks, int max_samples,
     key_list_t l = {0};
     job_fp_t *fp = NULL;
     const dlb_runtime_sample_t **hit = NULL;
-    size_t *miss = NULL, nmiss = 0, taken;
+    size_t *miss = NULL, nmiss = 0, decoded = 0, taken;
     char *take = NULL;
     int err, with_raw = !pg->hcache_warm;
 
@@ -570,7 +566,8 @@ static int hist_samples(dlb_pg_t *pg, const hist_mark_t *marks, int max_samples,
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     dlb_pg_hcache_begin(pg->hcache);
     h->borrowed = 1;
-    if ((err = hist_keys(pg, h, marks, max_samples, until_ms, with_raw, &l, errstr, errstr_size)))
+    if ((err = hist_keys(pg, h, marks, max_samples, until_ms, with_raw, &l, &decoded, errstr,
+                         errstr_size)))
         goto out;
     if (l.cnt && (!(take = malloc(l.cnt)) || !(miss = malloc(l.cnt * sizeof(*miss))) ||
                   !(hit = calloc(l.cnt, sizeof(*hit))))) {
@@ -584,7 +581,9 @@ static int hist_samples(dlb_pg_t *pg, const hist_mark_t *marks, int max_samples,
             !(hit[i] = dlb_pg_hcache_get(pg->hcache, h->jobs[k->job].job_uid, k->event_id, k->t)))
             miss[nmiss++] = i;
     }
-    pg->hcache_warm = 2 * nmiss <= taken;
+    /* Samples not there when the load began: those fetched now and those
+     * that came with the keys. */
+    pg->hcache_warm = 2 * (nmiss + decoded) <= taken;
     if (nmiss && (err = hist_fetch(pg, h, l.keys, miss, nmiss, errstr, errstr_size)))
         goto out;
     if (h->jobs_cnt && !(fp = calloc(h->jobs_cnt, sizeof(*fp)))) {
