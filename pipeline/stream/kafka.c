@@ -328,7 +328,7 @@ int dlb_kafka_producer_new(const dlb_conf_t *conf, const char *const *extra, rd_
     return 0;
 }
 
-static const char *kafka_prop(const dlb_conf_t *conf, const char *key)
+const char *dlb_kafka_conf_get(const dlb_conf_t *conf, const char *key)
 {
     for (size_t i = 0; i < conf->kafka_cnt; i++)
         if (!strcmp(conf->kafka[i].key, key))
@@ -358,7 +358,7 @@ int dlb_kafka_txn_producer_new(const dlb_conf_t *conf, const char *group, rd_kaf
     char txn_id[512];
     int n = 0;
 
-    if (!kafka_prop(conf, "transactional.id")) {
+    if (!dlb_kafka_conf_get(conf, "transactional.id")) {
         if (dlb_kafka_txn_id(group, txn_id, sizeof(txn_id)))
             return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC,
                               "no random bytes for a transactional.id");
@@ -373,7 +373,7 @@ int dlb_kafka_txn_producer_new(const dlb_conf_t *conf, const char *group, rd_kaf
      * (plus the broker's transaction.abort.timed.out.transaction.cleanup.
      * interval.ms). A batch's transaction lasts tens of ms; a longer one
      * (the broker away) is fenced, and the producer replaced. */
-    if (!kafka_prop(conf, "transaction.timeout.ms")) {
+    if (!dlb_kafka_conf_get(conf, "transaction.timeout.ms")) {
         extra[n++] = "transaction.timeout.ms";
         extra[n++] = "5000";
     }
@@ -382,7 +382,7 @@ int dlb_kafka_txn_producer_new(const dlb_conf_t *conf, const char *group, rd_kaf
      * last one; librdkafka waits retry.backoff.ms (100) before asking again,
      * which was most of a plan's round trip. The Java producer retries that
      * case after 20 ms (KAFKA-5477). */
-    if (!kafka_prop(conf, "retry.backoff.ms")) {
+    if (!dlb_kafka_conf_get(conf, "retry.backoff.ms")) {
         extra[n++] = "retry.backoff.ms";
         extra[n++] = "20";
     }

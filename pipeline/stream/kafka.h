@@ -20,6 +20,9 @@
 rd_kafka_conf_t *dlb_kafka_conf_new(const dlb_conf_t *conf, const char *const *base,
                                     const char *const *extra, char *errstr, size_t errstr_size);
 
+/** @brief The value of librdkafka property key as -X set it, or NULL. */
+const char *dlb_kafka_conf_get(const dlb_conf_t *conf, const char *key);
+
 /** @brief A producer with idempotence on and every -X pass-through applied.
  *  @param extra NULL-terminated key,value pairs applied after conf (may be NULL). */
 int dlb_kafka_producer_new(const dlb_conf_t *conf, const char *const *extra, rd_kafka_t **out,
