@@ -237,7 +237,8 @@ static int opt_oom(const dlb_opt_input_t *in, dlb_plan_t *plan)
  * memory. With the user's count kept, the group holds its create memory
  * for every worker until the first ask; at 16 GiB for workers that peaked
  * at 5, 12 simulated runs held 1.006x DLRover's GiB-hours, without the
- * minimum 0.994x, OOMs 0.20x either way (docs/benchmarks.md). */
+ * minimum 0.994x, OOMs 0.20x either way (docs/results/benchmarks-history.md,
+ * 2026-11-26, the create and resize rework). */
 #define CREATE_MEMORY_HEADROOM 0.5
 #define CREATE_MEMORY_STEP_MAX (8 * DLB_GIB)
 

@@ -119,7 +119,8 @@ static const key_def_t keys[] = {
      "before writing this batch and decodes them while PostgreSQL stores this one's runtime "
      "samples; they are committed with the next batch, never this one. Off by default: on two "
      "cores shared with PostgreSQL and the broker it changed nothing measurable and holds about "
-     "4 MiB more (docs/benchmarks.md); it can pay where the consumer has a core of its own.",
+     "4 MiB more (docs/results/benchmarks-history.md, 2026-11-27); it can pay where the "
+     "consumer has a core of its own.",
      0, 1},
     {"consumer.stall.s", K_INT, N(stall_s), "60",
      "A partition with messages waiting that makes no progress for this long (one record "

@@ -21,8 +21,9 @@
 #include "log.h"
 
 /* A round's share of the loop: a batch of 500 samples takes about 35 ms
- * (docs/benchmarks.md), so a full round costs a consumer some fifteen
- * batches' time, and only while there is a backlog to remove. */
+ * (docs/results/benchmarks-history.md, Ingest, 2026-11-22), so a full round
+ * costs a consumer some fifteen batches' time, and only while there is a
+ * backlog to remove. */
 #define PRUNE_ROUND_MS 500
 /* Between rounds of a backlog: the consumer spends about a tenth of its time
  * pruning until the backlog is gone ('dlbrain store prune' takes it at once). */
