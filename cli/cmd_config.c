@@ -1,6 +1,6 @@
 /* dlbrain config: apply, list, show, diff and roll back configuration rules
  * (pipeline/rules/rules.h, pipeline/store/store_config.h), match a job against them
- * (pipeline/rules/matcher.h) and sync a ConfigMap directory (pipeline/rules/config_sync.h). One
+ * (pipeline/rules/matcher.h) and sync a ConfigMap directory (pipeline/rulesync/config_sync.h). One
  * function per action; an action is a row of the actions table. */
 #include <ctype.h>
 #include <inttypes.h>
