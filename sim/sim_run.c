@@ -622,7 +622,7 @@ int dlb_sim_kafka_new(const dlb_conf_t *conf, int plans, long plan_timeout_ms,
     static const char *const extra[] = {"isolation.level", "read_committed", NULL};
     /* Every round ends in a flush and waits for its plans: the round is the
      * batch, and linger.ms (5 by default here) only delays it. Measured on
-     * workload-1, 200 jobs, alternating on the same servers: 824-911x with
+     * workload-1, 200 jobs, alternating on the same servers: 668-911x with
      * it, 931-1,048x without (docs/simulator.md#speed-up-measured). */
     static const char *const no_linger[] = {"linger.ms", "0", NULL};
     const char *const *pextra = dlb_kafka_conf_get(conf, "linger.ms") ? NULL : no_linger;
