@@ -16,7 +16,10 @@
 #include "store_pg.h"
 #include "stream.h"
 
-static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, char *errstr, size_t size)
+/* buf: the job's plan of the request's id, stored before (a redelivered
+ * request), or NULL; plan_request() owns it. */
+static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, const char *plan_id,
+                        void *buf, size_t len, char *errstr, size_t size)
 {
     const dlb_conf_t *conf = dlb_stream_conf(s);
     dlb_pg_t *pg = dlb_stream_pg(s);
@@ -30,17 +33,12 @@ static int plan_request(dlb_stream_t *s, const dlb_plan_request_t *req, char *er
     dlb_cluster_view_t cluster = {0};
     dlb_cluster_job_t self = {0};
     size_t oom_plans_cnt = 0;
-    void *buf = NULL;
-    size_t len = 0;
-    char sub[512], plan_id[DLB_ID_MAX];
+    char sub[512];
     int err;
 
     /* A redelivered request gets the plan it got the first time, byte for
      * byte, even if the job has moved on since: a plan id names one plan of
      * the job (another job may use the same request id). */
-    dlb_plan_id(req, plan_id, sizeof(plan_id));
-    if ((err = dlb_pg_get_plan(pg, req->job_uid, plan_id, &buf, &len, errstr, size)))
-        goto out;
     if (buf) {
         dlb_info("plan %s for job %s exists already; sending it again", plan_id, req->job_uid);
         err = dlb_stream_emit(s, req->job_uid, buf, len);
@@ -132,9 +130,18 @@ static int accepts(const dlb_event_t *ev)
 static int process(dlb_stream_t *s, const dlb_event_t *ev, const void *raw, size_t raw_len,
                    char *errstr, size_t size)
 {
-    char sub[512];
+    char sub[512], plan_id[DLB_ID_MAX];
+    void *plan = NULL;
+    size_t plan_len = 0;
     int err;
 
+    if (is_request(ev)) {
+        dlb_plan_id(&ev->u.req, plan_id, sizeof(plan_id));
+        if ((err = dlb_stream_store_request(s, ev, raw, raw_len, plan_id, &plan, &plan_len, errstr,
+                                            size)))
+            return err;
+        return plan_request(s, &ev->u.req, plan_id, plan, plan_len, errstr, size);
+    }
     if ((err = dlb_stream_store_event(s, ev, raw, raw_len, errstr, size)))
         return err;
     /* Which jobs wait for room and which run, for the dlbrain set's worker
@@ -143,7 +150,7 @@ static int process(dlb_stream_t *s, const dlb_event_t *ev, const void *raw, size
         dlb_stream_redis(s) &&
         dlb_cluster_redis_event(dlb_stream_redis(s), &ev->u.job, sub, sizeof(sub)))
         dlb_stream_redis_down(s, "storing the job's cluster entry", sub);
-    return is_request(ev) ? plan_request(s, &ev->u.req, errstr, size) : 0;
+    return 0;
 }
 
 /* Input topics in tie-break order: at equal event times a job's meta, node

@@ -47,7 +47,8 @@ typedef struct model {
 
 static int is_worker(const dlb_pod_usage_t *p)
 {
-    return !strcmp(p->type, "worker");
+    /* The first letter settles most pods without a call. */
+    return p->type[0] == 'w' && !strcmp(p->type, "worker");
 }
 
 /* Workers and PS pods of a sample. */
@@ -62,7 +63,7 @@ static void sample_inputs(const dlb_runtime_sample_t *s, int *workers, double *p
 
         if (is_worker(p))
             (*workers)++;
-        else if (dlb_is_ps(p->type))
+        else if (p->type[0] == 'p' && dlb_is_ps(p->type))
             (*ps)++;
     }
 }
@@ -502,11 +503,16 @@ static int collect(const dlb_runtime_sample_t *samples, size_t cnt, points_t *o)
     o->allowed = 0x7;
     if (cnt && !(o->pts = malloc(cnt * sizeof(*o->pts))))
         return DLB_ERR_NOMEM;
+    /* Each sample's pods counted once (a history job's samples are walked
+     * for every plan request of its scenario): pts[i] holds sample i's
+     * counts until the second pass, which never writes ahead of i. */
     for (size_t i = 0; i < cnt; i++) {
         int wk;
         double p;
 
         sample_inputs(&samples[i], &wk, &p);
+        o->pts[i].workers = wk;
+        o->pts[i].x[1] = p;
         if (samples[i].speed > 0 && wk > 0 && p > 0)
             o->with_ps = 1;
     }
@@ -516,10 +522,9 @@ static int collect(const dlb_runtime_sample_t *samples, size_t cnt, points_t *o)
         const dlb_runtime_sample_t *smp = &samples[i];
         point_t *pt = &o->pts[o->n];
         size_t j;
-        int wk;
-        double p;
+        int wk = o->pts[i].workers;
+        double p = o->pts[i].x[1];
 
-        sample_inputs(smp, &wk, &p);
         if (!(smp->speed > 0) || wk <= 0 || (o->with_ps && !(p > 0)))
             continue;
         pt->x[0] = 1.0 / wk;

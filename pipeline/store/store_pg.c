@@ -98,10 +98,18 @@ static const dlb_pg_stmt_t st_node = {DLB_PG_ST_NODE, "dlb_node",
     "$10, $11, $12::bigint, $13::float8, $14::bytea" ID_IS_NEW("node_events")
     " ON CONFLICT (job_uid, event_id, event_time_ms) DO NOTHING"};
 
-static const dlb_pg_stmt_t st_request = {DLB_PG_ST_REQUEST, "dlb_request",
-    "INSERT INTO plan_requests (event_id, job_uid, event_time_ms, stage, oom_pod, "
-    "raw) SELECT $1, $2, $3::bigint, $4, $5, $6::bytea" ID_IS_NEW("plan_requests")
-    " ON CONFLICT (job_uid, event_id, event_time_ms) DO NOTHING"};
+#define REQUEST_INSERT                                                                             \
+    "INSERT INTO plan_requests (event_id, job_uid, event_time_ms, stage, oom_pod, "               \
+    "raw) SELECT $1, $2, $3::bigint, $4, $5, $6::bytea" ID_IS_NEW("plan_requests")                \
+    " ON CONFLICT (job_uid, event_id, event_time_ms) DO NOTHING"
+static const dlb_pg_stmt_t st_request = {DLB_PG_ST_REQUEST, "dlb_request", REQUEST_INSERT};
+
+/* The same insert, and the job's plan of id $7 as it was before it: a
+ * data-modifying WITH runs to completion whether or not it is read, and the
+ * plans table is not the one it writes. One round trip where an optimizer
+ * made two for every request. */
+static const dlb_pg_stmt_t st_request_plan = {DLB_PG_ST_REQUEST_PLAN, "dlb_request_plan",
+    "WITH ins AS (" REQUEST_INSERT ") SELECT raw FROM plans WHERE job_uid = $2 AND plan_id = $7"};
 
 /* One plan per plan id and per trigger of a job, at any time: looked up
  * first, as for the events; the keys (each with the event time, the
@@ -323,12 +331,13 @@ static int put_node(dlb_pg_t *pg, const dlb_node_event_t *e, const void *raw, si
     return dlb_pg_run(pg, &st_node, 14, v, lens, DLB_PG_INPUT, NULL, errstr, errstr_size);
 }
 
+/* With plan_id, the job's plan of that id comes back in *res (st_request_plan). */
 static int put_request(dlb_pg_t *pg, const dlb_plan_request_t *e, const void *raw, size_t raw_len,
-                       char *errstr, size_t errstr_size)
+                       const char *plan_id, PGresult **res, char *errstr, size_t errstr_size)
 {
     char t[24];
-    const char *v[6];
-    int lens[6] = {0};
+    const char *v[7];
+    int lens[7] = {0};
 
     v[0] = e->event_id;
     v[1] = e->job_uid;
@@ -337,7 +346,11 @@ static int put_request(dlb_pg_t *pg, const dlb_plan_request_t *e, const void *ra
     v[4] = e->has_oom_pod ? e->oom_pod : NULL;
     v[5] = raw;
     lens[5] = (int)raw_len;
-    return dlb_pg_run(pg, &st_request, 6, v, lens, DLB_PG_INPUT, NULL, errstr, errstr_size);
+    v[6] = plan_id;
+    if (!plan_id)
+        return dlb_pg_run(pg, &st_request, 6, v, lens, DLB_PG_INPUT, NULL, errstr, errstr_size);
+    return dlb_pg_run(pg, &st_request_plan, 7, v, lens, DLB_PG_INPUT | DLB_PG_BINARY, res, errstr,
+                      errstr_size);
 }
 
 static cJSON *resource_json(const dlb_resource_t *r)
@@ -479,9 +492,35 @@ int dlb_pg_put_event(dlb_pg_t *pg, const dlb_event_t *ev, const void *raw, size_
         err = put_node(pg, &ev->u.node, raw, raw_len, errstr, errstr_size);
         break;
     default:
-        err = put_request(pg, &ev->u.req, raw, raw_len, errstr, errstr_size);
+        err = put_request(pg, &ev->u.req, raw, raw_len, NULL, NULL, errstr, errstr_size);
         break;
     }
+    free(owned);
+    return err;
+}
+
+int dlb_pg_put_request(dlb_pg_t *pg, const dlb_event_t *ev, const void *raw, size_t raw_len,
+                       const char *plan_id, void **plan, size_t *plan_len, char *errstr,
+                       size_t errstr_size)
+{
+    PGresult *res = NULL;
+    void *owned = NULL;
+    int err;
+
+    *plan = NULL;
+    *plan_len = 0;
+    if (ev->type != DLB_EV_PLAN_REQUEST)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                          "postgresql: a %s event is not a plan request",
+                          dlb_event_type_name(ev->type));
+    if (raw_len > (size_t)INT32_MAX)
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID, "postgresql: event too large");
+    if ((err = dlb_pg_ensure(pg, errstr, errstr_size)) ||
+        (err = dlb_pg_raw_bytes(pg, ev, &raw, &raw_len, &owned, errstr, errstr_size)))
+        return err;
+    if (!(err = put_request(pg, &ev->u.req, raw, raw_len, plan_id, &res, errstr, errstr_size)))
+        err = dlb_pg_first_bytes(res, plan, plan_len, errstr, errstr_size);
+    PQclear(res);
     free(owned);
     return err;
 }

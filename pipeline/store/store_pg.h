@@ -49,6 +49,16 @@ void dlb_pg_rollback(dlb_pg_t *pg);
 int dlb_pg_put_event(dlb_pg_t *pg, const dlb_event_t *ev, const void *raw, size_t raw_len,
                      char *errstr, size_t errstr_size);
 
+/** @brief Persist a plan request as dlb_pg_put_event() does and, in the same
+ *         round trip, read the job's plan of id plan_id as dlb_pg_get_plan()
+ *         would have just before: what answering a request needs first.
+ *  @param plan set to a malloc'ed copy the caller frees, or NULL when the job
+ *         has no plan of this id (then *plan_len = 0).
+ *  @returns as dlb_pg_put_event(); DLB_ERR_INVALID for another event type. */
+int dlb_pg_put_request(dlb_pg_t *pg, const dlb_event_t *ev, const void *raw, size_t raw_len,
+                       const char *plan_id, void **plan, size_t *plan_len, char *errstr,
+                       size_t errstr_size);
+
 /** @brief Persist n runtime samples in one statement (store_pg_batch.c), with
  *         the rows and idempotency of dlb_pg_put_event() for each: a sample
  *         stored already changes nothing, one repeated in the batch is stored

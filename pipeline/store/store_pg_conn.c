@@ -353,6 +353,7 @@ int dlb_pg_run(dlb_pg_t *pg, const dlb_pg_stmt_t *st, int nparams, const char *c
         (err = pg_prepare(pg, st, errstr, errstr_size)))
         return err;
     t0 = dlb_metric_now();
+    pg->runs++;
     res = PQexecPrepared(pg->conn, st->name, nparams, values, lens, formats, flags & DLB_PG_BINARY);
     err = pg_result(pg->conn, res, flags, st->name, errstr, errstr_size);
     pg_observe(pg, st->id, st->name, t0, err);
@@ -529,12 +530,32 @@ int dlb_pg_in_tx(const dlb_pg_t *pg)
     return pg->in_tx;
 }
 
+/* PostgreSQL keeps the plan it settles on for a prepared statement (a
+ * generic one after five runs) until an ANALYZE of its tables invalidates it.
+ * An environment's tables start empty, so that plan is made for a few rows
+ * (sequential scans) and kept while they grow, until autovacuum first
+ * analyzes them, up to autovacuum_naptime (a minute) into a run: PostgreSQL
+ * spent twice the CPU until then
+ * (docs/operations.md#a-new-environments-first-minute).
+ * Dropping the plans each time the connection's runs double, from
+ * REPLAN_FIRST, keeps every plan one made for tables at least half their
+ * size, at the cost of a dozen round trips in a connection's life. */
+#define REPLAN_FIRST 256
+
 int dlb_pg_begin(dlb_pg_t *pg, char *errstr, size_t errstr_size)
 {
     int err;
 
-    if ((err = pg_ensure(pg, errstr, errstr_size)) ||
-        (err = pg_command(pg, "BEGIN", 0, NULL, "BEGIN", errstr, errstr_size)))
+    if ((err = pg_ensure(pg, errstr, errstr_size)))
+        return err;
+    if (!pg->replan_at)
+        pg->replan_at = REPLAN_FIRST;
+    if (pg->runs >= pg->replan_at) {
+        if ((err = pg_command(pg, "DISCARD PLANS", 0, NULL, "DISCARD PLANS", errstr, errstr_size)))
+            return err;
+        pg->replan_at *= 2;
+    }
+    if ((err = pg_command(pg, "BEGIN", 0, NULL, "BEGIN", errstr, errstr_size)))
         return err;
     pg->in_tx = 1;
     return 0;

@@ -9,6 +9,7 @@
 #define DLB_STORE_PG_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <libpq-fe.h>
 
@@ -23,8 +24,10 @@
 struct dlb_pg {
     PGconn *conn;
     char *schema;
-    unsigned prepared; /* bit per DLB_PG_ST_* prepared on this connection */
-    int in_tx;         /* between dlb_pg_begin() and commit/rollback */
+    unsigned prepared;  /* bit per DLB_PG_ST_* prepared on this connection */
+    int in_tx;          /* between dlb_pg_begin() and commit/rollback */
+    uint64_t runs;      /* prepared statements run on this connection */
+    uint64_t replan_at; /* runs at which dlb_pg_begin() drops the plans next */
     /* dlb_pg_send() sent a statement dlb_pg_wait() has not collected */
     const char *pending_what;
     int pending_flags; /* of dlb_pg_send(), for dlb_pg_wait() */
@@ -44,13 +47,13 @@ enum {
     DLB_PG_ST_RUNTIME,
     DLB_PG_ST_NODE,
     DLB_PG_ST_REQUEST,
+    DLB_PG_ST_REQUEST_PLAN,
     DLB_PG_ST_PLAN,
     DLB_PG_ST_JOB_REPLAY,
     DLB_PG_ST_HIST_JOBS,
     DLB_PG_ST_HIST_SAMPLES,
     DLB_PG_ST_HIST_RAW,
     DLB_PG_ST_HIST_SAMPLES_RAW,
-    DLB_PG_ST_HIST_OOM,
     DLB_PG_ST_GET_PLAN,
     DLB_PG_ST_OOM_PLAN,
     DLB_PG_ST_OOM_PLANS,

@@ -29,7 +29,10 @@
 /* clang-format off */
 /* Everything "as of" $3, the request time, so that answering the same
  * request later (a redelivery, a replay) sees the same history: state and
- * exit reason from the newest job event before it, samples and OOMs before it. */
+ * exit reason from the newest job event before it, samples and OOMs before it.
+ * The last column is the job's OOM-killed pods, at most $6 of them, a JSON
+ * array: in the same round trip, as one plan (a statement of its own was
+ * planned anew on every call). */
 static const dlb_pg_stmt_t st_hist_jobs = {DLB_PG_ST_HIST_JOBS, "dlb_hist_jobs",
     "SELECT j.uid, j.created_ms, "
     "COALESCE((SELECT e.state FROM job_events e WHERE e.job_uid = j.uid "
@@ -38,7 +41,11 @@ static const dlb_pg_stmt_t st_hist_jobs = {DLB_PG_ST_HIST_JOBS, "dlb_hist_jobs",
     "COALESCE((SELECT e.exit_reason FROM job_events e WHERE e.job_uid = j.uid "
     "AND e.exit_reason IS NOT NULL AND e.event_time_ms < $3::bigint "
     "ORDER BY e.event_time_ms DESC, e.event_id DESC LIMIT 1), ''), "
-    "j.samples_seq, j.samples_max_ms "
+    "j.samples_seq, j.samples_max_ms, "
+    "COALESCE((SELECT json_agg(o.pod_name ORDER BY o.pod_name) FROM ("
+    "SELECT DISTINCT n.pod_name FROM node_events n WHERE n.job_uid = j.uid "
+    "AND n.kind = 'oom_killed' AND n.pod_name <> '' AND n.event_time_ms < $3::bigint "
+    "ORDER BY 1 LIMIT $6::integer) o), '[]') "
     "FROM jobs j WHERE j.scenario = $1 AND j.created_ms >= $2::bigint "
     "AND j.created_ms < $3::bigint AND j.uid <> $4 "
     "ORDER BY j.created_ms DESC, j.uid LIMIT $5::integer"};
@@ -80,13 +87,6 @@ static const dlb_pg_stmt_t st_hist_raw = {DLB_PG_ST_HIST_RAW, "dlb_hist_raw",
     "FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS k(v, ord) "
     "JOIN runtime_samples r ON r.job_uid = k.v->>0 "
     "AND r.event_time_ms = (k.v->>1)::bigint AND r.event_id = k.v->>2"};
-
-static const dlb_pg_stmt_t st_hist_oom = {DLB_PG_ST_HIST_OOM, "dlb_hist_oom",
-    "SELECT DISTINCT j.ord::integer, n.pod_name "
-    "FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS j(uid, ord) "
-    "JOIN node_events n ON n.job_uid = j.uid AND n.kind = 'oom_killed' "
-    "AND n.pod_name <> '' AND n.event_time_ms < $3::bigint "
-    "ORDER BY 1, 2 LIMIT $2::integer"};
 
 /* Plan ids are per job (a plan id is its request's event id, chosen by the
  * producer): another job's plan of the same id is not this job's answer. */
@@ -214,23 +214,57 @@ out:
     return out;
 }
 
+/* A job's OOM-killed pods from hist_jobs' JSON array of names. */
+static int hist_oom_pods(dlb_hist_job_t *j, const char *json, char *errstr, size_t errstr_size)
+{
+    cJSON *arr = cJSON_Parse(json), *it;
+    int err = 0, n;
+
+    if (!cJSON_IsArray(arr)) {
+        cJSON_Delete(arr);
+        return dlb_seterr(errstr, errstr_size, DLB_ERR_DECODE,
+                          "postgresql: the OOM-killed pods of job %s are not a JSON array",
+                          j->job_uid);
+    }
+    if ((n = cJSON_GetArraySize(arr)) > 0 &&
+        !(j->oom_pods = calloc((size_t)n, sizeof(*j->oom_pods))))
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    cJSON_ArrayForEach(it, arr)
+    {
+        if (err)
+            break;
+        if (cJSON_IsString(it))
+            snprintf(j->oom_pods[j->oom_pods_cnt++], DLB_ID_MAX, "%s", it->valuestring);
+    }
+    cJSON_Delete(arr);
+    return err;
+}
+
 static int hist_jobs(dlb_pg_t *pg, const char *scenario, const char *exclude_uid, int64_t until_ms,
                      int hours, int max_jobs, dlb_history_t *h, hist_mark_t **marks, char *errstr,
                      size_t errstr_size)
 {
-    char from[24], until[24], lim[24];
-    const char *v[5] = {scenario, from, until, exclude_uid ? exclude_uid : "", lim};
+    char from[24], until[24], lim[24], oom_lim[24];
+    const char *v[6] = {scenario, from, until, exclude_uid ? exclude_uid : "", lim, oom_lim};
     PGresult *res = NULL;
     int err, n;
 
     snprintf(from, sizeof(from), "%" PRId64, until_ms - (int64_t)hours * 3600000);
     snprintf(until, sizeof(until), "%" PRId64, until_ms);
     snprintf(lim, sizeof(lim), "%d", max_jobs);
-    if ((err = dlb_pg_run(pg, &st_hist_jobs, 5, v, NULL, 0, &res, errstr, errstr_size)))
+    /* The OOM-killed pods of all the jobs together stay within
+     * DLB_PG_MAX_OOM_ROWS. */
+    snprintf(oom_lim, sizeof(oom_lim), "%d",
+             DLB_PG_MAX_OOM_ROWS / max_jobs > 0 ? DLB_PG_MAX_OOM_ROWS / max_jobs : 1);
+    if ((err = dlb_pg_run(pg, &st_hist_jobs, 6, v, NULL, 0, &res, errstr, errstr_size)))
         return err;
     n = PQntuples(res);
-    if (n > 0 && (!(h->jobs = calloc((size_t)n, sizeof(*h->jobs))) ||
-                  !(*marks = calloc((size_t)n, sizeof(**marks))))) {
+    if (n > 0 && !(h->jobs = calloc((size_t)n, sizeof(*h->jobs)))) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    h->jobs_cnt = (size_t)n; /* zeroed: clearing them is safe from here on */
+    if (n > 0 && !(*marks = calloc((size_t)n, sizeof(**marks)))) {
         err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -244,8 +278,9 @@ static int hist_jobs(dlb_pg_t *pg, const char *scenario, const char *exclude_uid
         (*marks)[i].seq = strtoll(PQgetvalue(res, i, 4), NULL, 10);
         (*marks)[i].max_ms =
             PQgetisnull(res, i, 5) ? INT64_MIN : strtoll(PQgetvalue(res, i, 5), NULL, 10);
+        if ((err = hist_oom_pods(j, PQgetvalue(res, i, 6), errstr, errstr_size)))
+            goto out;
     }
-    h->jobs_cnt = (size_t)n;
 out:
     PQclear(res);
     return err;
@@ -622,57 +657,12 @@ out:
     return err;
 }
 
-/* Row i's 1-based ordinal (first column, binary int4) as an index into h->jobs. */
-static dlb_hist_job_t *hist_row_job(dlb_history_t *h, const PGresult *res, int i)
-{
-    uint32_t ord = be32(PQgetvalue(res, i, 0));
-
-    return ord >= 1 && ord <= h->jobs_cnt ? &h->jobs[ord - 1] : NULL;
-}
-
-static int hist_oom(dlb_pg_t *pg, const char *uids, int64_t until_ms, dlb_history_t *h,
-                    char *errstr, size_t errstr_size)
-{
-    char lim[24], until[24];
-    const char *v[3] = {uids, lim, until};
-    PGresult *res = NULL;
-    int err, n;
-
-    snprintf(lim, sizeof(lim), "%d", DLB_PG_MAX_OOM_ROWS);
-    snprintf(until, sizeof(until), "%" PRId64, until_ms);
-    if ((err = dlb_pg_run(pg, &st_hist_oom, 3, v, NULL, DLB_PG_BINARY, &res, errstr, errstr_size)))
-        return err;
-    n = PQntuples(res);
-    for (int i = 0; i < n; i++) {
-        dlb_hist_job_t *j = hist_row_job(h, res, i);
-        if (j)
-            j->oom_pods_cnt++;
-    }
-    for (size_t k = 0; k < h->jobs_cnt; k++) {
-        dlb_hist_job_t *j = &h->jobs[k];
-        if (j->oom_pods_cnt && !(j->oom_pods = calloc(j->oom_pods_cnt, sizeof(*j->oom_pods)))) {
-            err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-        j->oom_pods_cnt = 0;
-    }
-    for (int i = 0; i < n; i++) {
-        dlb_hist_job_t *j = hist_row_job(h, res, i);
-        if (j)
-            snprintf(j->oom_pods[j->oom_pods_cnt++], DLB_ID_MAX, "%s", PQgetvalue(res, i, 1));
-    }
-out:
-    PQclear(res);
-    return err;
-}
-
 int dlb_pg_load_history(dlb_pg_t *pg, const char *scenario, const char *exclude_uid,
                         int64_t until_ms, int hours, int max_jobs, int max_samples,
                         dlb_history_t *out, char *errstr, size_t errstr_size)
 {
     dlb_history_t h = {0};
     hist_mark_t *marks = NULL;
-    char *uids = NULL;
     int err;
 
     memset(out, 0, sizeof(*out));
@@ -685,22 +675,13 @@ int dlb_pg_load_history(dlb_pg_t *pg, const char *scenario, const char *exclude_
         (err = hist_jobs(pg, scenario, exclude_uid, until_ms, hours, max_jobs, &h, &marks, errstr,
                          errstr_size)))
         goto out;
-    if (!h.jobs_cnt)
-        goto done;
-    if (!(uids = uids_json(&h, NULL, h.jobs_cnt))) {
-        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
+    if (h.jobs_cnt && max_samples > 0 &&
+        (err = hist_samples(pg, marks, max_samples, until_ms, &h, errstr, errstr_size)))
         goto out;
-    }
-    if ((max_samples > 0 &&
-         (err = hist_samples(pg, marks, max_samples, until_ms, &h, errstr, errstr_size))) ||
-        (err = hist_oom(pg, uids, until_ms, &h, errstr, errstr_size)))
-        goto out;
-done:
     *out = h;
     memset(&h, 0, sizeof(h));
 out:
     free(marks);
-    cJSON_free(uids);
     dlb_history_clear(&h);
     return err;
 }

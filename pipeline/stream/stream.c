@@ -1061,6 +1061,20 @@ int dlb_stream_store_event(dlb_stream_t *s, const dlb_event_t *ev, const void *r
     return 0;
 }
 
+int dlb_stream_store_request(dlb_stream_t *s, const dlb_event_t *ev, const void *raw,
+                             size_t raw_len, const char *plan_id, void **plan, size_t *plan_len,
+                             char *errstr, size_t errstr_size)
+{
+    int err;
+
+    *plan = NULL;
+    *plan_len = 0;
+    if ((err = pending_flush(s, errstr, errstr_size)))
+        return err;
+    return dlb_pg_put_request(s->pg, ev, raw, raw_len, plan_id, plan, plan_len, errstr,
+                              errstr_size);
+}
+
 int dlb_stream_load_job(dlb_stream_t *s, const char *job_uid, int64_t until_ms, dlb_job_state_t *st,
                         char *errstr, size_t errstr_size)
 {

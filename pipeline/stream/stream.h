@@ -116,6 +116,14 @@ void dlb_stream_reject(dlb_stream_t *s, const char *stage, int err, const char *
 int dlb_stream_store_event(dlb_stream_t *s, const dlb_event_t *ev, const void *raw, size_t raw_len,
                            char *errstr, size_t errstr_size);
 
+/** @brief A plan request stored as dlb_stream_store_event() stores it, and
+ *         the job's plan of id plan_id already stored (a redelivered
+ *         request), read in the same round trip: *plan is malloc'ed for the
+ *         caller to free, NULL when there is none. */
+int dlb_stream_store_request(dlb_stream_t *s, const dlb_event_t *ev, const void *raw,
+                             size_t raw_len, const char *plan_id, void **plan, size_t *plan_len,
+                             char *errstr, size_t errstr_size);
+
 /** @brief The job state as of time until_ms: Redis, or PostgreSQL when Redis
  *         misses (then Redis is re-seeded) or is down; runtime samples after
  *         until_ms are dropped, so a redo computes the same answer. */

@@ -930,6 +930,36 @@ static void test_pg_plans_idempotent(void **unused)
         assert_null(got);
         assert_int_equal(got_len, 0);
     }
+    /* A request stored with its plan read in the same statement: the plan
+     * as dlb_pg_get_plan() returns it, the request once however often. */
+    {
+        dlb_event_t q;
+        void *want = NULL, *got = NULL;
+        size_t want_len = 0, got_len = 0;
+        ev_req(&q, "q1", "u1", 1700000000000);
+        assert_int_equal(dlb_codec_encode(cat, &p1, &want, &want_len, errstr, sizeof(errstr)), 0);
+        for (int i = 0; i < 2; i++) {
+            assert_int_equal(dlb_pg_put_request(pg, &q, NULL, 0, "plan-q1", &got, &got_len, errstr,
+                                                sizeof(errstr)),
+                             0);
+            assert_non_null(got);
+            assert_int_equal(got_len, want_len);
+            assert_memory_equal(got, want, want_len);
+            free(got);
+        }
+        assert_int_equal(count_of(pg, "plan_requests"), 1);
+        assert_int_equal(dlb_pg_put_request(pg, &q, NULL, 0, "plan-none", &got, &got_len, errstr,
+                                            sizeof(errstr)),
+                         0);
+        assert_null(got);
+        assert_int_equal(got_len, 0);
+        assert_int_equal(
+            dlb_pg_put_request(pg, &p1, NULL, 0, "plan-q1", &got, &got_len, errstr, sizeof(errstr)),
+            DLB_ERR_INVALID);
+        assert_null(got);
+        free(want);
+        dlb_event_clear(&q);
+    }
     dlb_event_clear(&p1);
     dlb_event_clear(&p2);
     dlb_event_clear(&p3);
