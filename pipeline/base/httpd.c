@@ -15,7 +15,6 @@
 #include "clock.h"
 #include "err.h"
 #include "log.h"
-#include "metrics.h"
 
 /* How often client steps are held against http.timeout.ms. */
 #define SWEEP_MS 100
@@ -36,9 +35,11 @@ typedef struct conn {
     int closing;      /* shut down here; libmicrohttpd closes it and says so */
 } conn_t;
 
-/* Why a connection was closed here. */
-enum { CL_DISPLACED, CL_ADDRESS, CL_TIMEOUT, CL_FULL, CL__CNT };
-static const char *const cl_names[CL__CNT] = {"displaced", "address", "timeout", "full"};
+const char *const dlb_httpd_closed_names[DLB_HTTPD_CLOSED__CNT] = {"displaced", "address",
+                                                                   "timeout", "full"};
+
+/* dlb_httpd_set_report()'s, read by every sweeper. */
+static dlb_httpd_report_fn reporter;
 
 struct dlb_httpd {
     struct MHD_Daemon *d;
@@ -52,15 +53,14 @@ struct dlb_httpd {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     conn_t *conns;
-    unsigned held;             /* connections not closing */
-    uint64_t closed[CL__CNT];  /* closed here, by reason */
-    uint64_t logged[CL__CNT];  /* of those, logged so far */
-    uint64_t counted[CL__CNT]; /* of those, added to the counters so far */
+    unsigned held;                           /* connections not closing */
+    uint64_t closed[DLB_HTTPD_CLOSED__CNT];  /* closed here, by reason */
+    uint64_t logged[DLB_HTTPD_CLOSED__CNT];  /* of those, logged so far */
+    uint64_t counted[DLB_HTTPD_CLOSED__CNT]; /* of those, reported so far */
     int64_t logged_ms;
     int stopping;
     pthread_t sweeper;
     int sweeper_started;
-    dlb_series_t *s_closed[CL__CNT], *s_held;
 };
 
 /* ---- the listening socket ------------------------------------------------------- */
@@ -195,11 +195,11 @@ static void conn_started(dlb_httpd_t *h, struct MHD_Connection *c, void **socket
         same += !o->closing && same_address(&o->addr, &k->addr);
     if (same > (unsigned)h->b.max_per_address) {
         v = longest_waiting(h, k, &k->addr);
-        close_locked(h, v ? v : k, v ? CL_ADDRESS : CL_FULL);
+        close_locked(h, v ? v : k, v ? DLB_HTTPD_ADDRESS : DLB_HTTPD_FULL);
     }
     if (!k->closing && h->held > (unsigned)h->b.max_connections) {
         v = longest_waiting(h, k, NULL);
-        close_locked(h, v ? v : k, v ? CL_DISPLACED : CL_FULL);
+        close_locked(h, v ? v : k, v ? DLB_HTTPD_DISPLACED : DLB_HTTPD_FULL);
     }
     pthread_mutex_unlock(&h->lock);
     *socket_context = k;
@@ -294,32 +294,38 @@ void dlb_httpd_resume(struct MHD_Connection *c)
     MHD_resume_connection(c);
 }
 
-/* ---- the sweeper: time bounds, metrics, logs ------------------------------------ */
+/* ---- the sweeper: time bounds, reports, logs ------------------------------------ */
 
-static void series_setup(dlb_httpd_t *h)
+void dlb_httpd_set_report(dlb_httpd_report_fn fn)
 {
-    if (h->s_held || !dlb_metrics_global())
+    __atomic_store_n(&reporter, fn, __ATOMIC_RELEASE);
+}
+
+/* The closes since the last report, to the reporter if there is one.
+ * Locked. */
+static void report_locked(dlb_httpd_t *h)
+{
+    dlb_httpd_report_fn fn = __atomic_load_n(&reporter, __ATOMIC_ACQUIRE);
+    uint64_t d[DLB_HTTPD_CLOSED__CNT];
+
+    if (!fn)
         return;
-    for (int i = 0; i < CL__CNT; i++)
-        h->s_closed[i] = dlb_metric_counter(
-            "dlbrain_http_connections_closed_total",
-            "HTTP connections closed to keep a server answering: displaced (all "
-            "http.max.connections held), address (over http.max.per.address), timeout (a client "
-            "step over http.timeout.ms), full (every other connection being served)",
-            "server,reason", DLB_LV(h->label, cl_names[i]));
-    h->s_held = dlb_metric_gauge("dlbrain_http_connections", "HTTP connections a server holds now",
-                                 "server", DLB_LV(h->label));
+    for (int i = 0; i < DLB_HTTPD_CLOSED__CNT; i++) {
+        d[i] = h->closed[i] - h->counted[i];
+        h->counted[i] = h->closed[i];
+    }
+    fn(h->label, h->held, d);
 }
 
 /* Closed-connection counts since the last line, at most every LOG_EVERY_MS.
  * Locked. */
 static void log_closed_locked(dlb_httpd_t *h, int64_t now)
 {
-    uint64_t d[CL__CNT], total = 0;
+    uint64_t d[DLB_HTTPD_CLOSED__CNT], total = 0;
 
     if (now - h->logged_ms < LOG_EVERY_MS)
         return;
-    for (int i = 0; i < CL__CNT; i++)
+    for (int i = 0; i < DLB_HTTPD_CLOSED__CNT; i++)
         total += d[i] = h->closed[i] - h->logged[i];
     if (!total)
         return;
@@ -329,8 +335,8 @@ static void log_closed_locked(dlb_httpd_t *h, int64_t now)
              " displaced by newer ones (http.max.connections=%d held), %" PRIu64
              " over http.max.per.address=%d, %" PRIu64 " over http.timeout.ms=%d, %" PRIu64
              " new while every other one was being served",
-             h->what, total, d[CL_DISPLACED], h->b.max_connections, d[CL_ADDRESS],
-             h->b.max_per_address, d[CL_TIMEOUT], h->b.timeout_ms, d[CL_FULL]);
+             h->what, total, d[DLB_HTTPD_DISPLACED], h->b.max_connections, d[DLB_HTTPD_ADDRESS],
+             h->b.max_per_address, d[DLB_HTTPD_TIMEOUT], h->b.timeout_ms, d[DLB_HTTPD_FULL]);
 }
 
 static void *sweep_main(void *arg)
@@ -344,13 +350,8 @@ static void *sweep_main(void *arg)
 
         for (conn_t *k = h->conns; k; k = k->next)
             if (!k->closing && !k->serving && now - k->since_ms >= h->b.timeout_ms)
-                close_locked(h, k, CL_TIMEOUT);
-        series_setup(h);
-        for (int i = 0; i < CL__CNT; i++) {
-            dlb_metric_add(h->s_closed[i], h->closed[i] - h->counted[i]);
-            h->counted[i] = h->closed[i];
-        }
-        dlb_metric_set(h->s_held, h->held);
+                close_locked(h, k, DLB_HTTPD_TIMEOUT);
+        report_locked(h);
         log_closed_locked(h, now);
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_nsec += (long)SWEEP_MS * 1000000L;

@@ -18,12 +18,37 @@
 #define DLB_HTTPD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <microhttpd.h>
 
 #include "conf.h"
 
 typedef struct dlb_httpd dlb_httpd_t;
+
+/* Why a server closed a connection to keep answering: every
+ * http.max.connections held (displaced), over http.max.per.address
+ * (address), a client step over http.timeout.ms (timeout), new while every
+ * other one was being served (full). */
+enum {
+    DLB_HTTPD_DISPLACED,
+    DLB_HTTPD_ADDRESS,
+    DLB_HTTPD_TIMEOUT,
+    DLB_HTTPD_FULL,
+    DLB_HTTPD_CLOSED__CNT
+};
+extern const char *const dlb_httpd_closed_names[DLB_HTTPD_CLOSED__CNT];
+
+/** @brief What each server's sweeper reports, about every 100 ms, for
+ *         whoever counts (the metrics: metrics_http.c): the connections it
+ *         holds now, and those it closed since its last report, by reason.
+ *         Called on the sweeper's thread. */
+typedef void (*dlb_httpd_report_fn)(const char *server, unsigned held,
+                                    const uint64_t closed[DLB_HTTPD_CLOSED__CNT]);
+
+/** @brief The process's reporter, NULL for none (then the closes are kept
+ *         for the first report after one is set). Any thread. */
+void dlb_httpd_set_report(dlb_httpd_report_fn fn);
 
 /** @brief Listen on addr (an IPv4 or IPv6 literal) and port, then run
  *         handler(cls, ...) on a libmicrohttpd thread (epoll on Linux).

@@ -22,6 +22,26 @@ static void server_stop(void *h)
     dlb_httpd_stop(h);
 }
 
+/* Every HTTP server's sweeper reports here (dlb_httpd_set_report): the
+ * shared front counts, the metrics say. */
+static void http_report(const char *server, unsigned held,
+                        const uint64_t closed[DLB_HTTPD_CLOSED__CNT])
+{
+    for (int i = 0; i < DLB_HTTPD_CLOSED__CNT; i++)
+        dlb_metric_add(
+            dlb_metric_counter(
+                "dlbrain_http_connections_closed_total",
+                "HTTP connections closed to keep a server answering: displaced (all "
+                "http.max.connections held), address (over http.max.per.address), timeout (a "
+                "client step over http.timeout.ms), full (every other connection being served)",
+                "server,reason", DLB_LV(server, dlb_httpd_closed_names[i])),
+            closed[i]);
+    dlb_metric_set(dlb_metric_gauge("dlbrain_http_connections",
+                                    "HTTP connections a server holds now", "server",
+                                    DLB_LV(server)),
+                   held);
+}
+
 static enum MHD_Result text(struct MHD_Connection *c, unsigned status, const char *s)
 {
     char *body = strdup(s);
@@ -72,6 +92,7 @@ int dlb_metrics_serve(dlb_metrics_t *m, const char *addr, int port, int stall_s,
     dlb_httpd_t *h;
     int err, bound = 0;
 
+    dlb_httpd_set_report(http_report);
     if ((err = dlb_httpd_start("metrics", "metrics.address", addr, port, bounds, handle, m, NULL,
                                &h, &bound, errstr, errstr_size)))
         return err;
