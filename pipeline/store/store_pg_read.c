@@ -195,6 +195,7 @@ typedef struct hist_keys {
     hist_key_t keys[];
 } hist_keys_t;
 
+/* The uids of the jobs only[] names (indexes into h->jobs) as a JSON array. */
 static char *uids_json(const dlb_history_t *h, const uint32_t *only, size_t cnt)
 {
     cJSON *arr = cJSON_CreateArray();
@@ -203,7 +204,7 @@ static char *uids_json(const dlb_history_t *h, const uint32_t *only, size_t cnt)
     if (!arr)
         return NULL;
     for (size_t i = 0; i < cnt; i++) {
-        cJSON *s = cJSON_CreateString(h->jobs[only ? only[i] : i].job_uid);
+        cJSON *s = cJSON_CreateString(h->jobs[only[i]].job_uid);
         if (!s)
             goto out;
         cJSON_AddItemToArray(arr, s);
