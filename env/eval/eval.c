@@ -150,19 +150,36 @@ static double util(double used, double req)
     return req > 0 ? used / req : NAN;
 }
 
+/* One job's sums, closed into f's per-job utilisations when its samples end
+ * (the samples are sorted by job). */
+static void job_util_close(dlb_eval_figures_t *f, const dlb_eval_use_t *j)
+{
+    if (j->cpu_req > 0)
+        f->job_cpu_util[f->job_cpu.n++] = j->cpu_used / j->cpu_req;
+    if (j->mem_req > 0)
+        f->job_mem_util[f->job_mem.n++] = j->mem_used / j->mem_req;
+}
+
 static int usage_figures(const dlb_eval_input_t *in, dlb_eval_figures_t *f, int64_t *first,
                          int64_t *last, char *errstr, size_t errstr_size)
 {
     double cu = 0, cr = 0, mu = 0, mr = 0, *w;
-    dlb_eval_use_t role[DLB_EVAL_ROLES] = {0};
+    dlb_eval_use_t role[DLB_EVAL_ROLES] = {0}, job = {0};
+    size_t njobs = 0;
     int err;
 
     f->samples = in->samples_cnt;
     f->cpu_util = f->mem_util = NAN;
     f->worker_cpu_util = f->worker_mem_util = f->ps_cpu_util = f->ps_mem_util = NAN;
+    dlb_eval_dist(NULL, 0, &f->job_cpu);
+    dlb_eval_dist(NULL, 0, &f->job_mem);
     if (!in->samples_cnt)
         return 0;
-    if (!(w = malloc(in->samples_cnt * sizeof(*w))))
+    for (size_t i = 0; i < in->samples_cnt; i++)
+        njobs += !i || in->samples[i].job != in->samples[i - 1].job;
+    if (!(f->job_cpu_util = malloc(njobs * sizeof(*f->job_cpu_util))) ||
+        !(f->job_mem_util = malloc(njobs * sizeof(*f->job_mem_util))) ||
+        !(w = malloc(in->samples_cnt * sizeof(*w))))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     if ((err = dlb_eval_weights(in->samples, in->samples_cnt, w, errstr, errstr_size))) {
         free(w);
@@ -172,6 +189,14 @@ static int usage_figures(const dlb_eval_input_t *in, dlb_eval_figures_t *f, int6
         const dlb_eval_sample_t *s = &in->samples[i];
         int64_t end = s->t_ms + (int64_t)llround(w[i]);
 
+        if (i && s->job != in->samples[i - 1].job) {
+            job_util_close(f, &job);
+            memset(&job, 0, sizeof(job));
+        }
+        job.cpu_used += s->cpu_used * w[i];
+        job.cpu_req += s->cpu_req * w[i];
+        job.mem_used += s->mem_used * w[i];
+        job.mem_req += s->mem_req * w[i];
         cu += s->cpu_used * w[i];
         cr += s->cpu_req * w[i];
         mu += s->mem_used * w[i];
@@ -188,6 +213,9 @@ static int usage_figures(const dlb_eval_input_t *in, dlb_eval_figures_t *f, int6
             *last = end;
     }
     free(w);
+    job_util_close(f, &job);
+    dlb_eval_dist(f->job_cpu_util, f->job_cpu.n, &f->job_cpu);
+    dlb_eval_dist(f->job_mem_util, f->job_mem.n, &f->job_mem);
     f->cpu_util = util(cu, cr);
     f->mem_util = util(mu, mr);
     f->worker_cpu_util = util(role[DLB_EVAL_WORKER].cpu_used, role[DLB_EVAL_WORKER].cpu_req);
@@ -391,6 +419,8 @@ void dlb_eval_figures_clear(dlb_eval_figures_t *f)
 {
     free(f->jct_s);
     free(f->pending_s);
+    free(f->job_cpu_util);
+    free(f->job_mem_util);
     free(f->by_stage);
     free(f->by_optimizer);
     free(f->series.cpu_util);

@@ -119,7 +119,12 @@ typedef struct dlb_eval_figures {
     double completion_rate; /* succeeded / jobs */
     dlb_eval_dist_t jct, pending;
     double *jct_s, *pending_s; /* sorted, jct.n and pending.n of them (the CDFs) */
-    double makespan_s;         /* last terminal state - first job event */
+    /* Each job's own utilisation over all its pods' samples (its used x
+     * duration over its requested x duration), sorted, job_cpu.n and
+     * job_mem.n of them: jobs with samples that requested something. */
+    dlb_eval_dist_t job_cpu, job_mem;
+    double *job_cpu_util, *job_mem_util;
+    double makespan_s; /* last terminal state - first job event */
     size_t samples;
     double cpu_util, mem_util;
     double worker_cpu_util, worker_mem_util, ps_cpu_util, ps_mem_util;

@@ -280,12 +280,24 @@ static void jnum(cJSON *o, const char *name, double v, int *bad)
     *bad |= !(isfinite(v) ? cJSON_AddNumberToObject(o, name, v) : cJSON_AddNullToObject(o, name));
 }
 
-static void jdist(cJSON *parent, const char *name, const dlb_eval_dist_t *d, int *bad)
+/* The quantiles the distributions table shows, besides the mean. */
+static const struct {
+    const char *name;
+    double q;
+} quants[] = {{"p10", 0.10}, {"p25", 0.25}, {"p50", 0.50}, {"p75", 0.75}, {"p90", 0.90}};
+#define QUANTS (sizeof(quants) / sizeof(quants[0]))
+
+/* A distribution's summary; sorted (d->n values) adds the quantiles. */
+static void jdist(cJSON *parent, const char *name, const dlb_eval_dist_t *d, const double *sorted,
+                  int *bad)
 {
     cJSON *o = jobj(parent, name, bad);
 
     jnum(o, "n", (double)d->n, bad);
     jnum(o, "mean", d->mean, bad);
+    for (size_t i = 0; i < QUANTS; i++)
+        if (strcmp(quants[i].name, "p50"))
+            jnum(o, quants[i].name, dlb_eval_quantile(sorted, d->n, quants[i].q), bad);
     jnum(o, "p50", d->p50, bad);
     jnum(o, "p95", d->p95, bad);
     jnum(o, "max", d->max, bad);
@@ -338,9 +350,9 @@ static void json_env(cJSON *o, const dlb_eval_figures_t *x, int *bad)
     jnum(jobs, "unfinished", (double)x->unfinished, bad);
     jnum(jobs, "never_ran", (double)x->never_ran, bad);
     jnum(o, "completion_rate", x->completion_rate, bad);
-    jdist(o, "jct_s", &x->jct, bad);
+    jdist(o, "jct_s", &x->jct, x->jct_s, bad);
     jnum(o, "makespan_s", x->makespan_s, bad);
-    jdist(o, "pending_s", &x->pending, bad);
+    jdist(o, "pending_s", &x->pending, x->pending_s, bad);
     jnum(o, "samples", (double)x->samples, bad);
     jnum(o, "cpu_util", x->cpu_util, bad);
     jnum(o, "mem_util", x->mem_util, bad);
@@ -348,6 +360,8 @@ static void json_env(cJSON *o, const dlb_eval_figures_t *x, int *bad)
     jnum(o, "worker_mem_util", x->worker_mem_util, bad);
     jnum(o, "ps_cpu_util", x->ps_cpu_util, bad);
     jnum(o, "ps_mem_util", x->ps_mem_util, bad);
+    jdist(o, "job_cpu_util", &x->job_cpu, x->job_cpu_util, bad);
+    jdist(o, "job_mem_util", &x->job_mem, x->job_mem_util, bad);
     sub = jobj(o, "cpu_core_hours", bad);
     jnum(sub, "requested", x->cpu_req_core_h, bad);
     jnum(sub, "used", x->cpu_used_core_h, bad);
@@ -527,6 +541,72 @@ static void html_table(dlb_svg_out_t *o, const dlb_eval_figures_t *f, const tabl
     dlb_svg_printf(o, "</tbody></table>");
 }
 
+/* The distributions the CDFs draw, in one place: each figure's values in an
+ * environment, sorted, and how to show them. */
+enum { D_JCT, D_PENDING, D_JOB_CPU, D_JOB_MEM, D_COUNT };
+
+static const struct {
+    const char *label;
+    int kind; /* K_DUR or K_PCT */
+} dists[D_COUNT] = {
+    {"JCT", K_DUR},
+    {"pending", K_DUR},
+    {"job CPU utilisation", K_PCT},
+    {"job memory utilisation", K_PCT},
+};
+
+static const double *dist_values(const dlb_eval_figures_t *x, int d, size_t *n)
+{
+    switch (d) {
+    case D_JCT:
+        *n = x->jct.n;
+        return x->jct_s;
+    case D_PENDING:
+        *n = x->pending.n;
+        return x->pending_s;
+    case D_JOB_CPU:
+        *n = x->job_cpu.n;
+        return x->job_cpu_util;
+    default:
+        *n = x->job_mem.n;
+        return x->job_mem_util;
+    }
+}
+
+/* Per environment and figure: the mean and the quantiles, so an arm that
+ * helps the mean job at the cost of the median (or of the short jobs) shows
+ * it without reading the plots. */
+static void html_dists(dlb_svg_out_t *o, const dlb_eval_figures_t *f, size_t cnt)
+{
+    char buf[64];
+
+    dlb_svg_printf(o, "<table><thead><tr><th>figure</th><th>environment</th><th>n</th>"
+                      "<th>mean</th>");
+    for (size_t i = 0; i < QUANTS; i++)
+        dlb_svg_printf(o, "<th>%s</th>", quants[i].name);
+    dlb_svg_printf(o, "</tr></thead><tbody>");
+    for (int d = 0; d < D_COUNT; d++)
+        for (size_t e = 0; e < cnt; e++) {
+            size_t n;
+            const double *v = dist_values(&f[e], d, &n);
+            double sum = 0;
+
+            for (size_t i = 0; i < n; i++)
+                sum += v[i];
+            dlb_svg_printf(o, "<tr><td>%s</td><td style=\"color:%s\">", e ? "" : dists[d].label,
+                           dlb_svg_color(e));
+            dlb_svg_text(o, f[e].env);
+            fmt_value(buf, sizeof(buf), dists[d].kind, n ? sum / (double)n : NAN);
+            dlb_svg_printf(o, "</td><td>%zu</td><td>%s</td>", n, buf);
+            for (size_t i = 0; i < QUANTS; i++) {
+                fmt_value(buf, sizeof(buf), dists[d].kind, dlb_eval_quantile(v, n, quants[i].q));
+                dlb_svg_printf(o, "<td>%s</td>", buf);
+            }
+            dlb_svg_printf(o, "</tr>");
+        }
+    dlb_svg_printf(o, "</tbody></table>");
+}
+
 /* Per-plot scratch: x and y for every line. */
 typedef struct plot_buf {
     dlb_svg_line_t *lines;
@@ -552,24 +632,27 @@ static void plot_buf_free(plot_buf_t *p)
     free(p->xy);
 }
 
-/* A CDF of one distribution per environment: the share of all its jobs (so
- * a run that leaves jobs unfinished tops out below 100%) done within x. */
-static void html_cdf(dlb_svg_out_t *o, const dlb_eval_figures_t *f, size_t cnt, int pending,
-                     const char *title, const char *caption)
+/* A CDF of one distribution per environment. JCT and pending: the share of
+ * all its jobs (so a run that leaves jobs unfinished tops out below 100%)
+ * done within x; utilisation: the share of the jobs that have samples. */
+static void html_cdf(dlb_svg_out_t *o, const dlb_eval_figures_t *f, size_t cnt, int d,
+                     const char *title, const char *xname, const char *caption)
 {
-    double max_s = 0;
+    int pct = dists[d].kind == K_PCT;
+    double max_x = 0;
     size_t most = 0;
     char xlabel[64];
     plot_buf_t pb;
-    unit_t u;
+    unit_t u = {"%", 0.01};
 
     for (size_t e = 0; e < cnt; e++) {
-        const dlb_eval_dist_t *d = pending ? &f[e].pending : &f[e].jct;
+        size_t n;
+        const double *v = dist_values(&f[e], d, &n);
 
-        if (d->n && d->max > max_s)
-            max_s = d->max;
-        if (d->n > most)
-            most = d->n;
+        if (n && v[n - 1] > max_x)
+            max_x = v[n - 1];
+        if (n > most)
+            most = n;
     }
     /* Points: the origin, one per job, and the last level carried on to the
      * axis end, so the final step is not lost on the plot's edge. */
@@ -577,23 +660,24 @@ static void html_cdf(dlb_svg_out_t *o, const dlb_eval_figures_t *f, size_t cnt, 
         o->err = DLB_ERR_NOMEM;
         return;
     }
-    u = time_unit(max_s);
+    if (!pct)
+        u = time_unit(max_x);
     for (size_t e = 0; e < cnt; e++) {
-        const double *v = pending ? f[e].pending_s : f[e].jct_s;
-        size_t n = pending ? f[e].pending.n : f[e].jct.n;
+        size_t n;
+        const double *v = dist_values(&f[e], d, &n);
         double *x = pb.xy + 2 * e * pb.per_line, *y = x + pb.per_line;
+        double of = pct ? (double)n : (double)f[e].jobs;
 
         x[0] = y[0] = 0;
         for (size_t i = 0; i < n; i++) {
             x[i + 1] = v[i] / u.s;
-            y[i + 1] = 100.0 * (double)(i + 1) / (double)f[e].jobs;
+            y[i + 1] = 100.0 * (double)(i + 1) / of;
         }
-        x[n + 1] = max_s * 1.05 / u.s;
+        x[n + 1] = max_x * 1.05 / u.s;
         y[n + 1] = y[n];
         pb.lines[e] = (dlb_svg_line_t){f[e].env, dlb_svg_color(e), x, y, n + 2, 1, 0};
     }
-    snprintf(xlabel, sizeof(xlabel), "%s (%s)", pending ? "pending time" : "job completion time",
-             u.name);
+    snprintf(xlabel, sizeof(xlabel), "%s (%s)", xname, u.name);
     dlb_svg_printf(o, "<figure>");
     dlb_svg_plot(o, &(dlb_svg_plot_t){title, xlabel, "% of jobs", 0, 0, 0, 100}, pb.lines, cnt);
     dlb_svg_printf(o, "<figcaption>%s</figcaption></figure>", caption);
@@ -694,6 +778,8 @@ static const char html_defs[] =
     "environment when the job has one sample).</dd>"
     "<dt>worker, PS utilisation</dt><dd>the same over the pods of type worker (ps) alone; no "
     "value where nothing of that type was requested.</dd>"
+    "<dt>job utilisation</dt><dd>the same over one job's pods and samples; its quantiles "
+    "and CDF are over the jobs that have samples.</dd>"
     "<dt>completion rate</dt><dd>succeeded jobs over all jobs (every job with a job event).</dd>"
     "<dt>core-hours, GiB-hours</dt><dd>requested (used) CPU cores and memory GiB &times; that "
     "duration, summed.</dd>"
@@ -747,12 +833,22 @@ int dlb_eval_html_switches(const dlb_eval_figures_t *f, size_t cnt, const dlb_ev
     html_cards(&o, f, cnt);
     dlb_svg_printf(&o, "<h2>Figures</h2>");
     html_table(&o, f, &t);
+    dlb_svg_printf(&o, "<h2>Distributions</h2><p class=\"sub\">Per job: the mean and quantiles "
+                       "of each arm's JCT and pending time, and of each job's own "
+                       "utilisation (its pods' used over requested over its whole run).</p>");
+    html_dists(&o, f, cnt);
     dlb_svg_printf(&o, "<h2>Plots</h2><div class=\"plots\">");
-    html_cdf(&o, f, cnt, 0, "Job completion time (CDF)",
+    html_cdf(&o, f, cnt, D_JCT, "Job completion time (CDF)", "job completion time",
              "Share of all jobs finished within a given time; further left and higher is "
              "better. A curve ending below 100% left jobs unfinished.");
-    html_cdf(&o, f, cnt, 1, "Pending time (CDF)",
+    html_cdf(&o, f, cnt, D_PENDING, "Pending time (CDF)", "pending time",
              "Share of all jobs that started running within a given wait.");
+    html_cdf(&o, f, cnt, D_JOB_CPU, "Per-job CPU utilisation (CDF)", "job's CPU used / requested",
+             "Share of the jobs with samples whose own CPU utilisation, over all their pods and "
+             "their whole run, is at most a given value; further right is better.");
+    html_cdf(&o, f, cnt, D_JOB_MEM, "Per-job memory utilisation (CDF)",
+             "job's memory used / requested",
+             "The same for memory: a curve far right with OOMs in the table sizes too tight.");
     html_series(&o, f, cnt, S_CPU_UTIL, &sm, "CPU utilisation over time", "used / requested (%)",
                 "CPU used over CPU requested by all pods, per time bucket.");
     html_series(&o, f, cnt, S_MEM_UTIL, &sm, "Memory utilisation over time", "used / requested (%)",

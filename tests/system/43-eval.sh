@@ -92,14 +92,15 @@ python3 - "$out.html" <<'EOF' || fail "the HTML report is not as expected"
 import re, sys, xml.etree.ElementTree as ET
 html = open(sys.argv[1], encoding="utf-8").read()
 svgs = re.findall(r"<svg .*?</svg>", html, re.S)
-assert len(svgs) == 6, f"{len(svgs)} <svg> elements, expected 6"
+assert len(svgs) == 8, f"{len(svgs)} <svg> elements, expected 8"
 for s in svgs:
     root = ET.fromstring(s)  # well-formed XML, or this raises
     ns = "{http://www.w3.org/2000/svg}"
     assert root.tag == ns + "svg", root.tag
     assert root.find(ns + "title") is not None, "a plot without a title"
     assert root.findall(f".//{ns}polyline") or root.findall(f".//{ns}circle"), "a plot without data"
-for title in ("Job completion time (CDF)", "Pending time (CDF)", "CPU utilisation over time",
+for title in ("Job completion time (CDF)", "Pending time (CDF)", "Per-job CPU utilisation (CDF)",
+              "Per-job memory utilisation (CDF)", "CPU utilisation over time",
               "Memory utilisation over time", "CPU over time", "Memory over time"):
     assert f"<title>{title}</title>" in html, f"no plot titled {title}"
 for bad in ("<script", "src=", "href=", "@import", "url(http"):
@@ -110,7 +111,9 @@ assert re.search(r"<tr><td>worker CPU utilisation</td><td>71\.4%</td><td>95\.2%<
 for label in ("worker memory utilisation", "PS CPU utilisation", "PS memory utilisation", "pods",
               "pods OOM-killed share", "completion rate"):
     assert f"<tr><td>{label}</td>" in html, f"no {label} row"
-print("ok - HTML: 6 well-formed SVG plots, self-contained")
+for label in ("JCT", "pending", "job CPU utilisation", "job memory utilisation"):
+    assert f"<tr><td>{label}</td><td style=" in html, f"no {label} distribution"
+print("ok - HTML: 8 well-formed SVG plots, the distributions table, self-contained")
 EOF
 
 # ---- an unknown environment is an error, not an empty column --------------------

@@ -201,6 +201,17 @@ static void test_usage(void **state)
     assert_near(f.mem_util, 720.0 / 1380.0);
     assert_near(f.mem_req_gib_h, 1380.0 / 3600.0);
     assert_near(f.mem_used_gib_h, 720.0 / 3600.0);
+    /* Each job's own: CPU j0 600/960, j1 30/30, j2 180/240; memory j0
+     * 570/1080, j1 30/60, j2 120/240; sorted. */
+    assert_int_equal(f.job_cpu.n, 3);
+    assert_near(f.job_cpu_util[0], 600.0 / 960.0);
+    assert_near(f.job_cpu_util[1], 0.75);
+    assert_near(f.job_cpu_util[2], 1);
+    assert_near(f.job_cpu.mean, (600.0 / 960.0 + 0.75 + 1) / 3);
+    assert_near(f.job_cpu.p50, 0.75);
+    assert_int_equal(f.job_mem.n, 3);
+    assert_near(f.job_mem.p50, 0.5);
+    assert_near(f.job_mem.max, 570.0 / 1080.0);
     dlb_eval_figures_clear(&f);
 }
 
@@ -353,6 +364,8 @@ static void test_empty(void **state)
     assert_true(isnan(f.cpu_util));
     assert_true(isnan(f.worker_cpu_util));
     assert_true(isnan(f.ps_mem_util));
+    assert_int_equal(f.job_cpu.n, 0);
+    assert_true(isnan(f.job_mem.p50));
     assert_true(isnan(f.completion_rate));
     assert_int_equal(f.pods, 0);
     assert_true(isnan(f.oom_pods_share));
@@ -494,6 +507,12 @@ static void test_json(void **state)
     assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(b, "env")), "b<&>");
     assert_near(jget(a, "jct_s.mean"), 1220);
     assert_near(jget(a, "jct_s.p95"), 1740);
+    /* JCT 660 1200 1800: p10 h = 0.2, 660 + .2 (1200 - 660) */
+    assert_near(jget(a, "jct_s.p10"), 768);
+    /* CPU .625 .75 1: p10 h = .2: .625 + .2 * .125 = .65; p90 h = 1.8 */
+    assert_near(jget(a, "job_cpu_util.p10"), 0.65);
+    assert_near(jget(a, "job_cpu_util.p90"), 0.75 + 0.8 * 0.25);
+    assert_near(jget(a, "job_mem_util.n"), 3);
     assert_near(jget(b, "jct_s.mean"), 1020);
     assert_near(jget(a, "pending_s.total"), 480);
     assert_near(jget(a, "jobs.unfinished"), 2);
@@ -544,10 +563,17 @@ static void test_html(void **state)
 
     assert_int_equal(dlb_eval_html(f, 2, &html, errstr, sizeof(errstr)), 0);
     assert_true(!strncmp(html, "<!DOCTYPE html>", 15));
-    /* Six plots, each a whole <svg> element with axes titles and a legend. */
-    assert_int_equal(count_of(html, "<svg "), 6);
-    assert_int_equal(count_of(html, "</svg>"), 6);
+    /* Eight plots, each a whole <svg> element with axes titles and a legend. */
+    assert_int_equal(count_of(html, "<svg "), 8);
+    assert_int_equal(count_of(html, "</svg>"), 8);
     assert_non_null(strstr(html, "Job completion time (CDF)"));
+    assert_non_null(strstr(html, "Per-job CPU utilisation (CDF)"));
+    assert_non_null(strstr(html, "Per-job memory utilisation (CDF)"));
+    /* The distributions table: a's per-job CPU, n 3, mean 79.2%, p10 65.0%,
+     * p25 68.8% (h = .5), p50 75.0%. */
+    assert_non_null(strstr(html, "<td>job CPU utilisation</td>"));
+    assert_non_null(
+        strstr(html, "<td>3</td><td>79.2%</td><td>65.0%</td><td>68.8%</td><td>75.0%</td>"));
     assert_non_null(strstr(html, "CPU utilisation over time"));
     assert_non_null(strstr(html, "Memory over time"));
     /* The env name is escaped everywhere, never raw. */
@@ -582,7 +608,7 @@ static void test_html_switches(void **state)
     (void)state;
 
     assert_int_equal(dlb_eval_html_switches(f, 2, sw, 3, &html, errstr, sizeof(errstr)), 0);
-    /* On each of the four plots over time, not on the two CDFs. */
+    /* On each of the four plots over time, not on the four CDFs. */
     assert_int_equal(count_of(html, "<g class=\"mark\">"), 4);
     assert_int_equal(count_of(html, "b real (failover)"), 4);
     assert_null(strstr(html, "a real (manual)"));
