@@ -708,8 +708,10 @@ static void pod_usage(dlb_pod_usage_t *u, const dlb_sim_pod_t *pod, double cpu, 
 /* A pod's use and request over the interval that ends at this sample, in
  * core-seconds and GiB-seconds: the sample stands for its interval. */
 static void account(dlb_sim_job_t *j, dlb_sim_pod_t *pod, const dlb_pod_usage_t *u, int ps,
-                    double dt_s)
+                    int64_t need, double dt_s)
 {
+    double gib = (double)need / (double)DLB_GIB;
+
     if (!pod->sampled) {
         pod->sampled = 1;
         j->pods_ran++;
@@ -721,6 +723,10 @@ static void account(dlb_sim_job_t *j, dlb_sim_pod_t *pod, const dlb_pod_usage_t 
     j->req_s[c] += u->cpu_requested * dt_s;
     j->use_s[m] += (double)u->memory_used / (double)DLB_GIB * dt_s;
     j->req_s[m] += (double)u->memory_requested / (double)DLB_GIB * dt_s;
+    j->need_s[ps] += gib * dt_s;
+    j->pod_s[ps] += dt_s;
+    if (gib > j->need_peak[ps])
+        j->need_peak[ps] = gib;
 }
 
 static void sample(dlb_sim_job_t *j, int64_t now, int64_t dt_ms, const dlb_sim_speed_t *sp,
@@ -754,7 +760,7 @@ static void sample(dlb_sim_job_t *j, int64_t now, int64_t dt_ms, const dlb_sim_s
         int64_t need = ps_need(j, k);
 
         pod_usage(u, pod, cpu, need);
-        account(j, &j->ps[k], u, 1, (double)dt_ms / 1000.0);
+        account(j, &j->ps[k], u, 1, need, (double)dt_ms / 1000.0);
     }
     for (int k = 0; k < j->wk_cnt; k++) {
         dlb_pod_usage_t *u = &pods[n++];
@@ -763,7 +769,7 @@ static void sample(dlb_sim_job_t *j, int64_t now, int64_t dt_ms, const dlb_sim_s
         int64_t need = (int64_t)((double)worker_need(j) * jitter(j, 0.005));
 
         pod_usage(u, pod, cpu, need);
-        account(j, &j->wk[k], u, 0, (double)dt_ms / 1000.0);
+        account(j, &j->wk[k], u, 0, need, (double)dt_ms / 1000.0);
         /* Each worker's own rate over the sample: a straggler shows slower
          * than its peers, and every worker varies a little around its own. */
         u->has_speed = 1;

@@ -126,6 +126,11 @@ typedef struct dlb_sim_job {
     /* Pod-seconds of use and of request while running, per resource
      * (DLB_SIM_USE_*): what a utilisation figure divides. */
     double use_s[4], req_s[4];
+    /* Per role (0 worker, 1 PS): the memory the pods needed x seconds, the
+     * pod-seconds, and the largest need of any pod of the role: what a plan
+     * that gave every pod of the role that peak from the start would have
+     * used (dlb_sim_summary_t's mem_util_static_bound). */
+    double need_s[2], pod_s[2], need_peak[2];
     char exit_reason[32];
     /* Node failures (sim_job.c, node failures): their own random stream, counters, and
      * the pod-ms spent down, summed when each pod runs again. */

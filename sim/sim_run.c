@@ -178,7 +178,7 @@ static void summarise(const dlb_sim_opts_t *o, const dlb_sim_job_t *jobs, size_t
                       const dlb_sim_out_t *out, int64_t wall_ns, int64_t now, dlb_sim_summary_t *s)
 {
     int finished = 0, started = 0;
-    double use[4] = {0}, req[4] = {0};
+    double use[4] = {0}, req[4] = {0}, need_s[2] = {0}, peak_s[2] = {0};
 
     s->jobs = (int)n;
     for (size_t i = 0; i < n; i++) {
@@ -209,6 +209,10 @@ static void summarise(const dlb_sim_opts_t *o, const dlb_sim_job_t *jobs, size_t
             use[r] += j->use_s[r];
             req[r] += j->req_s[r];
         }
+        for (int r = 0; r < 2; r++) {
+            need_s[r] += j->need_s[r];
+            peak_s[r] += j->need_peak[r] * j->pod_s[r];
+        }
         if (j->end_ms && j->start_ms) {
             s->jct_mean_s += (double)(j->end_ms - j->arrival_ms) / 1000.0;
             finished++;
@@ -229,6 +233,18 @@ static void summarise(const dlb_sim_opts_t *o, const dlb_sim_job_t *jobs, size_t
         req[DLB_SIM_USE_PS_CPU] > 0 ? use[DLB_SIM_USE_PS_CPU] / req[DLB_SIM_USE_PS_CPU] : NAN;
     s->ps_mem_util =
         req[DLB_SIM_USE_PS_MEM] > 0 ? use[DLB_SIM_USE_PS_MEM] / req[DLB_SIM_USE_PS_MEM] : NAN;
+    s->cpu_util = req[DLB_SIM_USE_WK_CPU] + req[DLB_SIM_USE_PS_CPU] > 0
+                      ? (use[DLB_SIM_USE_WK_CPU] + use[DLB_SIM_USE_PS_CPU]) /
+                            (req[DLB_SIM_USE_WK_CPU] + req[DLB_SIM_USE_PS_CPU])
+                      : NAN;
+    s->mem_util = req[DLB_SIM_USE_WK_MEM] + req[DLB_SIM_USE_PS_MEM] > 0
+                      ? (use[DLB_SIM_USE_WK_MEM] + use[DLB_SIM_USE_PS_MEM]) /
+                            (req[DLB_SIM_USE_WK_MEM] + req[DLB_SIM_USE_PS_MEM])
+                      : NAN;
+    s->worker_mem_util_static_bound = peak_s[0] > 0 ? need_s[0] / peak_s[0] : NAN;
+    s->ps_mem_util_static_bound = peak_s[1] > 0 ? need_s[1] / peak_s[1] : NAN;
+    s->mem_util_static_bound =
+        peak_s[0] + peak_s[1] > 0 ? (need_s[0] + need_s[1]) / (peak_s[0] + peak_s[1]) : NAN;
     if (started)
         s->pending_mean_s /= started;
     s->virtual_ms = now - o->start_ms;
@@ -434,6 +450,11 @@ int dlb_sim_summary_json(const dlb_sim_summary_t *s, FILE *fp)
         const char *key;
         double v;
     } ratios[] = {{"completion_rate", s->completion_rate},
+                  {"cpu_util", s->cpu_util},
+                  {"mem_util", s->mem_util},
+                  {"mem_util_static_bound", s->mem_util_static_bound},
+                  {"worker_mem_util_static_bound", s->worker_mem_util_static_bound},
+                  {"ps_mem_util_static_bound", s->ps_mem_util_static_bound},
                   {"worker_cpu_util", s->worker_cpu_util},
                   {"worker_mem_util", s->worker_mem_util},
                   {"ps_cpu_util", s->ps_cpu_util},

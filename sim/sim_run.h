@@ -73,6 +73,11 @@ typedef struct dlb_sim_summary {
     /* Used over requested, pod-seconds weighted, over every running pod of
      * the role (NaN when none ran). */
     double worker_cpu_util, worker_mem_util, ps_cpu_util, ps_mem_util;
+    double cpu_util, mem_util; /* worker and PS pods together, as dlbrain eval's */
+    /* The memory utilisation had every pod asked, from its start, the
+     * largest memory any pod of its job and role needed in this run: the
+     * most a plan of one memory size per role reaches without an OOM. */
+    double mem_util_static_bound, worker_mem_util_static_bound, ps_mem_util_static_bound;
     /* The cluster: its nodes (0: a pool); the mean share of its cores and
      * memory that running pods requested, over the ticks with a job running
      * or pending; and the mean share left free over the ticks a job was
