@@ -9,9 +9,12 @@
  *   <prefix>:job:<uid>:folded  ZSET  ids of the node events folded into the pods,
  *                                    scored by fold order, trimmed to the newest
  *                                    max(2048, 4 x consumer.batch.size), so a
- *                                    redelivery is a no-op (cache_redis.c)
+ *                                    redelivery is a no-op (state_redis.c)
  * Every key of a job expires after conf ttl (7 days) of silence.
- * The cache is never the source of truth: a miss is rebuilt from PostgreSQL. */
+ * The cache is never the source of truth: a miss is rebuilt from PostgreSQL.
+ *
+ * cache_redis.c is the client (connection, pipelining, the plain key and
+ * hash calls); state_redis.c the job state on top of it. */
 #ifndef DLB_CACHE_REDIS_H
 #define DLB_CACHE_REDIS_H
 
