@@ -10,8 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "after.h"
-#include "barrier.h"
 #include "cache_redis.h"
 #include "clock.h"
 #include "catalog.h"
@@ -23,10 +21,6 @@
 #include "metrics.h"
 #include "store_pg.h"
 #include "vec.h"
-
-/* The longest the loop waits for the broker to say where a partition ends
- * (barrier); past it, the end consumed is trusted. */
-#define END_ASK_TIMEOUT_MS 1000
 
 static void item_free(item_t *it)
 {
@@ -170,134 +164,6 @@ static void flow_control(ctx_t *c)
     rd_kafka_topic_partition_list_destroy(resume);
 }
 
-/* Whether p's end as we know it was asked after req was polled. */
-static int end_fresh(const part_t *p, const item_t *req)
-{
-    return p->end_asked_at >= req->polled_at && p->end_asked_next == p->next;
-}
-
-/* Ask the broker where every partition merged with req's that we consumed to
- * its end ends now, in one ListOffsets round trip (offsets_for_times with
- * "latest": the producer's isolation level, read_committed, gives the last
- * stable offset, what our read_committed consumer can reach). Asked on the
- * producer's connections: a broker answers a connection's requests in order,
- * and the consumer's hold a fetch waiting up to fetch.wait.max.ms for data
- * (measured: +300 ms a plan at p50). */
-static void ends_ask(ctx_t *c, const item_t *req)
-{
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(c->ninputs);
-    part_t *asked[DLB_STREAM_MAX_INPUTS];
-    int64_t at = dlb_clock_mono_ms();
-    rd_kafka_resp_err_t e;
-
-    if (!l)
-        return;
-    for (int r = 0; r < c->ninputs; r++) {
-        part_t *p = r == req->rank ? NULL : stream_part(c, r, req->msg->partition);
-        if (p && p->at_eof && p->next >= 0 && !end_fresh(p, req)) {
-            asked[l->cnt] = p;
-            rd_kafka_topic_partition_list_add(l, c->topics[r], p->partition)->offset =
-                RD_KAFKA_OFFSET_END;
-        }
-    }
-    if (l->cnt && (e = rd_kafka_offsets_for_times(c->producer, l, END_ASK_TIMEOUT_MS)))
-        dlb_dbg("kafka: asking where %d partition(s) end: %s; trusting the ends consumed", l->cnt,
-                rd_kafka_err2str(e));
-    else
-        for (int i = 0; i < l->cnt; i++) {
-            part_t *p = asked[i];
-            if (l->elems[i].err) {
-                dlb_dbg("kafka: asking the end of %s [%d]: %s; trusting the end consumed",
-                        c->topics[p->rank], (int)p->partition, rd_kafka_err2str(l->elems[i].err));
-                continue;
-            }
-            /* The log as of when it was asked: requests polled since ask again. */
-            p->end_asked_at = at;
-            p->end_asked_next = p->next;
-            p->end_more = l->elems[i].offset > p->next;
-        }
-    rd_kafka_topic_partition_list_destroy(l);
-}
-
-/* Whether a partition we consumed to its end is at its end on the broker
- * too, asked after req was polled. A producer that sends a job's events and
- * waits for them before its request (the agent, emit, the gateway) put them
- * in the log before the request: our end-of-partition may be older than they
- * are (a fetch that came back empty just before), and without asking, a
- * loaded machine or a broker that holds empty fetches (the mock cluster, for
- * fetch.wait.max.ms) lets the request through without them. One round trip
- * for all of req's partitions (ends_ask), shared by the requests polled
- * before it; when the broker cannot say, the end we saw is trusted. */
-static int end_confirmed(ctx_t *c, part_t *p, const item_t *req)
-{
-    if (p->next < 0 || !c->producer)
-        return 1; /* nothing to compare with, or no one to ask */
-    if (!end_fresh(p, req))
-        ends_ask(c, req);
-    return end_fresh(p, req) ? !p->end_more : 1;
-}
-
-/* A plan request may be answered once every other input topic's partition of
- * the same number (the same jobs: all topics are keyed by job uid with the
- * same partition count) holds nothing the request depends on that we have not
- * applied: the positions its dlb.after header names, and the other producers'
- * events older than it (dlb_barrier_part_ready: the rule, barrier.c). This is
- * Kafka Streams' co-partitioned ordering; like its max.task.idle.ms, the
- * whole wait is bounded by consumer.order.wait.ms so a silent producer cannot
- * stall plans. */
-typedef struct end_ask {
-    ctx_t *c;
-    part_t *p;
-    const item_t *req;
-} end_ask_t;
-
-static int end_ask(void *arg)
-{
-    end_ask_t *a = arg;
-    return end_confirmed(a->c, a->p, a->req);
-}
-
-/* Whether we hold messages of a partition that are not decoded yet. */
-static int undecoded_of(const ctx_t *c, int rank, int32_t partition)
-{
-    for (size_t i = 0; i < c->items_cnt; i++)
-        if (c->items[i].undecoded && c->items[i].rank == rank &&
-            c->items[i].msg->partition == partition)
-            return 1;
-    return 0;
-}
-
-static int barrier_open(ctx_t *c, const item_t *req, int64_t now, const char **lagging)
-{
-    for (int r = 0; r < c->ninputs; r++) {
-        end_ask_t ask = {c, NULL, req};
-        dlb_barrier_view_t v;
-
-        if (r == req->rank)
-            continue;
-        if (!(ask.p = stream_part(c, r, req->msg->partition)))
-            return 1;
-        /* Polled but not decoded (taken ahead): its position counts as
-         * consumed, its event time is not known yet, and it is not applied. */
-        if (undecoded_of(c, r, req->msg->partition)) {
-            *lagging = c->topics[r];
-            return 0;
-        }
-        v.max_ts = ask.p->max_ts;
-        v.next = ask.p->next;
-        v.at_eof = ask.p->at_eof;
-        v.req_ts = req->ts;
-        v.has_after = req->has_after;
-        v.after = req->has_after ? req->after[r] : -1;
-        v.grace_over = now - req->polled_at >= c->conf->order_grace_ms;
-        if (!dlb_barrier_part_ready(&v, end_ask, &ask)) {
-            *lagging = c->topics[r];
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* Choose this round's messages: per partition number, merge the input
  * topics' messages by (event time, topic rank), keeping each partition's
  * offset order, and stop at the first request whose barrier is closed.
@@ -343,7 +209,7 @@ static void batch_release(ctx_t *c)
             if (!pick)
                 break;
             if (pick->ok && c->role->is_request(&pick->ev) &&
-                !barrier_open(c, pick, now, &lagging)) {
+                !stream_barrier_open(c, pick, now, &lagging)) {
                 if (!pick->blocked_since)
                     pick->blocked_since = now;
                 if (now - pick->blocked_since < c->conf->order_wait_ms)
@@ -386,7 +252,7 @@ int dlb_stream_emit(dlb_stream_t *c, const char *key, void *buf, size_t len)
  * the Redis round trip is made: the two overlap. Should the COPY fail, Redis
  * holds samples the batch's redo adds again (the same members: no change),
  * as after a crash between the two. */
-static int pending_flush(ctx_t *c, char *errstr, size_t size)
+int stream_pending_flush(ctx_t *c, char *errstr, size_t size)
 {
     size_t n = 0, stored = 0, fresh;
     char sub[512];
@@ -448,7 +314,7 @@ static int batch_process(ctx_t *c, char *errstr, size_t size)
             continue;
         /* Whatever the role does with another event may read what the
          * samples before it wrote. */
-        if (it->ev.type != DLB_EV_RUNTIME && (err = pending_flush(c, errstr, size)))
+        if (it->ev.type != DLB_EV_RUNTIME && (err = stream_pending_flush(c, errstr, size)))
             goto fail;
         c->cur = it;
         err = c->role->process(c, &it->ev, it->msg->payload, it->msg->len, errstr, size);
@@ -462,7 +328,8 @@ static int batch_process(ctx_t *c, char *errstr, size_t size)
         err = dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "stopping");
         goto fail;
     }
-    if ((err = pending_flush(c, errstr, size)) || (err = stream_positions_save(c, errstr, size)) ||
+    if ((err = stream_pending_flush(c, errstr, size)) ||
+        (err = stream_positions_save(c, errstr, size)) ||
         (err = dlb_pg_commit(c->pg, errstr, size)))
         goto fail;
     for (size_t k = 0; k < c->order_cnt; k++) {
@@ -480,199 +347,16 @@ fail:
     return err;
 }
 
-static rd_kafka_topic_partition_list_t *batch_offsets(const ctx_t *c, int rewind);
-
-/* What to do after a transactional call failed: retry it, abort the
- * transaction and redo the batch, or replace the producer (fenced/fatal). */
-typedef enum { TXN_RETRY, TXN_ABORT, TXN_FATAL } txn_verdict_t;
-
-static txn_verdict_t txn_error(rd_kafka_error_t *e, const char *what, char *errstr, size_t size)
-{
-    txn_verdict_t v = rd_kafka_error_is_fatal(e)             ? TXN_FATAL
-                      : rd_kafka_error_txn_requires_abort(e) ? TXN_ABORT
-                      : rd_kafka_error_is_retriable(e)       ? TXN_RETRY
-                                                             : TXN_ABORT;
-    dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "kafka transaction: %s: %s (%s)", what,
-               rd_kafka_error_string(e),
-               v == TXN_FATAL   ? "fatal"
-               : v == TXN_ABORT ? "abortable"
-                                : "retriable");
-    rd_kafka_error_destroy(e);
-    return v;
-}
-
-/* Calls op until it succeeds or fails for good; retriable errors are retried
- * producer.txn.call.tries times (a broker restarting), then treated as
- * abortable. */
-#define TXN_CALL(c, what, call, verdict, errstr, size)                                             \
-    do {                                                                                           \
-        rd_kafka_error_t *e_;                                                                      \
-        int tries_ = 0;                                                                            \
-        (verdict) = -1;                                                                            \
-        while ((e_ = (call))) {                                                                    \
-            (verdict) = txn_error(e_, what, errstr, size);                                         \
-            if ((verdict) != TXN_RETRY || ++tries_ >= (c)->conf->txn_call_tries || *(c)->stop)     \
-                break;                                                                             \
-            dlb_warn("%s; retrying", errstr);                                                      \
-            dlb_metrics_nap_ms(c->stop, 500);                                                      \
-            (verdict) = -1;                                                                        \
-        }                                                                                          \
-    } while (0)
-
-/* One Kafka transaction per batch: the DLQ copies of its bad messages, its
- * outputs and its input offsets become visible together or not at all. The
- * PostgreSQL transaction committed before; a redo finds its rows there (no
- * change) and re-sends the stored outputs, so they stay exactly once. */
-static int batch_publish(ctx_t *c, int *fatal, char *errstr, size_t size)
-{
-    rd_kafka_topic_partition_list_t *offsets = NULL;
-    rd_kafka_consumer_group_metadata_t *cgmd = NULL;
-    int verdict, err = 0;
-    char sub[512];
-
-    *fatal = 0;
-    c->txn_began = dlb_clock_mono_ms();
-    TXN_CALL(c, "begin", rd_kafka_begin_transaction(c->producer), verdict, errstr, size);
-    if (verdict >= 0)
-        goto fail;
-    for (size_t k = 0; k < c->order_cnt; k++) {
-        item_t *it = &c->items[c->order[k]];
-        if (it->dlq_stage &&
-            (err = dlb_kafka_dlq_send(c->producer, c->conf, it->msg, it->dlq_stage, it->dlq_err,
-                                      it->dlq_msg, sub, sizeof(sub)))) {
-            dlb_seterr(errstr, size, err, "dlq: %s", sub);
-            verdict = TXN_ABORT;
-            goto fail;
-        }
-    }
-    for (size_t i = 0; i < c->out_cnt; i++) {
-        if ((err =
-                 dlb_kafka_produce_stamped(c->producer, c->out_topic, c->out[i].key, c->out[i].buf,
-                                           c->out[i].len, c->out[i].stamp, sub, sizeof(sub)))) {
-            dlb_seterr(errstr, size, err, "%s", sub);
-            verdict = TXN_ABORT;
-            goto fail;
-        }
-    }
-    offsets = batch_offsets(c, 0);
-    cgmd = rd_kafka_consumer_group_metadata(c->consumer);
-    TXN_CALL(c, "sending offsets",
-             rd_kafka_send_offsets_to_transaction(c->producer, offsets, cgmd,
-                                                  c->conf->txn_call_timeout_ms),
-             verdict, errstr, size);
-    if (verdict >= 0)
-        goto fail;
-    TXN_CALL(c, "commit", rd_kafka_commit_transaction(c->producer, c->conf->txn_call_timeout_ms),
-             verdict, errstr, size);
-    if (verdict >= 0)
-        goto fail;
-    for (size_t k = 0; k < c->order_cnt; k++) {
-        const item_t *it = &c->items[c->order[k]];
-        if (it->dlq_stage) {
-            c->st->dlq++;
-            if (it->rank >= 0)
-                dlb_metric_add(c->m.dlq[it->rank][stream_stage_index(it->dlq_stage)], 1);
-        }
-    }
-    c->st->outputs += (int64_t)c->out_cnt;
-    dlb_metric_add(c->m.produced, c->out_cnt);
-    dlb_metric_add(c->m.txn_committed, 1);
-    dlb_metrics_dep(DLB_DEP_KAFKA, 1);
-    err = 0;
-    goto out;
-fail:
-    dlb_metric_add(c->m.txn_aborted, 1);
-    if (verdict == TXN_FATAL) {
-        *fatal = 1;
-    } else {
-        rd_kafka_error_t *e = rd_kafka_abort_transaction(c->producer, c->conf->txn_call_timeout_ms);
-        if (e) {
-            /* Cannot even abort: start over with a new producer, whose
-             * init_transactions aborts what this one left open. */
-            dlb_err("kafka transaction: abort failed: %s; replacing the producer",
-                    rd_kafka_error_string(e));
-            rd_kafka_error_destroy(e);
-            *fatal = 1;
-        }
-    }
-    err = DLB_ERR_TRANSIENT;
-out:
-    if (cgmd)
-        rd_kafka_consumer_group_metadata_destroy(cgmd);
-    if (offsets)
-        rd_kafka_topic_partition_list_destroy(offsets);
-    return err;
-}
-
-/* Offsets per partition. To commit: the first message still held back, or
- * the one after the newest released. To rewind: the first message we hold. */
-static rd_kafka_topic_partition_list_t *batch_offsets(const ctx_t *c, int rewind)
-{
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(16);
-
-    for (size_t i = 0; i < c->items_cnt; i++) {
-        const item_t *it = &c->items[i];
-        const rd_kafka_message_t *m = it->msg;
-        rd_kafka_topic_partition_t *p =
-            rd_kafka_topic_partition_list_find(l, rd_kafka_topic_name(m->rkt), m->partition);
-        int64_t want = rewind || !it->released ? m->offset : m->offset + 1;
-
-        if (!p) {
-            p = rd_kafka_topic_partition_list_add(l, rd_kafka_topic_name(m->rkt), m->partition);
-            p->offset = want;
-            /* opaque marks "a held-back message fixed this offset" */
-            p->opaque = (void *)(intptr_t)(!rewind && !it->released);
-        } else if (!p->opaque && !rewind) {
-            /* Items are in offset order per partition: keep advancing until
-             * the first held-back one. */
-            p->offset = want;
-            p->opaque = (void *)(intptr_t)!it->released;
-        }
-    }
-    return l;
-}
-
-/* Where to go on from after a failed batch: the offsets the group has
- * committed, as the broker says, rather than the first message we held. A
- * commit whose answer was lost (retried until the producer was replaced) may
- * have taken: going back to our own positions would then send the batch's
- * plans a second time. Partitions the broker names no offset for, or all of
- * them when it cannot be asked, keep our positions (the batch is then redone,
- * and its plans re-sent with the same ids, as before). */
-static void committed_positions(ctx_t *c, rd_kafka_topic_partition_list_t *l)
-{
-    rd_kafka_topic_partition_list_t *q = rd_kafka_topic_partition_list_copy(l);
-    rd_kafka_resp_err_t e;
-
-    if (!q)
-        return;
-    if ((e = rd_kafka_committed(c->consumer, q, END_ASK_TIMEOUT_MS * 5))) {
-        dlb_warn("kafka: asking the group's committed offsets: %s; going back to the failed "
-                 "batch's first messages",
-                 rd_kafka_err2str(e));
-    } else {
-        for (int i = 0; i < q->cnt; i++) {
-            if (q->elems[i].err || q->elems[i].offset < 0)
-                continue;
-            if (q->elems[i].offset > l->elems[i].offset)
-                dlb_info("kafka: %s [%" PRId32 "]: the group committed up to %" PRId64
-                         " (the failed batch's commit took): going on from there",
-                         q->elems[i].topic, q->elems[i].partition, q->elems[i].offset);
-            l->elems[i].offset = q->elems[i].offset;
-        }
-    }
-    rd_kafka_topic_partition_list_destroy(q);
-}
-
 /* Undo a failed batch: seek each partition back to where the group
  * committed (committed_positions), nothing held kept.
  * @returns 0, or an error when stopped before the seek took. */
 static int batch_rewind(ctx_t *c, char *errstr, size_t size)
 {
-    rd_kafka_topic_partition_list_t *l = batch_offsets(c, 1);
+    rd_kafka_topic_partition_list_t *l = stream_rewind_offsets(c);
     int err;
 
-    committed_positions(c, l);
+    if (!l)
+        return dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory");
     err = dlb_kafka_seek_back(c->consumer, l, c->stop, c->conf->retry_backoff_ms, errstr, size);
 
     for (int i = 0; i < l->cnt; i++) {
@@ -929,7 +613,7 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
                            1);
         } else {
             t_processed = dlb_clock_mono_ms();
-            if ((err = batch_publish(&c, &fatal, err_buf, sizeof(err_buf))))
+            if ((err = stream_batch_publish(&c, &fatal, err_buf, sizeof(err_buf))))
                 dlb_metric_add(c.m.err_kafka, 1);
         }
         if (err) {
@@ -1033,77 +717,4 @@ void dlb_stream_reject(dlb_stream_t *s, const char *stage, int err, const char *
 {
     if (s->cur)
         stream_to_dlq(s, s->cur, stage, err, msg);
-}
-
-int dlb_stream_store_event(dlb_stream_t *s, const dlb_event_t *ev, const void *raw, size_t raw_len,
-                           char *errstr, size_t errstr_size)
-{
-    char sub[512];
-    int err;
-
-    /* A runtime sample only adds rows and a window entry: it waits for the
-     * batch's others (the event and its bytes live until the batch ends),
-     * unless the batch is redone to find a bad record. */
-    if (ev->type == DLB_EV_RUNTIME && s->cur && !s->exact && s->pend_cnt < s->items_cap) {
-        s->pend_ev[s->pend_cnt] = ev;
-        s->pend_raw[s->pend_cnt] = raw;
-        s->pend_len[s->pend_cnt] = raw_len;
-        s->pend_stored[s->pend_cnt] = (unsigned char)stream_position_stored(s, s->cur);
-        s->pend_cnt++;
-        return 0;
-    }
-    if ((err = pending_flush(s, errstr, errstr_size)) ||
-        (err = dlb_pg_put_event(s->pg, ev, raw, raw_len, errstr, errstr_size)))
-        return err;
-    if (s->redis && !s->role->is_request(ev) &&
-        dlb_redis_apply_event(s->redis, ev, sub, sizeof(sub)))
-        stream_redis_down(s, "applying an event", sub);
-    return 0;
-}
-
-int dlb_stream_store_request(dlb_stream_t *s, const dlb_event_t *ev, const void *raw,
-                             size_t raw_len, const char *plan_id, void **plan, size_t *plan_len,
-                             char *errstr, size_t errstr_size)
-{
-    int err;
-
-    *plan = NULL;
-    *plan_len = 0;
-    if ((err = pending_flush(s, errstr, errstr_size)))
-        return err;
-    return dlb_pg_put_request(s->pg, ev, raw, raw_len, plan_id, plan, plan_len, errstr,
-                              errstr_size);
-}
-
-int dlb_stream_load_job(dlb_stream_t *s, const char *job_uid, int64_t until_ms, dlb_job_state_t *st,
-                        char *errstr, size_t errstr_size)
-{
-    int found = 0, err;
-    char sub[512];
-
-    if ((err = pending_flush(s, errstr, errstr_size)))
-        return err;
-
-    if (s->redis) {
-        if ((err = dlb_redis_load_job(s->redis, job_uid, st, &found, sub, sizeof(sub)))) {
-            stream_redis_down(s, "loading job state", sub);
-            found = 0;
-        }
-    }
-    if (!found) {
-        dlb_job_state_clear(st);
-        if ((err = dlb_pg_load_job_state(s->pg, job_uid, s->conf->window_size, st, errstr,
-                                         errstr_size)))
-            return err;
-        if (s->redis && dlb_redis_store_job(s->redis, st, sub, sizeof(sub)))
-            stream_redis_down(s, "seeding job state", sub);
-    }
-    while (st->window_cnt > 0 && st->window[st->window_cnt - 1].event_time_ms > until_ms) {
-        st->window_cnt--;
-        free(st->window[st->window_cnt].pods);
-        free(st->window[st->window_cnt].pods_by_name);
-        st->window[st->window_cnt].pods = NULL;
-        st->window[st->window_cnt].pods_by_name = NULL;
-    }
-    return 0;
 }

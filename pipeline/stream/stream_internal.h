@@ -228,6 +228,34 @@ int stream_consumer_start(ctx_t *c,
 /** Close and release every connection. */
 void stream_disconnect(ctx_t *c);
 
+/* ---- stream.c ---- */
+
+/** Write the runtime samples held for the batch (PostgreSQL, then Redis),
+ *  before anything that may read them. */
+int stream_pending_flush(ctx_t *c, char *errstr, size_t size);
+
+/* The longest the loop waits for the broker to say where a partition ends
+ * (barrier), or what the group committed (5x); past it, what the consumer
+ * knows is trusted. */
+#define STREAM_ASK_TIMEOUT_MS 1000
+
+/* ---- barrier.c ---- */
+
+/** Whether the request may be answered: every other input topic's partition
+ *  of its number holds nothing it depends on that is not applied
+ *  (dlb_barrier_part_ready); else *lagging names the first that does. */
+int stream_barrier_open(ctx_t *c, const item_t *req, int64_t now, const char **lagging);
+
+/* ---- stream_txn.c ---- */
+
+/** The batch's one Kafka transaction: DLQ copies, outputs, input offsets.
+ *  @returns 0, or DLB_ERR_TRANSIENT with *fatal set when the producer must
+ *           be replaced (fenced, or the abort failed). */
+int stream_batch_publish(ctx_t *c, int *fatal, char *errstr, size_t size);
+/** Where a failed batch goes on from: the group's committed offsets where
+ *  the broker names them, else the first message held. NULL: out of memory. */
+rd_kafka_topic_partition_list_t *stream_rewind_offsets(ctx_t *c);
+
 /* ---- stream_part.c ---- */
 
 /** The rank of an input topic in the role's inputs, -1 if it is none. */
