@@ -152,6 +152,41 @@ static int scalar_json(const yaml_event_t *ev, dlb_sbuf_t *b)
     return dlb_rules_json_string(b, s, n);
 }
 
+/* One mapping's pairs, its start event read: each key, a scalar (else
+ * keys_msg is the error), handed to key, then its value to value; the
+ * events are deleted after each call. Stops at the first error. Every
+ * mapping of a rule file is read through here, each with its own checks. */
+typedef struct map_walk {
+    const char *keys_msg;
+    int (*key)(pctx_t *c, const yaml_event_t *key, void *arg);
+    int (*value)(pctx_t *c, const yaml_event_t *value, void *arg);
+    void *arg;
+} map_walk_t;
+
+static int map_walk(pctx_t *c, const map_walk_t *w)
+{
+    yaml_event_t ev;
+    int rc;
+
+    for (;;) {
+        if ((rc = next_event(c, &ev)))
+            return rc;
+        if (ev.type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&ev);
+            return 0;
+        }
+        rc = ev.type != YAML_SCALAR_EVENT ? fail(c, &ev.start_mark, "%s", w->keys_msg)
+                                          : w->key(c, &ev, w->arg);
+        yaml_event_delete(&ev);
+        if (rc || (rc = next_event(c, &ev)))
+            return rc;
+        rc = w->value(c, &ev, w->arg);
+        yaml_event_delete(&ev);
+        if (rc)
+            return rc;
+    }
+}
+
 static int value_json(pctx_t *c, const yaml_event_t *start, dlb_sbuf_t *b, int depth);
 
 static int seq_json(pctx_t *c, dlb_sbuf_t *b, int depth)
@@ -180,45 +215,47 @@ static int seq_json(pctx_t *c, dlb_sbuf_t *b, int depth)
     return dlb_sbuf_put(b, "]", 1) ? nomem(c) : 0;
 }
 
+/* A mapping as a JSON object, its keys once each. */
+typedef struct map_json_walk {
+    dlb_sbuf_t *b;
+    dlb_rules_keyset_t ks;
+    int depth, first;
+} map_json_walk_t;
+
+static int map_json_key(pctx_t *c, const yaml_event_t *key, void *arg)
+{
+    map_json_walk_t *m = arg;
+    int rc = dlb_rules_keyset_add(&m->ks, sval(key), key->data.scalar.length);
+
+    if (rc)
+        return rc > 0 ? fail(c, &key->start_mark, "duplicate key") : nomem(c);
+    if ((!m->first && dlb_sbuf_put(m->b, ",", 1)) ||
+        dlb_rules_json_string(m->b, sval(key), key->data.scalar.length) ||
+        dlb_sbuf_put(m->b, ":", 1))
+        return nomem(c);
+    m->first = 0;
+    return 0;
+}
+
+static int map_json_value(pctx_t *c, const yaml_event_t *value, void *arg)
+{
+    map_json_walk_t *m = arg;
+
+    return value_json(c, value, m->b, m->depth + 1);
+}
+
 static int map_json(pctx_t *c, dlb_sbuf_t *b, int depth)
 {
-    dlb_rules_keyset_t ks = {0};
-    yaml_event_t ev;
-    int rc = 0, first = 1;
+    map_json_walk_t m = {b, {0}, depth, 1};
+    int rc;
 
     if (dlb_sbuf_put(b, "{", 1))
         return nomem(c);
-    for (;;) {
-        if ((rc = next_event(c, &ev)))
-            goto out;
-        if (ev.type == YAML_MAPPING_END_EVENT) {
-            yaml_event_delete(&ev);
-            break;
-        }
-        if (ev.type != YAML_SCALAR_EVENT) {
-            rc = fail(c, &ev.start_mark, "mapping keys must be scalars");
-        } else if ((rc = dlb_rules_keyset_add(&ks, sval(&ev), ev.data.scalar.length))) {
-            rc = rc > 0 ? fail(c, &ev.start_mark, "duplicate key") : nomem(c);
-        } else if ((!first && dlb_sbuf_put(b, ",", 1)) ||
-                   dlb_rules_json_string(b, sval(&ev), ev.data.scalar.length) ||
-                   dlb_sbuf_put(b, ":", 1)) {
-            rc = nomem(c);
-        }
-        first = 0;
-        yaml_event_delete(&ev);
-        if (rc)
-            goto out;
-        if ((rc = next_event(c, &ev)))
-            goto out;
-        rc = value_json(c, &ev, b, depth + 1);
-        yaml_event_delete(&ev);
-        if (rc)
-            goto out;
-    }
-    if (dlb_sbuf_put(b, "}", 1))
+    rc = map_walk(c,
+                  &(map_walk_t){"mapping keys must be scalars", map_json_key, map_json_value, &m});
+    if (!rc && dlb_sbuf_put(b, "}", 1))
         rc = nomem(c);
-out:
-    dlb_rules_keyset_free(&ks);
+    dlb_rules_keyset_free(&m.ks);
     return rc;
 }
 
@@ -318,109 +355,114 @@ static int match_values(pctx_t *c, const yaml_event_t *start, const char *attr, 
     return 0;
 }
 
+/* Include or Exclude: attribute names, each once, to values. */
+typedef struct matches_walk {
+    const char *section;
+    dlb_rule_match_t **out;
+    size_t *out_cnt, cap;
+} matches_walk_t;
+
+static int matches_key(pctx_t *c, const yaml_event_t *key, void *arg)
+{
+    matches_walk_t *w = arg;
+    const char *attr = NULL;
+    dlb_rule_match_t *m;
+
+    for (size_t i = 0; dlb_meta_attr_names[i] && !attr; i++)
+        if (strlen(dlb_meta_attr_names[i]) == key->data.scalar.length &&
+            !strcasecmp(dlb_meta_attr_names[i], sval(key)))
+            attr = dlb_meta_attr_names[i];
+    if (!attr)
+        return fail(c, &key->start_mark,
+                    "unknown attribute in %s (expected user, group, app, cluster, "
+                    "namespace, scenario, framework or name)",
+                    w->section);
+    for (size_t i = 0; i < *w->out_cnt; i++)
+        if (!strcmp((*w->out)[i].attr, attr))
+            return fail(c, &key->start_mark, "duplicate attribute %s in %s", attr, w->section);
+    if (dlb_vec_reserve((void **)w->out, &w->cap, *w->out_cnt + 1, sizeof(**w->out)))
+        return nomem(c);
+    m = &(*w->out)[*w->out_cnt];
+    memset(m, 0, sizeof(*m));
+    if (!(m->attr = strdup(attr)))
+        return nomem(c);
+    (*w->out_cnt)++; /* owned by the rule from here on, even half-filled */
+    return 0;
+}
+
+static int matches_value(pctx_t *c, const yaml_event_t *value, void *arg)
+{
+    matches_walk_t *w = arg;
+    dlb_rule_match_t *m = &(*w->out)[*w->out_cnt - 1];
+
+    return match_values(c, value, m->attr, m);
+}
+
 static int section_matches(pctx_t *c, const yaml_event_t *start, const char *section,
                            dlb_rule_match_t **out, size_t *out_cnt)
 {
-    yaml_event_t ev;
-    size_t cap = 0;
-    int rc;
+    matches_walk_t w = {section, out, out_cnt, 0};
+    char keys_msg[64];
 
     if (is_null_scalar(start))
         return 0;
     if (start->type != YAML_MAPPING_START_EVENT)
         return fail(c, &start->start_mark, "%s must be a mapping of attribute to values", section);
-    for (;;) {
-        dlb_rule_match_t *m;
-        const char *attr = NULL;
+    snprintf(keys_msg, sizeof(keys_msg), "%s keys must be attribute names", section);
+    return map_walk(c, &(map_walk_t){keys_msg, matches_key, matches_value, &w});
+}
 
-        if ((rc = next_event(c, &ev)))
-            return rc;
-        if (ev.type == YAML_MAPPING_END_EVENT) {
-            yaml_event_delete(&ev);
-            return 0;
-        }
-        if (ev.type != YAML_SCALAR_EVENT) {
-            rc = fail(c, &ev.start_mark, "%s keys must be attribute names", section);
-        } else {
-            for (size_t i = 0; dlb_meta_attr_names[i] && !attr; i++)
-                if (strlen(dlb_meta_attr_names[i]) == ev.data.scalar.length &&
-                    !strcasecmp(dlb_meta_attr_names[i], sval(&ev)))
-                    attr = dlb_meta_attr_names[i];
-            if (!attr)
-                rc = fail(c, &ev.start_mark,
-                          "unknown attribute in %s (expected user, group, app, cluster, "
-                          "namespace, scenario, framework or name)",
-                          section);
-            for (size_t i = 0; !rc && i < *out_cnt; i++)
-                if (!strcmp((*out)[i].attr, attr))
-                    rc = fail(c, &ev.start_mark, "duplicate attribute %s in %s", attr, section);
-        }
-        yaml_event_delete(&ev);
-        if (rc)
-            return rc;
-        if (dlb_vec_reserve((void **)out, &cap, *out_cnt + 1, sizeof(**out)))
-            return nomem(c);
-        m = &(*out)[*out_cnt];
-        memset(m, 0, sizeof(*m));
-        if (!(m->attr = strdup(attr)))
-            return nomem(c);
-        (*out_cnt)++; /* owned by the rule from here on, even half-filled */
-        if ((rc = next_event(c, &ev)))
-            return rc;
-        rc = match_values(c, &ev, attr, m);
-        yaml_event_delete(&ev);
-        if (rc)
-            return rc;
+/* Configure: keys, each once, to values kept as JSON. */
+typedef struct configure_walk {
+    dlb_rule_t *r;
+    size_t cap;
+    int depth;
+} configure_walk_t;
+
+static int configure_key(pctx_t *c, const yaml_event_t *key, void *arg)
+{
+    configure_walk_t *w = arg;
+    dlb_rule_t *r = w->r;
+    dlb_config_value_t *v;
+    int rc;
+
+    for (size_t i = 0; i < r->configure_cnt; i++)
+        if (!strcmp(r->configure[i].key, sval(key)))
+            return fail(c, &key->start_mark, "duplicate Configure key");
+    if (dlb_vec_reserve((void **)&r->configure, &w->cap, r->configure_cnt + 1,
+                        sizeof(*r->configure)))
+        return nomem(c);
+    v = &r->configure[r->configure_cnt];
+    memset(v, 0, sizeof(*v));
+    if (!(rc = scalar_dup(c, key, "Configure key", &v->key)))
+        r->configure_cnt++;
+    return rc;
+}
+
+static int configure_value(pctx_t *c, const yaml_event_t *value, void *arg)
+{
+    configure_walk_t *w = arg;
+    dlb_sbuf_t b = {0};
+    int rc = value_json(c, value, &b, w->depth + 1);
+
+    if (rc) {
+        free(b.p);
+        return rc;
     }
+    w->r->configure[w->r->configure_cnt - 1].json = b.p;
+    return 0;
 }
 
 static int section_configure(pctx_t *c, const yaml_event_t *start, dlb_rule_t *r, int depth)
 {
-    yaml_event_t ev;
-    size_t cap = 0;
-    int rc;
+    configure_walk_t w = {r, 0, depth};
 
     if (is_null_scalar(start))
         return 0;
     if (start->type != YAML_MAPPING_START_EVENT)
         return fail(c, &start->start_mark, "Configure must be a mapping of key to value");
-    for (;;) {
-        dlb_config_value_t *v;
-        dlb_sbuf_t b = {0};
-
-        if ((rc = next_event(c, &ev)))
-            return rc;
-        if (ev.type == YAML_MAPPING_END_EVENT) {
-            yaml_event_delete(&ev);
-            return 0;
-        }
-        if (ev.type != YAML_SCALAR_EVENT)
-            rc = fail(c, &ev.start_mark, "Configure keys must be scalars");
-        for (size_t i = 0; !rc && i < r->configure_cnt; i++)
-            if (!strcmp(r->configure[i].key, sval(&ev)))
-                rc = fail(c, &ev.start_mark, "duplicate Configure key");
-        if (!rc && dlb_vec_reserve((void **)&r->configure, &cap, r->configure_cnt + 1,
-                                   sizeof(*r->configure)))
-            rc = nomem(c);
-        if (!rc) {
-            v = &r->configure[r->configure_cnt];
-            memset(v, 0, sizeof(*v));
-            if (!(rc = scalar_dup(c, &ev, "Configure key", &v->key)))
-                r->configure_cnt++;
-        }
-        yaml_event_delete(&ev);
-        if (rc)
-            return rc;
-        if ((rc = next_event(c, &ev)))
-            return rc;
-        rc = value_json(c, &ev, &b, depth + 1);
-        yaml_event_delete(&ev);
-        if (rc) {
-            free(b.p);
-            return rc;
-        }
-        r->configure[r->configure_cnt - 1].json = b.p;
-    }
+    return map_walk(
+        c, &(map_walk_t){"Configure keys must be scalars", configure_key, configure_value, &w});
 }
 
 static int parse_priority(pctx_t *c, const yaml_event_t *ev, int *out)
@@ -454,13 +496,56 @@ static int parse_priority(pctx_t *c, const yaml_event_t *ev, int *out)
 enum { K_INCLUDE, K_EXCLUDE, K_CONFIGURE, K_PRIORITY, K_ID, K_CNT };
 static const char *const rule_keys[K_CNT] = {"Include", "Exclude", "Configure", "Priority", "id"};
 
+/* A rule's keys, each once, and their sections. */
+typedef struct rule_walk {
+    dlb_rule_t *r;
+    yaml_mark_t id_mark;
+    int seen[K_CNT], k;
+} rule_walk_t;
+
+static int rule_key(pctx_t *c, const yaml_event_t *key, void *arg)
+{
+    rule_walk_t *w = arg;
+
+    w->k = -1;
+    for (int i = 0; i < K_CNT && w->k < 0; i++)
+        if (strlen(rule_keys[i]) == key->data.scalar.length && !strcasecmp(rule_keys[i], sval(key)))
+            w->k = i;
+    if (w->k < 0)
+        return fail(c, &key->start_mark,
+                    "unknown key (expected id, Priority, Include, Exclude or Configure)");
+    if (w->seen[w->k]++)
+        return fail(c, &key->start_mark, "duplicate key %s", rule_keys[w->k]);
+    return 0;
+}
+
+static int rule_value(pctx_t *c, const yaml_event_t *ev, void *arg)
+{
+    rule_walk_t *w = arg;
+
+    switch (w->k) {
+    case K_INCLUDE:
+        return section_matches(c, ev, "Include", &w->r->include, &w->r->include_cnt);
+    case K_EXCLUDE:
+        return section_matches(c, ev, "Exclude", &w->r->exclude, &w->r->exclude_cnt);
+    case K_CONFIGURE:
+        return section_configure(c, ev, w->r, 1);
+    case K_PRIORITY:
+        return parse_priority(c, ev, &w->r->priority);
+    default:
+        w->id_mark = ev->start_mark;
+        if (ev->type != YAML_SCALAR_EVENT || !ev->data.scalar.length)
+            return fail(c, &ev->start_mark, "id must be a non-empty string");
+        return scalar_dup(c, ev, "id", &w->r->id);
+    }
+}
+
 /* One rule; start is its MAPPING_START. Appended to rs only when complete. */
 static int parse_rule(pctx_t *c, const yaml_event_t *start, dlb_rules_t *rs, size_t *cap)
 {
     dlb_rule_t r;
-    yaml_event_t ev;
-    yaml_mark_t id_mark = start->start_mark;
-    int seen[K_CNT] = {0}, rc = 0;
+    rule_walk_t w = {&r, start->start_mark, {0}, -1};
+    int rc = 0;
 
     memset(&r, 0, sizeof(r));
     r.line = (int)start->start_mark.line + 1;
@@ -468,58 +553,8 @@ static int parse_rule(pctx_t *c, const yaml_event_t *start, dlb_rules_t *rs, siz
         return fail(c, &start->start_mark, "a rule must be a mapping");
     if (!(r.file = strdup(c->name)))
         return nomem(c);
-    for (;;) {
-        int k = -1;
-
-        if ((rc = next_event(c, &ev)))
-            goto out;
-        if (ev.type == YAML_MAPPING_END_EVENT) {
-            yaml_event_delete(&ev);
-            break;
-        }
-        if (ev.type != YAML_SCALAR_EVENT) {
-            rc = fail(c, &ev.start_mark, "rule keys must be scalars");
-        } else {
-            for (int i = 0; i < K_CNT && k < 0; i++)
-                if (strlen(rule_keys[i]) == ev.data.scalar.length &&
-                    !strcasecmp(rule_keys[i], sval(&ev)))
-                    k = i;
-            if (k < 0)
-                rc = fail(c, &ev.start_mark,
-                          "unknown key (expected id, Priority, Include, Exclude or Configure)");
-            else if (seen[k]++)
-                rc = fail(c, &ev.start_mark, "duplicate key %s", rule_keys[k]);
-        }
-        yaml_event_delete(&ev);
-        if (rc)
-            goto out;
-        if ((rc = next_event(c, &ev)))
-            goto out;
-        switch (k) {
-        case K_INCLUDE:
-            rc = section_matches(c, &ev, "Include", &r.include, &r.include_cnt);
-            break;
-        case K_EXCLUDE:
-            rc = section_matches(c, &ev, "Exclude", &r.exclude, &r.exclude_cnt);
-            break;
-        case K_CONFIGURE:
-            rc = section_configure(c, &ev, &r, 1);
-            break;
-        case K_PRIORITY:
-            rc = parse_priority(c, &ev, &r.priority);
-            break;
-        default:
-            id_mark = ev.start_mark;
-            if (ev.type != YAML_SCALAR_EVENT || !ev.data.scalar.length)
-                rc = fail(c, &ev.start_mark, "id must be a non-empty string");
-            else
-                rc = scalar_dup(c, &ev, "id", &r.id);
-            break;
-        }
-        yaml_event_delete(&ev);
-        if (rc)
-            goto out;
-    }
+    if ((rc = map_walk(c, &(map_walk_t){"rule keys must be scalars", rule_key, rule_value, &w})))
+        goto out;
     if (!r.id) {
         int n = snprintf(NULL, 0, "%s#%zu", c->name, rs->cnt + 1);
 
@@ -531,7 +566,7 @@ static int parse_rule(pctx_t *c, const yaml_event_t *start, dlb_rules_t *rs, siz
     }
     for (size_t i = 0; i < rs->cnt; i++)
         if (!strcmp(rs->rules[i].id, r.id)) {
-            rc = fail(c, &id_mark, "duplicate rule id (first at line %d)", rs->rules[i].line);
+            rc = fail(c, &w.id_mark, "duplicate rule id (first at line %d)", rs->rules[i].line);
             goto out;
         }
     if (dlb_vec_reserve((void **)&rs->rules, cap, rs->cnt + 1, sizeof(*rs->rules))) {
