@@ -11,7 +11,6 @@
 #include <cJSON.h>
 
 #include "actions.h"
-#include "clock.h"
 #include "cmd.h"
 #include "common.h"
 #include "consumer.h"
@@ -19,8 +18,6 @@
 #include "env_registry.h"
 #include "env_roles.h"
 #include "err.h"
-#include "kafka.h"
-#include "log.h"
 #include "switch_mark.h"
 
 #define ADMIN_TIMEOUT_MS 30000
@@ -440,39 +437,24 @@ out:
 
 static int purge(const dlb_conf_t *conf, PGconn *pg, const char *name)
 {
-    rd_kafka_t *admin = NULL;
-    char errstr[1024];
-    int64_t keys = 0;
-    int deleted = 0, rc = 0;
+    dlb_env_purged_t p;
 
-    /* Relays re-read the registry every relay.refresh.ms: wait until they
-     * stopped copying into the topics, or a copy could create one again. */
     printf("waiting %d ms for relays to stop relaying to %s\n", 2 * conf->relay_refresh_ms, name);
     fflush(stdout);
-    usleep((useconds_t)conf->relay_refresh_ms * 2000);
-    if (dlb_env_admin_new(conf, &admin, errstr, sizeof(errstr)) ||
-        dlb_env_topics_delete(admin, conf, name, ADMIN_TIMEOUT_MS, &deleted, errstr,
-                              sizeof(errstr))) {
-        fprintf(stderr, "env drop: topics: %s\n", errstr);
-        rc = 1;
-    } else {
-        printf("deleted %d topic(s) %s.*\n", deleted, name);
-    }
-    if (admin)
-        rd_kafka_destroy(admin);
-    if (dlb_env_schema_drop(pg, name, errstr, sizeof(errstr))) {
-        fprintf(stderr, "env drop: %s\n", errstr);
-        rc = 1;
-    } else {
+    dlb_env_purge(conf, pg, name, ADMIN_TIMEOUT_MS, &p);
+    if (p.topics_err[0])
+        fprintf(stderr, "env drop: topics: %s\n", p.topics_err);
+    else
+        printf("deleted %d topic(s) %s.*\n", p.topics, name);
+    if (p.schema_err[0])
+        fprintf(stderr, "env drop: %s\n", p.schema_err);
+    else
         printf("dropped PostgreSQL schema %s\n", name);
-    }
-    if (dlb_env_redis_purge(conf, name, &keys, errstr, sizeof(errstr))) {
-        fprintf(stderr, "env drop: %s\n", errstr);
-        rc = 1;
-    } else {
-        printf("deleted %lld Redis key(s) %s:*\n", (long long)keys, name);
-    }
-    return rc;
+    if (p.redis_err[0])
+        fprintf(stderr, "env drop: %s\n", p.redis_err);
+    else
+        printf("deleted %lld Redis key(s) %s:*\n", (long long)p.keys, name);
+    return p.topics_err[0] || p.schema_err[0] || p.redis_err[0];
 }
 
 static int act_drop(const cli_args_t *a, const dlb_conf_t *conf)
@@ -696,22 +678,13 @@ static int act_history(const cli_args_t *a, const dlb_conf_t *conf)
     return 0;
 }
 
-/* Whether an evaluation may start: the optimizer group (the consumer that
- * stores the history) has committed everything on its inputs, and the schema
- * holds as many events as were sent. Lag 0 alone is not enough (a topic the
- * producer has not flushed to yet shows none), nor is the count alone (it
- * says nothing while the producer is still sending). */
+/* Whether an evaluation may start (dlb_env_settle). */
 static int act_settle(const cli_args_t *a, const dlb_conf_t *conf)
 {
-    const char *name = a->pos[0];
-    dlb_conf_t ec;
-    PGconn *pg = NULL;
-    rd_kafka_t *rk = NULL;
-    char errstr[1024], group[256], *end;
+    dlb_env_settled_t st;
+    char errstr[1024], *end;
     long long expect = -1;
     double timeout_s = 300;
-    int64_t lag = -1, stored = -1, t0 = dlb_clock_mono_ms(), waited;
-    int rc = 1, err, exists = 0, tables = 0;
 
     if (a->opt['n'] &&
         ((expect = strtoll(a->opt['n'], &end, 10)) < 0 || *end || end == a->opt['n'])) {
@@ -723,74 +696,14 @@ static int act_settle(const cli_args_t *a, const dlb_conf_t *conf)
         fprintf(stderr, "env settle: --timeout: '%s' is not a number of seconds\n", a->opt['t']);
         return 2;
     }
-    /* Not the registry: an environment made with -X env=NAME alone counts. */
-    if (dlb_env_registry_connect(conf->pg_dsn, &pg, errstr, sizeof(errstr)) ||
-        dlb_env_schema_info(pg, name, &exists, &tables, errstr, sizeof(errstr))) {
+    if (dlb_env_settle(conf, a->pos[0], dlb_optimizer_inputs, expect, (int64_t)(timeout_s * 1000.0),
+                       &cli_stop, &st, errstr, sizeof(errstr))) {
         fprintf(stderr, "env settle: %s\n", errstr);
-        goto out;
+        return 1;
     }
-    if (!exists || !tables) {
-        fprintf(stderr, "env settle: %s: no PostgreSQL schema with the pipeline's tables\n", name);
-        goto out;
-    }
-    dlb_env_conf(conf, name, &ec);
-    dlb_conf_group(&ec, "optimizer", group, sizeof(group));
-    if (dlb_kafka_consumer_new(conf, group, NULL, &rk, errstr, sizeof(errstr))) {
-        fprintf(stderr, "env settle: %s\n", errstr);
-        goto out;
-    }
-    for (;;) {
-        /* Lag first: once it is 0, everything read has been stored (a batch
-         * is written to PostgreSQL before its offsets are committed). */
-        err = dlb_env_group_lag(rk, conf, name, dlb_optimizer_inputs, ADMIN_TIMEOUT_MS, &lag,
-                                errstr, sizeof(errstr));
-        if (!err)
-            err = dlb_env_events_stored(pg, name, &stored, errstr, sizeof(errstr));
-        waited = dlb_clock_mono_ms() - t0;
-        if (err && err != DLB_ERR_TRANSIENT) {
-            fprintf(stderr, "env settle: %s: %s\n", name, errstr);
-            goto out;
-        }
-        if (!err && expect >= 0 && stored > expect) {
-            fprintf(stderr,
-                    "env settle: %s: %lld events stored in PostgreSQL, more than the %lld "
-                    "expected: not a fresh environment?\n",
-                    name, (long long)stored, expect);
-            goto out;
-        }
-        if (!err && lag == 0 && (expect < 0 || stored == expect)) {
-            printf("%s: %lld events stored, consumer group %s lag 0 (%.1f s)\n", name,
-                   (long long)stored, group, (double)waited / 1000.0);
-            rc = 0;
-            goto out;
-        }
-        if (cli_stop || (double)waited >= timeout_s * 1000.0) {
-            if (err)
-                fprintf(stderr, "env settle: %s: not settled after %.0f s: %s\n", name,
-                        (double)waited / 1000.0, errstr);
-            else if (expect >= 0)
-                fprintf(stderr,
-                        "env settle: %s: not settled after %.0f s: %lld of %lld events stored "
-                        "in PostgreSQL (%lld missing), consumer group %s %lld behind on its "
-                        "inputs\n",
-                        name, (double)waited / 1000.0, (long long)stored, expect,
-                        expect - (long long)stored, group, (long long)lag);
-            else
-                fprintf(stderr,
-                        "env settle: %s: not settled after %.0f s: consumer group %s %lld "
-                        "behind on its inputs (%lld events stored)\n",
-                        name, (double)waited / 1000.0, group, (long long)lag, (long long)stored);
-            goto out;
-        }
-        dlb_dbg("env settle: %s: lag %lld, %lld stored", name, (long long)lag, (long long)stored);
-        usleep(200 * 1000);
-    }
-out:
-    if (rk)
-        rd_kafka_destroy(rk);
-    if (pg)
-        PQfinish(pg);
-    return rc;
+    printf("%s: %lld events stored, consumer group %s lag 0 (%.1f s)\n", a->pos[0],
+           (long long)st.stored, st.group, (double)st.waited_ms / 1000.0);
+    return 0;
 }
 
 int cmd_env_main(int argc, char **argv)

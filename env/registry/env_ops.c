@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cache_redis.h"
+#include "clock.h"
 #include "env_registry.h"
 #include "err.h"
 #include "kafka.h"
@@ -255,4 +256,112 @@ int dlb_env_redis_purge(const dlb_conf_t *conf, const char *name, int64_t *delet
     err = dlb_redis_unlink_matching(r, "*", deleted, errstr, errstr_size);
     dlb_redis_destroy(r);
     return err;
+}
+
+int dlb_env_settle(const dlb_conf_t *conf, const char *name, const char *const *topics,
+                   int64_t expect, int64_t timeout_ms, volatile sig_atomic_t *stop,
+                   dlb_env_settled_t *out, char *errstr, size_t errstr_size)
+{
+    dlb_conf_t ec;
+    PGconn *pg = NULL;
+    rd_kafka_t *rk = NULL;
+    int64_t t0 = dlb_clock_mono_ms();
+    int err, exists = 0, tables = 0;
+
+    memset(out, 0, sizeof(*out));
+    out->lag = out->stored = -1;
+    /* Not the registry: an environment made with -X env=NAME alone counts. */
+    if ((err = dlb_env_registry_connect(conf->pg_dsn, &pg, errstr, errstr_size)) ||
+        (err = dlb_env_schema_info(pg, name, &exists, &tables, errstr, errstr_size)))
+        goto out;
+    if (!exists || !tables) {
+        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOTFOUND,
+                         "%s: no PostgreSQL schema with the pipeline's tables", name);
+        goto out;
+    }
+    dlb_env_conf(conf, name, &ec);
+    dlb_conf_group(&ec, "optimizer", out->group, sizeof(out->group));
+    if ((err = dlb_kafka_consumer_new(conf, out->group, NULL, &rk, errstr, errstr_size)))
+        goto out;
+    for (;;) {
+        /* Lag first: once it is 0, everything read has been stored (a batch
+         * is written to PostgreSQL before its offsets are committed). */
+        err = dlb_env_group_lag(rk, conf, name, topics, 30000, &out->lag, errstr, errstr_size);
+        if (!err)
+            err = dlb_env_events_stored(pg, name, &out->stored, errstr, errstr_size);
+        out->waited_ms = dlb_clock_mono_ms() - t0;
+        if (err && err != DLB_ERR_TRANSIENT)
+            goto out;
+        if (!err && expect >= 0 && out->stored > expect) {
+            err = dlb_seterr(errstr, errstr_size, DLB_ERR_INVALID,
+                             "%s: %lld events stored in PostgreSQL, more than the %lld expected: "
+                             "not a fresh environment?",
+                             name, (long long)out->stored, (long long)expect);
+            goto out;
+        }
+        if (!err && out->lag == 0 && (expect < 0 || out->stored == expect))
+            goto out;
+        if (*stop || out->waited_ms >= timeout_ms) {
+            double s = (double)out->waited_ms / 1000.0;
+
+            if (err) {
+                char why[512];
+
+                snprintf(why, sizeof(why), "%s", errstr);
+                dlb_seterr(errstr, errstr_size, err, "%s: not settled after %.0f s: %s", name, s,
+                           why);
+            }
+            else if (expect >= 0)
+                dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT,
+                           "%s: not settled after %.0f s: %lld of %lld events stored in "
+                           "PostgreSQL (%lld missing), consumer group %s %lld behind on its "
+                           "inputs",
+                           name, s, (long long)out->stored, (long long)expect,
+                           (long long)(expect - out->stored), out->group, (long long)out->lag);
+            else
+                dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT,
+                           "%s: not settled after %.0f s: consumer group %s %lld behind on its "
+                           "inputs (%lld events stored)",
+                           name, s, out->group, (long long)out->lag, (long long)out->stored);
+            err = DLB_ERR_TRANSIENT;
+            goto out;
+        }
+        dlb_dbg("env settle: %s: lag %lld, %lld stored", name, (long long)out->lag,
+                (long long)out->stored);
+        usleep(200 * 1000);
+    }
+out:
+    if (rk)
+        rd_kafka_destroy(rk);
+    if (pg)
+        PQfinish(pg);
+    return err;
+}
+
+int dlb_env_purge(const dlb_conf_t *conf, PGconn *pg, const char *name, int admin_timeout_ms,
+                  dlb_env_purged_t *out)
+{
+    rd_kafka_t *admin = NULL;
+
+    memset(out, 0, sizeof(*out));
+    usleep((useconds_t)conf->relay_refresh_ms * 2000);
+    if (dlb_env_admin_new(conf, &admin, out->topics_err, sizeof(out->topics_err)) ||
+        dlb_env_topics_delete(admin, conf, name, admin_timeout_ms, &out->topics, out->topics_err,
+                              sizeof(out->topics_err)))
+        out->topics = 0;
+    else
+        out->topics_err[0] = '\0';
+    if (admin)
+        rd_kafka_destroy(admin);
+    if (dlb_env_schema_drop(pg, name, out->schema_err, sizeof(out->schema_err)))
+        out->schema_done = 0;
+    else {
+        out->schema_done = 1;
+        out->schema_err[0] = '\0';
+    }
+    if (dlb_env_redis_purge(conf, name, &out->keys, out->redis_err, sizeof(out->redis_err)))
+        out->keys = 0;
+    else
+        out->redis_err[0] = '\0';
+    return out->topics_err[0] || out->schema_err[0] || out->redis_err[0] ? DLB_ERR_GENERIC : 0;
 }

@@ -4,6 +4,7 @@
 #ifndef DLB_ENV_OPS_H
 #define DLB_ENV_OPS_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -74,6 +75,48 @@ int dlb_env_group_lag(rd_kafka_t *rk, const dlb_conf_t *conf, const char *name,
  *         publishes; plans and configs are the consumers' own). */
 int dlb_env_events_stored(PGconn *pg, const char *name, int64_t *n, char *errstr,
                           size_t errstr_size);
+
+/* What dlb_env_settle saw last. */
+typedef struct dlb_env_settled {
+    char group[256];   /* the consumer group waited for */
+    int64_t lag;       /* what it had still to read, -1 unknown */
+    int64_t stored;    /* events in PostgreSQL, -1 unknown */
+    int64_t waited_ms; /* from the call */
+} dlb_env_settled_t;
+
+/** @brief Wait until environment name may be evaluated: its optimizer group
+ *         (the consumer that stores the history) has committed everything on
+ *         topics, and, when expect >= 0, its schema holds that many events.
+ *         Lag 0 alone is not enough (a topic the producer has not flushed to
+ *         shows none), nor the count alone (it says nothing while a producer
+ *         still sends). Polls every 200 ms.
+ *  @param topics  the group's inputs (short names), NULL-terminated
+ *  @param stop    set by a signal: give up at the next poll
+ *  @returns 0 settled; DLB_ERR_NOTFOUND (no schema with the pipeline's
+ *           tables); DLB_ERR_INVALID (more events stored than expected: not a
+ *           fresh environment); DLB_ERR_TRANSIENT (not settled within
+ *           timeout_ms or stopped: errstr says how far it got); or the error
+ *           of a dependency that failed for good. */
+int dlb_env_settle(const dlb_conf_t *conf, const char *name, const char *const *topics,
+                   int64_t expect, int64_t timeout_ms, volatile sig_atomic_t *stop,
+                   dlb_env_settled_t *out, char *errstr, size_t errstr_size);
+
+/* What dlb_env_purge did: each part apart, as one may fail and the others not. */
+typedef struct dlb_env_purged {
+    int topics;      /* deleted, when topics_err is empty */
+    int64_t keys;    /* Redis keys deleted, when redis_err is empty */
+    int schema_done; /* the PostgreSQL schema dropped, else schema_err */
+    char topics_err[512], schema_err[512], redis_err[512];
+} dlb_env_purged_t;
+
+/** @brief Remove a dropped environment's resources: after waiting twice
+ *         relay.refresh.ms (relays re-read the registry that often, and a
+ *         copy still in flight could create a topic again), its topics, its
+ *         PostgreSQL schema and its Redis keys.
+ *  @returns 0 when all three went, else DLB_ERR_GENERIC with *out saying
+ *           which failed and why. */
+int dlb_env_purge(const dlb_conf_t *conf, PGconn *pg, const char *name, int admin_timeout_ms,
+                  dlb_env_purged_t *out);
 
 /** @brief Delete every Redis key "<name>:*" (SCAN + UNLINK).
  *  @param deleted  set to the number of keys removed */
