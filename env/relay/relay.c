@@ -17,6 +17,7 @@
 #include "kafka.h"
 #include "log.h"
 #include "metrics.h"
+#include "relay_route.h"
 #include "switch_mark.h"
 
 #define TXN_TIMEOUT_MS  30000
@@ -27,7 +28,7 @@
  * carry switch markers. */
 static const char *const *const fan_out = dlb_switch_topics;
 /* The environments' answers, forwarded from the real one. */
-static const char *const fan_in[] = {DLB_TOPIC_PLANS, DLB_TOPIC_CONFIGS, NULL};
+static const char *const *const fan_in = dlb_relay_answer_topics;
 /* Short topic names of the records metric: fan_out's then fan_in's. */
 #define RELAY_TOPICS 7
 
@@ -486,18 +487,6 @@ static int produce_copy(relay_t *r, const char *topic, const rd_kafka_message_t 
     return DLB_ERR_TRANSIENT;
 }
 
-/* Which short name of list topic is, when it is "<prefix>.<short>". */
-static int topic_is(const char *topic, const char *prefix, size_t prefix_len,
-                    const char *const *list)
-{
-    if (strncmp(topic, prefix, prefix_len) || topic[prefix_len] != '.')
-        return 0;
-    for (const char *const *t = list; *t; t++)
-        if (!strcmp(topic + prefix_len + 1, *t))
-            return 1;
-    return 0;
-}
-
 static rpart_t *part_find(relay_t *r, const char *topic, int32_t partition)
 {
     for (size_t i = 0; i < r->parts_cnt; i++)
@@ -524,7 +513,8 @@ static int parts_load(relay_t *r, char *errstr, size_t size)
         const rd_kafka_message_t *m = r->batch[i];
         const char *name = rd_kafka_topic_name(m->rkt);
 
-        if (topic_is(name, r->conf->env, front_len, fan_out) && !part_find(r, name, m->partition) &&
+        if (dlb_relay_topic_is(name, r->conf->env, front_len, fan_out) &&
+            !part_find(r, name, m->partition) &&
             !rd_kafka_topic_partition_list_find(l, name, m->partition))
             rd_kafka_topic_partition_list_add(l, name, m->partition);
     }
@@ -587,19 +577,6 @@ static void part_mark(relay_t *r, rpart_t *p, const rd_kafka_message_t *m,
     r->marks_read++;
 }
 
-/* Whether an answer of environment src goes to the front: the one its stamp
- * names (copied by the consumer from the front record it answers); an
- * unstamped one (an older consumer, or an output not answering a relayed
- * record) when src is real now. */
-static int answer_forwarded(const relay_t *r, const rd_kafka_message_t *m, const char *src)
-{
-    char stamp[DLB_KAFKA_STAMP_MAX];
-
-    if (dlb_kafka_stamp_get(m, stamp, sizeof(stamp)))
-        return !strcmp(stamp, src);
-    return !strcmp(src, r->real);
-}
-
 /* Whether the front has its dead-letter topic, looked up once it is needed
  * (a topic asked for by name could be created by the broker). */
 static int front_dlq_exists(relay_t *r)
@@ -654,23 +631,27 @@ static int marker_refused(relay_t *r, const rd_kafka_message_t *m, const char *r
     return 0;
 }
 
-/* Produce what the batch's records turn into. */
+/* Produce what the batch's records turn into (relay_route.h says whom each
+ * is for). */
 static int relay_records(relay_t *r, int64_t *outputs, char *errstr, size_t size)
 {
     size_t front_len = strlen(r->conf->env);
-    char topic[256];
+    const char *names[DLB_RELAY_MAX_ENVS];
+    char topic[256], stamp[DLB_KAFKA_STAMP_MAX];
     int err;
 
+    for (size_t k = 0; k < r->envs_cnt; k++)
+        names[k] = r->envs[k].name;
     *outputs = 0;
     for (size_t i = 0; i < r->batch_cnt; i++) {
         const rd_kafka_message_t *m = r->batch[i];
-        const char *name = rd_kafka_topic_name(m->rkt);
-        const char *dot = strchr(name, '.');
-        const renv_t *src;
+        const char *name = rd_kafka_topic_name(m->rkt), *short_name;
         dlb_switch_stamp_t mk;
         dlb_switch_kind_t kind;
+        size_t k;
 
-        if (topic_is(name, r->conf->env, front_len, fan_out)) {
+        switch (dlb_relay_topic_kind(name, r->conf->env, names, r->envs_cnt, &k, &short_name)) {
+        case DLB_RELAY_FRONT: {
             rpart_t *p = part_find(r, name, m->partition); /* parts_load() met it */
             char raw[DLB_SWITCH_RAW_MAX];
 
@@ -686,32 +667,39 @@ static int relay_records(relay_t *r, int64_t *outputs, char *errstr, size_t size
                 if ((err = marker_refused(r, m, raw, &sent, errstr, size)))
                     return err;
                 *outputs += sent;
-                r->pending[ACT_DLQ][topic_index(name + front_len + 1)] += sent;
+                r->pending[ACT_DLQ][topic_index(short_name)] += sent;
                 continue;
             }
-            for (size_t k = 0; k < r->envs_cnt; k++) {
-                if (!r->envs[k].usable)
+            for (size_t e = 0; e < r->envs_cnt; e++) {
+                if (!r->envs[e].usable)
                     continue;
-                snprintf(topic, sizeof(topic), "%s%s", r->envs[k].name, name + front_len);
+                snprintf(topic, sizeof(topic), "%s%s", r->envs[e].name, name + front_len);
                 if ((err = produce_copy(r, topic, m, NULL, p ? p->cur.env : "", errstr, size)))
                     return err;
                 (*outputs)++;
-                r->pending[ACT_COPIED][topic_index(name + front_len + 1)]++;
+                r->pending[ACT_COPIED][topic_index(short_name)]++;
             }
-        } else if (dot && (src = env_find(r, name, (size_t)(dot - name))) &&
-                   topic_is(name, src->name, strlen(src->name), fan_in) &&
-                   answer_forwarded(r, m, src->name)) {
-            snprintf(topic, sizeof(topic), "%s%s", r->conf->env, dot);
-            if ((err = produce_copy(r, topic, m, src->name, NULL, errstr, size)))
-                return err;
-            (*outputs)++;
-            r->pending[ACT_FORWARDED][topic_index(dot + 1)]++;
-        } else {
-            /* An answer for another environment, or a record of an
-             * environment dropped since it was polled: consumed, not relayed. */
-            r->dropped++;
-            r->pending[ACT_DROPPED][topic_index(dot ? dot + 1 : name)]++;
+            continue;
         }
+        case DLB_RELAY_ANSWER:
+            if (dlb_relay_answer_forwarded(
+                    names[k], dlb_kafka_stamp_get(m, stamp, sizeof(stamp)) ? stamp : NULL,
+                    r->real)) {
+                snprintf(topic, sizeof(topic), "%s.%s", r->conf->env, short_name);
+                if ((err = produce_copy(r, topic, m, names[k], NULL, errstr, size)))
+                    return err;
+                (*outputs)++;
+                r->pending[ACT_FORWARDED][topic_index(short_name)]++;
+                continue;
+            }
+            break;
+        case DLB_RELAY_OTHER:
+            break;
+        }
+        /* An answer for another environment, or a record of an environment
+         * dropped since it was polled: consumed, not relayed. */
+        r->dropped++;
+        r->pending[ACT_DROPPED][topic_index(short_name)]++;
     }
     return 0;
 }
