@@ -20,6 +20,17 @@ sys_cleanup() {
     # (LeakSanitizer exits non-zero) or any sanitizer finding fails the test.
     for pid in "${SYS_PIDS[@]}"; do
         prc=0
+        # Bounded: a process that ignores SIGTERM fails the test naming it,
+        # instead of holding the test until ctest's timeout says nothing.
+        for _ in $(seq 1 $((${DLB_TEST_STOP_S:-60} * 10))); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            echo "FAIL - background process $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-200)) still running ${DLB_TEST_STOP_S:-60} s after SIGTERM: killed"
+            kill -KILL "$pid" 2>/dev/null || true
+            rc=1
+        fi
         wait "$pid" 2>/dev/null || prc=$?
         if [ "$prc" -ne 0 ] && [ "$rc" -eq 0 ]; then
             echo "FAIL - background process $pid exited with status $prc"
