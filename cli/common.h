@@ -126,7 +126,7 @@ int cli_consumer_main(int argc, char **argv, const char *program, void (*usage)(
     "  -a, --all             show every copy of a redelivered " one " (default: each id once)\n"
 
 /** @brief main() of a subscriber command: options (CLI_SUBSCRIBER_HELP),
- *         subscribe to topic like a job master (consumers/subscribe/subscribe.h) and print
+ *         subscribe to topic like a job master (pipeline/subscribe/subscribe.h) and print
  *         each output of type as it arrives: header then row(ev) per output in
  *         table format, or one JSON object per line.
  *  @returns the exit status: 0, 1 (timeout before --count, or could not

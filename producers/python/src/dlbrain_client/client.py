@@ -6,7 +6,7 @@ type>, keyed by the job uid's UTF-8 bytes, by an idempotent producer with
 librdkafka's default partitioner (consistent_random: CRC32 of the key), so a
 job's events land on the same partitions as the C producers put them.
 PlanSubscriber/ConfigSubscriber behave as `dlbrain plans`/`dlbrain configs`
-(consumers/subscribe/subscribe.c): a consumer group of their own, read_committed,
+(pipeline/subscribe/subscribe.c): a consumer group of their own, read_committed,
 from the earliest offset, each id delivered once.
 """
 
