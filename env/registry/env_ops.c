@@ -310,8 +310,7 @@ int dlb_env_settle(const dlb_conf_t *conf, const char *name, const char *const *
                 snprintf(why, sizeof(why), "%s", errstr);
                 dlb_seterr(errstr, errstr_size, err, "%s: not settled after %.0f s: %s", name, s,
                            why);
-            }
-            else if (expect >= 0)
+            } else if (expect >= 0)
                 dlb_seterr(errstr, errstr_size, DLB_ERR_TRANSIENT,
                            "%s: not settled after %.0f s: %lld of %lld events stored in "
                            "PostgreSQL (%lld missing), consumer group %s %lld behind on its "
