@@ -296,9 +296,7 @@ static void jdist(cJSON *parent, const char *name, const dlb_eval_dist_t *d, con
     jnum(o, "n", (double)d->n, bad);
     jnum(o, "mean", d->mean, bad);
     for (size_t i = 0; i < QUANTS; i++)
-        if (strcmp(quants[i].name, "p50"))
-            jnum(o, quants[i].name, dlb_eval_quantile(sorted, d->n, quants[i].q), bad);
-    jnum(o, "p50", d->p50, bad);
+        jnum(o, quants[i].name, dlb_eval_quantile(sorted, d->n, quants[i].q), bad);
     jnum(o, "p95", d->p95, bad);
     jnum(o, "max", d->max, bad);
     jnum(o, "total", d->sum, bad);
@@ -555,20 +553,21 @@ static const struct {
     {"job memory utilisation", K_PCT},
 };
 
-static const double *dist_values(const dlb_eval_figures_t *x, int d, size_t *n)
+/* Figure d of x: its summary (*dist) and its values, sorted, (*dist)->n of them. */
+static const double *dist_values(const dlb_eval_figures_t *x, int d, const dlb_eval_dist_t **dist)
 {
     switch (d) {
     case D_JCT:
-        *n = x->jct.n;
+        *dist = &x->jct;
         return x->jct_s;
     case D_PENDING:
-        *n = x->pending.n;
+        *dist = &x->pending;
         return x->pending_s;
     case D_JOB_CPU:
-        *n = x->job_cpu.n;
+        *dist = &x->job_cpu;
         return x->job_cpu_util;
     default:
-        *n = x->job_mem.n;
+        *dist = &x->job_mem;
         return x->job_mem_util;
     }
 }
@@ -587,19 +586,17 @@ static void html_dists(dlb_svg_out_t *o, const dlb_eval_figures_t *f, size_t cnt
     dlb_svg_printf(o, "</tr></thead><tbody>");
     for (int d = 0; d < D_COUNT; d++)
         for (size_t e = 0; e < cnt; e++) {
-            size_t n;
-            const double *v = dist_values(&f[e], d, &n);
-            double sum = 0;
+            const dlb_eval_dist_t *dist;
+            const double *v = dist_values(&f[e], d, &dist);
 
-            for (size_t i = 0; i < n; i++)
-                sum += v[i];
             dlb_svg_printf(o, "<tr><td>%s</td><td style=\"color:%s\">", e ? "" : dists[d].label,
                            dlb_svg_color(e));
             dlb_svg_text(o, f[e].env);
-            fmt_value(buf, sizeof(buf), dists[d].kind, n ? sum / (double)n : NAN);
-            dlb_svg_printf(o, "</td><td>%zu</td><td>%s</td>", n, buf);
+            fmt_value(buf, sizeof(buf), dists[d].kind, dist->mean);
+            dlb_svg_printf(o, "</td><td>%zu</td><td>%s</td>", dist->n, buf);
             for (size_t i = 0; i < QUANTS; i++) {
-                fmt_value(buf, sizeof(buf), dists[d].kind, dlb_eval_quantile(v, n, quants[i].q));
+                fmt_value(buf, sizeof(buf), dists[d].kind,
+                          dlb_eval_quantile(v, dist->n, quants[i].q));
                 dlb_svg_printf(o, "<td>%s</td>", buf);
             }
             dlb_svg_printf(o, "</tr>");
@@ -646,13 +643,13 @@ static void html_cdf(dlb_svg_out_t *o, const dlb_eval_figures_t *f, size_t cnt, 
     unit_t u = {"%", 0.01};
 
     for (size_t e = 0; e < cnt; e++) {
-        size_t n;
-        const double *v = dist_values(&f[e], d, &n);
+        const dlb_eval_dist_t *dist;
 
-        if (n && v[n - 1] > max_x)
-            max_x = v[n - 1];
-        if (n > most)
-            most = n;
+        dist_values(&f[e], d, &dist);
+        if (dist->n && dist->max > max_x)
+            max_x = dist->max;
+        if (dist->n > most)
+            most = dist->n;
     }
     /* Points: the origin, one per job, and the last level carried on to the
      * axis end, so the final step is not lost on the plot's edge. */
@@ -663,8 +660,9 @@ static void html_cdf(dlb_svg_out_t *o, const dlb_eval_figures_t *f, size_t cnt, 
     if (!pct)
         u = time_unit(max_x);
     for (size_t e = 0; e < cnt; e++) {
-        size_t n;
-        const double *v = dist_values(&f[e], d, &n);
+        const dlb_eval_dist_t *dist;
+        const double *v = dist_values(&f[e], d, &dist);
+        size_t n = dist->n;
         double *x = pb.xy + 2 * e * pb.per_line, *y = x + pb.per_line;
         double of = pct ? (double)n : (double)f[e].jobs;
 
