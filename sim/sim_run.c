@@ -174,6 +174,12 @@ static void jobs_csv(const dlb_sim_opts_t *o, const dlb_sim_job_t *jobs, size_t 
     }
 }
 
+/* used over requested; NaN when nothing was requested (JSON null). */
+static double share(double used, double requested)
+{
+    return requested > 0 ? used / requested : NAN;
+}
+
 static void summarise(const dlb_sim_opts_t *o, const dlb_sim_job_t *jobs, size_t n,
                       const dlb_sim_out_t *out, int64_t wall_ns, int64_t now, dlb_sim_summary_t *s)
 {
@@ -225,26 +231,17 @@ static void summarise(const dlb_sim_opts_t *o, const dlb_sim_job_t *jobs, size_t
     if (finished)
         s->jct_mean_s /= finished;
     s->completion_rate = n ? (double)s->succeeded / (double)n : NAN;
-    s->worker_cpu_util =
-        req[DLB_SIM_USE_WK_CPU] > 0 ? use[DLB_SIM_USE_WK_CPU] / req[DLB_SIM_USE_WK_CPU] : NAN;
-    s->worker_mem_util =
-        req[DLB_SIM_USE_WK_MEM] > 0 ? use[DLB_SIM_USE_WK_MEM] / req[DLB_SIM_USE_WK_MEM] : NAN;
-    s->ps_cpu_util =
-        req[DLB_SIM_USE_PS_CPU] > 0 ? use[DLB_SIM_USE_PS_CPU] / req[DLB_SIM_USE_PS_CPU] : NAN;
-    s->ps_mem_util =
-        req[DLB_SIM_USE_PS_MEM] > 0 ? use[DLB_SIM_USE_PS_MEM] / req[DLB_SIM_USE_PS_MEM] : NAN;
-    s->cpu_util = req[DLB_SIM_USE_WK_CPU] + req[DLB_SIM_USE_PS_CPU] > 0
-                      ? (use[DLB_SIM_USE_WK_CPU] + use[DLB_SIM_USE_PS_CPU]) /
-                            (req[DLB_SIM_USE_WK_CPU] + req[DLB_SIM_USE_PS_CPU])
-                      : NAN;
-    s->mem_util = req[DLB_SIM_USE_WK_MEM] + req[DLB_SIM_USE_PS_MEM] > 0
-                      ? (use[DLB_SIM_USE_WK_MEM] + use[DLB_SIM_USE_PS_MEM]) /
-                            (req[DLB_SIM_USE_WK_MEM] + req[DLB_SIM_USE_PS_MEM])
-                      : NAN;
-    s->worker_mem_util_static_bound = peak_s[0] > 0 ? need_s[0] / peak_s[0] : NAN;
-    s->ps_mem_util_static_bound = peak_s[1] > 0 ? need_s[1] / peak_s[1] : NAN;
-    s->mem_util_static_bound =
-        peak_s[0] + peak_s[1] > 0 ? (need_s[0] + need_s[1]) / (peak_s[0] + peak_s[1]) : NAN;
+    s->worker_cpu_util = share(use[DLB_SIM_USE_WK_CPU], req[DLB_SIM_USE_WK_CPU]);
+    s->worker_mem_util = share(use[DLB_SIM_USE_WK_MEM], req[DLB_SIM_USE_WK_MEM]);
+    s->ps_cpu_util = share(use[DLB_SIM_USE_PS_CPU], req[DLB_SIM_USE_PS_CPU]);
+    s->ps_mem_util = share(use[DLB_SIM_USE_PS_MEM], req[DLB_SIM_USE_PS_MEM]);
+    s->cpu_util = share(use[DLB_SIM_USE_WK_CPU] + use[DLB_SIM_USE_PS_CPU],
+                        req[DLB_SIM_USE_WK_CPU] + req[DLB_SIM_USE_PS_CPU]);
+    s->mem_util = share(use[DLB_SIM_USE_WK_MEM] + use[DLB_SIM_USE_PS_MEM],
+                        req[DLB_SIM_USE_WK_MEM] + req[DLB_SIM_USE_PS_MEM]);
+    s->worker_mem_util_static_bound = share(need_s[0], peak_s[0]);
+    s->ps_mem_util_static_bound = share(need_s[1], peak_s[1]);
+    s->mem_util_static_bound = share(need_s[0] + need_s[1], peak_s[0] + peak_s[1]);
     if (started)
         s->pending_mean_s /= started;
     s->virtual_ms = now - o->start_ms;
