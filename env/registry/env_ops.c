@@ -352,12 +352,8 @@ int dlb_env_purge(const dlb_conf_t *conf, PGconn *pg, const char *name, int admi
         out->topics_err[0] = '\0';
     if (admin)
         rd_kafka_destroy(admin);
-    if (dlb_env_schema_drop(pg, name, out->schema_err, sizeof(out->schema_err)))
-        out->schema_done = 0;
-    else {
-        out->schema_done = 1;
+    if (!dlb_env_schema_drop(pg, name, out->schema_err, sizeof(out->schema_err)))
         out->schema_err[0] = '\0';
-    }
     if (dlb_env_redis_purge(conf, name, &out->keys, out->redis_err, sizeof(out->redis_err)))
         out->keys = 0;
     else

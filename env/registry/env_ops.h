@@ -103,9 +103,9 @@ int dlb_env_settle(const dlb_conf_t *conf, const char *name, const char *const *
 
 /* What dlb_env_purge did: each part apart, as one may fail and the others not. */
 typedef struct dlb_env_purged {
-    int topics;      /* deleted, when topics_err is empty */
-    int64_t keys;    /* Redis keys deleted, when redis_err is empty */
-    int schema_done; /* the PostgreSQL schema dropped, else schema_err */
+    int topics;   /* deleted, when topics_err is empty */
+    int64_t keys; /* Redis keys deleted, when redis_err is empty */
+    /* Why each part failed; "" when it went (the schema: dropped). */
     char topics_err[512], schema_err[512], redis_err[512];
 } dlb_env_purged_t;
 
