@@ -697,7 +697,7 @@ static int act_settle(const cli_args_t *a, const dlb_conf_t *conf)
         return 2;
     }
     if (dlb_env_settle(conf, a->pos[0], dlb_optimizer_inputs, expect, (int64_t)(timeout_s * 1000.0),
-                       &cli_stop, &st, errstr, sizeof(errstr))) {
+                       ADMIN_TIMEOUT_MS, &cli_stop, &st, errstr, sizeof(errstr))) {
         fprintf(stderr, "env settle: %s\n", errstr);
         return 1;
     }

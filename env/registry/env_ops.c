@@ -259,8 +259,9 @@ int dlb_env_redis_purge(const dlb_conf_t *conf, const char *name, int64_t *delet
 }
 
 int dlb_env_settle(const dlb_conf_t *conf, const char *name, const char *const *topics,
-                   int64_t expect, int64_t timeout_ms, volatile sig_atomic_t *stop,
-                   dlb_env_settled_t *out, char *errstr, size_t errstr_size)
+                   int64_t expect, int64_t timeout_ms, int admin_timeout_ms,
+                   volatile sig_atomic_t *stop, dlb_env_settled_t *out, char *errstr,
+                   size_t errstr_size)
 {
     dlb_conf_t ec;
     PGconn *pg = NULL;
@@ -286,7 +287,8 @@ int dlb_env_settle(const dlb_conf_t *conf, const char *name, const char *const *
     for (;;) {
         /* Lag first: once it is 0, everything read has been stored (a batch
          * is written to PostgreSQL before its offsets are committed). */
-        err = dlb_env_group_lag(rk, conf, name, topics, 30000, &out->lag, errstr, errstr_size);
+        err = dlb_env_group_lag(rk, conf, name, topics, admin_timeout_ms, &out->lag, errstr,
+                                errstr_size);
         if (!err)
             err = dlb_env_events_stored(pg, name, &out->stored, errstr, errstr_size);
         out->waited_ms = dlb_clock_mono_ms() - t0;

@@ -91,6 +91,7 @@ typedef struct dlb_env_settled {
  *         shows none), nor the count alone (it says nothing while a producer
  *         still sends). Polls every 200 ms.
  *  @param topics  the group's inputs (short names), NULL-terminated
+ *  @param admin_timeout_ms  how long one ask of the broker may take
  *  @param stop    set by a signal: give up at the next poll
  *  @returns 0 settled; DLB_ERR_NOTFOUND (no schema with the pipeline's
  *           tables); DLB_ERR_INVALID (more events stored than expected: not a
@@ -98,8 +99,9 @@ typedef struct dlb_env_settled {
  *           timeout_ms or stopped: errstr says how far it got); or the error
  *           of a dependency that failed for good. */
 int dlb_env_settle(const dlb_conf_t *conf, const char *name, const char *const *topics,
-                   int64_t expect, int64_t timeout_ms, volatile sig_atomic_t *stop,
-                   dlb_env_settled_t *out, char *errstr, size_t errstr_size);
+                   int64_t expect, int64_t timeout_ms, int admin_timeout_ms,
+                   volatile sig_atomic_t *stop, dlb_env_settled_t *out, char *errstr,
+                   size_t errstr_size);
 
 /* What dlb_env_purge did: each part apart, as one may fail and the others not. */
 typedef struct dlb_env_purged {
