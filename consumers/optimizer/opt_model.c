@@ -493,10 +493,31 @@ typedef struct points {
     unsigned allowed;
 } points_t;
 
+/* A sample's speed. A job that makes a step in minutes reports 0.00 steps/s
+ * (speeds come rounded to two decimals) while it runs: dropped, its samples
+ * at that count were never seen, and a fit on faster counts that says
+ * workers do not matter (their 0.02 steps/s all alike after rounding) kept
+ * shrinking it. In the simulator a job so went from 24 workers to one and
+ * ran 19 times longer (workload-3 seed 2). When the reported speed is 0 but
+ * global_step advanced since the first sample at the same worker and PS
+ * counts (seg), the steps over that time are its speed. */
+static double sample_speed(const dlb_runtime_sample_t *samples, size_t i, size_t seg)
+{
+    const dlb_runtime_sample_t *a = &samples[seg], *b = &samples[i];
+
+    if (samples[i].speed > 0 || i == seg || b->global_step <= a->global_step ||
+        b->event_time_ms <= a->event_time_ms)
+        return samples[i].speed;
+    return (double)(b->global_step - a->global_step) * 1000.0 /
+           (double)(b->event_time_ms - a->event_time_ms);
+}
+
 static int collect(const dlb_runtime_sample_t *samples, size_t cnt, points_t *o)
 {
     double seen_p[64];
-    size_t seen_pn = 0;
+    size_t seen_pn = 0, seg = 0;
+    int seg_wk = 0;
+    double seg_p = 0;
 
     memset(o, 0, sizeof(*o));
     o->w_min = INT_MAX;
@@ -519,18 +540,23 @@ static int collect(const dlb_runtime_sample_t *samples, size_t cnt, points_t *o)
     if (!o->with_ps)
         o->allowed = 0x5;
     for (size_t i = 0; i < cnt; i++) {
-        const dlb_runtime_sample_t *smp = &samples[i];
         point_t *pt = &o->pts[o->n];
         size_t j;
         int wk = o->pts[i].workers;
-        double p = o->pts[i].x[1];
+        double p = o->pts[i].x[1], speed;
 
-        if (!(smp->speed > 0) || wk <= 0 || (o->with_ps && !(p > 0)))
+        if (i == 0 || seg_wk != wk || seg_p != p) {
+            seg = i;
+            seg_wk = wk;
+            seg_p = p;
+        }
+        speed = sample_speed(samples, i, seg);
+        if (!(speed > 0) || wk <= 0 || (o->with_ps && !(p > 0)))
             continue;
         pt->x[0] = 1.0 / wk;
         pt->x[1] = o->with_ps ? 1.0 / p : 0;
         pt->x[2] = 1;
-        pt->y = 1.0 / smp->speed;
+        pt->y = 1.0 / speed;
         pt->workers = wk;
         for (j = 0; j < o->n && o->pts[j].workers != wk; j++)
             ;

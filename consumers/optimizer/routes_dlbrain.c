@@ -258,8 +258,16 @@ static int opt_create(const dlb_opt_input_t *in, dlb_plan_t *plan)
         dlb_reason_appendf(plan->reason, sizeof(plan->reason),
                            " dlbrain: the worker count stays the user's (0 = keep).");
     }
-    if ((err = dlb_oom_history_memory(in->history, "worker", &peak, &pods)) || peak <= 0)
+    if ((err = dlb_oom_history_memory(in->history, "worker", &peak, &pods)))
         return err;
+    if (peak <= 0) {
+        g->resource.memory = 0;
+        dlb_reason_appendf(plan->reason, sizeof(plan->reason),
+                           " dlbrain: no similar worker has run, so the worker memory stays the "
+                           "user's (0 = keep), not the 16GiB guess, until the job's own samples "
+                           "size it.");
+        return 0;
+    }
     head = (int64_t)((double)peak * CREATE_MEMORY_HEADROOM);
     memory = dlb_mem_add(peak, head < CREATE_MEMORY_STEP_MAX ? head : CREATE_MEMORY_STEP_MAX);
     if (memory < g->resource.memory) {

@@ -177,7 +177,7 @@ static const route_case_t route_cases[] = {
      0,
      "Worker create: cold start"},
     /* the dlbrain set: the same resources, the user's worker count (0 = keep) */
-    {"create, set dlbrain uses the DLRover formulas",
+    {"create, set dlbrain: DLRover's formulas, cold worker memory the user's",
      "dlbrain",
      DLB_STAGE_CREATE,
      NULL,
@@ -185,7 +185,7 @@ static const route_case_t route_cases[] = {
      &empty_history,
      0,
      "dlrover.create",
-     {{"worker", 0, 12, 16 * GIB}, {"ps", 4, 12, 16 * GIB}},
+     {{"worker", 0, 12, 0}, {"ps", 4, 12, 16 * GIB}},
      0,
      "the worker count stays the user's"},
     /* history (worked out above): worker 1 x 13 x 30G, PS 2 x 8.5 x 12G */
