@@ -110,6 +110,19 @@ static const model_case_t model_cases[] = {
      0,
      6,
      "1/speed = 4/w + 0/p + 0.6, R^2=1.0000"},
+    /* A speed reported as 0.00 while global_step advanced (a step takes minutes, speeds
+     * come with two decimals): the steps since the first sample at the same counts over
+     * that time, 100 steps in 15 s, 1/speed = 0.15. Without it 3 samples are too few.
+     * x = 1/w: 1, 0.25, 0.125, 0.125; y: 4.6, 1.6, 1.1, 0.15: least squares a = 2.3625 /
+     * 0.53125 = 4.447, c = 1.8625 - 0.375 a = 0.195, both >= 0; every worker up to 22 pays
+     * -> the step cap (8): 8 -> 16 */
+    {"a zero speed from the steps of its segment",
+     {{1, 2, 8, 4.6}, {4, 2, 8, 1.6}, {8, 2, 8, 1.1}, {8, 2, 8, 0}},
+     NULL,
+     0,
+     0,
+     16,
+     "Worker model from 4 samples (1..8 workers): 1/speed = 4.44706/w"},
     /* the same without PS (all-reduce): b is not fitted, p = 0; speed(w) = w / (4 + 0.6 w):
      * speed(2) = 2 / 5.2 = 0.3846, speed(6) = 6 / 7.6 = 0.7895 */
     {"no PS",
