@@ -185,6 +185,7 @@ static void summarise(const dlb_sim_opts_t *o, const dlb_sim_job_t *jobs, size_t
 {
     int finished = 0, started = 0;
     double use[4] = {0}, req[4] = {0}, need_s[2] = {0}, peak_s[2] = {0};
+    const double floor_gib = (double)o->params.limits.memory_min / (double)DLB_GIB;
 
     s->jobs = (int)n;
     for (size_t i = 0; i < n; i++) {
@@ -216,8 +217,11 @@ static void summarise(const dlb_sim_opts_t *o, const dlb_sim_job_t *jobs, size_t
             req[r] += j->req_s[r];
         }
         for (int r = 0; r < 2; r++) {
+            /* No plan gets a pod less than the master's floor. */
+            double peak = j->need_peak[r] > floor_gib ? j->need_peak[r] : floor_gib;
+
             need_s[r] += j->need_s[r];
-            peak_s[r] += j->need_peak[r] * j->pod_s[r];
+            peak_s[r] += peak * j->pod_s[r];
         }
         if (j->end_ms && j->start_ms) {
             s->jct_mean_s += (double)(j->end_ms - j->arrival_ms) / 1000.0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The job simulator against a real optimizer: 10 jobs of a Pollux workload
-# (workload-4 starts with a BERT job, whose workers need more memory than
-# DLRover's cold-start 16 GiB, so an OOM is certain) run to their end in lock-step
+# (workload-4, seed 7, a fifth of the length: the ncf jobs' PS memory rises
+# faster than the PS sizing at ps_initial foresaw, so OOMs are certain, the
+# same each run) run to their end in lock-step
 # with the dlbrain optimizer set; plans are requested and applied, an OOM is
 # answered with more memory (and plan_outcomes.ooms_after counts it for the
 # plan in effect, not for the plan that answered it), and a second run with
@@ -29,7 +30,8 @@ expect_eq "jobs" 10 "$(s jobs)"
 expect_eq "jobs ended (succeeded + failed)" 10 "$(($(s succeeded) + $(s failed)))"
 [ "$(s succeeded)" -ge 8 ] || fail "only $(s succeeded) of 10 jobs succeeded"
 ok "$(s succeeded) succeeded"
-[ "$(s plan_requests)" -gt 30 ] || fail "only $(s plan_requests) plan requests"
+# At least create, ps_initial and worker_initial for each job.
+[ "$(s plan_requests)" -ge 30 ] || fail "only $(s plan_requests) plan requests"
 expect_eq "plans missing" 0 "$(s plans_missing)"
 expect_eq "plans received = requests" "$(s plan_requests)" "$(s plans_received)"
 [ "$(s plans_applied)" -gt 0 ] || fail "no plan was applied"
