@@ -98,11 +98,12 @@ def test_cold_start_plan(brokers):
         plan = plans.wait_for(req, timeout=120)
         msg = plans.last_message
     # DLRover's cold start: 4 PS x 12 CPU x 16 GiB, workers at 12 CPU x 16 GiB; the dlbrain set
-    # (the default) keeps the user's worker count (0 = keep) where DLRover asks 1 worker.
+    # (the default) keeps the user's worker count (0 = keep) where DLRover asks 1 worker, and,
+    # with no similar worker to size from, the user's worker memory (0 = keep).
     res = {"cpu": 12.0, "memory": 16 * GiB, "gpu": 0, "gpu_type": "", "priority": ""}
     assert sorted(plan["groups"], key=lambda g: g["group"]) == [
         {"group": "ps", "count": 4, "resource": res},
-        {"group": "worker", "count": 0, "resource": res},
+        {"group": "worker", "count": 0, "resource": dict(res, memory=0)},
     ]
     assert plan["pods"] == [] and plan["actions"] == []
     assert plan["plan_id"] == plan["event_id"] == f"plan-{req}"
