@@ -516,8 +516,6 @@ static int collect(const dlb_runtime_sample_t *samples, size_t cnt, points_t *o)
 {
     double seen_p[64];
     size_t seen_pn = 0, seg = 0;
-    int seg_wk = 0;
-    double seg_p = 0;
 
     memset(o, 0, sizeof(*o));
     o->w_min = INT_MAX;
@@ -526,7 +524,8 @@ static int collect(const dlb_runtime_sample_t *samples, size_t cnt, points_t *o)
         return DLB_ERR_NOMEM;
     /* Each sample's pods counted once (a history job's samples are walked
      * for every plan request of its scenario): pts[i] holds sample i's
-     * counts until the second pass, which never writes ahead of i. */
+     * counts and speed until the second pass, which never writes ahead of
+     * i. seg: the first sample at sample i's counts. */
     for (size_t i = 0; i < cnt; i++) {
         int wk;
         double p;
@@ -534,7 +533,10 @@ static int collect(const dlb_runtime_sample_t *samples, size_t cnt, points_t *o)
         sample_inputs(&samples[i], &wk, &p);
         o->pts[i].workers = wk;
         o->pts[i].x[1] = p;
-        if (samples[i].speed > 0 && wk > 0 && p > 0)
+        if (o->pts[seg].workers != wk || o->pts[seg].x[1] != p)
+            seg = i;
+        o->pts[i].y = sample_speed(samples, i, seg);
+        if (o->pts[i].y > 0 && wk > 0 && p > 0)
             o->with_ps = 1;
     }
     if (!o->with_ps)
@@ -543,14 +545,8 @@ static int collect(const dlb_runtime_sample_t *samples, size_t cnt, points_t *o)
         point_t *pt = &o->pts[o->n];
         size_t j;
         int wk = o->pts[i].workers;
-        double p = o->pts[i].x[1], speed;
+        double p = o->pts[i].x[1], speed = o->pts[i].y;
 
-        if (i == 0 || seg_wk != wk || seg_p != p) {
-            seg = i;
-            seg_wk = wk;
-            seg_p = p;
-        }
-        speed = sample_speed(samples, i, seg);
         if (!(speed > 0) || wk <= 0 || (o->with_ps && !(p > 0)))
             continue;
         pt->x[0] = 1.0 / wk;
