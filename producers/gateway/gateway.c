@@ -525,11 +525,20 @@ static void server_stop(gw_t *gw)
     if (!gw->cq)
         return;
     grpc_completion_queue_shutdown(gw->cq);
-    for (;;) {
-        grpc_event ev =
-            grpc_completion_queue_next(gw->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+    for (until = dlb_clock_mono_ms() + 5000;;) {
+        grpc_event ev = grpc_completion_queue_next(
+            gw->cq,
+            gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(LOOP_MS, GPR_TIMESPAN)),
+            NULL);
         if (ev.type == GRPC_QUEUE_SHUTDOWN)
             break;
+        /* An operation gRPC never ends would hold the stop for ever: the
+         * process is going, so the queue is left, named, to the exit. */
+        if (ev.type == GRPC_QUEUE_TIMEOUT && dlb_clock_mono_ms() >= until) {
+            dlb_warn("gateway: gRPC's completion queue did not drain in 5 s; left to the exit");
+            gw->cq = NULL;
+            return;
+        }
         if (ev.type == GRPC_OP_COMPLETE && ev.tag != TAG_SHUTDOWN &&
             ((uintptr_t)ev.tag & OP_MASK) == OP_NEW)
             gw_call_free((gw_call_t *)((uintptr_t)ev.tag & ~(uintptr_t)OP_MASK));
@@ -538,12 +547,23 @@ static void server_stop(gw_t *gw)
     gw->cq = NULL;
 }
 
+/* Each step of the stop is bounded; one that is slow anyway is named, so an
+ * operator (or a test) sees where a stop that takes long spends it. */
+static int64_t stop_stage(const char *what, int64_t since)
+{
+    int64_t now = dlb_clock_mono_ms();
+
+    if (now - since >= 1000)
+        dlb_warn("gateway: stopping %s took %lld ms", what, (long long)(now - since));
+    return now;
+}
+
 int dlb_gateway_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_gateway_stats_t *stats,
                     char *errstr, size_t errstr_size)
 {
     gw_t gw = {.conf = conf, .stop = stop, .st = stats};
     gw_http_t *http = NULL;
-    int64_t last_sweep = 0;
+    int64_t last_sweep = 0, t;
     int err;
 
     if (conf->gateway.max_calls < 1)
@@ -582,13 +602,25 @@ int dlb_gateway_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_gat
             dispatch(&gw, ev);
     }
 out:
+    /* A signal during the start asked for the process to go: what the start
+     * could not do no longer matters. */
+    if (err && *stop) {
+        dlb_info("gateway: stopped while starting (%s)", errstr);
+        err = 0;
+    }
+    dlb_info("gateway: stopping");
+    t = dlb_clock_mono_ms();
     gw_http_stop(http);
+    t = stop_stage("the HTTP Brain", t);
     server_stop(&gw);
+    t = stop_stage("the gRPC server", t);
     gw_kafka_stop(&gw);
+    t = stop_stage("the Kafka clients", t);
     gw_pg_close(&gw);
     if (gw.cat)
         dlb_catalog_destroy(gw.cat);
     grpc_shutdown();
+    stop_stage("gRPC", t);
     pthread_mutex_destroy(&gw.lock);
     return err;
 }

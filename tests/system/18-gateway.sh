@@ -36,7 +36,7 @@ start_gateway() {
     "$DLBRAIN" gateway -a 127.0.0.1:0 -X metrics.port=0 "$@" >/dev/null 2>"$SYS_DIR/$name.log" &
     SYS_PIDS+=($!)
     for _ in $(seq 1 100); do
-        port=$(sed -n 's/.*serving brain.Brain on .* (port \([0-9]*\)).*/\1/p' "$SYS_DIR/$name.log")
+        port=$(sed -n 's/.*serving brain.Brain on .* (port \([0-9]*\)).*/\1/p' "$SYS_DIR/$name.log" 2>/dev/null) || true
         [ -n "$port" ] && break
         sleep 0.1
     done

@@ -42,7 +42,7 @@ grep -q ready "$SYS_DIR/respond.out" || fail "the scripted Brain did not start: 
 SYS_PIDS+=($!)
 port=''
 for _ in $(seq 1 100); do
-    port=$(sed -n 's/.*serving brain.Brain on .* (port \([0-9]*\)).*/\1/p' "$SYS_DIR/gateway.log")
+    port=$(sed -n 's/.*serving brain.Brain on .* (port \([0-9]*\)).*/\1/p' "$SYS_DIR/gateway.log" 2>/dev/null) || true
     [ -n "$port" ] && break
     sleep 0.1
 done

@@ -28,6 +28,12 @@ sys_cleanup() {
         done
         if kill -0 "$pid" 2>/dev/null; then
             echo "FAIL - background process $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-200)) still running ${DLB_TEST_STOP_S:-60} s after SIGTERM: killed"
+            # Where it is stuck, so that one failure is enough to fix it.
+            if command -v gdb >/dev/null 2>&1; then
+                echo "---- its threads' stacks"
+                timeout 60 gdb -p "$pid" -batch -ex 'thread apply all bt' 2>/dev/null |
+                    grep -E '^(Thread|#)' | head -n 200 || true
+            fi
             kill -KILL "$pid" 2>/dev/null || true
             rc=1
         fi
@@ -206,7 +212,8 @@ sys_stop_real_kafka() {
 sys_log_port() {
     port=''
     for _ in $(seq 1 100); do
-        port=$(sed -n "$2" "$SYS_DIR/$1.log" | head -n 1)
+        # The log may not exist yet: the process has just been started.
+        port=$(sed -n "$2" "$SYS_DIR/$1.log" 2>/dev/null | head -n 1) || true
         [ -n "$port" ] && return 0
         sleep 0.1
     done
