@@ -30,22 +30,29 @@
 /* Everything "as of" $3, the request time, so that answering the same
  * request later (a redelivery, a replay) sees the same history: state and
  * exit reason from the newest job event before it, samples and OOMs before it.
+ * The job's marks (migration 015) answer without a probe of the events where
+ * they can: a newest state before the request is the state as of it.
  * The last column is the job's OOM-killed pods, at most $6 of them, a JSON
  * array: in the same round trip, as one plan (a statement of its own was
  * planned anew on every call). */
 static const dlb_pg_stmt_t st_hist_jobs = {DLB_PG_ST_HIST_JOBS, "dlb_hist_jobs",
     "SELECT j.uid, j.created_ms, "
-    "COALESCE((SELECT e.state FROM job_events e WHERE e.job_uid = j.uid "
+    "CASE WHEN j.last_state_ms IS NULL THEN '' "
+    "WHEN j.last_state_ms < $3::bigint THEN j.last_state "
+    "ELSE COALESCE((SELECT e.state FROM job_events e WHERE e.job_uid = j.uid "
     "AND e.state IS NOT NULL AND e.event_time_ms < $3::bigint "
-    "ORDER BY e.event_time_ms DESC, e.event_id DESC LIMIT 1), ''), "
-    "COALESCE((SELECT e.exit_reason FROM job_events e WHERE e.job_uid = j.uid "
+    "ORDER BY e.event_time_ms DESC, e.event_id DESC LIMIT 1), '') END, "
+    "CASE WHEN j.last_exit_ms IS NULL THEN '' "
+    "WHEN j.last_exit_ms < $3::bigint THEN j.last_exit_reason "
+    "ELSE COALESCE((SELECT e.exit_reason FROM job_events e WHERE e.job_uid = j.uid "
     "AND e.exit_reason IS NOT NULL AND e.event_time_ms < $3::bigint "
-    "ORDER BY e.event_time_ms DESC, e.event_id DESC LIMIT 1), ''), "
+    "ORDER BY e.event_time_ms DESC, e.event_id DESC LIMIT 1), '') END, "
     "j.samples_seq, j.samples_max_ms, "
-    "COALESCE((SELECT json_agg(o.pod_name ORDER BY o.pod_name) FROM ("
+    "CASE WHEN j.oom_max_ms IS NULL THEN '[]' "
+    "ELSE COALESCE((SELECT json_agg(o.pod_name ORDER BY o.pod_name) FROM ("
     "SELECT DISTINCT n.pod_name FROM node_events n WHERE n.job_uid = j.uid "
     "AND n.kind = 'oom_killed' AND n.pod_name <> '' AND n.event_time_ms < $3::bigint "
-    "ORDER BY 1 LIMIT $6::integer) o), '[]') "
+    "ORDER BY 1 LIMIT $6::integer) o), '[]') END "
     "FROM jobs j WHERE j.scenario = $1 AND j.created_ms >= $2::bigint "
     "AND j.created_ms < $3::bigint AND j.uid <> $4 "
     "ORDER BY j.created_ms DESC, j.uid LIMIT $5::integer"};

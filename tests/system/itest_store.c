@@ -1564,6 +1564,74 @@ static void test_pg_load_history(void **unused)
     dlb_pg_destroy(pg);
 }
 
+/* A job's state, exit reason and OOM-killed pods as of the request, whether
+ * the job's marks (migration 015) answer or the events must: a newer state
+ * than the request is not seen, late and older events do not move the
+ * marks, a deleted event does, and events before the job's row count. */
+static void hist_state_at(dlb_pg_t *pg, int64_t until, const char *uid, const char *state,
+                          const char *exit_reason, size_t ooms)
+{
+    dlb_history_t h;
+    size_t k;
+
+    assert_int_equal(
+        dlb_pg_load_history(pg, "asof", NULL, until, 168, 10, 0, &h, errstr, sizeof(errstr)), 0);
+    for (k = 0; k < h.jobs_cnt && strcmp(h.jobs[k].job_uid, uid); k++)
+        ;
+    assert_true(k < h.jobs_cnt);
+    assert_string_equal(h.jobs[k].state, state);
+    assert_string_equal(h.jobs[k].exit_reason, exit_reason);
+    assert_int_equal(h.jobs[k].oom_pods_cnt, ooms);
+    dlb_history_clear(&h);
+}
+
+static void test_pg_load_history_as_of(void **unused)
+{
+    const int64_t c = T0 + 10 * HOUR_MS;
+    char schema[64];
+    dlb_event_t ev;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "histasof");
+    pg = pg_open(schema);
+    hist_job(pg, "j1", "asof", c, "running", NULL, 0);
+    ev_job(&ev, "j1-done", "j1", c + 100);
+    job_state(&ev, "succeeded");
+    ev.u.job.has_exit_reason = 1;
+    snprintf(ev.u.job.exit_reason, sizeof(ev.u.job.exit_reason), "Completed");
+    put(pg, &ev, 1);
+    ev_node(&ev, "j1-oom", "j1", c + 50, "j1-worker-1", "oom_killed");
+    put(pg, &ev, 1);
+
+    hist_state_at(pg, c + 40, "j1", "running", "", 0);
+    hist_state_at(pg, c + 60, "j1", "running", "", 1);
+    hist_state_at(pg, c + 100, "j1", "running", "", 1);
+    hist_state_at(pg, c + 101, "j1", "succeeded", "Completed", 1);
+    /* A newer state, then a late one older than it. */
+    ev_job(&ev, "j1-late", "j1", c + 150);
+    job_state(&ev, "failed");
+    put(pg, &ev, 1);
+    ev_job(&ev, "j1-older", "j1", c + 120);
+    job_state(&ev, "pending");
+    put(pg, &ev, 1);
+    hist_state_at(pg, c + 200, "j1", "failed", "Completed", 1);
+    hist_state_at(pg, c + 130, "j1", "pending", "Completed", 1);
+    assert_int_equal(sql_i64(schema, "SELECT last_state_ms FROM jobs WHERE uid = 'j1'"), c + 150);
+    /* Deleted: the marks are read again from what is left. */
+    sql_str(schema, "WITH d AS (DELETE FROM job_events WHERE event_id = 'j1-late' RETURNING 1) "
+                    "SELECT count(*) FROM d");
+    assert_int_equal(sql_i64(schema, "SELECT last_state_ms FROM jobs WHERE uid = 'j1'"), c + 120);
+    hist_state_at(pg, c + 200, "j1", "pending", "Completed", 1);
+    /* An OOM kill and a state before the job's first meta event. */
+    ev_node(&ev, "j2-oom", "j2", c + 10, "j2-worker-1", "oom_killed");
+    put(pg, &ev, 1);
+    hist_job(pg, "j2", "asof", c + 20, NULL, NULL, 0);
+    hist_state_at(pg, c + 30, "j2", "", "", 1);
+    assert_int_equal(sql_i64(schema, "SELECT oom_max_ms FROM jobs WHERE uid = 'j2'"), c + 10);
+    dlb_pg_destroy(pg);
+}
+
 /* With history.cache.mb, a second load of the same history is served from
  * the decoded samples of the first (the same memory, the same content), and
  * a sample deleted in between (retention) is left out though cached. */
@@ -2993,6 +3061,7 @@ int main(void)
         cmocka_unit_test(test_pg_migrate_keys_per_job),
         cmocka_unit_test(test_pg_v1_raw_rows),
         cmocka_unit_test(test_pg_load_history),
+        cmocka_unit_test(test_pg_load_history_as_of),
         cmocka_unit_test(test_pg_load_history_cached),
         cmocka_unit_test(test_pg_load_history_keys_kept),
         cmocka_unit_test(test_pg_load_history_pods_bound),
