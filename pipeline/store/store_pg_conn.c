@@ -205,9 +205,11 @@ int dlb_pg_exec(dlb_pg_t *pg, const char *sql, int nparams, const char *const *v
                 size_t errstr_size)
 {
     double t0 = dlb_metric_now();
-    int err = dlb_pg_conn_exec(pg->conn, sql, nparams, values, lens, flags, out, what, errstr,
-                               errstr_size);
+    int err;
 
+    pg->writes++; /* any text statement may write what a history reads */
+    err = dlb_pg_conn_exec(pg->conn, sql, nparams, values, lens, flags, out, what, errstr,
+                           errstr_size);
     pg_observe(pg, PG_SLOT_QUERY, NULL, t0, err);
     return err;
 }
@@ -223,6 +225,7 @@ int dlb_pg_send(dlb_pg_t *pg, const char *sql, int nparams, const char *const *v
                           "%s: sent while %s is still running", what, pg->pending_what);
     if ((err = param_formats(nparams, lens, formats, what, errstr, errstr_size)))
         return err;
+    pg->writes++; /* any text statement may write what a history reads */
     pg->pending_t0 = dlb_metric_now();
     if (!PQsendQueryParams(pg->conn, sql, nparams, NULL, values, lens, lens ? formats : NULL, 0))
         return pg_fail(pg, NULL, what, errstr, errstr_size);
@@ -240,6 +243,7 @@ int dlb_pg_send_copy(dlb_pg_t *pg, const char *sql, const char *data, size_t len
     if (pg->pending_what)
         return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC,
                           "%s: sent while %s is still running", what, pg->pending_what);
+    pg->writes++;
     pg->pending_t0 = dlb_metric_now();
     if (!PQsendQuery(pg->conn, sql))
         return pg_fail(pg, NULL, what, errstr, errstr_size);
@@ -354,6 +358,9 @@ int dlb_pg_run(dlb_pg_t *pg, const dlb_pg_stmt_t *st, int nparams, const char *c
         return err;
     t0 = dlb_metric_now();
     pg->runs++;
+    if (st->id == DLB_PG_ST_JOB || st->id == DLB_PG_ST_RUNTIME || st->id == DLB_PG_ST_NODE ||
+        st->id == DLB_PG_ST_JOB_REPLAY)
+        pg->writes++; /* an event a history may read */
     res = PQexecPrepared(pg->conn, st->name, nparams, values, lens, formats, flags & DLB_PG_BINARY);
     err = pg_result(pg->conn, res, flags, st->name, errstr, errstr_size);
     pg_observe(pg, st->id, st->name, t0, err);
@@ -483,6 +490,7 @@ void dlb_pg_destroy(dlb_pg_t *pg)
         dlb_catalog_destroy(pg->cat);
     dlb_pg_hcache_free(pg->hcache);
     dlb_lru_free(pg->hkeys);
+    dlb_pg_hist_jobs_forget(pg);
     free(pg->schema);
     free(pg);
 }
@@ -555,6 +563,7 @@ int dlb_pg_begin(dlb_pg_t *pg, char *errstr, size_t errstr_size)
             return err;
         pg->replan_at *= 2;
     }
+    dlb_pg_hist_jobs_forget(pg); /* a memo lives one transaction */
     if ((err = pg_command(pg, "BEGIN", 0, NULL, "BEGIN", errstr, errstr_size)))
         return err;
     pg->in_tx = 1;
@@ -602,6 +611,7 @@ void dlb_pg_rollback(dlb_pg_t *pg)
 
     /* A statement still running fails with the transaction: drain it. */
     (void)dlb_pg_wait(pg, sub, sizeof(sub));
+    dlb_pg_hist_jobs_forget(pg);
     pg->in_tx = 0;
     dlb_pg_conn_rollback(pg->conn);
 }

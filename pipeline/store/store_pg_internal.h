@@ -21,6 +21,8 @@
 #include "store_pg_conn.h"
 #include "store_pg_hcache.h"
 
+typedef struct dlb_pg_hmemo dlb_pg_hmemo_t;
+
 struct dlb_pg {
     PGconn *conn;
     char *schema;
@@ -38,7 +40,33 @@ struct dlb_pg {
     size_t hcache_budget;    /* its bytes (history.cache.mb) */
     int hcache_warm;         /* the last history load found half its samples or more there */
     dlb_lru_t *hkeys;        /* each similar job's sample keys, by uid (store_pg_read.c) */
+    dlb_pg_hmemo_t *hmemo;   /* similar jobs read in this transaction (store_pg_hist_jobs.c) */
+    uint64_t writes;         /* statements that may have changed a history */
 };
+
+/* OOM-killed pods read for a history or a job's answers, at most (the
+ * newest win). */
+#define DLB_PG_MAX_OOM_ROWS 100000
+
+/* What the jobs table says of a job's samples (migration 014). */
+typedef struct dlb_pg_hist_mark {
+    int64_t seq;    /* statements that added some */
+    int64_t max_ms; /* the newest one's event time, INT64_MIN: none */
+} dlb_pg_hist_mark_t;
+
+/** @brief The similar jobs of a history (dlb_pg_load_history) without their
+ *         samples: the newest max_jobs of scenario created in the hours
+ *         before until_ms but exclude_uid, newest first, each with its state,
+ *         exit reason and OOM-killed pods as of until_ms; *marks (one per
+ *         job, the caller frees) what the jobs table says of its samples.
+ *         Within one transaction, a scenario's jobs read once serve its later
+ *         requests where they answer exactly as the query would.
+ *  @returns 0 or an error (h's jobs are then the caller's to clear). */
+int dlb_pg_hist_jobs(dlb_pg_t *pg, const char *scenario, const char *exclude_uid, int64_t until_ms,
+                     int hours, int max_jobs, dlb_history_t *h, dlb_pg_hist_mark_t **marks,
+                     char *errstr, size_t errstr_size);
+/** @brief Forget the jobs read in the transaction (it ended). */
+void dlb_pg_hist_jobs_forget(dlb_pg_t *pg);
 
 /* The prepared statements of every file: each its bit in dlb_pg.prepared and
  * its latency series (dlbrain_postgres_call_duration_seconds). */

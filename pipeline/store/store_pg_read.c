@@ -19,7 +19,6 @@
 /* Bounds that only stop a runaway history from exhausting memory (the
  * newest rows win when one is hit). */
 #define DLB_PG_MAX_HIST_JOBS 10000
-#define DLB_PG_MAX_OOM_ROWS  100000
 /* Pods of all history samples together: a decoded pod is about 500 bytes,
  * so 100 similar jobs of 240 samples of 2,000 pods would take 24 GB. The
  * newest jobs' newest samples that fit are read (64 MB decoded at most);
@@ -27,36 +26,6 @@
 #define DLB_PG_MAX_HIST_PODS 131072
 
 /* clang-format off */
-/* Everything "as of" $3, the request time, so that answering the same
- * request later (a redelivery, a replay) sees the same history: state and
- * exit reason from the newest job event before it, samples and OOMs before it.
- * The job's marks (migration 015) answer without a probe of the events where
- * they can: a newest state before the request is the state as of it.
- * The last column is the job's OOM-killed pods, at most $6 of them, a JSON
- * array: in the same round trip, as one plan (a statement of its own was
- * planned anew on every call). */
-static const dlb_pg_stmt_t st_hist_jobs = {DLB_PG_ST_HIST_JOBS, "dlb_hist_jobs",
-    "SELECT j.uid, j.created_ms, "
-    "CASE WHEN j.last_state_ms IS NULL THEN '' "
-    "WHEN j.last_state_ms < $3::bigint THEN j.last_state "
-    "ELSE COALESCE((SELECT e.state FROM job_events e WHERE e.job_uid = j.uid "
-    "AND e.state IS NOT NULL AND e.event_time_ms < $3::bigint "
-    "ORDER BY e.event_time_ms DESC, e.event_id DESC LIMIT 1), '') END, "
-    "CASE WHEN j.last_exit_ms IS NULL THEN '' "
-    "WHEN j.last_exit_ms < $3::bigint THEN j.last_exit_reason "
-    "ELSE COALESCE((SELECT e.exit_reason FROM job_events e WHERE e.job_uid = j.uid "
-    "AND e.exit_reason IS NOT NULL AND e.event_time_ms < $3::bigint "
-    "ORDER BY e.event_time_ms DESC, e.event_id DESC LIMIT 1), '') END, "
-    "j.samples_seq, j.samples_max_ms, "
-    "CASE WHEN j.oom_max_ms IS NULL THEN '[]' "
-    "ELSE COALESCE((SELECT json_agg(o.pod_name ORDER BY o.pod_name) FROM ("
-    "SELECT DISTINCT n.pod_name FROM node_events n WHERE n.job_uid = j.uid "
-    "AND n.kind = 'oom_killed' AND n.pod_name <> '' AND n.event_time_ms < $3::bigint "
-    "ORDER BY 1 LIMIT $6::integer) o), '[]') END "
-    "FROM jobs j WHERE j.scenario = $1 AND j.created_ms >= $2::bigint "
-    "AND j.created_ms < $3::bigint AND j.uid <> $4 "
-    "ORDER BY j.created_ms DESC, j.uid LIMIT $5::integer"};
-
 /* $1 is a JSON array of job uids; ord maps rows back to it (1-based). */
 /* Each job's newest $2 samples, while the pods of all of them, newest job
  * and sample first, add up to at most $4; the third column is the pods of
@@ -176,12 +145,6 @@ static int64_t be64(const char *p)
     return (int64_t)v;
 }
 
-/* What the jobs table says of a job's samples (migration 014). */
-typedef struct hist_mark {
-    int64_t seq;    /* statements that added some */
-    int64_t max_ms; /* the newest one's event time, INT64_MIN: none */
-} hist_mark_t;
-
 /* A sample's key in runtime_samples, with its pods and its job (an index
  * into the history's jobs). */
 typedef struct hist_key {
@@ -220,78 +183,6 @@ static char *uids_json(const dlb_history_t *h, const uint32_t *only, size_t cnt)
 out:
     cJSON_Delete(arr);
     return out;
-}
-
-/* A job's OOM-killed pods from hist_jobs' JSON array of names. */
-static int hist_oom_pods(dlb_hist_job_t *j, const char *json, char *errstr, size_t errstr_size)
-{
-    cJSON *arr = cJSON_Parse(json), *it;
-    int err = 0, n;
-
-    if (!cJSON_IsArray(arr)) {
-        cJSON_Delete(arr);
-        return dlb_seterr(errstr, errstr_size, DLB_ERR_DECODE,
-                          "postgresql: the OOM-killed pods of job %s are not a JSON array",
-                          j->job_uid);
-    }
-    if ((n = cJSON_GetArraySize(arr)) > 0 &&
-        !(j->oom_pods = calloc((size_t)n, sizeof(*j->oom_pods))))
-        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
-    cJSON_ArrayForEach(it, arr)
-    {
-        if (err)
-            break;
-        if (cJSON_IsString(it))
-            snprintf(j->oom_pods[j->oom_pods_cnt++], DLB_ID_MAX, "%s", it->valuestring);
-    }
-    cJSON_Delete(arr);
-    return err;
-}
-
-static int hist_jobs(dlb_pg_t *pg, const char *scenario, const char *exclude_uid, int64_t until_ms,
-                     int hours, int max_jobs, dlb_history_t *h, hist_mark_t **marks, char *errstr,
-                     size_t errstr_size)
-{
-    char from[24], until[24], lim[24], oom_lim[24];
-    const char *v[6] = {scenario, from, until, exclude_uid ? exclude_uid : "", lim, oom_lim};
-    PGresult *res = NULL;
-    int err, n;
-
-    snprintf(from, sizeof(from), "%" PRId64, until_ms - (int64_t)hours * 3600000);
-    snprintf(until, sizeof(until), "%" PRId64, until_ms);
-    snprintf(lim, sizeof(lim), "%d", max_jobs);
-    /* The OOM-killed pods of all the jobs together stay within
-     * DLB_PG_MAX_OOM_ROWS. */
-    snprintf(oom_lim, sizeof(oom_lim), "%d",
-             DLB_PG_MAX_OOM_ROWS / max_jobs > 0 ? DLB_PG_MAX_OOM_ROWS / max_jobs : 1);
-    if ((err = dlb_pg_run(pg, &st_hist_jobs, 6, v, NULL, 0, &res, errstr, errstr_size)))
-        return err;
-    n = PQntuples(res);
-    if (n > 0 && !(h->jobs = calloc((size_t)n, sizeof(*h->jobs)))) {
-        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    h->jobs_cnt = (size_t)n; /* zeroed: clearing them is safe from here on */
-    if (n > 0 && !(*marks = calloc((size_t)n, sizeof(**marks)))) {
-        err = dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    for (int i = 0; i < n; i++) {
-        dlb_hist_job_t *j = &h->jobs[i];
-        snprintf(j->job_uid, sizeof(j->job_uid), "%s", PQgetvalue(res, i, 0));
-        j->created_ms = strtoll(PQgetvalue(res, i, 1), NULL, 10);
-        snprintf(j->state, sizeof(j->state), "%s", PQgetvalue(res, i, 2));
-        snprintf(j->exit_reason, sizeof(j->exit_reason), "%s", PQgetvalue(res, i, 3));
-        j->completed = !strcmp(j->state, "succeeded") || !strcmp(j->exit_reason, "Completed");
-        (*marks)[i].seq = strtoll(PQgetvalue(res, i, 4), NULL, 10);
-        (*marks)[i].max_ms =
-            PQgetisnull(res, i, 5) ? INT64_MIN : strtoll(PQgetvalue(res, i, 5), NULL, 10);
-        if ((err = hist_oom_pods(j, PQgetvalue(res, i, 6), errstr, errstr_size)))
-            goto out;
-    }
-out:
-    PQclear(res);
-    return err;
 }
 
 void dlb_pg_set_history_cache(dlb_pg_t *pg, size_t bytes)
@@ -429,8 +320,8 @@ static void key_list_clear(key_list_t *l)
 
 /* A job's kept keys, when still what the table holds for a load as of
  * until_ms (hist_keys_t). */
-static const hist_keys_t *keys_kept(dlb_pg_t *pg, const dlb_hist_job_t *j, const hist_mark_t *m,
-                                    int max_samples, int64_t until_ms)
+static const hist_keys_t *keys_kept(dlb_pg_t *pg, const dlb_hist_job_t *j,
+                                    const dlb_pg_hist_mark_t *m, int max_samples, int64_t until_ms)
 {
     const hist_keys_t *e;
 
@@ -440,8 +331,8 @@ static const hist_keys_t *keys_kept(dlb_pg_t *pg, const dlb_hist_job_t *j, const
 }
 
 /* Keep the keys a load read of job k (l->keys from first, cnt of them). */
-static int keys_keep(dlb_pg_t *pg, const dlb_hist_job_t *j, const hist_mark_t *m, int max_samples,
-                     const hist_key_t *keys, size_t cnt)
+static int keys_keep(dlb_pg_t *pg, const dlb_hist_job_t *j, const dlb_pg_hist_mark_t *m,
+                     int max_samples, const hist_key_t *keys, size_t cnt)
 {
     hist_keys_t *e;
     size_t len = strlen(j->job_uid);
@@ -516,9 +407,9 @@ static int keys_ask(dlb_pg_t *pg, dlb_history_t *h, const uint32_t *ask, size_t 
 /* The keys of every job's samples: kept ones where they still serve (a
  * finished job's, mostly), the others asked for in one query, kept in
  * turn when whole; *decoded as keys_ask says. */
-static int hist_keys(dlb_pg_t *pg, dlb_history_t *h, const hist_mark_t *marks, int max_samples,
-                     int64_t until_ms, int with_raw, key_list_t *l, size_t *decoded, char *errstr,
-                     size_t errstr_size)
+static int hist_keys(dlb_pg_t *pg, dlb_history_t *h, const dlb_pg_hist_mark_t *marks,
+                     int max_samples, int64_t until_ms, int with_raw, key_list_t *l,
+                     size_t *decoded, char *errstr, size_t errstr_size)
 {
     uint32_t *ask = NULL;
     size_t asked = 0;
@@ -590,8 +481,8 @@ static size_t keys_bound(const dlb_history_t *h, const key_list_t *l, char *take
  * than half of its samples there (a consumer just started, a scenario not
  * seen lately), the raw bytes come with the keys, in one round trip: a
  * consumer that keeps restarting costs what it did without the cache. */
-static int hist_samples(dlb_pg_t *pg, const hist_mark_t *marks, int max_samples, int64_t until_ms,
-                        dlb_history_t *h, char *errstr, size_t errstr_size)
+static int hist_samples(dlb_pg_t *pg, const dlb_pg_hist_mark_t *marks, int max_samples,
+                        int64_t until_ms, dlb_history_t *h, char *errstr, size_t errstr_size)
 {
     key_list_t l = {0};
     job_fp_t *fp = NULL;
@@ -670,7 +561,7 @@ int dlb_pg_load_history(dlb_pg_t *pg, const char *scenario, const char *exclude_
                         dlb_history_t *out, char *errstr, size_t errstr_size)
 {
     dlb_history_t h = {0};
-    hist_mark_t *marks = NULL;
+    dlb_pg_hist_mark_t *marks = NULL;
     int err;
 
     memset(out, 0, sizeof(*out));
@@ -680,8 +571,8 @@ int dlb_pg_load_history(dlb_pg_t *pg, const char *scenario, const char *exclude_
     if (max_jobs > DLB_PG_MAX_HIST_JOBS)
         max_jobs = DLB_PG_MAX_HIST_JOBS;
     if ((err = dlb_pg_ensure(pg, errstr, errstr_size)) ||
-        (err = hist_jobs(pg, scenario, exclude_uid, until_ms, hours, max_jobs, &h, &marks, errstr,
-                         errstr_size)))
+        (err = dlb_pg_hist_jobs(pg, scenario, exclude_uid, until_ms, hours, max_jobs, &h, &marks,
+                                errstr, errstr_size)))
         goto out;
     if (h.jobs_cnt && max_samples > 0 &&
         (err = hist_samples(pg, marks, max_samples, until_ms, &h, errstr, errstr_size)))

@@ -1632,6 +1632,74 @@ static void test_pg_load_history_as_of(void **unused)
     dlb_pg_destroy(pg);
 }
 
+/* Inside one transaction, the similar jobs of a scenario are read once
+ * (the second request's read) and serve later requests that they answer
+ * exactly: another connection's commit meanwhile is not seen, this
+ * connection's own write is, and so is a request before the read. */
+static size_t hist_at(dlb_pg_t *pg, int64_t until, const char *exclude, const char *uid,
+                      char *state, size_t state_size)
+{
+    dlb_history_t h;
+    size_t n;
+
+    assert_int_equal(
+        dlb_pg_load_history(pg, "memo", exclude, until, 168, 10, 5, &h, errstr, sizeof(errstr)), 0);
+    state[0] = '\0';
+    for (size_t k = 0; k < h.jobs_cnt; k++) {
+        assert_true(h.jobs[k].created_ms < until);
+        if (!strcmp(h.jobs[k].job_uid, uid)) {
+            snprintf(state, state_size, "%s", h.jobs[k].state);
+            assert_true(h.jobs[k].samples_cnt > 0);
+        }
+    }
+    n = h.jobs_cnt;
+    dlb_history_clear(&h);
+    return n;
+}
+
+static void test_pg_history_memo(void **unused)
+{
+    const int64_t c = T0 + 10 * HOUR_MS;
+    char schema[64], state[32];
+    dlb_event_t ev;
+    dlb_pg_t *pg, *other;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "histmemo");
+    pg = pg_open(schema);
+    other = pg_open(schema);
+    hist_job(pg, "j1", "memo", c - 2 * HOUR_MS, "running", NULL, 3);
+    hist_job(pg, "j2", "memo", c - HOUR_MS, "running", NULL, 2);
+    assert_int_equal(dlb_pg_begin(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(hist_at(pg, c, NULL, "j1", state, sizeof(state)), 2);
+    assert_int_equal(hist_at(pg, c + 1, NULL, "j1", state, sizeof(state)), 2);
+    assert_string_equal(state, "running");
+    /* Committed by another consumer after the read: this transaction's
+     * later requests are answered as the one before them was. */
+    hist_job(other, "j3", "memo", c - HOUR_MS / 2, "running", NULL, 1);
+    assert_int_equal(hist_at(pg, c + 2, NULL, "j1", state, sizeof(state)), 2);
+    /* This connection's own write is seen at once. */
+    ev_job(&ev, "j1-failed", "j1", c + 3);
+    job_state(&ev, "failed");
+    put(pg, &ev, 1);
+    assert_int_equal(hist_at(pg, c + 10, NULL, "j1", state, sizeof(state)), 3);
+    assert_string_equal(state, "failed");
+    assert_int_equal(hist_at(pg, c + 11, NULL, "j1", state, sizeof(state)), 3);
+    assert_string_equal(state, "failed");
+    assert_int_equal(hist_at(pg, c + 12, "j3", "j1", state, sizeof(state)), 2);
+    /* Before the failure: as of then, whatever was read since. */
+    assert_int_equal(hist_at(pg, c + 3, NULL, "j1", state, sizeof(state)), 3);
+    assert_string_equal(state, "running");
+    /* Before j3 was created: not in the answer. */
+    assert_int_equal(hist_at(pg, c - HOUR_MS / 2, NULL, "j1", state, sizeof(state)), 2);
+    dlb_pg_rollback(pg);
+    /* Outside a transaction every request asks. */
+    assert_int_equal(hist_at(pg, c + 20, NULL, "j1", state, sizeof(state)), 3);
+    assert_string_equal(state, "running");
+    dlb_pg_destroy(other);
+    dlb_pg_destroy(pg);
+}
+
 /* With history.cache.mb, a second load of the same history is served from
  * the decoded samples of the first (the same memory, the same content), and
  * a sample deleted in between (retention) is left out though cached. */
@@ -3062,6 +3130,7 @@ int main(void)
         cmocka_unit_test(test_pg_v1_raw_rows),
         cmocka_unit_test(test_pg_load_history),
         cmocka_unit_test(test_pg_load_history_as_of),
+        cmocka_unit_test(test_pg_history_memo),
         cmocka_unit_test(test_pg_load_history_cached),
         cmocka_unit_test(test_pg_load_history_keys_kept),
         cmocka_unit_test(test_pg_load_history_pods_bound),
