@@ -455,7 +455,7 @@ int dlb_pg_put_plan(dlb_pg_t *pg, const dlb_plan_t *plan, const void *raw, size_
     v[9] = raw;
     lens[9] = (int)raw_len;
     v[10] = actions;
-    err = dlb_pg_run(pg, &st_plan, 11, v, lens, DLB_PG_INPUT, NULL, errstr, errstr_size);
+    err = dlb_pg_write(pg, &st_plan, 11, v, lens, DLB_PG_INPUT, errstr, errstr_size);
 out:
     cJSON_free(groups);
     cJSON_free(pods);
@@ -518,6 +518,13 @@ int dlb_pg_put_request(dlb_pg_t *pg, const dlb_event_t *ev, const void *raw, siz
     if ((err = dlb_pg_ensure(pg, errstr, errstr_size)) ||
         (err = dlb_pg_raw_bytes(pg, ev, &raw, &raw_len, &owned, errstr, errstr_size)))
         return err;
+    /* The same request earlier in this transaction: its plan is looked up
+     * where it is stored. */
+    if (dlb_pg_deferred(pg, &st_plan, 1, ev->u.req.job_uid, 0, plan_id) &&
+        (err = dlb_pg_flush(pg, errstr, errstr_size))) {
+        free(owned);
+        return err;
+    }
     if (!(err = put_request(pg, &ev->u.req, raw, raw_len, plan_id, &res, errstr, errstr_size)))
         err = dlb_pg_first_bytes(res, plan, plan_len, errstr, errstr_size);
     PQclear(res);
@@ -543,7 +550,7 @@ int dlb_pg_put_oom_plan(dlb_pg_t *pg, const char *job_uid, const dlb_oom_plan_t 
     v[3] = op->plan_id;
     v[4] = I64(mem, op->memory);
     v[5] = I64(t, op->event_time_ms);
-    return dlb_pg_run(pg, &st_oom_plan, 6, v, NULL, DLB_PG_INPUT, NULL, errstr, errstr_size);
+    return dlb_pg_write(pg, &st_oom_plan, 6, v, NULL, DLB_PG_INPUT, errstr, errstr_size);
 }
 
 /* ---- a job's state ---------------------------------------------------------- */

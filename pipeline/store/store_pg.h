@@ -38,6 +38,14 @@ int dlb_pg_begin(dlb_pg_t *pg, char *errstr, size_t errstr_size);
 int dlb_pg_commit(dlb_pg_t *pg, char *errstr, size_t errstr_size);
 /** @brief Roll back; never fails (a broken connection has nothing to roll back). */
 void dlb_pg_rollback(dlb_pg_t *pg);
+/** @brief Whether, inside a transaction, the writes nobody reads back (a
+ *         plan, its answered OOMs) are held and sent together in one round
+ *         trip before the next read that could see them or the commit. Off
+ *         (the default) each is written at once, so an error names its own
+ *         write. Turning it off sends what is held. @returns 0 or an error. */
+int dlb_pg_defer_writes(dlb_pg_t *pg, int on, char *errstr, size_t errstr_size);
+/** @brief Send the held writes now. @returns 0 or the first one's error. */
+int dlb_pg_flush(dlb_pg_t *pg, char *errstr, size_t errstr_size);
 
 /** @brief Persist one accepted input event (job, runtime, node, plan request):
  *         normalised columns plus the raw framed bytes. Idempotent: a second

@@ -371,6 +371,76 @@ int dlb_pg_run(dlb_pg_t *pg, const dlb_pg_stmt_t *st, int nparams, const char *c
     return err;
 }
 
+int dlb_pg_run_all(dlb_pg_t *pg, const dlb_pg_call_t *calls, size_t n, char *errstr,
+                   size_t errstr_size)
+{
+    int formats[PARAMS_MAX] = {0};
+    size_t sent = 0, got = 0, ends = 0;
+    PGresult *res;
+    double t0;
+    int err;
+
+    if (!n)
+        return 0;
+    if ((err = dlb_pg_wait(pg, errstr, errstr_size)))
+        return err;
+    for (size_t i = 0; i < n; i++)
+        if ((err = param_formats(calls[i].nparams, calls[i].lens, formats, calls[i].st->name,
+                                 errstr, errstr_size)) ||
+            (err = pg_prepare(pg, calls[i].st, errstr, errstr_size)))
+            return err;
+    t0 = dlb_metric_now();
+    if (!PQenterPipelineMode(pg->conn))
+        return pg_fail(pg, NULL, "entering pipeline mode", errstr, errstr_size);
+    for (; sent < n; sent++) {
+        const dlb_pg_call_t *c = &calls[sent];
+        (void)param_formats(c->nparams, c->lens, formats, c->st->name, errstr, errstr_size);
+        if (!PQsendQueryPrepared(pg->conn, c->st->name, c->nparams, c->values, c->lens, formats, 0))
+            break;
+    }
+    if (sent < n || !PQpipelineSync(pg->conn)) {
+        err = pg_fail(pg, NULL, calls[sent < n ? sent : n - 1].st->name, errstr, errstr_size);
+        goto out;
+    }
+    /* Each statement's result then NULL; after the first error the others
+     * answer PIPELINE_ABORTED, and the sync ends the round. */
+    while (got <= n) {
+        if (!(res = PQgetResult(pg->conn))) {
+            if (PQstatus(pg->conn) == CONNECTION_BAD) {
+                if (!err)
+                    err = pg_fail(pg, NULL, calls[got < n ? got : n - 1].st->name, errstr,
+                                  errstr_size);
+                break;
+            }
+            if (++ends > n + 1) { /* never more ends than statements */
+                if (!err)
+                    err =
+                        dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC,
+                                   "postgresql: %zu statements in one round answered %zu", n, got);
+                break;
+            }
+            continue; /* the end of one statement's results */
+        }
+        if (PQresultStatus(res) == PGRES_PIPELINE_SYNC) {
+            PQclear(res);
+            break;
+        }
+        if (got < n) {
+            if (!err && PQresultStatus(res) != PGRES_PIPELINE_ABORTED)
+                err = pg_result(pg->conn, res, calls[got].flags, calls[got].st->name, errstr,
+                                errstr_size);
+            pg->runs++;
+            pg_observe(pg, calls[got].st->id, calls[got].st->name, t0, err);
+        }
+        got++;
+        PQclear(res);
+    }
+out:
+    if (PQstatus(pg->conn) != CONNECTION_BAD && !PQexitPipelineMode(pg->conn) && !err)
+        err = pg_fail(pg, NULL, "leaving pipeline mode", errstr, errstr_size);
+    return err;
+}
+
 static int pg_set_search_path(dlb_pg_t *pg, char *errstr, size_t errstr_size)
 {
     const char *values[1];
@@ -491,6 +561,7 @@ void dlb_pg_destroy(dlb_pg_t *pg)
     dlb_pg_hcache_free(pg->hcache);
     dlb_lru_free(pg->hkeys);
     dlb_pg_hist_jobs_forget(pg);
+    dlb_pg_defer_free(pg);
     free(pg->schema);
     free(pg);
 }
@@ -564,6 +635,7 @@ int dlb_pg_begin(dlb_pg_t *pg, char *errstr, size_t errstr_size)
         pg->replan_at *= 2;
     }
     dlb_pg_hist_jobs_forget(pg); /* a memo lives one transaction */
+    dlb_pg_defer_drop(pg);       /* nothing held outlives its transaction */
     if ((err = pg_command(pg, "BEGIN", 0, NULL, "BEGIN", errstr, errstr_size)))
         return err;
     pg->in_tx = 1;
@@ -576,6 +648,10 @@ int dlb_pg_commit(dlb_pg_t *pg, char *errstr, size_t errstr_size)
     double t0;
     int err = 0;
 
+    if ((err = dlb_pg_flush(pg, errstr, errstr_size))) {
+        dlb_pg_rollback(pg);
+        return err;
+    }
     /* COMMIT of an aborted transaction answers "ROLLBACK" with success, and
      * outside a transaction only warns: both must fail here. */
     switch (PQtransactionStatus(pg->conn)) {
@@ -612,6 +688,7 @@ void dlb_pg_rollback(dlb_pg_t *pg)
     /* A statement still running fails with the transaction: drain it. */
     (void)dlb_pg_wait(pg, sub, sizeof(sub));
     dlb_pg_hist_jobs_forget(pg);
+    dlb_pg_defer_drop(pg);
     pg->in_tx = 0;
     dlb_pg_conn_rollback(pg->conn);
 }

@@ -22,6 +22,7 @@
 #include "store_pg_hcache.h"
 
 typedef struct dlb_pg_hmemo dlb_pg_hmemo_t;
+typedef struct dlb_pg_defer dlb_pg_defer_t;
 
 struct dlb_pg {
     PGconn *conn;
@@ -42,6 +43,7 @@ struct dlb_pg {
     dlb_lru_t *hkeys;        /* each similar job's sample keys, by uid (store_pg_read.c) */
     dlb_pg_hmemo_t *hmemo;   /* similar jobs read in this transaction (store_pg_hist_jobs.c) */
     uint64_t writes;         /* statements that may have changed a history */
+    dlb_pg_defer_t *defer;   /* writes held for one round trip (store_pg_defer.c) */
 };
 
 /* OOM-killed pods read for a history or a job's answers, at most (the
@@ -120,6 +122,35 @@ int dlb_pg_exec(dlb_pg_t *pg, const char *sql, int nparams, const char *const *v
  *         this connection; the error names it). */
 int dlb_pg_run(dlb_pg_t *pg, const dlb_pg_stmt_t *st, int nparams, const char *const *values,
                const int *lens, int flags, PGresult **out, char *errstr, size_t errstr_size);
+
+/* One call of a prepared statement whose rows nobody reads. */
+typedef struct dlb_pg_call {
+    const dlb_pg_stmt_t *st;
+    int nparams;
+    const char *const *values;
+    const int *lens;
+    int flags;
+} dlb_pg_call_t;
+
+/** @brief dlb_pg_run() of n calls in one round trip (libpq's pipeline
+ *         mode), in order: each sees what the ones before it wrote, and the
+ *         first that fails ends the round (the transaction is then aborted).
+ *  @returns 0, or what dlb_pg_run() of the first failed call returns. */
+int dlb_pg_run_all(dlb_pg_t *pg, const dlb_pg_call_t *calls, size_t n, char *errstr,
+                   size_t errstr_size);
+
+/** @brief dlb_pg_run() of a write whose rows nobody reads: held, while
+ *         dlb_pg_defer_writes() is on inside a transaction, until the next
+ *         dlb_pg_flush() (at the latest the commit), else run at once. */
+int dlb_pg_write(dlb_pg_t *pg, const dlb_pg_stmt_t *st, int nparams, const char *const *values,
+                 const int *lens, int flags, char *errstr, size_t errstr_size);
+/** @returns 1 when a held write of st has v0 as parameter col0 and v1 as
+ *           col1 (a read that would find its row flushes first). */
+int dlb_pg_deferred(const dlb_pg_t *pg, const dlb_pg_stmt_t *st, int col0, const char *v0, int col1,
+                    const char *v1);
+/** @brief Forget the held writes (their transaction rolled back). */
+void dlb_pg_defer_drop(dlb_pg_t *pg);
+void dlb_pg_defer_free(dlb_pg_t *pg);
 
 /** @brief dlb_pg_exec() in two halves, for work to overlap the server's:
  *         send the statement (no rows expected) and return; dlb_pg_wait()

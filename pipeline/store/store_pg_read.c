@@ -91,6 +91,7 @@ int dlb_pg_load_oom_plans(dlb_pg_t *pg, const char *job_uid, int64_t before_ms,
     snprintf(before, sizeof(before), "%" PRId64, before_ms);
     snprintf(lim, sizeof(lim), "%d", DLB_PG_MAX_OOM_ROWS);
     if ((err = dlb_pg_ensure(pg, errstr, errstr_size)) ||
+        (err = dlb_pg_flush(pg, errstr, errstr_size)) ||
         (err = dlb_pg_run(pg, &st_oom_plans, 3, v, NULL, 0, &res, errstr, errstr_size)))
         return err;
     n = PQntuples(res);
@@ -122,6 +123,7 @@ int dlb_pg_get_plan(dlb_pg_t *pg, const char *job_uid, const char *plan_id, void
     *raw = NULL;
     *raw_len = 0;
     if ((err = dlb_pg_ensure(pg, errstr, errstr_size)) ||
+        (err = dlb_pg_flush(pg, errstr, errstr_size)) ||
         (err = dlb_pg_run(pg, &st_get_plan, 2, v, NULL, DLB_PG_BINARY, &res, errstr, errstr_size)))
         return err;
     err = dlb_pg_first_bytes(res, raw, raw_len, errstr, errstr_size);

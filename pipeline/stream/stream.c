@@ -306,7 +306,10 @@ static int batch_process(ctx_t *c, char *errstr, size_t size)
                               c->items[c->order[k]].msg->offset, c->items[c->order[k]].dlq_msg);
     if ((err = dlb_pg_begin(c->pg, errstr, size)))
         return err;
-    if ((err = stream_positions_load(c, errstr, size)))
+    /* A batch redone record by record writes each at once, so that a write
+     * PostgreSQL refuses is pinned to its record. */
+    if ((err = dlb_pg_defer_writes(c->pg, !c->exact, errstr, size)) ||
+        (err = stream_positions_load(c, errstr, size)))
         goto fail;
     for (size_t k = 0; k < c->order_cnt && !*c->stop; k++) {
         item_t *it = &c->items[c->order[k]];

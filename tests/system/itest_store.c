@@ -987,6 +987,79 @@ static void put_oom_plan(dlb_pg_t *pg, const char *uid, const dlb_oom_plan_t *op
         fail_msg("put_oom_plan %s/%s: %s", op->plan_id, op->pod_name, errstr);
 }
 
+/* With writes deferred (a stream's batch), a plan and its answered OOMs
+ * are held until a read that could see them or the commit, and what is
+ * stored is what writing each at once stores: the request of the plan's id
+ * gets it back, the job's answers include the held one, a rollback drops
+ * them, the first plan of a trigger wins. */
+static void test_pg_deferred_writes(void **unused)
+{
+    char schema[64];
+    dlb_event_t p1, p2, p3, q;
+    dlb_oom_plan_t op = oom_plan("dj-worker-0", "dj-oom", "plan-d1", 20 * GIB, T0);
+    dlb_oom_plan_t *ops = NULL;
+    size_t ops_cnt = 0, got_len = 0, want_len = 0;
+    void *got = NULL, *want = NULL;
+    dlb_pg_t *pg;
+    (void)unused;
+
+    schema_for(schema, sizeof(schema), "defer");
+    pg = pg_open(schema);
+    ev_plan(&p1, "plan-d1", "dj", "dj-oom");
+    ev_plan(&p2, "plan-d2", "dj", "dj-oom"); /* the same trigger: not stored */
+    ev_plan(&p3, "plan-d3", "dj", "");
+    assert_int_equal(dlb_codec_encode(cat, &p1, &want, &want_len, errstr, sizeof(errstr)), 0);
+
+    assert_int_equal(dlb_pg_begin(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_defer_writes(pg, 1, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_put_plan(pg, &p1.u.plan, want, want_len, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_put_oom_plan(pg, "dj", &op, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_put_plan(pg, &p2.u.plan, NULL, 0, errstr, sizeof(errstr)), 0);
+    assert_int_equal(count_of(pg, "plans"), 0); /* held */
+    assert_int_equal(
+        dlb_pg_load_oom_plans(pg, "dj", T0 + 1, &ops, &ops_cnt, errstr, sizeof(errstr)), 0);
+    assert_int_equal(ops_cnt, 1);
+    assert_string_equal(ops[0].plan_id, "plan-d1");
+    free(ops);
+    assert_int_equal(count_of(pg, "plans"), 1);
+    /* A redelivered request in the same batch: the held plan, flushed. */
+    assert_int_equal(dlb_pg_put_plan(pg, &p3.u.plan, NULL, 0, errstr, sizeof(errstr)), 0);
+    ev_req(&q, "plan-d3", "dj", T0);
+    assert_int_equal(
+        dlb_pg_put_request(pg, &q, NULL, 0, "plan-d3", &got, &got_len, errstr, sizeof(errstr)), 0);
+    assert_non_null(got);
+    free(got);
+    assert_int_equal(dlb_pg_commit(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(sql_i64(schema, "SELECT count(*) FROM plans WHERE job_uid = 'dj'"), 2);
+    assert_int_equal(sql_i64(schema, "SELECT count(*) FROM oom_plans WHERE job_uid = 'dj'"), 1);
+    assert_int_equal(dlb_pg_get_plan(pg, "dj", "plan-d1", &got, &got_len, errstr, sizeof(errstr)),
+                     0);
+    assert_int_equal(got_len, want_len);
+    assert_memory_equal(got, want, want_len);
+    free(got);
+
+    /* Rolled back: nothing held is written; committed: all of it. */
+    dlb_event_clear(&p2);
+    ev_plan(&p2, "plan-d4", "dj", "");
+    assert_int_equal(dlb_pg_begin(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_put_plan(pg, &p2.u.plan, NULL, 0, errstr, sizeof(errstr)), 0);
+    dlb_pg_rollback(pg);
+    assert_int_equal(dlb_pg_begin(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_commit(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(sql_i64(schema, "SELECT count(*) FROM plans WHERE plan_id = 'plan-d4'"), 0);
+    assert_int_equal(dlb_pg_begin(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_put_plan(pg, &p2.u.plan, NULL, 0, errstr, sizeof(errstr)), 0);
+    assert_int_equal(dlb_pg_commit(pg, errstr, sizeof(errstr)), 0);
+    assert_int_equal(sql_i64(schema, "SELECT count(*) FROM plans WHERE plan_id = 'plan-d4'"), 1);
+    assert_int_equal(dlb_pg_defer_writes(pg, 0, errstr, sizeof(errstr)), 0);
+    free(want);
+    dlb_event_clear(&q);
+    dlb_event_clear(&p1);
+    dlb_event_clear(&p2);
+    dlb_event_clear(&p3);
+    dlb_pg_destroy(pg);
+}
+
 /* Every history row a job (uid) stores with the shared id "x1" (plan
  * "plan-x1", match "cfg-x1"): one of each type, the runtime sample through
  * the batch writer when batch is set. */
@@ -3131,6 +3204,7 @@ int main(void)
         cmocka_unit_test(test_pg_load_history),
         cmocka_unit_test(test_pg_load_history_as_of),
         cmocka_unit_test(test_pg_history_memo),
+        cmocka_unit_test(test_pg_deferred_writes),
         cmocka_unit_test(test_pg_load_history_cached),
         cmocka_unit_test(test_pg_load_history_keys_kept),
         cmocka_unit_test(test_pg_load_history_pods_bound),
