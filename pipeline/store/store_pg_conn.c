@@ -534,23 +534,14 @@ int dlb_pg_connect(dlb_pg_t **out, const char *dsn, const char *schema, char *er
     }
     if ((err = dlb_pg_open(&pg->conn, dsn, errstr, errstr_size)) ||
         (err = pg_set_search_path(pg, errstr, errstr_size))) {
-        dlb_pg_destroy(pg);
+        dlb_pg_conn_free(pg);
         return err;
     }
     *out = pg;
     return 0;
 }
 
-PGconn *dlb_pg_detach(dlb_pg_t *pg)
-{
-    PGconn *conn = pg->conn;
-
-    pg->conn = NULL;
-    dlb_pg_destroy(pg);
-    return conn;
-}
-
-void dlb_pg_destroy(dlb_pg_t *pg)
+void dlb_pg_conn_free(dlb_pg_t *pg)
 {
     if (!pg)
         return;
@@ -560,8 +551,6 @@ void dlb_pg_destroy(dlb_pg_t *pg)
         dlb_catalog_destroy(pg->cat);
     dlb_pg_hcache_free(pg->hcache);
     dlb_lru_free(pg->hkeys);
-    dlb_pg_hist_jobs_forget(pg);
-    dlb_pg_defer_free(pg);
     free(pg->schema);
     free(pg);
 }
@@ -621,7 +610,7 @@ int dlb_pg_in_tx(const dlb_pg_t *pg)
  * size, at the cost of a dozen round trips in a connection's life. */
 #define REPLAN_FIRST 256
 
-int dlb_pg_begin(dlb_pg_t *pg, char *errstr, size_t errstr_size)
+int dlb_pg_sql_begin(dlb_pg_t *pg, char *errstr, size_t errstr_size)
 {
     int err;
 
@@ -634,31 +623,25 @@ int dlb_pg_begin(dlb_pg_t *pg, char *errstr, size_t errstr_size)
             return err;
         pg->replan_at *= 2;
     }
-    dlb_pg_hist_jobs_forget(pg); /* a memo lives one transaction */
-    dlb_pg_defer_drop(pg);       /* nothing held outlives its transaction */
     if ((err = pg_command(pg, "BEGIN", 0, NULL, "BEGIN", errstr, errstr_size)))
         return err;
     pg->in_tx = 1;
     return 0;
 }
 
-int dlb_pg_commit(dlb_pg_t *pg, char *errstr, size_t errstr_size)
+int dlb_pg_sql_commit(dlb_pg_t *pg, char *errstr, size_t errstr_size)
 {
     PGresult *res;
     double t0;
     int err = 0;
 
-    if ((err = dlb_pg_flush(pg, errstr, errstr_size))) {
-        dlb_pg_rollback(pg);
-        return err;
-    }
     /* COMMIT of an aborted transaction answers "ROLLBACK" with success, and
      * outside a transaction only warns: both must fail here. */
     switch (PQtransactionStatus(pg->conn)) {
     case PQTRANS_INTRANS:
         break;
     case PQTRANS_INERROR:
-        dlb_pg_rollback(pg);
+        dlb_pg_sql_rollback(pg);
         return dlb_seterr(errstr, errstr_size, DLB_ERR_GENERIC,
                           "postgresql: COMMIT: the transaction was aborted by an earlier error");
     case PQTRANS_IDLE:
@@ -681,14 +664,12 @@ int dlb_pg_commit(dlb_pg_t *pg, char *errstr, size_t errstr_size)
     return err;
 }
 
-void dlb_pg_rollback(dlb_pg_t *pg)
+void dlb_pg_sql_rollback(dlb_pg_t *pg)
 {
     char sub[256];
 
     /* A statement still running fails with the transaction: drain it. */
     (void)dlb_pg_wait(pg, sub, sizeof(sub));
-    dlb_pg_hist_jobs_forget(pg);
-    dlb_pg_defer_drop(pg);
     pg->in_tx = 0;
     dlb_pg_conn_rollback(pg->conn);
 }

@@ -104,6 +104,14 @@ typedef struct dlb_pg_stmt {
 int dlb_pg_conn_script(PGconn *conn, const char *sql, const char *what, char *errstr,
                        size_t errstr_size);
 
+/* The connection's own halves of dlb_pg_begin(), dlb_pg_commit(),
+ * dlb_pg_rollback() and dlb_pg_destroy() (store_pg_tx.c adds what the
+ * modules above the connection hold for a transaction). */
+int dlb_pg_sql_begin(dlb_pg_t *pg, char *errstr, size_t errstr_size);
+int dlb_pg_sql_commit(dlb_pg_t *pg, char *errstr, size_t errstr_size);
+void dlb_pg_sql_rollback(dlb_pg_t *pg);
+void dlb_pg_conn_free(dlb_pg_t *pg);
+
 /** @brief Reconnect a lost connection, unless inside a dlb_pg_begin()
  *         transaction (then DLB_ERR_TRANSIENT: its writes died with it).
  *  @returns 0 or DLB_ERR_TRANSIENT. */
