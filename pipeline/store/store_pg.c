@@ -65,7 +65,7 @@ static const dlb_pg_stmt_t st_job = {DLB_PG_ST_JOB, "dlb_job",
     "created_ms = LEAST(j.created_ms, EXCLUDED.created_ms), "
     "updated_ms = CASE WHEN " NEWER " THEN EXCLUDED.updated_ms ELSE j.updated_ms END, "
     "last_event_id = CASE WHEN " NEWER " THEN EXCLUDED.last_event_id "
-    "ELSE j.last_event_id END"};
+    "ELSE j.last_event_id END", 1};
 
 /* The sample's pods into its row's pod_* arrays (migration 005), in the
  * order sent; a repeated pod name keeps its first copy (DISTINCT ON), as
@@ -89,14 +89,14 @@ static const dlb_pg_stmt_t st_runtime = {DLB_PG_ST_RUNTIME, "dlb_runtime",
     "memory_requested bigint, speed float8)) WITH ORDINALITY "
     "AS r(name, type, index, cpu_used, cpu_requested, memory_used, "
     "memory_requested, speed, k) ORDER BY name, k) p "
-    "ON CONFLICT (job_uid, event_time_ms, event_id) DO NOTHING"};
+    "ON CONFLICT (job_uid, event_time_ms, event_id) DO NOTHING", 1};
 
 static const dlb_pg_stmt_t st_node = {DLB_PG_ST_NODE, "dlb_node",
     "INSERT INTO node_events (event_id, job_uid, event_time_ms, kind, pod_name, "
     "pod_type, pod_index, node_name, phase, reason, message, memory_requested, "
     "cpu_requested, raw) SELECT $1, $2, $3::bigint, $4, $5, $6, $7::integer, $8, $9, "
     "$10, $11, $12::bigint, $13::float8, $14::bytea" ID_IS_NEW("node_events")
-    " ON CONFLICT (job_uid, event_id, event_time_ms) DO NOTHING"};
+    " ON CONFLICT (job_uid, event_id, event_time_ms) DO NOTHING", 1};
 
 #define REQUEST_INSERT                                                                             \
     "INSERT INTO plan_requests (event_id, job_uid, event_time_ms, stage, oom_pod, "               \

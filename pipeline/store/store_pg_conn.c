@@ -358,9 +358,8 @@ int dlb_pg_run(dlb_pg_t *pg, const dlb_pg_stmt_t *st, int nparams, const char *c
         return err;
     t0 = dlb_metric_now();
     pg->runs++;
-    if (st->id == DLB_PG_ST_JOB || st->id == DLB_PG_ST_RUNTIME || st->id == DLB_PG_ST_NODE ||
-        st->id == DLB_PG_ST_JOB_REPLAY)
-        pg->writes++; /* an event a history may read */
+    if (st->history)
+        pg->writes++;
     res = PQexecPrepared(pg->conn, st->name, nparams, values, lens, formats, flags & DLB_PG_BINARY);
     err = pg_result(pg->conn, res, flags, st->name, errstr, errstr_size);
     pg_observe(pg, st->id, st->name, t0, err);

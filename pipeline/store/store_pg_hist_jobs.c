@@ -206,8 +206,9 @@ static int entry_serves(const dlb_pg_t *pg, const hmemo_entry_t *e, const char *
 }
 
 /* h's jobs and *marks from rows: those created since from_ms but
- * exclude_uid, at most max_jobs. */
-static int take_rows(const hrow_t *rows, size_t cnt, int64_t from_ms, const char *exclude_uid,
+ * exclude_uid, at most max_jobs. steal: the rows' OOM-killed pods move to h
+ * (rows read for this request alone), else they are copied (the memo's). */
+static int take_rows(hrow_t *rows, size_t cnt, int steal, int64_t from_ms, const char *exclude_uid,
                      int max_jobs, dlb_history_t *h, dlb_pg_hist_mark_t **marks, char *errstr,
                      size_t errstr_size)
 {
@@ -217,13 +218,15 @@ static int take_rows(const hrow_t *rows, size_t cnt, int64_t from_ms, const char
         (!(h->jobs = calloc(cnt, sizeof(*h->jobs))) || !(*marks = calloc(cnt, sizeof(**marks)))))
         return dlb_seterr(errstr, errstr_size, DLB_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < cnt && n < (size_t)max_jobs; i++) {
-        const hrow_t *r = &rows[i];
+        hrow_t *r = &rows[i];
         dlb_hist_job_t *j = &h->jobs[n];
         if (r->job.created_ms < from_ms || (exclude_uid && !strcmp(r->job.job_uid, exclude_uid)))
             continue;
         *j = r->job;
-        j->oom_pods = NULL;
-        if (r->job.oom_pods_cnt) {
+        if (steal) {
+            r->job.oom_pods = NULL;
+            r->job.oom_pods_cnt = 0;
+        } else if (r->job.oom_pods_cnt) {
             if (!(j->oom_pods = malloc(r->job.oom_pods_cnt * sizeof(*j->oom_pods)))) {
                 j->oom_pods_cnt = 0;
                 h->jobs_cnt = n;
@@ -243,8 +246,9 @@ static int take_rows(const hrow_t *rows, size_t cnt, int64_t from_ms, const char
  * memo read wasted); the second reads the jobs as of no time, once. NULL
  * when nothing serves (the caller then asks as before). @returns 0 or the
  * read's error. */
-static int memo_entry(dlb_pg_t *pg, const char *scenario, int64_t until_ms, int hours, int max_jobs,
-                      const hmemo_entry_t **out, char *errstr, size_t errstr_size)
+static int memo_entry(dlb_pg_t *pg, const char *scenario, int64_t from_ms, int64_t until_ms,
+                      int hours, int max_jobs, hmemo_entry_t **out, char *errstr,
+                      size_t errstr_size)
 {
     hmemo_entry_t *e = NULL;
     int err;
@@ -275,8 +279,8 @@ static int memo_entry(dlb_pg_t *pg, const char *scenario, int64_t until_ms, int 
     }
     if (e->read)
         return 0; /* read in this state already: asking again finds the same */
-    if ((err = query_rows(pg, scenario, "", until_ms - (int64_t)hours * 3600000, INT64_MAX,
-                          max_jobs + 1, max_jobs, &e->rows, &e->cnt, errstr, errstr_size)))
+    if ((err = query_rows(pg, scenario, "", from_ms, INT64_MAX, max_jobs + 1, max_jobs, &e->rows,
+                          &e->cnt, errstr, errstr_size)))
         return err;
     e->t_ms = until_ms;
     e->read = 1;
@@ -290,20 +294,21 @@ int dlb_pg_hist_jobs(dlb_pg_t *pg, const char *scenario, const char *exclude_uid
                      char *errstr, size_t errstr_size)
 {
     const int64_t from_ms = until_ms - (int64_t)hours * 3600000;
-    const hmemo_entry_t *e;
+    hmemo_entry_t *e;
     hrow_t *rows;
     size_t cnt;
     int err;
 
-    if ((err = memo_entry(pg, scenario, until_ms, hours, max_jobs, &e, errstr, errstr_size)))
+    if ((err =
+             memo_entry(pg, scenario, from_ms, until_ms, hours, max_jobs, &e, errstr, errstr_size)))
         return err;
     if (e)
-        return take_rows(e->rows, e->cnt, from_ms, exclude_uid, max_jobs, h, marks, errstr,
+        return take_rows(e->rows, e->cnt, 0, from_ms, exclude_uid, max_jobs, h, marks, errstr,
                          errstr_size);
     if ((err = query_rows(pg, scenario, exclude_uid, from_ms, until_ms, max_jobs, max_jobs, &rows,
                           &cnt, errstr, errstr_size)))
         return err;
-    err = take_rows(rows, cnt, from_ms, NULL, max_jobs, h, marks, errstr, errstr_size);
+    err = take_rows(rows, cnt, 1, from_ms, NULL, max_jobs, h, marks, errstr, errstr_size);
     rows_free(rows, cnt);
     return err;
 }

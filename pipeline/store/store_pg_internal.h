@@ -95,6 +95,7 @@ typedef struct dlb_pg_stmt {
     int id;           /* DLB_PG_ST_* */
     const char *name; /* of the prepared statement, and its metric label */
     const char *sql;
+    int history; /* writes events a history reads (pg->writes counts its runs) */
 } dlb_pg_stmt_t;
 
 /** @brief Run trusted text compiled into the binary, possibly several

@@ -493,6 +493,12 @@ static int server_start(gw_t *gw, char *errstr, size_t size)
     return 0;
 }
 
+/* How long one wait on the completion queue may take: a loop's turn. */
+static gpr_timespec loop_deadline(void)
+{
+    return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(LOOP_MS, GPR_TIMESPAN));
+}
+
 /* Stop taking calls, cancel those in flight, and wait for each to end
  * (the Kafka thread still delivers the reports they hold). */
 static void server_stop(gw_t *gw)
@@ -504,11 +510,7 @@ static void server_stop(gw_t *gw)
         grpc_server_shutdown_and_notify(gw->server, gw->cq, TAG_SHUTDOWN);
         grpc_server_cancel_all_calls(gw->server);
         while ((!shut || inflight) && dlb_clock_mono_ms() < until) {
-            grpc_event ev = grpc_completion_queue_next(
-                gw->cq,
-                gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                             gpr_time_from_millis(LOOP_MS, GPR_TIMESPAN)),
-                NULL);
+            grpc_event ev = grpc_completion_queue_next(gw->cq, loop_deadline(), NULL);
             if (ev.type == GRPC_OP_COMPLETE) {
                 if (ev.tag == TAG_SHUTDOWN)
                     shut = 1;
@@ -526,10 +528,7 @@ static void server_stop(gw_t *gw)
         return;
     grpc_completion_queue_shutdown(gw->cq);
     for (until = dlb_clock_mono_ms() + 5000;;) {
-        grpc_event ev = grpc_completion_queue_next(
-            gw->cq,
-            gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(LOOP_MS, GPR_TIMESPAN)),
-            NULL);
+        grpc_event ev = grpc_completion_queue_next(gw->cq, loop_deadline(), NULL);
         if (ev.type == GRPC_QUEUE_SHUTDOWN)
             break;
         /* An operation gRPC never ends would hold the stop for ever: the
@@ -594,10 +593,7 @@ int dlb_gateway_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_gat
         }
         top_up(&gw);
         dlb_metrics_beat();
-        ev = grpc_completion_queue_next(
-            gw.cq,
-            gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(LOOP_MS, GPR_TIMESPAN)),
-            NULL);
+        ev = grpc_completion_queue_next(gw.cq, loop_deadline(), NULL);
         if (ev.type == GRPC_OP_COMPLETE)
             dispatch(&gw, ev);
     }
