@@ -19,9 +19,8 @@
 #include "metrics.h"
 #include "relay_route.h"
 #include "switch_mark.h"
+#include "txn.h"
 
-#define TXN_TIMEOUT_MS  30000
-#define TXN_TRIES       10 /* retriable errors of one transactional call, 500 ms apart */
 #define META_TIMEOUT_MS 10000
 
 /* The front's event topics, copied into every environment: the topics that
@@ -738,69 +737,42 @@ static rd_kafka_topic_partition_list_t *batch_offsets(relay_t *r, int rewind)
     return l;
 }
 
-enum { STEP_BEGIN, STEP_OFFSETS, STEP_COMMIT };
+/* The batch's records in its transaction (relay_records), counted once it
+ * is committed. */
+typedef struct relay_txn {
+    relay_t *r;
+    int64_t outputs;
+} relay_txn_t;
 
-/* One transactional call, retried while librdkafka calls its error
- * retriable (a broker restarting). @returns 0, or DLB_ERR_TRANSIENT with
- * *fatal set when the producer must be replaced. */
-static int txn_step(relay_t *r, int step, const rd_kafka_topic_partition_list_t *offsets,
-                    int *fatal, char *errstr, size_t size)
+static int txn_produce(void *arg, rd_kafka_t *producer, char *errstr, size_t size)
 {
-    static const char *const what[] = {"begin", "sending offsets", "commit"};
+    relay_txn_t *t = arg;
 
-    for (int tries = 1;; tries++) {
-        rd_kafka_consumer_group_metadata_t *cgmd;
-        rd_kafka_error_t *e;
+    (void)producer; /* t->r->producer */
+    return relay_records(t->r, &t->outputs, errstr, size);
+}
 
-        switch (step) {
-        case STEP_BEGIN:
-            e = rd_kafka_begin_transaction(r->producer);
-            break;
-        case STEP_OFFSETS:
-            cgmd = rd_kafka_consumer_group_metadata(r->consumer);
-            e = rd_kafka_send_offsets_to_transaction(r->producer, offsets, cgmd, TXN_TIMEOUT_MS);
-            rd_kafka_consumer_group_metadata_destroy(cgmd);
-            break;
-        default:
-            e = rd_kafka_commit_transaction(r->producer, TXN_TIMEOUT_MS);
-        }
-        if (!e)
-            return 0;
-        *fatal = rd_kafka_error_is_fatal(e);
-        dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "kafka transaction: %s: %s", what[step],
-                   rd_kafka_error_string(e));
-        if (*fatal || rd_kafka_error_txn_requires_abort(e) || !rd_kafka_error_is_retriable(e) ||
-            tries >= TXN_TRIES || *r->stop) {
-            rd_kafka_error_destroy(e);
-            return DLB_ERR_TRANSIENT;
-        }
-        rd_kafka_error_destroy(e);
-        dlb_warn("%s; retrying", errstr);
-        dlb_metrics_nap_ms(r->stop, 500);
-    }
+/* After relay_records: the stamps the batch's markers moved go with the
+ * offsets. */
+static rd_kafka_topic_partition_list_t *txn_offsets(void *arg)
+{
+    return batch_offsets(((relay_txn_t *)arg)->r, 0);
 }
 
 static int batch_publish(relay_t *r, int *fatal, char *errstr, size_t size)
 {
-    rd_kafka_topic_partition_list_t *offsets = NULL;
-    rd_kafka_error_t *e;
-    int64_t outputs = 0, dropped;
+    relay_txn_t t = {r, 0};
+    dlb_txn_batch_t b = {r->producer, r->consumer, txn_produce, txn_offsets, &t};
+    int64_t dropped = r->dropped;
     int err;
 
     *fatal = 0;
     r->txn_began = dlb_clock_mono_ms();
-    if ((err = parts_load(r, errstr, size)) ||
-        (err = txn_step(r, STEP_BEGIN, NULL, fatal, errstr, size)))
+    if ((err = parts_load(r, errstr, size)))
         return err;
-    dropped = r->dropped;
     memset(r->pending, 0, sizeof(r->pending));
-    if (!(err = relay_records(r, &outputs, errstr, size)) &&
-        !(err = (offsets = batch_offsets(r, 0))
-                    ? 0
-                    : dlb_seterr(errstr, size, DLB_ERR_NOMEM, "out of memory")) &&
-        !(err = txn_step(r, STEP_OFFSETS, offsets, fatal, errstr, size)) &&
-        !(err = txn_step(r, STEP_COMMIT, NULL, fatal, errstr, size))) {
-        r->st->outputs += outputs;
+    if (!dlb_txn_commit_batch(r->conf, r->stop, &b, fatal, errstr, size)) {
+        r->st->outputs += t.outputs;
         r->st->accepted += (int64_t)r->batch_cnt;
         for (int a = 0; a < ACT_CNT; a++)
             for (int i = 0; i < RELAY_TOPICS; i++)
@@ -810,27 +782,15 @@ static int batch_publish(relay_t *r, int *fatal, char *errstr, size_t size)
         for (size_t i = 0; i < r->parts_cnt; i++)
             r->parts[i].saved = r->parts[i].cur;
         dlb_dbg("relay: batch of %zu record(s): %lld produced, %lld not forwarded", r->batch_cnt,
-                (long long)outputs, (long long)(r->dropped - dropped));
-        goto out;
-    }
-    if (!*fatal && (e = rd_kafka_abort_transaction(r->producer, TXN_TIMEOUT_MS))) {
-        /* Cannot even abort: a new producer's init_transactions will. */
-        dlb_err("kafka transaction: abort failed: %s; replacing the producer (its "
-                "init_transactions aborts it)",
-                rd_kafka_error_string(e));
-        rd_kafka_error_destroy(e);
-        *fatal = 1;
+                (long long)t.outputs, (long long)(r->dropped - dropped));
+        return 0;
     }
     r->dropped = dropped; /* the batch is redone, from the committed stamps */
     for (size_t i = 0; i < r->parts_cnt; i++)
         r->parts[i].cur = r->parts[i].saved;
     dlb_metric_add(r->txn_aborted, 1);
     dlb_metric_add(r->err_kafka, 1);
-    err = DLB_ERR_TRANSIENT;
-out:
-    if (offsets)
-        rd_kafka_topic_partition_list_destroy(offsets);
-    return err;
+    return DLB_ERR_TRANSIENT;
 }
 
 /* Undo a failed batch: seek each partition back to its first record.
@@ -937,35 +897,17 @@ static void failover_tick(relay_t *r)
 
 /* ---- life cycle ------------------------------------------------------------------ */
 
+/* Stopped while waiting for the broker: not an error, the loop ends. */
 static int producer_start(relay_t *r, char *errstr, size_t size)
 {
-    rd_kafka_error_t *e;
-    int err;
+    int err = dlb_txn_producer_start(r->conf, r->group, r->stop, &r->producer, errstr, size);
 
-    if ((err = dlb_kafka_txn_producer_new(r->conf, r->group, &r->producer, errstr, size)))
-        return err;
-    while (!*r->stop && (e = rd_kafka_init_transactions(r->producer, TXN_TIMEOUT_MS))) {
-        if (rd_kafka_error_is_fatal(e)) {
-            err = dlb_seterr(errstr, size, DLB_ERR_GENERIC, "kafka: init_transactions: %s",
-                             rd_kafka_error_string(e));
-            rd_kafka_error_destroy(e);
-            return err;
-        }
-        dlb_warn("kafka: init_transactions: %s; retrying", rd_kafka_error_string(e));
-        rd_kafka_error_destroy(e);
-        dlb_metrics_nap_ms(r->stop, r->conf->retry_backoff_ms);
-    }
-    return 0;
+    return err == DLB_ERR_TRANSIENT && *r->stop ? 0 : err;
 }
 
 static void producer_stop(relay_t *r)
 {
-    if (!r->producer)
-        return;
-    /* Anything unsent belongs to an aborted or unfinished transaction. */
-    rd_kafka_purge(r->producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-    dlb_kafka_producer_destroy(r->producer);
-    r->producer = NULL;
+    dlb_txn_producer_stop(&r->producer);
 }
 
 static int setup(relay_t *r, char *errstr, size_t size)

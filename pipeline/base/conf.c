@@ -127,14 +127,15 @@ static const key_def_t keys[] = {
      "refused for ever, a dependency down) makes /readyz answer 503, naming the partition and "
      "the last failure; 0 = never. Longer than the ordering barrier's wait and a slow batch."},
     {"producer.txn.call.timeout.ms", K_INT, N(txn_call_timeout_ms), "30000",
-     "Longest one call of a consumer's Kafka transaction (init, sending the offsets, commit, "
-     "abort) may wait for the broker before it counts as failed. 100 to 3600000.",
+     "Longest one call of a consumer's or the relay's Kafka transaction (init, sending the "
+     "offsets, commit, abort) may wait for the broker before it counts as failed. 100 to "
+     "3600000.",
      100, 3600000},
     {"producer.txn.call.tries", K_INT, N(txn_call_tries), "10",
      "Calls of a transaction step that fails with a retriable error (500 ms apart) before the "
      "batch is aborted; when the abort fails too, the producer is replaced and the consumer "
-     "goes on from the offsets the group committed, as the broker says (the commit may have "
-     "taken). 1 to 1000.",
+     "(or the relay) goes on from the offsets the group committed, as the broker says (the "
+     "commit may have taken). 1 to 1000.",
      1, 1000},
     {"event.time.skew.s", K_INT, N(skew_s), "86400",
      "An event whose event_time_ms is further ahead of its record's broker timestamp than this "

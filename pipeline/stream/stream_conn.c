@@ -10,6 +10,7 @@
 #include "err.h"
 #include "kafka.h"
 #include "log.h"
+#include "txn.h"
 
 /* Redis reconnects are tried at most this often while it is down, so an
  * outage costs one failed connect per interval instead of one per event. */
@@ -81,36 +82,12 @@ int stream_pg_connect(ctx_t *c, char *errstr, size_t size)
  * whatever a previous process with the same transactional.id left open. */
 int stream_producer_start(ctx_t *c, char *errstr, size_t size)
 {
-    int err;
-
-    if ((err = dlb_kafka_txn_producer_new(c->conf, c->group, &c->producer, errstr, size)))
-        return err;
-    while (!*c->stop) {
-        rd_kafka_error_t *e = rd_kafka_init_transactions(c->producer, c->conf->txn_call_timeout_ms);
-        if (!e)
-            return 0;
-        if (rd_kafka_error_is_fatal(e)) {
-            err = dlb_seterr(errstr, size, DLB_ERR_GENERIC, "kafka: init_transactions: %s",
-                             rd_kafka_error_string(e));
-            rd_kafka_error_destroy(e);
-            return err;
-        }
-        dlb_warn("kafka: init_transactions: %s; retrying in %d ms", rd_kafka_error_string(e),
-                 c->conf->retry_backoff_ms);
-        rd_kafka_error_destroy(e);
-        dlb_metrics_nap_ms(c->stop, c->conf->retry_backoff_ms);
-    }
-    return dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "stopped before Kafka transactions began");
+    return dlb_txn_producer_start(c->conf, c->group, c->stop, &c->producer, errstr, size);
 }
 
 void stream_producer_stop(ctx_t *c)
 {
-    if (!c->producer)
-        return;
-    /* Anything unsent belongs to an aborted or unfinished transaction. */
-    rd_kafka_purge(c->producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-    dlb_kafka_producer_destroy(c->producer);
-    c->producer = NULL;
+    dlb_txn_producer_stop(&c->producer);
 }
 
 int stream_consumer_start(ctx_t *c,

@@ -1,7 +1,6 @@
 /* The batch's Kafka transaction (stream_internal.h): its DLQ copies,
- * outputs and input offsets committed together, each call retried, aborted
- * or the producer replaced as its error says; and where a failed batch goes
- * on from. */
+ * outputs and input offsets committed together (txn.h); and where a failed
+ * batch goes on from. */
 #include <inttypes.h>
 #include <stdint.h>
 
@@ -11,93 +10,50 @@
 #include "log.h"
 #include "metrics.h"
 #include "stream_internal.h"
+#include "txn.h"
 
 static rd_kafka_topic_partition_list_t *batch_offsets(const ctx_t *c, int rewind);
 
-/* What to do after a transactional call failed: retry it, abort the
- * transaction and redo the batch, or replace the producer (fenced/fatal). */
-typedef enum { TXN_RETRY, TXN_ABORT, TXN_FATAL } txn_verdict_t;
-
-static txn_verdict_t txn_error(rd_kafka_error_t *e, const char *what, char *errstr, size_t size)
+/* The batch's records in its transaction: the DLQ copies of its bad
+ * messages, then its outputs. */
+static int batch_produce(void *arg, rd_kafka_t *producer, char *errstr, size_t size)
 {
-    txn_verdict_t v = rd_kafka_error_is_fatal(e)             ? TXN_FATAL
-                      : rd_kafka_error_txn_requires_abort(e) ? TXN_ABORT
-                      : rd_kafka_error_is_retriable(e)       ? TXN_RETRY
-                                                             : TXN_ABORT;
-    dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "kafka transaction: %s: %s (%s)", what,
-               rd_kafka_error_string(e),
-               v == TXN_FATAL   ? "fatal"
-               : v == TXN_ABORT ? "abortable"
-                                : "retriable");
-    rd_kafka_error_destroy(e);
-    return v;
-}
-
-/* Calls op until it succeeds or fails for good; retriable errors are retried
- * producer.txn.call.tries times (a broker restarting), then treated as
- * abortable. */
-#define TXN_CALL(c, what, call, verdict, errstr, size)                                             \
-    do {                                                                                           \
-        rd_kafka_error_t *e_;                                                                      \
-        int tries_ = 0;                                                                            \
-        (verdict) = -1;                                                                            \
-        while ((e_ = (call))) {                                                                    \
-            (verdict) = txn_error(e_, what, errstr, size);                                         \
-            if ((verdict) != TXN_RETRY || ++tries_ >= (c)->conf->txn_call_tries || *(c)->stop)     \
-                break;                                                                             \
-            dlb_warn("%s; retrying", errstr);                                                      \
-            dlb_metrics_nap_ms(c->stop, 500);                                                      \
-            (verdict) = -1;                                                                        \
-        }                                                                                          \
-    } while (0)
-
-/* One Kafka transaction per batch: the DLQ copies of its bad messages, its
- * outputs and its input offsets become visible together or not at all. The
- * PostgreSQL transaction committed before; a redo finds its rows there (no
- * change) and re-sends the stored outputs, so they stay exactly once. */
-int stream_batch_publish(ctx_t *c, int *fatal, char *errstr, size_t size)
-{
-    rd_kafka_topic_partition_list_t *offsets = NULL;
-    rd_kafka_consumer_group_metadata_t *cgmd = NULL;
-    int verdict, err = 0;
+    ctx_t *c = arg;
     char sub[512];
+    int err;
 
-    *fatal = 0;
-    c->txn_began = dlb_clock_mono_ms();
-    TXN_CALL(c, "begin", rd_kafka_begin_transaction(c->producer), verdict, errstr, size);
-    if (verdict >= 0)
-        goto fail;
     for (size_t k = 0; k < c->order_cnt; k++) {
         item_t *it = &c->items[c->order[k]];
-        if (it->dlq_stage &&
-            (err = dlb_kafka_dlq_send(c->producer, c->conf, it->msg, it->dlq_stage, it->dlq_err,
-                                      it->dlq_msg, sub, sizeof(sub)))) {
-            dlb_seterr(errstr, size, err, "dlq: %s", sub);
-            verdict = TXN_ABORT;
-            goto fail;
-        }
+        if (it->dlq_stage && (err = dlb_kafka_dlq_send(producer, c->conf, it->msg, it->dlq_stage,
+                                                       it->dlq_err, it->dlq_msg, sub, sizeof(sub))))
+            return dlb_seterr(errstr, size, err, "dlq: %s", sub);
     }
-    for (size_t i = 0; i < c->out_cnt; i++) {
-        if ((err =
-                 dlb_kafka_produce_stamped(c->producer, c->out_topic, c->out[i].key, c->out[i].buf,
-                                           c->out[i].len, c->out[i].stamp, sub, sizeof(sub)))) {
-            dlb_seterr(errstr, size, err, "%s", sub);
-            verdict = TXN_ABORT;
-            goto fail;
-        }
+    for (size_t i = 0; i < c->out_cnt; i++)
+        if ((err = dlb_kafka_produce_stamped(producer, c->out_topic, c->out[i].key, c->out[i].buf,
+                                             c->out[i].len, c->out[i].stamp, sub, sizeof(sub))))
+            return dlb_seterr(errstr, size, err, "%s", sub);
+    return 0;
+}
+
+static rd_kafka_topic_partition_list_t *commit_offsets(void *arg)
+{
+    return batch_offsets(arg, 0);
+}
+
+/* One Kafka transaction per batch (txn.h): the DLQ copies of its bad
+ * messages, its outputs and its input offsets become visible together or not
+ * at all. The PostgreSQL transaction committed before; a redo finds its rows
+ * there (no change) and re-sends the stored outputs, so they stay exactly
+ * once. */
+int stream_batch_publish(ctx_t *c, int *fatal, char *errstr, size_t size)
+{
+    dlb_txn_batch_t b = {c->producer, c->consumer, batch_produce, commit_offsets, c};
+
+    c->txn_began = dlb_clock_mono_ms();
+    if (dlb_txn_commit_batch(c->conf, c->stop, &b, fatal, errstr, size)) {
+        dlb_metric_add(c->m.txn_aborted, 1);
+        return DLB_ERR_TRANSIENT;
     }
-    offsets = batch_offsets(c, 0);
-    cgmd = rd_kafka_consumer_group_metadata(c->consumer);
-    TXN_CALL(c, "sending offsets",
-             rd_kafka_send_offsets_to_transaction(c->producer, offsets, cgmd,
-                                                  c->conf->txn_call_timeout_ms),
-             verdict, errstr, size);
-    if (verdict >= 0)
-        goto fail;
-    TXN_CALL(c, "commit", rd_kafka_commit_transaction(c->producer, c->conf->txn_call_timeout_ms),
-             verdict, errstr, size);
-    if (verdict >= 0)
-        goto fail;
     for (size_t k = 0; k < c->order_cnt; k++) {
         const item_t *it = &c->items[c->order[k]];
         if (it->dlq_stage) {
@@ -110,30 +66,7 @@ int stream_batch_publish(ctx_t *c, int *fatal, char *errstr, size_t size)
     dlb_metric_add(c->m.produced, c->out_cnt);
     dlb_metric_add(c->m.txn_committed, 1);
     dlb_metrics_dep(DLB_DEP_KAFKA, 1);
-    err = 0;
-    goto out;
-fail:
-    dlb_metric_add(c->m.txn_aborted, 1);
-    if (verdict == TXN_FATAL) {
-        *fatal = 1;
-    } else {
-        rd_kafka_error_t *e = rd_kafka_abort_transaction(c->producer, c->conf->txn_call_timeout_ms);
-        if (e) {
-            /* Cannot even abort: start over with a new producer, whose
-             * init_transactions aborts what this one left open. */
-            dlb_err("kafka transaction: abort failed: %s; replacing the producer",
-                    rd_kafka_error_string(e));
-            rd_kafka_error_destroy(e);
-            *fatal = 1;
-        }
-    }
-    err = DLB_ERR_TRANSIENT;
-out:
-    if (cgmd)
-        rd_kafka_consumer_group_metadata_destroy(cgmd);
-    if (offsets)
-        rd_kafka_topic_partition_list_destroy(offsets);
-    return err;
+    return 0;
 }
 
 /* Offsets per partition. To commit: the first message still held back, or
