@@ -905,11 +905,6 @@ static int producer_start(relay_t *r, char *errstr, size_t size)
     return err == DLB_ERR_TRANSIENT && *r->stop ? 0 : err;
 }
 
-static void producer_stop(relay_t *r)
-{
-    dlb_txn_producer_stop(&r->producer);
-}
-
 static int setup(relay_t *r, char *errstr, size_t size)
 {
     dlb_env_t env;
@@ -951,7 +946,7 @@ static void teardown(relay_t *r)
 {
     batch_clear(r);
     dlb_kafka_consumer_destroy(r->consumer);
-    producer_stop(r);
+    dlb_txn_producer_stop(&r->producer);
     dlb_failover_destroy(r->failover, r->pg);
     if (r->pg)
         PQfinish(r->pg);
@@ -1025,7 +1020,7 @@ int dlb_relay_run(const dlb_conf_t *conf, volatile sig_atomic_t *stop, dlb_strea
                                                   errstr_size)))
                 goto out;
             dlb_warn("kafka: replacing the transactional producer");
-            producer_stop(&r);
+            dlb_txn_producer_stop(&r.producer);
             if ((err = producer_start(&r, errstr, errstr_size)))
                 goto out;
         }

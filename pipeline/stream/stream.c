@@ -20,6 +20,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "store_pg.h"
+#include "txn.h"
 #include "vec.h"
 
 static void item_free(item_t *it)
@@ -473,7 +474,7 @@ static int setup(ctx_t *c, char *errstr, size_t size)
     if ((err = stream_pg_connect(c, errstr, size)))
         return err;
     stream_redis_connect(c);
-    if ((err = stream_producer_start(c, errstr, size)) ||
+    if ((err = dlb_txn_producer_start(c->conf, c->group, c->stop, &c->producer, errstr, size)) ||
         (err = stream_consumer_start(c, rebalance_cb, errstr, size)))
         return err;
     dlb_info("%s: group %s consuming %s.{%s} from %s, answering on %s", c->role->name, c->group,
@@ -645,8 +646,9 @@ int dlb_stream_run(const dlb_conf_t *conf, const dlb_stream_role_t *role, const 
                                                       errstr_size)))
                     goto out;
                 dlb_warn("kafka: replacing the transactional producer");
-                stream_producer_stop(&c);
-                if ((err = stream_producer_start(&c, errstr, errstr_size)))
+                dlb_txn_producer_stop(&c.producer);
+                if ((err = dlb_txn_producer_start(conf, c.group, stop, &c.producer, errstr,
+                                                  errstr_size)))
                     goto out;
             }
             if (dlb_pg_reconnect(c.pg, err_buf, sizeof(err_buf)))

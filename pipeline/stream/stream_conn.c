@@ -78,18 +78,6 @@ int stream_pg_connect(ctx_t *c, char *errstr, size_t size)
     return dlb_seterr(errstr, size, DLB_ERR_TRANSIENT, "stopped before PostgreSQL was reachable");
 }
 
-/* A transactional producer, its transactions initialised: this also aborts
- * whatever a previous process with the same transactional.id left open. */
-int stream_producer_start(ctx_t *c, char *errstr, size_t size)
-{
-    return dlb_txn_producer_start(c->conf, c->group, c->stop, &c->producer, errstr, size);
-}
-
-void stream_producer_stop(ctx_t *c)
-{
-    dlb_txn_producer_stop(&c->producer);
-}
-
 int stream_consumer_start(ctx_t *c,
                           void (*rebalance_cb)(rd_kafka_t *, rd_kafka_resp_err_t,
                                                rd_kafka_topic_partition_list_t *, void *),
@@ -118,7 +106,7 @@ void stream_disconnect(ctx_t *c)
 {
     dlb_kafka_consumer_destroy(c->consumer);
     c->consumer = NULL;
-    stream_producer_stop(c);
+    dlb_txn_producer_stop(&c->producer);
     dlb_redis_destroy(c->redis);
     c->redis = NULL;
     dlb_pg_destroy(c->pg);

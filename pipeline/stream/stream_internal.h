@@ -216,10 +216,6 @@ void stream_redis_down(ctx_t *c, const char *what, const char *errstr);
 void stream_redis_connect(ctx_t *c);
 /** Connect (or reconnect) and migrate, waiting out an unreachable server. */
 int stream_pg_connect(ctx_t *c, char *errstr, size_t size);
-/** A transactional producer with its transactions initialised (this aborts
- *  what a previous process with the same transactional.id left open). */
-int stream_producer_start(ctx_t *c, char *errstr, size_t size);
-void stream_producer_stop(ctx_t *c);
 /** The consumer of the role's input topics, subscribed, with rebalance_cb. */
 int stream_consumer_start(ctx_t *c,
                           void (*rebalance_cb)(rd_kafka_t *, rd_kafka_resp_err_t,
